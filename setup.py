@@ -1,0 +1,104 @@
+"""Declares loopcore's Cython extensions; everything else is in pyproject.toml.
+
+Every ``src/_native/NAME.pyx`` compiles into ``loopcore._native_NAME``.
+
+Environment (one truthiness rule, shared with ``loopcore._native_flag``):
+  LOOPCORE_NO_EXTENSIONS=1  build and install the pure-Python twins only.
+  LOOPCORE_DEBUG_BUILD=1    -O0 -g, bounds and wraparound checks back on.
+A compiler failure fails the build: there is no silent pure-Python fallback.
+"""
+import os
+import pathlib
+import sys
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+HERE = pathlib.Path(__file__).parent
+NATIVE = HERE / "src" / "_native"
+FALSY = {"", "0", "false", "no", "off"}
+
+
+def env_flag(name):
+    # Must stay identical to loopcore._native_flag.env_flag (a test checks it).
+    return os.environ.get(name, "").strip().lower() not in FALSY
+
+
+NO_EXTENSIONS = env_flag("LOOPCORE_NO_EXTENSIONS") or sys.implementation.name != "cpython"
+DEBUG = env_flag("LOOPCORE_DEBUG_BUILD")
+
+
+def native_sources(only=None):
+    names = sorted(p.stem for p in NATIVE.glob("*.pyx"))
+    if only:
+        names = [n for n in names if n in only]
+    return names
+
+
+def extensions(only=None):
+    import numpy
+    from Cython.Build import cythonize
+    from setuptools import Extension
+
+    directives = {
+        "language_level": 3,
+        "embedsignature": True,
+        "boundscheck": DEBUG,
+        "wraparound": DEBUG,
+        "initializedcheck": DEBUG,
+        "cdivision": not DEBUG,
+        "freethreading_compatible": False,
+    }
+    if DEBUG:
+        cflags = ["-O0", "-g", "-UNDEBUG"]
+    else:
+        cflags = ["-O3"]
+    exts = [
+        Extension(
+            f"loopcore._native_{name}",
+            [str((NATIVE / f"{name}.pyx").relative_to(HERE))],
+            include_dirs=[str(NATIVE.relative_to(HERE)), str(NATIVE.relative_to(HERE) / "vendor" / "xxhash"), numpy.get_include()],
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            extra_compile_args=cflags,
+        )
+        for name in native_sources(only)
+    ]
+    return cythonize(
+        exts,
+        compiler_directives=directives,
+        include_path=[str(NATIVE.relative_to(HERE))],
+        annotate=DEBUG,
+        force=DEBUG,
+    )
+
+
+class StrictBuildExt(build_ext):
+    """build_ext that turns any compiler failure into a loud, explained error."""
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - re-raised with context
+            raise SystemExit(
+                "loopcore: compiling the Cython core failed "
+                f"({type(exc).__name__}: {exc}).\n"
+                "Install a C compiler and the Python headers, or build the pure-Python "
+                "twin on purpose with LOOPCORE_NO_EXTENSIONS=1."
+            ) from exc
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            raise SystemExit(
+                f"loopcore: compiling {ext.name} failed ({type(exc).__name__}: {exc}). "
+                "Refusing to fall back to pure Python silently; set LOOPCORE_NO_EXTENSIONS=1 "
+                "to build the pure-Python twin on purpose."
+            ) from exc
+
+
+if __name__ == "__main__":  # setuptools.build_meta runs this file as __main__
+    if NO_EXTENSIONS:
+        setup(ext_modules=[])
+    else:
+        setup(ext_modules=extensions(), cmdclass={"build_ext": StrictBuildExt})

@@ -1,0 +1,25 @@
+"""loopcore: stop LLM agents from burning tokens on loops and repeated work.
+
+Two jobs on one compiled core: :class:`Guard` answers allow / warn / block before every tool
+call of a live harness; :func:`analyse_burn` accounts for the tokens a recorded trace wasted.
+The public API is re-exported here from the dispatcher modules only.
+"""
+from __future__ import annotations
+
+from ._native_flag import NO_EXTENSIONS, implementation
+from .hashing import HASH_FORMAT_VERSION, MAX_DEPTH, canonical_hash
+
+# --- guard (issue 3) ---
+# --- burn analysis (issue 4) ---
+# --- adapters / loading (issue 5) ---
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "HASH_FORMAT_VERSION",
+    "MAX_DEPTH",
+    "NO_EXTENSIONS",
+    "__version__",
+    "canonical_hash",
+    "implementation",
+]

@@ -1,0 +1,53 @@
+"""The one place that decides between the compiled core and the pure-Python twins.
+
+``LOOPCORE_NO_EXTENSIONS`` is read with the same truthiness rule as ``setup.py`` uses at
+build time: unset, empty, ``0``, ``false``, ``no`` and ``off`` (any case) are false, anything
+else is true. Off CPython the pure twins are always used.
+
+When the flag is false the compiled modules must import: a missing or broken build is an
+``ImportError`` that says so, never a silent fallback.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from types import ModuleType
+
+__all__ = ["NO_EXTENSIONS", "env_flag", "implementation", "load"]
+
+_FALSY = frozenset({"", "0", "false", "no", "off"})
+
+
+def env_flag(name: str) -> bool:
+    """True when environment variable *name* is set to a truthy value (see module doc)."""
+    return os.environ.get(name, "").strip().lower() not in _FALSY
+
+
+NO_EXTENSIONS: bool = env_flag("LOOPCORE_NO_EXTENSIONS") or sys.implementation.name != "cpython"
+
+
+def implementation() -> str:
+    """``"c"`` when the compiled core is live, ``"py"`` when the pure-Python twins are."""
+    return "py" if NO_EXTENSIONS else "c"
+
+
+def load(component: str, impl: str | None = None) -> ModuleType:
+    """Import the twin of *component* (``"hashing"``, ``"guard"``, ``"burn"``) for *impl*.
+
+    Dispatchers and the test fixture use this; nothing else imports ``_native_*``/``_*_py``
+    modules directly. Raises ImportError with a remedy when the compiled module is missing.
+    """
+    impl = impl or implementation()
+    if impl == "py":
+        return importlib.import_module(f"loopcore._{component}_py")
+    if impl != "c":
+        raise ValueError(f"unknown implementation {impl!r}; expected 'c' or 'py'")
+    try:
+        return importlib.import_module(f"loopcore._native_{component}")
+    except ImportError as exc:
+        raise ImportError(
+            f"loopcore's compiled core (loopcore._native_{component}) is not importable: {exc}. "
+            "Reinstall with a C compiler available (pip install .), or select the pure-Python "
+            "twins explicitly with LOOPCORE_NO_EXTENSIONS=1."
+        ) from exc

@@ -1,0 +1,28 @@
+"""Canonical hashing: the one dispatcher that picks the compiled or the pure-Python twin.
+
+See ``loopcore._hashing_py`` for the byte format (the reference) and the full contract.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._native_flag import NO_EXTENSIONS
+
+if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._hashing_py import (
+        HASH_FORMAT_VERSION,
+        INLINE_MAX,
+        MAX_DEPTH,
+        canonical_bytes,
+        canonical_hash,
+    )
+else:
+    from ._native_hashing import (
+        HASH_FORMAT_VERSION,
+        INLINE_MAX,
+        MAX_DEPTH,
+        canonical_bytes,
+        canonical_hash,
+    )
+
+__all__ = ["HASH_FORMAT_VERSION", "INLINE_MAX", "MAX_DEPTH", "canonical_bytes", "canonical_hash"]

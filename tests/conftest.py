@@ -1,0 +1,53 @@
+"""Shared fixtures. Every core test takes ``impl`` and so runs once per twin (ids c / py)."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from loopcore import _native_flag
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+class Impl:
+    """One implementation of the core: ``impl.hashing``, ``impl.guard``, ``impl.burn``...
+
+    Attribute access imports the twin module of that component (``loopcore._native_X`` for
+    ``c``, ``loopcore._X_py`` for ``py``) through the same loader the dispatchers use.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, component: str):
+        if component.startswith("__"):
+            raise AttributeError(component)
+        mod = _native_flag.load(component, self.name)
+        setattr(self, component, mod)
+        return mod
+
+    def __repr__(self) -> str:
+        return f"Impl({self.name!r})"
+
+
+IMPL_PARAMS = [
+    pytest.param("c", id="c", marks=pytest.mark.c_extension),
+    pytest.param("py", id="py"),
+]
+
+
+@pytest.fixture(scope="session", params=IMPL_PARAMS)
+def impl(request) -> Impl:
+    if request.param == "c" and _native_flag.NO_EXTENSIONS:
+        pytest.skip("LOOPCORE_NO_EXTENSIONS=1: the compiled core is deselected on purpose")
+    return Impl(request.param)
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> pathlib.Path:
+    """../shared/traces beside the checkout; tests that need it skip when it is absent."""
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"real traces not found at {SHARED_TRACES} (they live beside the checkout, never in it)")
+    return SHARED_TRACES
