@@ -28,6 +28,15 @@ NO_EXTENSIONS = env_flag("LOOPCORE_NO_EXTENSIONS") or sys.implementation.name !=
 DEBUG = env_flag("LOOPCORE_DEBUG_BUILD")
 
 
+def target_is_x86():
+    import platform
+    import sysconfig
+
+    plat = sysconfig.get_platform().lower()
+    machine = platform.machine().lower()
+    return any(tag in plat or tag == machine for tag in ("x86_64", "amd64", "i686", "i386", "win32"))
+
+
 def native_sources(only=None):
     names = sorted(p.stem for p in NATIVE.glob("*.pyx"))
     if only:
@@ -53,12 +62,21 @@ def extensions(only=None):
         cflags = ["-O0", "-g", "-UNDEBUG"]
     else:
         cflags = ["-O3"]
+    native = NATIVE.relative_to(HERE)
+    vendor = native / "vendor" / "xxhash"
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+    extra_sources = []
+    if target_is_x86():
+        # xxHash's runtime ISA dispatch (AVX2/AVX-512 where the CPU has them), built with
+        # baseline flags like python-xxhash does, so the wheel runs on any x86-64.
+        extra_sources.append(str(vendor / "xxh_x86dispatch.c"))
+        macros.append(("LOOPCORE_XXH_DISPATCH", "1"))
     exts = [
         Extension(
             f"loopcore._native_{name}",
-            [str((NATIVE / f"{name}.pyx").relative_to(HERE))],
-            include_dirs=[str(NATIVE.relative_to(HERE)), str(NATIVE.relative_to(HERE) / "vendor" / "xxhash"), numpy.get_include()],
-            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            [str(native / f"{name}.pyx"), *extra_sources],
+            include_dirs=[str(native), str(vendor), numpy.get_include()],
+            define_macros=macros,
             extra_compile_args=cflags,
         )
         for name in native_sources(only)

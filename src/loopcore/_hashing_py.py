@@ -17,9 +17,10 @@ str                    UTF-8 with lone surrogates passed through; ``s`` + u32 le
                        at most 128 bytes, else ``S`` + u64 length + u64 XXH3-64 of the bytes
 bytes, bytearray       as str with tags ``b`` / ``B``
 list, tuple            ``l`` + u32 count + each item
-dict                   ``m`` + u32 count + the u64 digests ``XXH3-64(enc(key) + enc(value))`` of
-                       the kept pairs, sorted ascending (so key order never matters)
-set, frozenset         ``e`` + u32 count + the sorted u64 digests ``XXH3-64(enc(item))``
+dict                   ``m`` + u32 count + the kept pairs ``enc(key) + enc(value)``, sorted bytewise
+                       (so key order never matters; the encoding is prefix-free, so for distinct
+                       str keys this is the order of their encoded keys)
+set, frozenset         ``e`` + u32 count + the items' encodings, sorted bytewise
 a cycle                ``c``: a container met again while it is itself being encoded
 =====================  ==========================================================================
 
@@ -92,6 +93,12 @@ def _enc_blob(out: bytearray, small: bytes, big: bytes, data: bytes) -> None:
         out += _pack_Q(xxh3_64_intdigest(data))
 
 
+def _str_key_bytes(k: str) -> bytes:
+    out = bytearray()
+    _enc_blob(out, b"s", b"S", k.encode("utf-8", "surrogatepass"))
+    return bytes(out)
+
+
 class _Encoder:
     __slots__ = ("strip", "default", "path")
 
@@ -157,10 +164,13 @@ class _Encoder:
                 i += 1
         elif isinstance(v, dict):
             strip = self.strip
-            digests = []
-            for k, val in v.items():
-                if strip is not None and k in strip:
-                    continue
+            items = [(k, val) for k, val in v.items() if strip is None or k not in strip]
+            if all(isinstance(k, str) for k, _ in items):
+                # The compiled core encodes str-keyed dicts in key order; do the same so that
+                # the first failing value (and so the error message) is the same in both.
+                items.sort(key=lambda kv: _str_key_bytes(kv[0]))
+            pairs = []
+            for k, val in items:
                 pair = bytearray()
                 try:
                     self.enc(pair, k, child)
@@ -173,14 +183,13 @@ class _Encoder:
                 except _HashPathError as err:
                     err.segments.append(_seg_key(k))
                     raise
-                digests.append(xxh3_64_intdigest(bytes(pair)))
-            digests.sort()
+                pairs.append(bytes(pair))
+            pairs.sort()
             out += b"m"
-            out += _pack_I(len(digests))
-            for d in digests:
-                out += _pack_Q(d)
+            out += _pack_I(len(pairs))
+            out += b"".join(pairs)
         else:  # set / frozenset
-            digests = []
+            members = []
             for item in v:
                 one = bytearray()
                 try:
@@ -188,12 +197,11 @@ class _Encoder:
                 except _HashPathError as err:
                     err.segments.append("{" + repr(item) + "}")
                     raise
-                digests.append(xxh3_64_intdigest(bytes(one)))
-            digests.sort()
+                members.append(bytes(one))
+            members.sort()
             out += b"e"
-            out += _pack_I(len(digests))
-            for d in digests:
-                out += _pack_Q(d)
+            out += _pack_I(len(members))
+            out += b"".join(members)
         self.path.pop()
 
 

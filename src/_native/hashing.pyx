@@ -1,0 +1,690 @@
+"""Compiled twin of loopcore._hashing_py: the canonical hash (format HASH_FORMAT_VERSION).
+
+The byte format and every rule are defined by the pure-Python twin's docstring; this module
+must produce the same bytes for every input (the tests cross the twins with hypothesis).
+
+How it stays fast and safe:
+- one per-call arena (starts on the C stack, grows on the heap) receives the canonical bytes;
+  dicts with short str keys (nearly every tool payload) are streamed in key order after a
+  small on-stack sort of their keys; other dicts and sets are encoded in place and their
+  members reordered bytewise only when out of order, so nothing builds Python objects;
+- str data is read in place (``PyUnicode_AsUTF8AndSize``: no copy for ASCII, a cached copy
+  otherwise); str/bytes over INLINE_MAX bytes are digested straight from the object's buffer
+  (the GIL is released for large immutable buffers);
+- recursion depth is bounded by MAX_DEPTH, so no input can overflow the C stack; the path to a
+  failing value is kept as a stack of (container, key/index) so errors name it without unwinding.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.dict cimport PyDict_Next, PyDict_Size
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_FromDouble
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.set cimport PySet_Contains
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.math cimport floor, isinf, isnan
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+import json as _json
+
+cdef extern from "xxh_inline.h":
+    uint64_t XXH3_64bits(const void* data, size_t length) nogil
+    uint64_t loopcore_xxh3_large(const void* data, size_t length) nogil
+    uint32_t XXH_readLE32(const void* p) nogil
+    uint64_t XXH_readLE64(const void* p) nogil
+    int XXH_CPU_LITTLE_ENDIAN
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*)
+    void PyErr_Clear()
+    bint PyUnicode_Check(object)
+    bint PyUnicode_CheckExact(object)
+    bint PyBytes_Check(object)
+    bint PyByteArray_Check(object)
+    bint PyLong_Check(object)
+    bint PyLong_CheckExact(object)
+    bint PyFloat_Check(object)
+    bint PyFloat_CheckExact(object)
+    bint PyList_Check(object)
+    bint PyList_CheckExact(object)
+    bint PyTuple_Check(object)
+    bint PyTuple_CheckExact(object)
+    bint PyDict_Check(object)
+    bint PyDict_CheckExact(object)
+    bint PyAnySet_Check(object)
+    double PyFloat_AsDouble(object) except? -1.0
+    bint PyUnicode_IS_COMPACT_ASCII(object)
+    void* PyUnicode_1BYTE_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+
+HASH_FORMAT_VERSION = 1
+MAX_DEPTH = 256
+INLINE_MAX = 128
+
+cdef enum:
+    C_MAX_DEPTH = 256
+    C_INLINE_MAX = 128
+    STACK_BUF = 512
+    NOGIL_MIN = 1 << 20
+
+cdef enum SegKind:
+    SEG_INDEX = 0
+    SEG_VALUE = 1
+    SEG_KEY = 2
+    SEG_ITEM = 3
+
+ctypedef struct Ctx:
+    unsigned char* buf
+    Py_ssize_t len
+    Py_ssize_t cap
+    bint buf_heap
+    PyObject* strip          # borrowed; NULL when nothing is stripped
+    PyObject* default        # borrowed; NULL when no converter
+    Py_ssize_t nopen         # containers currently being encoded
+    PyObject* anc[C_MAX_DEPTH]
+    Py_ssize_t seg_index[C_MAX_DEPTH]
+    PyObject* seg_key[C_MAX_DEPTH]
+    unsigned char seg_kind[C_MAX_DEPTH]
+
+
+# ---------------------------------------------------------------- arena primitives
+
+cdef int _grow(Ctx* c, Py_ssize_t need) except -1:
+    cdef Py_ssize_t cap = c.cap * 2
+    cdef unsigned char* nb
+    while cap < need:
+        cap *= 2
+    if c.buf_heap:
+        nb = <unsigned char*>realloc(c.buf, cap)
+        if nb == NULL:
+            raise MemoryError()
+    else:
+        nb = <unsigned char*>malloc(cap)
+        if nb == NULL:
+            raise MemoryError()
+        memcpy(nb, c.buf, c.len)
+        c.buf_heap = True
+    c.buf = nb
+    c.cap = cap
+    return 0
+
+
+cdef inline int _reserve(Ctx* c, Py_ssize_t extra) except -1:
+    if c.len + extra > c.cap:
+        _grow(c, c.len + extra)
+    return 0
+
+
+cdef inline void _u8(Ctx* c, unsigned char v) noexcept:
+    c.buf[c.len] = v
+    c.len += 1
+
+
+cdef inline void _u32(Ctx* c, uint32_t v) noexcept:
+    v = XXH_readLE32(&v)   # identity on little-endian hosts, a byte swap elsewhere
+    memcpy(c.buf + c.len, &v, 4)
+    c.len += 4
+
+
+cdef inline void _u64(Ctx* c, uint64_t v) noexcept:
+    v = XXH_readLE64(&v)
+    memcpy(c.buf + c.len, &v, 8)
+    c.len += 8
+
+
+# ---------------------------------------------------------------- errors with a path
+
+cdef object _path(Ctx* c):
+    cdef Py_ssize_t i
+    parts = ["value"]
+    for i in range(c.nopen):
+        kind = c.seg_kind[i]
+        if kind == SEG_INDEX:
+            parts.append(f"[{c.seg_index[i]}]")
+        elif kind == SEG_VALUE:
+            key = <object>c.seg_key[i]
+            if isinstance(key, str):
+                parts.append("[" + _json.dumps(str(key), ensure_ascii=False) + "]")
+            else:
+                parts.append(f"[{key!r}]")
+        elif kind == SEG_KEY:
+            parts.append(f"[{(<object>c.seg_key[i])!r}]")
+        else:
+            parts.append("{" + repr(<object>c.seg_key[i]) + "}")
+    return "".join(parts)
+
+
+cdef int _fail(Ctx* c, type exc_type, str message) except -1:
+    # A key that failed is named by the segment of the dict that holds it.
+    if c.nopen and c.seg_kind[c.nopen - 1] == SEG_KEY:
+        message = "unsupported dict key: " + message
+    raise exc_type(f"canonical_hash: {message} at {_path(c)}")
+
+
+# ---------------------------------------------------------------- scalars
+
+cdef int _enc_bigint(Ctx* c, object v) except -1:
+    cdef bytes m
+    cdef Py_ssize_t n
+    neg = v < 0
+    mag = -v if neg else v
+    m = mag.to_bytes((mag.bit_length() + 7) // 8, "little")
+    n = PyBytes_GET_SIZE(m)
+    _reserve(c, 6 + n)
+    _u8(c, b"I")
+    _u8(c, b"-" if neg else b"+")
+    _u32(c, <uint32_t>n)
+    memcpy(c.buf + c.len, PyBytes_AS_STRING(m), n)
+    c.len += n
+    return 0
+
+
+cdef inline int _enc_i64(Ctx* c, int64_t v) except -1:
+    _reserve(c, 9)
+    _u8(c, b"i")
+    _u64(c, <uint64_t>v)
+    return 0
+
+
+cdef int _enc_int(Ctx* c, object v) except -1:
+    cdef int overflow = 0
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        return _enc_bigint(c, int(v))
+    # x == -1 is a legal value: the call cannot fail for an int, so no error check is needed
+    return _enc_i64(c, x)
+
+
+cdef int _enc_double(Ctx* c, double x) except -1:
+    cdef uint64_t bits
+    if isnan(x):
+        bits = 0x7ff8000000000000ULL
+    elif isinf(x) or floor(x) != x:
+        memcpy(&bits, &x, 8)
+    elif -9223372036854775808.0 <= x < 9223372036854775808.0:
+        return _enc_i64(c, <int64_t>x)
+    else:
+        return _enc_bigint(c, PyLong_FromDouble(x))
+    _reserve(c, 9)
+    _u8(c, b"d")
+    _u64(c, bits)
+    return 0
+
+
+cdef int _enc_blob(Ctx* c, unsigned char small, unsigned char big,
+                   const char* p, Py_ssize_t n, bint immutable) except -1:
+    cdef uint64_t h
+    if n <= C_INLINE_MAX:
+        _reserve(c, 5 + n)
+        _u8(c, small)
+        _u32(c, <uint32_t>n)
+        memcpy(c.buf + c.len, p, n)
+        c.len += n
+        return 0
+    if immutable and n >= NOGIL_MIN:
+        with nogil:
+            h = loopcore_xxh3_large(p, n)
+    else:
+        h = loopcore_xxh3_large(p, n)
+    _reserve(c, 17)
+    _u8(c, big)
+    _u64(c, <uint64_t>n)
+    _u64(c, h)
+    return 0
+
+
+cdef int _enc_str(Ctx* c, object s) except -1:
+    cdef Py_ssize_t n
+    cdef const char* p
+    cdef bytes b
+    if PyUnicode_IS_COMPACT_ASCII(s):
+        # ASCII is its own UTF-8: read the characters in place
+        return _enc_blob(c, b"s", b"S", <const char*>PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s), True)
+    p = PyUnicode_AsUTF8AndSize(s, &n)
+    if p != NULL:
+        return _enc_blob(c, b"s", b"S", p, n, True)
+    # Lone surrogates cannot be strict UTF-8; pass them through, as the twin does.
+    PyErr_Clear()
+    b = (<str>s).encode("utf-8", "surrogatepass")
+    return _enc_blob(c, b"s", b"S", PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), True)
+
+
+# ---------------------------------------------------------------- containers
+
+cdef inline int _open(Ctx* c, object v, Py_ssize_t depth) except -1:
+    """Push container *v*; return 1 if it is already open (a cycle), else 0."""
+    cdef Py_ssize_t i
+    cdef PyObject* p = <PyObject*>v
+    for i in range(c.nopen):
+        if c.anc[i] == p:
+            return 1
+    if depth >= C_MAX_DEPTH:
+        _fail(c, ValueError, f"nesting deeper than {C_MAX_DEPTH} levels")
+    c.anc[c.nopen] = p
+    c.nopen += 1
+    return 0
+
+
+cdef int _enc_list(Ctx* c, object v, Py_ssize_t depth) except -1:
+    cdef Py_ssize_t i, n, slot
+    cdef bint is_list = PyList_Check(v)
+    if _open(c, v, depth):
+        _reserve(c, 1)
+        _u8(c, b"c")
+        return 0
+    slot = c.nopen - 1
+    c.seg_kind[slot] = SEG_INDEX
+    n = PyList_GET_SIZE(v) if is_list else PyTuple_GET_SIZE(v)
+    _reserve(c, 5)
+    _u8(c, b"l")
+    _u32(c, <uint32_t>n)
+    i = 0
+    if is_list:
+        # re-read the size every round: a default= callback may shrink the list
+        while i < PyList_GET_SIZE(v):
+            item = <object>PyList_GET_ITEM(v, i)
+            c.seg_index[slot] = i
+            _enc(c, item, depth + 1)
+            i += 1
+    else:
+        while i < n:
+            c.seg_index[slot] = i
+            _enc(c, <object>PyTuple_GET_ITEM(v, i), depth + 1)
+            i += 1
+    c.nopen -= 1
+    return 0
+
+
+ctypedef struct Range:
+    Py_ssize_t off
+    Py_ssize_t n
+
+
+cdef inline int _cmp_range(const unsigned char* buf, Range a, Range b) noexcept nogil:
+    # bytewise order, a proper prefix first: the order of Python's bytes comparison
+    cdef Py_ssize_t m = a.n if a.n < b.n else b.n
+    cdef int r = memcmp(buf + a.off, buf + b.off, m)
+    if r != 0:
+        return r
+    return (a.n > b.n) - (a.n < b.n)
+
+
+cdef void _sort_ranges(const unsigned char* buf, Range* a, Range* tmp, Py_ssize_t n) noexcept nogil:
+    """Stable sort of byte ranges: insertion sort when short, bottom-up merge sort otherwise."""
+    cdef Py_ssize_t width, lo, mid, hi, i, j, k
+    cdef Range v
+    cdef Range* src = a
+    cdef Range* dst = tmp
+    cdef Range* sw
+    if n <= 16:
+        for i in range(1, n):
+            v = a[i]
+            j = i - 1
+            while j >= 0 and _cmp_range(buf, a[j], v) > 0:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+        return
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = lo + width if lo + width < n else n
+            hi = lo + 2 * width if lo + 2 * width < n else n
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if _cmp_range(buf, src[j], src[i]) < 0:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo = hi
+        sw = src
+        src = dst
+        dst = sw
+        width *= 2
+    if src != a:
+        memcpy(a, src, n * sizeof(Range))
+
+
+cdef class _RangeList:
+    """Growable array of member ranges for one container on the general (sorting) path."""
+    cdef Range* r
+    cdef Py_ssize_t n, cap
+
+    def __cinit__(self):
+        self.cap = 16
+        self.n = 0
+        self.r = <Range*>malloc(2 * self.cap * sizeof(Range))
+        if self.r == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.r)
+
+    cdef int push(self, Py_ssize_t off) except -1:
+        cdef Range* nr
+        if self.n == self.cap:
+            nr = <Range*>realloc(self.r, 4 * self.cap * sizeof(Range))
+            if nr == NULL:
+                raise MemoryError()
+            self.r = nr
+            self.cap *= 2
+        self.r[self.n].off = off
+        self.r[self.n].n = 0
+        self.n += 1
+        return 0
+
+
+cdef int _sort_members(Ctx* c, _RangeList lst, Py_ssize_t start) except -1:
+    """Reorder the members recorded in *lst* (they fill arena[start:len]) bytewise."""
+    cdef Py_ssize_t n = lst.n
+    cdef Py_ssize_t i, end = c.len, total, pos
+    cdef Range* r = lst.r
+    cdef bint in_order = True
+    cdef unsigned char* scratch
+    for i in range(n):
+        r[i].n = (r[i + 1].off if i + 1 < n else end) - r[i].off
+        if i and in_order and _cmp_range(c.buf, r[i - 1], r[i]) > 0:
+            in_order = False
+    if in_order:
+        return 0
+    _sort_ranges(c.buf, r, r + lst.cap, n)
+    total = end - start
+    _reserve(c, total)
+    scratch = c.buf + end
+    pos = 0
+    for i in range(n):
+        memcpy(scratch + pos, c.buf + r[i].off, r[i].n)
+        pos += r[i].n
+    memcpy(c.buf + start, scratch, total)
+    return 0
+
+
+cdef inline void _put_count(Ctx* c, Py_ssize_t at, Py_ssize_t count) noexcept:
+    cdef uint32_t n = <uint32_t>count
+    n = XXH_readLE32(&n)
+    memcpy(c.buf + at, &n, 4)
+
+
+ctypedef struct KeyEntry:
+    PyObject* key            # owned references while the entry lives
+    PyObject* value
+    const char* data
+    Py_ssize_t n
+
+
+cdef inline int _cmp_key(const KeyEntry* a, const KeyEntry* b) noexcept nogil:
+    # order of the encoded keys 's' + u32 LE length + bytes, all lengths <= INLINE_MAX < 256:
+    # the first length byte decides, so (length, bytes) is the bytewise order
+    if a.n != b.n:
+        return -1 if a.n < b.n else 1
+    return memcmp(a.data, b.data, a.n)
+
+
+cdef enum:
+    FAST_KEYS = 32
+
+
+cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot) except -1:
+    """Dicts whose keys are all short ASCII/UTF-8 str (almost every tool payload): sort the
+    keys first, then stream the pairs in order - no member moves. Returns 1 if not applicable."""
+    cdef KeyEntry stack_e[FAST_KEYS]
+    cdef KeyEntry* e = stack_e
+    cdef KeyEntry tmp
+    cdef Py_ssize_t size = PyDict_Size(v), pos = 0, n = 0, i, j
+    cdef PyObject* kp
+    cdef PyObject* vp
+    cdef const char* data
+    cdef Py_ssize_t klen
+    cdef int rc = 0
+    if size > FAST_KEYS:
+        return 1
+    while PyDict_Next(v, &pos, &kp, &vp):
+        if not (PyUnicode_CheckExact(<object>kp) and PyUnicode_IS_COMPACT_ASCII(<object>kp)):
+            rc = 1
+            break
+        if c.strip != NULL and PySet_Contains(<object>c.strip, <object>kp):
+            continue
+        klen = PyUnicode_GET_LENGTH(<object>kp)
+        if klen > C_INLINE_MAX:
+            rc = 1
+            break
+        Py_INCREF(<object>kp)
+        Py_INCREF(<object>vp)
+        e[n].key = kp
+        e[n].value = vp
+        e[n].data = <const char*>PyUnicode_1BYTE_DATA(<object>kp)
+        e[n].n = klen
+        n += 1
+    try:
+        if rc:
+            return 1
+        for i in range(1, n):
+            tmp = e[i]
+            j = i - 1
+            while j >= 0 and _cmp_key(&e[j], &tmp) > 0:
+                e[j + 1] = e[j]
+                j -= 1
+            e[j + 1] = tmp
+        _reserve(c, 5)
+        _u8(c, b"m")
+        _u32(c, <uint32_t>n)
+        c.seg_kind[slot] = SEG_VALUE
+        for i in range(n):
+            _reserve(c, 5 + e[i].n)
+            _u8(c, b"s")
+            _u32(c, <uint32_t>e[i].n)
+            memcpy(c.buf + c.len, e[i].data, e[i].n)
+            c.len += e[i].n
+            c.seg_key[slot] = e[i].key
+            _enc(c, <object>e[i].value, depth + 1)
+        return 0
+    finally:
+        for i in range(n):
+            Py_DECREF(<object>e[i].key)
+            Py_DECREF(<object>e[i].value)
+
+
+cdef int _enc_pair(Ctx* c, _RangeList members, Py_ssize_t slot, object key, object val,
+                   Py_ssize_t depth) except -1:
+    c.seg_key[slot] = <PyObject*>key
+    members.push(c.len)
+    c.seg_kind[slot] = SEG_KEY
+    _enc(c, key, depth + 1)
+    c.seg_kind[slot] = SEG_VALUE
+    _enc(c, val, depth + 1)
+    return 0
+
+
+cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
+    cdef Py_ssize_t pos = 0, slot, count_at
+    cdef PyObject* kp
+    cdef PyObject* vp
+    cdef _RangeList members
+    if _open(c, v, depth):
+        _reserve(c, 1)
+        _u8(c, b"c")
+        return 0
+    slot = c.nopen - 1
+    if _enc_dict_str_keys(c, v, depth, slot) == 0:
+        c.nopen -= 1
+        return 0
+    # general path: any key types; encode every pair, then sort the pairs bytewise
+    members = _RangeList()
+    _reserve(c, 5)
+    _u8(c, b"m")
+    count_at = c.len
+    c.len += 4
+    if c.default != NULL:
+        # a default= callback may run Python code that mutates this dict: walk a snapshot,
+        # exactly as the pure twin does
+        for key, val in list((<dict>v).items()):
+            if c.strip != NULL and PySet_Contains(<object>c.strip, key):
+                continue
+            _enc_pair(c, members, slot, key, val, depth)
+    else:
+        while PyDict_Next(v, &pos, &kp, &vp):
+            if c.strip != NULL and PySet_Contains(<object>c.strip, <object>kp):
+                continue
+            _enc_pair(c, members, slot, <object>kp, <object>vp, depth)
+    _put_count(c, count_at, members.n)
+    _sort_members(c, members, count_at + 4)
+    c.nopen -= 1
+    return 0
+
+
+cdef int _enc_set(Ctx* c, object v, Py_ssize_t depth) except -1:
+    cdef Py_ssize_t slot, count_at
+    cdef _RangeList members
+    if _open(c, v, depth):
+        _reserve(c, 1)
+        _u8(c, b"c")
+        return 0
+    slot = c.nopen - 1
+    members = _RangeList()
+    c.seg_kind[slot] = SEG_ITEM
+    _reserve(c, 5)
+    _u8(c, b"e")
+    count_at = c.len
+    c.len += 4
+    for item in v:
+        c.seg_key[slot] = <PyObject*>item
+        members.push(c.len)
+        _enc(c, item, depth + 1)
+    _put_count(c, count_at, members.n)
+    _sort_members(c, members, count_at + 4)
+    c.nopen -= 1
+    return 0
+
+
+# ---------------------------------------------------------------- dispatch
+
+cdef int _enc(Ctx* c, object v, Py_ssize_t depth) except -1:
+    # exact types first (the common case), then subclasses with their base meaning
+    t = type(v)
+    if t is str:
+        return _enc_str(c, v)
+    if t is dict:
+        return _enc_dict(c, v, depth)
+    if t is int:
+        return _enc_int(c, v)
+    if t is list or t is tuple:
+        return _enc_list(c, v, depth)
+    if t is float:
+        return _enc_double(c, PyFloat_AS_DOUBLE(v))
+    if v is None:
+        _reserve(c, 1)
+        _u8(c, b"n")
+        return 0
+    if v is True:
+        _reserve(c, 1)
+        _u8(c, b"t")
+        return 0
+    if v is False:
+        _reserve(c, 1)
+        _u8(c, b"f")
+        return 0
+    if PyLong_Check(v):
+        return _enc_int(c, v)
+    if PyFloat_Check(v):
+        return _enc_double(c, PyFloat_AsDouble(v))
+    if PyUnicode_Check(v):
+        return _enc_str(c, v)
+    if PyBytes_Check(v):
+        return _enc_blob(c, b"b", b"B", PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), True)
+    if PyByteArray_Check(v):
+        return _enc_blob(c, b"b", b"B", PyByteArray_AS_STRING(v), PyByteArray_GET_SIZE(v), False)
+    if PyList_Check(v) or PyTuple_Check(v):
+        return _enc_list(c, v, depth)
+    if PyDict_Check(v):
+        return _enc_dict(c, v, depth)
+    if PyAnySet_Check(v):
+        return _enc_set(c, v, depth)
+    if c.default != NULL:
+        converted = (<object>c.default)(v)
+        if depth + 1 >= C_MAX_DEPTH:
+            _fail(c, ValueError, f"nesting deeper than {C_MAX_DEPTH} levels (default= conversions count)")
+        return _enc(c, converted, depth + 1)
+    return _fail(c, TypeError, f"unsupported type {type(v).__name__!r}")
+
+
+cdef object _strip_set(object strip):
+    if strip is None:
+        return None
+    if isinstance(strip, (str, bytes)):
+        raise TypeError("strip must be a collection of keys, not a single string")
+    if isinstance(strip, frozenset):
+        return strip
+    return frozenset(strip)
+
+
+cdef int _run(Ctx* c, object value, object strip, object default) except -1:
+    c.len = 0
+    c.cap = STACK_BUF
+    c.buf_heap = False
+    c.nopen = 0
+    c.strip = NULL if strip is None else <PyObject*>strip
+    c.default = NULL if default is None else <PyObject*>default
+    return _enc(c, value, 0)
+
+
+cdef inline void _release(Ctx* c) noexcept:
+    if c.buf_heap:
+        free(c.buf)
+
+
+def canonical_hash(value, *, strip=None, default=None):
+    """Unsigned 64-bit XXH3 hash of *value*'s JSON meaning (format HASH_FORMAT_VERSION).
+
+    Key order, 1 vs 1.0, -0.0 vs 0.0, NaN payloads and tuple vs list never change it; ``strip``
+    drops dict keys at every depth. Raises TypeError (unsupported type, unless ``default``
+    converts it) or ValueError (nesting deeper than MAX_DEPTH), naming the path.
+    """
+    cdef Ctx c
+    cdef unsigned char stack_buf[STACK_BUF]
+    cdef uint64_t h
+    c.buf = stack_buf
+    if strip is not None:
+        strip = _strip_set(strip)
+    try:
+        _run(&c, value, strip, default)
+        h = XXH3_64bits(c.buf, c.len)
+    finally:
+        _release(&c)
+    return h
+
+
+def canonical_bytes(value, *, strip=None, default=None):
+    """The canonical byte encoding that canonical_hash digests (see loopcore._hashing_py).
+
+    Raises TypeError for unsupported types and ValueError for nesting deeper than MAX_DEPTH,
+    both naming the path.
+    """
+    cdef Ctx c
+    cdef unsigned char stack_buf[STACK_BUF]
+    c.buf = stack_buf
+    if strip is not None:
+        strip = _strip_set(strip)
+    try:
+        _run(&c, value, strip, default)
+        out = PyBytes_FromStringAndSize(<char*>c.buf, c.len)
+    finally:
+        _release(&c)
+    return out
