@@ -9,17 +9,27 @@ from __future__ import annotations
 from ._native_flag import NO_EXTENSIONS, implementation
 from .hashing import HASH_FORMAT_VERSION, MAX_DEPTH, canonical_hash
 
-# --- guard (issue 3) ---
-# --- burn analysis (issue 4) ---
-# --- adapters / loading (issue 5) ---
+from .trace import KINDS, Step, Trace
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HASH_FORMAT_VERSION",
+    "KINDS",
     "MAX_DEPTH",
     "NO_EXTENSIONS",
+    "Step",
+    "Trace",
     "__version__",
     "canonical_hash",
     "implementation",
 ]
+
+# --- guard (issue 3): owned by the guard work; import from .guard / .policy only ---
+from .guard import ALLOW, Decision, Guard, LoopBlocked, guarded
+from .policy import DETECTORS, Policy, PolicyError
+
+__all__ += ["ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", "PolicyError", "guarded"]
+# --- end guard ---
+
+

@@ -1,0 +1,1049 @@
+"""Compiled twin of loopcore._guard_py: the guard's per-call state engine.
+
+Same contract, parameter tuple, return codes and dump layout as the pure twin (its module doc
+is the reference). Each session's ring of the last ``window`` calls lives in one C block
+(struct of arrays: tool, args, result, target, call id, step index, flags, kind), about
+50 bytes per slot; the detector scans run over it without touching Python objects.
+"""
+cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memset
+
+cdef enum:
+    NP = 19
+    K_OTHER = 0
+    K_OBSERVE = 1
+    K_MUTATE = 2
+    K_EXEC = 3
+    K_ASK = 4
+    F_HAS = 1
+    F_ERROR = 2
+    F_UNKNOWN = 4
+    L_WARN = 1
+    L_BLOCK = 2
+    D_UNKNOWN = 1
+    D_GLOBAL = 2
+    D_POLL = 3
+    D_CYCLE = 4
+    D_REPEAT = 5
+    D_MONOLOGUE = 6
+    D_GENERIC = 7
+    D_ERROR = 8
+    D_BUDGET = 9
+    D_REDUNDANT = 10
+
+OTHER, OBSERVE, MUTATE, EXEC, ASK = 0, 1, 2, 3, 4
+F_HAS_, F_ERROR_, F_UNKNOWN_ = 1, 2, 4
+WARN, BLOCK = 1, 2
+N_PARAMS = NP
+DUMP_VERSION = 1
+
+cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+# -- result projections (same functions and results as the pure twin) ---------------------
+
+cdef tuple _EXIT_KEYS = ("exitCode", "exit_code", "returncode", "returnCode", "exit_status", "exitStatus")
+cdef tuple _OUT_KEYS = ("aggregated", "output", "stdout", "combined", "tail", "result")
+
+
+cdef str _text_content(dict result):
+    content = result.get("content")
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for e in <list>content:
+        if isinstance(e, dict):
+            t = (<dict>e).get("text")
+            if isinstance(t, str):
+                parts.append(t)
+    return "\n".join(parts).strip()
+
+
+def project_exec(result):
+    """Status, exit code and output of a shell/exec/poll result; durations, pids, cwd and
+    timestamps are dropped (they change on every run and are not progress, BEHAVIOURS B10)."""
+    cdef dict d
+    if not isinstance(result, dict):
+        return result
+    details = (<dict>result).get("details")
+    d = <dict>details if isinstance(details, dict) else <dict>result
+    exit_code = None
+    for k in _EXIT_KEYS:
+        if k in d:
+            exit_code = d[k]
+            break
+    output = None
+    for k in _OUT_KEYS:
+        v = d.get(k)
+        if isinstance(v, str) and v:
+            output = v
+            break
+    if output is None:
+        output = _text_content(<dict>result) or None
+    stderr = d.get("stderr")
+    if not (isinstance(stderr, str) and stderr):
+        stderr = None
+    status = d.get("status")
+    if status is None and exit_code is None and output is None and stderr is None:
+        return result  # not a shape we know: hash it whole rather than guess
+    return {
+        "status": status if isinstance(status, (str, int, bool)) else None,
+        "exit": exit_code if isinstance(exit_code, (int, str)) else None,
+        "timedOut": bool(d.get("timedOut") or d.get("timed_out")),
+        "output": output,
+        "stderr": stderr,
+    }
+
+
+cdef bint _is_delivery_object(dict d):
+    # A message object's own `id` is its fresh per-send id; a bare `id` elsewhere (a route or
+    # conversation) is a stable fact and stays (BEHAVIOURS C6/C7).
+    return (
+        isinstance(d.get("id"), str)
+        and isinstance(d.get("text"), str)
+        and (isinstance(d.get("direction"), str) or isinstance(d.get("senderId"), str)
+             or isinstance(d.get("accountId"), str) or isinstance(d.get("conversation"), dict))
+    )
+
+
+cdef void _collect_scalars(v, set out) except *:
+    if isinstance(v, str):
+        if len(<str>v) >= 4:
+            out.add(v)
+    elif isinstance(v, int) and not isinstance(v, bool):
+        if abs(v) >= 1000:
+            out.add(str(v))
+    elif isinstance(v, dict):
+        for x in (<dict>v).values():
+            _collect_scalars(x, out)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _collect_scalars(x, out)
+
+
+cdef object _strip_send(v, frozenset keys, set removed):
+    cdef dict out
+    cdef bint drop_id
+    if isinstance(v, dict):
+        drop_id = _is_delivery_object(<dict>v)
+        out = {}
+        for k, x in (<dict>v).items():
+            if k in keys or (drop_id and k == "id"):
+                _collect_scalars(x, removed)
+                continue
+            out[k] = _strip_send(x, keys, removed)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [_strip_send(x, keys, removed) for x in v]
+    return v
+
+
+cdef object _scrub_text(v, tuple removed):
+    # Text that restates a stripped id ("sent message 4711") would defeat the strip.
+    if isinstance(v, str):
+        for r in removed:
+            if r in v:
+                v = v.replace(r, "\x00id\x00")
+        return v
+    if isinstance(v, dict):
+        return {k: _scrub_text(x, removed) for k, x in (<dict>v).items()}
+    if isinstance(v, list):
+        return [_scrub_text(x, removed) for x in v]
+    return v
+
+
+def _len_then_text(r):
+    return (-len(r), r)
+
+
+def strip_send_result(result, volatile_keys):
+    """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
+    text that restates them); structured ``details`` stand for the whole result when present."""
+    cdef set removed = set()
+    cdef frozenset keys = volatile_keys if isinstance(volatile_keys, frozenset) else frozenset(volatile_keys)
+    if isinstance(result, dict) and isinstance((<dict>result).get("details"), dict):
+        result = (<dict>result)["details"]
+    stripped = _strip_send(result, keys, removed)
+    if removed:
+        ordered = tuple(sorted(removed, key=_len_then_text))
+        if _mentions(stripped, ordered):
+            stripped = _scrub_text(stripped, ordered)
+    return stripped
+
+
+cdef bint _mentions(v, tuple removed) except -1:
+    # Most results never restate a stripped id: find that out without rebuilding anything.
+    if isinstance(v, str):
+        for r in removed:
+            if r in v:
+                return True
+        return False
+    if isinstance(v, dict):
+        for x in (<dict>v).values():
+            if _mentions(x, removed):
+                return True
+        return False
+    if isinstance(v, list):
+        for x in v:
+            if _mentions(x, removed):
+                return True
+    return False
+
+
+@cython.final
+cdef class State:
+    """One session's guard state (ring of recent calls, budget counters, last answer)."""
+
+    cdef uint64_t* tool
+    cdef uint64_t* args
+    cdef uint64_t* res
+    cdef uint64_t* tgt
+    cdef uint64_t* cid
+    cdef int64_t* seq
+    cdef uint8_t* flags
+    cdef uint8_t* kind
+    cdef int64_t* budget
+    cdef void* block
+    cdef int cap
+    cdef int n
+    cdef int head
+    cdef int nbudget
+    cdef public int64_t n_steps
+    cdef public uint64_t veto_tool
+    cdef public uint64_t veto_args
+    cdef public int64_t out_count
+    cdef public int64_t out_of_step
+    cdef public uint64_t out_aux
+    cdef public uint64_t out_aux2
+    cdef public double touched
+    cdef public object extra
+
+    def __cinit__(self, int cap, int nbudget):
+        cdef size_t size = <size_t>cap * (5 * 8 + 8 + 2) + <size_t>nbudget * 8 + 8
+        cdef char* p
+        self.block = PyMem_Malloc(size)
+        if self.block == NULL:
+            raise MemoryError()
+        memset(self.block, 0, size)
+        p = <char*>self.block
+        # 8-byte columns first, then the budget counters, then the byte columns: all aligned
+        self.tool = <uint64_t*>p
+        self.args = self.tool + cap
+        self.res = self.args + cap
+        self.tgt = self.res + cap
+        self.cid = self.tgt + cap
+        self.seq = <int64_t*>(self.cid + cap)
+        self.budget = self.seq + cap
+        self.flags = <uint8_t*>(self.budget + nbudget)
+        self.kind = self.flags + cap
+        self.cap = cap
+        self.nbudget = nbudget
+        self.n = 0
+        self.head = 0
+        self.out_of_step = -1
+        self.extra = None
+
+    def __dealloc__(self):
+        if self.block != NULL:
+            PyMem_Free(self.block)
+            self.block = NULL
+
+    def __len__(self):
+        return self.n
+
+    cdef inline int ph(self, int i) noexcept nogil:
+        cdef int j = self.head + i
+        if j >= self.cap:
+            j -= self.cap
+        return j
+
+    cdef void push(self, uint64_t tool, uint64_t args, uint64_t res, uint8_t flags, uint8_t kind,
+                   uint64_t tgt, uint64_t cid) noexcept nogil:
+        cdef int j
+        if self.n < self.cap:
+            j = self.ph(self.n)
+            self.n += 1
+        else:
+            j = self.head
+            self.head += 1
+            if self.head == self.cap:
+                self.head = 0
+        self.tool[j] = tool
+        self.args[j] = args
+        self.res[j] = res
+        self.flags[j] = flags
+        self.kind[j] = kind
+        self.tgt[j] = tgt
+        self.cid[j] = cid
+        self.seq[j] = self.n_steps
+        self.n_steps += 1
+
+
+@cython.final
+cdef class Engine:
+    """The per-call detector logic over integer-encoded session state (see _guard_py)."""
+
+    cdef int64_t p[NP]
+    cdef int64_t* bwarn
+    cdef int64_t* bblock
+    cdef int nbudget
+    cdef readonly int window
+
+    def __cinit__(self, params, budget_warn, budget_block):
+        cdef int i
+        self.bwarn = NULL
+        self.bblock = NULL
+        if len(params) != NP:
+            raise ValueError(f"engine parameters: expected {NP} ints, got {len(params)}")
+        if len(budget_warn) != len(budget_block):
+            raise ValueError("budget_warn and budget_block differ in length")
+        for i in range(NP):
+            self.p[i] = params[i]
+        if self.p[0] < 1:
+            raise ValueError("window must be positive")
+        self.window = <int>self.p[0]
+        self.nbudget = len(budget_warn)
+        self.bwarn = <int64_t*>PyMem_Malloc(8 * (self.nbudget + 1))
+        self.bblock = <int64_t*>PyMem_Malloc(8 * (self.nbudget + 1))
+        if self.bwarn == NULL or self.bblock == NULL:
+            raise MemoryError()
+        for i in range(self.nbudget):
+            self.bwarn[i] = budget_warn[i]
+            self.bblock[i] = budget_block[i]
+
+    def __dealloc__(self):
+        PyMem_Free(self.bwarn)
+        PyMem_Free(self.bblock)
+
+    def new_state(self):
+        """A fresh, empty session state."""
+        return State(self.window, self.nbudget)
+
+    def check(self, State st, uint64_t tool, uint64_t args, int kind, uint64_t target, uint64_t cid,
+              bint poll, bint unknown, int bslot):
+        """Decide on a call before it runs; push it into the ring unless blocked."""
+        if bslot >= self.nbudget:
+            raise IndexError("budget slot out of range")
+        return _check(self, st, tool, args, kind, target, cid, poll, unknown, bslot)
+
+    def record(self, State st, uint64_t tool, uint64_t args, uint64_t result, int flags, int kind,
+               uint64_t target, uint64_t cid, int bslot, int veto):
+        """Attach an outcome: 0 ignored (a guard veto), 1 attached to a pending call, 2 appended.
+
+        *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
+        its block message (ignored only right after blocking this very call), else 0.
+        """
+        cdef int i, j
+        if bslot >= self.nbudget:
+            raise IndexError("budget slot out of range")
+        if veto == 1 or (veto == 2 and st.veto_tool != 0 and st.veto_tool == tool and st.veto_args == args):
+            # the guard's own block is not an outcome: hashing it would reset the streak (C8)
+            st.veto_tool = 0
+            return 0
+        st.veto_tool = 0
+        for i in range(st.n - 1, -1, -1):
+            j = st.ph(i)
+            if (st.tool[j] == tool and st.args[j] == args and not st.flags[j] & F_HAS
+                    and (cid == 0 or st.cid[j] == 0 or st.cid[j] == cid)):
+                st.res[j] = result
+                st.flags[j] |= <uint8_t>(flags | F_HAS)
+                return 1
+        # Budgets count check() attempts only: an outcome whose call left the window (many
+        # concurrent calls in one session) must not count that call twice.
+        st.push(tool, args, result, <uint8_t>(flags | F_HAS), <uint8_t>kind, target, cid)
+        return 2
+
+    def dump(self, State st):
+        """The state as a flat list of ints (same layout in both twins); load() inverts it."""
+        cdef int i, j
+        out = [DUMP_VERSION, st.n_steps, st.veto_tool, st.veto_args, st.nbudget]
+        for i in range(st.nbudget):
+            out.append(st.budget[i])
+        out.append(st.n)
+        for i in range(st.n):
+            j = st.ph(i)
+            out.extend((st.tool[j], st.args[j], st.res[j], st.flags[j], st.kind[j], st.tgt[j], st.cid[j], st.seq[j]))
+        return out
+
+    def load(self, data):
+        """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
+        cdef State st
+        cdef int i, nb, n, pos, start, j
+        try:
+            if data[0] != DUMP_VERSION:
+                raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
+            nb = data[4]
+            if nb != self.nbudget:
+                raise ValueError(f"state has {nb} budget counters, this policy has {self.nbudget}")
+            st = State(self.window, self.nbudget)
+            st.n_steps = data[1]
+            st.veto_tool = data[2]
+            st.veto_args = data[3]
+            for i in range(nb):
+                st.budget[i] = data[5 + i]
+            pos = 5 + nb
+            n = data[pos]
+            pos += 1
+            if n < 0 or len(data) != pos + 8 * n:
+                raise ValueError("state dump length does not match its entry count")
+            start = n - self.window if n > self.window else 0
+            for i in range(start, n):
+                e = data[pos + 8 * i:pos + 8 * i + 8]
+                j = st.n
+                st.tool[j] = e[0] & MASK64
+                st.args[j] = e[1] & MASK64
+                st.res[j] = e[2] & MASK64
+                st.flags[j] = e[3]
+                st.kind[j] = e[4]
+                st.tgt[j] = e[5] & MASK64
+                st.cid[j] = e[6] & MASK64
+                st.seq[j] = e[7]
+                st.n += 1
+        except (IndexError, TypeError, OverflowError) as exc:
+            raise ValueError(f"state dump is malformed: {exc}") from None
+        return st
+
+    def nbytes(self, State st):
+        """Bytes held by *st*: the C block plus the Python object header."""
+        return <int>(st.cap * (5 * 8 + 8 + 2) + st.nbudget * 8 + 8) + <int>type(st).__basicsize__
+
+
+cdef inline bint same(State st, int i, uint64_t tool, uint64_t args) noexcept nogil:
+    cdef int j = st.ph(i)
+    return st.tool[j] == tool and st.args[j] == args
+
+
+cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint64_t target,
+                uint64_t cid, bint poll, bint unknown, int bslot) noexcept:
+    cdef int64_t* p = e.p
+    cdef int n = st.n
+    cdef int i, j, k, q, a, b, t, L, lo, best_k
+    cdef int block = 0, warn = 0
+    cdef int64_t b_count = 0, w_count = 0, b_of = -1, w_of = -1
+    cdef uint64_t b_aux = 0, w_aux = 0, b_aux2 = 0, w_aux2 = 0
+    cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of
+    cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
+    cdef bint np_done = False, es_done = False, distinct, ev, best_ev
+    cdef uint8_t f, ki
+
+    st.veto_tool = 0
+    if bslot >= 0:
+        st.budget[bslot] += 1
+        bcount = st.budget[bslot]
+
+    # unknown_tool: newest consecutive calls of this tool that turned out not to exist
+    if p[14]:
+        s = 0
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.tool[j] != tool or not st.flags[j] & F_UNKNOWN:
+                break
+            s += 1
+        if s >= p[14]:
+            block = D_UNKNOWN
+            b_count = s
+            b_of = st.seq[st.ph(n - 1)]
+
+    # identical-call streaks over calls with an outcome (other calls are skipped)
+    for i in range(n - 1, -1, -1):
+        j = st.ph(i)
+        if st.tool[j] != tool or st.args[j] != args:
+            continue
+        rc += 1
+        if rc_of < 0:
+            rc_of = st.seq[j]
+        f = st.flags[j]
+        if not f & F_HAS:
+            continue
+        if not np_done:
+            if np_ == 0:
+                np_res = st.res[j]
+                np_ = 1
+                np_of = st.seq[j]
+            elif st.res[j] == np_res:
+                np_ += 1
+            else:
+                np_done = True
+        if not es_done:
+            if not f & F_ERROR:
+                es_done = True
+            elif es == 0:
+                es = 1
+                es_res = st.res[j]
+            elif st.res[j] == es_res:
+                es += 1
+            else:
+                es_done = True
+
+    if not block and p[13] and np_ >= p[13]:
+        block = D_GLOBAL
+        b_count = np_
+        b_of = np_of
+        b_aux2 = np_res
+
+    if poll:
+        if not block and p[4] and np_ >= p[4]:
+            block = D_POLL
+            b_count = np_
+            b_of = np_of
+            b_aux2 = np_res
+        if not warn and p[3] and np_ >= p[3]:
+            warn = D_POLL
+            w_count = np_
+            w_of = np_of
+            w_aux2 = np_res
+
+    # cycle of period 2..5 (distinct calls) ending with the checked call
+    if p[7]:
+        best_c = 0
+        best_k = 0
+        best_ev = False
+        for k in range(2, 6):
+            if not p[7] & (1 << k) or n < k:
+                continue
+            distinct = True
+            for a in range(n - k + 1, n + 1):
+                if a == n:
+                    ta = tool
+                    aa = args
+                else:
+                    j = st.ph(a)
+                    ta = st.tool[j]
+                    aa = st.args[j]
+                for b in range(a + 1, n + 1):
+                    if b == n:
+                        tb = tool
+                        ab = args
+                    else:
+                        j = st.ph(b)
+                        tb = st.tool[j]
+                        ab = st.args[j]
+                    if ta == tb and aa == ab:
+                        distinct = False
+                        break
+                if not distinct:
+                    break
+            if not distinct:
+                continue
+            t = 0
+            q = n - k
+            while q >= 0:
+                if q + k == n:
+                    tq = tool
+                    aq = args
+                else:
+                    j = st.ph(q + k)
+                    tq = st.tool[j]
+                    aq = st.args[j]
+                if not same(st, q, tq, aq):
+                    break
+                t += 1
+                q -= 1
+            if t == 0:
+                continue
+            L = t + k
+            c = L // k if p[8] else L
+            if c > best_c:
+                ev = True
+                lo = n - L + 1
+                for q in range(lo, n):
+                    j = st.ph(q)
+                    if not st.flags[j] & F_HAS or (q - k >= lo and st.res[j] != st.res[st.ph(q - k)]):
+                        ev = False
+                        break
+                best_c = c
+                best_k = k
+                best_ev = ev
+        if best_c:
+            combo = args + <uint64_t>best_k
+            for q in range(n - best_k + 1, n):
+                combo += st.args[st.ph(q)]
+            if not block and p[6] and best_c >= p[6] and (best_ev or not p[9]):
+                block = D_CYCLE
+                b_count = best_c
+                b_of = st.seq[st.ph(n - best_k)]
+                b_aux = st.tool[st.ph(n - 1)]
+                b_aux2 = combo
+            if not warn and p[5] and best_c >= p[5]:
+                warn = D_CYCLE
+                w_count = best_c
+                w_of = st.seq[st.ph(n - best_k)]
+                w_aux = st.tool[st.ph(n - 1)]
+                w_aux2 = combo
+
+    # consecutive identical calls (period 1), counting the checked call
+    if p[10] or p[11]:
+        t = 0
+        ev = True
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.tool[j] != tool or st.args[j] != args:
+                break
+            if not st.flags[j] & F_HAS or (t and st.res[j] != st.res[st.ph(i + 1)]):
+                ev = False
+            t += 1
+        if t:
+            L = t + 1
+            if not block and p[11] and L >= p[11] and (ev or not p[12]):
+                block = D_REPEAT
+                b_count = L
+                b_of = st.seq[st.ph(n - 1)]
+            if not warn and p[10] and L >= p[10]:
+                warn = D_REPEAT
+                w_count = L
+                w_of = st.seq[st.ph(n - 1)]
+
+    # identical agent messages with no tool call between
+    if p[18] and kind == K_ASK:
+        t = 0
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.kind[j] != K_ASK or st.tool[j] != tool or st.args[j] != args:
+                break
+            t += 1
+        if not block and t >= p[18]:
+            block = D_MONOLOGUE
+            b_count = t
+            b_of = st.seq[st.ph(n - 1)]
+
+    if not poll:
+        if not block and p[2] and np_ >= p[2]:
+            block = D_GENERIC
+            b_count = np_
+            b_of = np_of
+            b_aux2 = np_res
+        if not warn and p[1] and rc >= p[1]:
+            warn = D_GENERIC
+            w_count = rc
+            w_of = rc_of
+
+    if es:
+        if not block and p[16] and es >= p[16]:
+            block = D_ERROR
+            b_count = es
+            b_of = rc_of
+            b_aux2 = es_res
+        if not warn and p[15] and es >= p[15]:
+            warn = D_ERROR
+            w_count = es
+            w_of = rc_of
+            w_aux2 = es_res
+
+    if bcount:
+        if not block and e.bblock[bslot] and bcount >= e.bblock[bslot]:
+            block = D_BUDGET
+            b_count = bcount
+        if not warn and e.bwarn[bslot] and bcount >= e.bwarn[bslot]:
+            warn = D_BUDGET
+            w_count = bcount
+
+    if p[17] and kind == K_OBSERVE and target and not warn:
+        c = 0
+        of = -1
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            ki = st.kind[j]
+            if ki == K_EXEC or (ki == K_MUTATE and (st.tgt[j] == target or st.tgt[j] == 0)):
+                break
+            f = st.flags[j]
+            if (ki == K_OBSERVE and st.tgt[j] == target and st.tool[j] == tool and st.args[j] == args
+                    and f & F_HAS and not f & F_ERROR):
+                c += 1
+                if of < 0:
+                    of = st.seq[j]
+        if c >= p[17]:
+            warn = D_REDUNDANT
+            w_count = c
+            w_of = of
+
+    if block:
+        st.veto_tool = tool
+        st.veto_args = args
+        st.out_count = b_count
+        st.out_of_step = b_of
+        st.out_aux = b_aux
+        st.out_aux2 = b_aux2
+        return L_BLOCK << 4 | block
+    st.push(tool, args, 0, F_UNKNOWN if unknown else 0, <uint8_t>kind, target, cid)
+    if warn:
+        st.out_count = w_count
+        st.out_of_step = w_of
+        st.out_aux = w_aux
+        st.out_aux2 = w_aux2
+        return L_WARN << 4 | warn
+    return 0
+
+
+cdef extern from "<time.h>" nogil:
+    ctypedef int clockid_t
+    cdef struct timespec:
+        long tv_sec
+        long tv_nsec
+    int clock_gettime(clockid_t clk, timespec* tp)
+    clockid_t CLOCK_MONOTONIC
+
+
+@cython.final
+cdef class ToolInfo:
+    """What the fast path needs to know about one tool name (registered by the Guard)."""
+
+    cdef readonly uint64_t tid
+    cdef readonly int bslot
+    cdef readonly bint poll
+    cdef readonly object poll_actions
+    cdef readonly bint unknown
+    cdef readonly bint exec
+    cdef readonly bint send
+    cdef readonly object send_actions
+
+    def __cinit__(self, uint64_t tid, int bslot, bint poll, poll_actions, bint unknown, bint exec_, bint send,
+                  send_actions):
+        self.tid = tid
+        self.bslot = bslot
+        self.poll = poll
+        self.poll_actions = poll_actions
+        self.unknown = unknown
+        self.exec = exec_
+        self.send = send
+        self.send_actions = send_actions
+
+
+@cython.final
+cdef class Table:
+    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
+
+    ``check``/``record`` look the session up (creating, expiring and evicting as needed) and
+    run the engine in one C call that never releases the GIL, so concurrent callers never lose
+    a count without paying for a lock. ``check`` returns 0 for allow, else
+    ``(code, count, of_step, aux, aux2, state, args hash)``.
+    """
+
+    cdef readonly Engine engine
+    cdef readonly int max_sessions
+    cdef readonly double ttl
+    cdef readonly object clock
+    cdef readonly object sessions
+    cdef readonly dict runs
+    cdef object _get_fn
+    cdef object _move_fn
+    cdef readonly dict tools
+    cdef object hash_fn
+    cdef object veto_type
+    cdef readonly frozenset volatile_keys
+    cdef object last_args
+    cdef uint64_t last_ah
+    cdef object last_session
+    cdef object last_run
+    cdef State last_state
+    cdef uint64_t ops
+    cdef public int64_t checks, warns, blocks, records, tokens, evicted
+
+    def __cinit__(self, Engine engine, int max_sessions, double ttl, clock=None, hash_fn=None, veto_type=None,
+                  volatile_keys=frozenset()):
+        from collections import OrderedDict
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be positive")
+        self.engine = engine
+        self.max_sessions = max_sessions
+        self.ttl = ttl  # 0: never expire
+        self.clock = clock
+        self.sessions = OrderedDict()
+        self.runs = {}
+        self._get_fn = self.sessions.get
+        self._move_fn = self.sessions.move_to_end
+        self.tools = {}
+        self.hash_fn = hash_fn
+        self.veto_type = veto_type if veto_type is not None else ()
+        self.volatile_keys = frozenset(volatile_keys)
+        self.ops = 0
+
+    cdef inline double _now(self) except? -1.0:
+        cdef timespec ts
+        if self.clock is not None:
+            return self.clock()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return ts.tv_sec + ts.tv_nsec * 1e-9
+
+    cdef State _get(self, session, run_id):
+        cdef State st
+        cdef double now
+        # A session's calls come in runs (check, record, the next call...): the most recent
+        # session is already last in LRU order, so skip the dict work when it is asked again.
+        st = self.last_state
+        if st is not None and run_id is self.last_run and (
+                session is self.last_session
+                or (type(session) is str and type(self.last_session) is str and session == self.last_session)):
+            now = self._now()
+            if not (self.ttl > 0 and now - st.touched > self.ttl):
+                st.touched = now
+                self.ops += 1
+                if self.ttl > 0 and (self.ops & 1023) == 0:
+                    self._sweep(now)
+                return st
+        st = self._lookup(session, run_id)
+        self.last_session = session
+        self.last_run = run_id
+        self.last_state = st
+        return st
+
+    cdef State _lookup(self, session, run_id):
+        cdef State st
+        cdef double now
+        key = (session, run_id)
+        obj = self._get_fn(key)
+        now = self._now()
+        if obj is None or (self.ttl > 0 and now - (<State>obj).touched > self.ttl):
+            st = State(self.engine.window, self.engine.nbudget)
+            self.sessions[key] = st
+            self._move_fn(key)
+            if run_id is not None:
+                runs = self.runs.get(session)
+                if runs is None:
+                    self.runs[session] = runs = set()
+                runs.add(run_id)
+            while len(self.sessions) > self.max_sessions:
+                self._evict()
+        else:
+            st = <State>obj
+            self._move_fn(key)
+        st.touched = now
+        self.ops += 1
+        if self.ttl > 0 and (self.ops & 1023) == 0:
+            self._sweep(now)
+        return st
+
+    cdef _evict(self):
+        key, st = self.sessions.popitem(last=False)
+        if st is self.last_state:
+            self.last_state = None
+        session, run_id = key
+        self.evicted += 1
+        if run_id is not None:
+            runs = self.runs.get(session)
+            if runs is not None:
+                runs.discard(run_id)
+                if not runs:
+                    del self.runs[session]
+
+    cdef _sweep(self, double now):
+        # The OrderedDict is in access order, so the idle sessions are at the front.
+        cdef double limit = now - self.ttl
+        while self.sessions and (<State>next(iter(self.sessions.values()))).touched < limit:
+            self._evict()
+
+    cdef object _check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
+                       uint64_t cid, bint poll, bint unknown, int bslot):
+        cdef State st
+        cdef int code
+        if bslot >= self.engine.nbudget:
+            raise IndexError("budget slot out of range")
+        st = self._get(session, run_id)
+        code = _check(self.engine, st, tool, args, kind, target, cid, poll, unknown, bslot)
+        self.checks += 1
+        if code == 0:
+            return 0
+        if code >> 4 == L_BLOCK:
+            self.blocks += 1
+        else:
+            self.warns += 1
+        return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
+
+    cdef object _record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags,
+                        int kind, uint64_t target, uint64_t cid, int bslot, int veto, int64_t tokens):
+        if bslot >= self.engine.nbudget:
+            raise IndexError("budget slot out of range")
+        cdef State st = self._get(session, run_id)
+        self.records += 1
+        self.tokens += tokens
+        return self.engine.record(st, tool, args, result, flags, kind, target, cid, bslot, veto)
+
+    cdef uint64_t _hash(self, value) except? 0:
+        try:
+            return self.hash_fn(value)
+        except TypeError:
+            return self.hash_fn(value, default=repr)
+
+    def check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
+              uint64_t cid, bint poll, bint unknown, int bslot):
+        """Look up the session and run Engine.check; 0 or (code, count, of_step, aux, aux2, state, args hash)."""
+        return self._check(session, run_id, tool, args, kind, target, cid, poll, unknown, bslot)
+
+    def record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags, int kind,
+               uint64_t target, uint64_t cid, int bslot, int veto, int64_t tokens):
+        """Look up the session and run Engine.record."""
+        return self._record(session, run_id, tool, args, result, flags, kind, target, cid, bslot, veto, tokens)
+
+    def remember(self, args, uint64_t ah):
+        """Note that *args* (this very object) was checked with hash *ah*."""
+        self.last_args = args
+        self.last_ah = ah
+
+    def hash_checked(self, args):
+        """The hash *args* was checked with when it is the last checked object, else a fresh one."""
+        if args is self.last_args and args is not None:
+            return self.last_ah
+        return self._hash(args)
+
+    def register(self, str name, ToolInfo info):
+        """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
+        self.tools[name] = info
+
+    cpdef object fast_check(self, session, tool, args, run_id):
+        """check() for a registered tool without kind/target/call id: hashes *args* itself.
+
+        Returns None when the tool is not registered (the caller takes the full path)."""
+        cdef ToolInfo t
+        cdef bint poll
+        info = self.tools.get(tool)
+        if info is None:
+            return None
+        t = <ToolInfo>info
+        cdef uint64_t ah = self._hash(args)
+        # record() usually follows with the very same args object: remember its hash (a strong
+        # reference, so the identity cannot be reused by another object).
+        self.last_args = args
+        self.last_ah = ah
+        poll = t.poll
+        if not poll and t.poll_actions is not None and isinstance(args, dict):
+            poll = args.get("action") in t.poll_actions
+        return self._check(session, run_id, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot)
+
+    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens):
+        """record() for a registered tool and an ordinary result: hashes args and the outcome.
+
+        Returns None when it cannot (unregistered tool, a veto-shaped result)."""
+        cdef ToolInfo t
+        info = self.tools.get(tool)
+        if info is None:
+            return None
+        t = <ToolInfo>info
+        if isinstance(result, self.veto_type):
+            return None
+        if isinstance(result, dict):
+            d = result.get("details")
+            if not isinstance(d, dict):
+                d = result
+            if d.get("status") == "blocked":
+                return None
+        elif isinstance(result, str) and (<str>result).startswith("BLOCKED:"):
+            return None
+        cdef uint64_t ah
+        if args is self.last_args and args is not None:
+            ah = self.last_ah  # the hash of the call as it was checked
+        else:
+            ah = self._hash(args)
+        cdef uint64_t rh = self._hash(self.outcome(t, args, result))
+        return self._record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot,
+                            0, tokens)
+
+    cpdef object outcome(self, ToolInfo t, args, result):
+        """The value hashed as *result*'s outcome: exec/poll results projected, send-like stripped."""
+        if t.exec or (t.poll_actions is not None and isinstance(args, dict)
+                      and (<dict>args).get("action") in t.poll_actions):
+            return project_exec(result)
+        if t.send or (t.send_actions is not None and isinstance(args, dict)
+                      and (<dict>args).get("action") in t.send_actions):
+            return strip_send_result(result, self.volatile_keys)
+        return result
+
+    def drop(self, session):
+        """Remove every state of *session* (all run ids)."""
+        self.last_state = None
+        self.sessions.pop((session, None), None)
+        for run_id in self.runs.pop(session, ()):
+            self.sessions.pop((session, run_id), None)
+
+    def get(self, session, run_id):
+        """The state of (session, run_id) or None; does not touch the LRU order."""
+        return self._get_fn((session, run_id))
+
+    def put(self, session, run_id, State st):
+        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        self.last_state = None
+        self.sessions[(session, run_id)] = st
+        self._move_fn((session, run_id))
+        if run_id is not None:
+            self.runs.setdefault(session, set()).add(run_id)
+        while len(self.sessions) > self.max_sessions:
+            self._evict()
+
+    def items(self):
+        """[((session, run_id), state)] least recently used first."""
+        return list(self.sessions.items())
+
+    def has_session(self, session):
+        """True when *session* has state under any run id."""
+        return (session, None) in self.sessions or session in self.runs
+
+    def now(self):
+        """The table's clock."""
+        return self._now()
+
+    def counters(self):
+        """checks, warns, blocks, records, tokens, evicted, sessions."""
+        return {"checks": self.checks, "warns": self.warns, "blocks": self.blocks, "records": self.records,
+                "tokens": self.tokens, "evicted": self.evicted, "sessions": len(self.sessions)}
+
+    def set_counters(self, counts):
+        """Restore counters saved by counters() (unknown names are ignored)."""
+        for k in ("checks", "warns", "blocks", "records", "tokens", "evicted"):
+            if k in counts:
+                setattr(self, k, int(counts[k]))
+
+    def __len__(self):
+        return len(self.sessions)
+
+
+cdef class _FastCheck:
+    """Guard.check for a guard without ``classify``: the common case runs without a Python frame.
+
+    Same signature and result as ``Guard.check``; anything but an allowed plain call is handed
+    to the Guard's own Python methods, so behaviour is identical by construction.
+    """
+
+    cdef Table table
+    cdef object allow
+    cdef object slow
+    cdef object finish
+
+    def __cinit__(self, Table table, allow, slow, finish):
+        self.table = table
+        self.allow = allow
+        self.slow = slow
+        self.finish = finish
+
+    def __call__(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
+        if kind is None and target is None and call_id is None:
+            out = self.table.fast_check(session, tool, args, run_id)
+            if out is not None:
+                if type(out) is tuple:
+                    return self.finish(out, session, tool, args, run_id)
+                return self.allow
+        return self.slow(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
+
+
+cdef class _FastRecord:
+    """Guard.record for a guard without ``classify``: ordinary outcomes skip the Python frame."""
+
+    cdef Table table
+    cdef object slow
+
+    def __cinit__(self, Table table, slow):
+        self.table = table
+        self.slow = slow
+
+    def __call__(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
+                 tokens=None, kind=None, target=None):
+        if error is None and kind is None and target is None and call_id is None and (
+                tokens is None or type(tokens) is int):
+            if self.table.fast_record(session, tool, args, result, run_id, tokens or 0) is not None:
+                return None
+        return self.slow(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
+                         tokens=tokens, kind=kind, target=target)
+
+
+def bind_fast(Table table, allow, slow_check, finish, slow_record):
+    """(check, record) callables with Guard.check/record's signatures that run the common case in C."""
+    return _FastCheck(table, allow, slow_check, finish), _FastRecord(table, slow_record)

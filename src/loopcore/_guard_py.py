@@ -1,0 +1,730 @@
+"""Pure-Python twin of the guard's state engine: the reference the compiled core must match.
+
+The engine sees integers only. ``loopcore.guard.Guard`` interns tool names to ids (>= 1),
+hashes arguments, results and targets to unsigned 64-bit ints and maps the Policy to the
+parameter tuple below; the engine keeps, per session, a ring of the last ``window`` calls
+(tool id, args hash, result hash, flags, kind, target hash, call-id hash, step index) plus
+the cumulative per-tool budget counters, and answers ``check``/``record``.
+
+``check`` returns 0 (allow) or ``level << 4 | detector``; the details of a non-allow answer are
+left in the state's ``out_count``, ``out_of_step`` (-1 for none), ``out_aux`` (the paired tool
+id of a cycle) and ``out_aux2`` (a stable 64-bit id of the pattern, for the warning key).
+
+Parameter tuple (0 switches a threshold off):
+  0 window, 1 generic warn, 2 generic block, 3 poll warn, 4 poll block, 5 cycle warn,
+  6 cycle block, 7 cycle period bit mask (bit k = period k), 8 cycle counts repeats (0/1),
+  9 cycle block needs no-progress, 10 repeat warn, 11 repeat block, 12 repeat block needs
+  no-progress, 13 global block, 14 unknown block, 15 error warn, 16 error block,
+  17 redundant warn, 18 monologue block.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = [
+    "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER",
+    "F_ERROR", "F_HAS", "F_UNKNOWN",
+    "BLOCK", "WARN", "N_PARAMS", "DUMP_VERSION",
+    "D_UNKNOWN", "D_GLOBAL", "D_POLL", "D_CYCLE", "D_REPEAT", "D_MONOLOGUE", "D_GENERIC",
+    "D_ERROR", "D_BUDGET", "D_REDUNDANT",
+    "Engine", "State", "Table", "ToolInfo", "bind_fast", "project_exec", "strip_send_result",
+]
+
+OTHER, OBSERVE, MUTATE, EXEC, ASK = 0, 1, 2, 3, 4
+F_HAS, F_ERROR, F_UNKNOWN = 1, 2, 4
+WARN, BLOCK = 1, 2
+(D_UNKNOWN, D_GLOBAL, D_POLL, D_CYCLE, D_REPEAT, D_MONOLOGUE, D_GENERIC, D_ERROR, D_BUDGET,
+ D_REDUNDANT) = range(1, 11)
+N_PARAMS = 19
+DUMP_VERSION = 1
+_MASK64 = (1 << 64) - 1
+
+
+# -- result projections (the compiled twin has the same functions) ----------------------
+
+_EXIT_KEYS = ("exitCode", "exit_code", "returncode", "returnCode", "exit_status", "exitStatus")
+_OUT_KEYS = ("aggregated", "output", "stdout", "combined", "tail", "result")
+_ERR_KEYS = ("stderr",)
+
+
+def _text_content(result: dict) -> str:
+    content = result.get("content")
+    if not isinstance(content, list):
+        return ""
+    parts = [e["text"] for e in content if isinstance(e, dict) and isinstance(e.get("text"), str)]
+    return "\n".join(parts).strip()
+
+
+def project_exec(result: Any) -> Any:
+    """Status, exit code and output of a shell/exec/poll result; durations, pids, cwd and
+    timestamps are dropped (they change on every run and are not progress, BEHAVIOURS B10)."""
+    if not isinstance(result, dict):
+        return result
+    details = result.get("details")
+    d = details if isinstance(details, dict) else result
+    exit_code = next((d[k] for k in _EXIT_KEYS if k in d), None)
+    output = next((d[k] for k in _OUT_KEYS if isinstance(d.get(k), str) and d[k]), None)
+    if output is None:
+        output = _text_content(result) or None
+    stderr = next((d[k] for k in _ERR_KEYS if isinstance(d.get(k), str) and d[k]), None)
+    status = d.get("status")
+    if status is None and exit_code is None and output is None and stderr is None:
+        return result  # not a shape we know: hash it whole rather than guess
+    return {
+        "status": status if isinstance(status, (str, int, bool)) else None,
+        "exit": exit_code if isinstance(exit_code, (int, str)) else None,
+        "timedOut": bool(d.get("timedOut") or d.get("timed_out")),
+        "output": output,
+        "stderr": stderr,
+    }
+
+
+def _is_delivery_object(d: dict) -> bool:
+    # A message object's own `id` is its fresh per-send id; a bare `id` elsewhere (a route or
+    # conversation) is a stable fact and stays (BEHAVIOURS C6/C7).
+    return (
+        isinstance(d.get("id"), str)
+        and isinstance(d.get("text"), str)
+        and (isinstance(d.get("direction"), str) or isinstance(d.get("senderId"), str)
+             or isinstance(d.get("accountId"), str) or isinstance(d.get("conversation"), dict))
+    )
+
+
+def _collect_scalars(v: Any, out: set) -> None:
+    if isinstance(v, str):
+        if len(v) >= 4:
+            out.add(v)
+    elif isinstance(v, int) and not isinstance(v, bool):
+        if abs(v) >= 1000:
+            out.add(str(v))
+    elif isinstance(v, dict):
+        for x in v.values():
+            _collect_scalars(x, out)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _collect_scalars(x, out)
+
+
+def _strip_send(v: Any, keys: frozenset, removed: set) -> Any:
+    if isinstance(v, dict):
+        drop_id = _is_delivery_object(v)
+        out = {}
+        for k, x in v.items():
+            if k in keys or (drop_id and k == "id"):
+                _collect_scalars(x, removed)
+                continue
+            out[k] = _strip_send(x, keys, removed)
+        return out
+    if isinstance(v, (list, tuple)):
+        return [_strip_send(x, keys, removed) for x in v]
+    return v
+
+
+def _scrub_text(v: Any, removed: tuple) -> Any:
+    # Text that restates a stripped id ("sent message 4711") would defeat the strip.
+    if isinstance(v, str):
+        for r in removed:
+            if r in v:
+                v = v.replace(r, "\x00id\x00")
+        return v
+    if isinstance(v, dict):
+        return {k: _scrub_text(x, removed) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_scrub_text(x, removed) for x in v]
+    return v
+
+
+def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
+    """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
+    text that restates them); structured ``details`` stand for the whole result when present."""
+    if isinstance(result, dict) and isinstance(result.get("details"), dict):
+        result = result["details"]
+    removed: set = set()
+    stripped = _strip_send(result, volatile_keys, removed)
+    if removed:
+        ordered = tuple(sorted(removed, key=lambda r: (-len(r), r)))
+        if _mentions(stripped, ordered):
+            stripped = _scrub_text(stripped, ordered)
+    return stripped
+
+
+def _mentions(v: Any, removed: tuple) -> bool:
+    # Most results never restate a stripped id: find that out without rebuilding anything.
+    if isinstance(v, str):
+        return any(r in v for r in removed)
+    if isinstance(v, dict):
+        return any(_mentions(x, removed) for x in v.values())
+    if isinstance(v, list):
+        return any(_mentions(x, removed) for x in v)
+    return False
+
+
+
+class State:
+    """One session's guard state (ring of recent calls, budget counters, last answer)."""
+
+    __slots__ = (
+        "tool", "args", "res", "flags", "kind", "tgt", "cid", "seq",
+        "budget", "n_steps", "veto_tool", "veto_args",
+        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra",
+    )
+
+    def __init__(self, n_budget: int) -> None:
+        self.tool: list[int] = []
+        self.args: list[int] = []
+        self.res: list[int] = []
+        self.flags: list[int] = []
+        self.kind: list[int] = []
+        self.tgt: list[int] = []
+        self.cid: list[int] = []
+        self.seq: list[int] = []
+        self.budget = [0] * n_budget
+        self.n_steps = 0
+        self.veto_tool = 0
+        self.veto_args = 0
+        self.out_count = 0
+        self.out_of_step = -1
+        self.out_aux = 0
+        self.out_aux2 = 0
+        self.touched = 0.0  # wrapper-owned: last access (monotonic seconds)
+        self.extra = None  # wrapper-owned: warning buckets
+
+    def __len__(self) -> int:
+        return len(self.tool)
+
+
+class Engine:
+    """The per-call detector logic over integer-encoded session state (see the module doc)."""
+
+    __slots__ = ("p", "bwarn", "bblock", "window")
+
+    def __init__(self, params: Sequence[int], budget_warn: Sequence[int], budget_block: Sequence[int]) -> None:
+        if len(params) != N_PARAMS:
+            raise ValueError(f"engine parameters: expected {N_PARAMS} ints, got {len(params)}")
+        if len(budget_warn) != len(budget_block):
+            raise ValueError("budget_warn and budget_block differ in length")
+        if params[0] < 1:
+            raise ValueError("window must be positive")
+        self.p = tuple(int(x) for x in params)
+        self.window = self.p[0]
+        self.bwarn = tuple(int(x) for x in budget_warn)
+        self.bblock = tuple(int(x) for x in budget_block)
+
+    def new_state(self) -> State:
+        """A fresh, empty session state."""
+        return State(len(self.bwarn))
+
+    # -- hot path ---------------------------------------------------------------------------
+
+    def _push(self, st: State, tool: int, args: int, res: int, flags: int, kind: int, tgt: int, cid: int) -> None:
+        st.tool.append(tool)
+        st.args.append(args)
+        st.res.append(res)
+        st.flags.append(flags)
+        st.kind.append(kind)
+        st.tgt.append(tgt)
+        st.cid.append(cid)
+        st.seq.append(st.n_steps)
+        st.n_steps += 1
+        if len(st.tool) > self.window:
+            for col in (st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.cid, st.seq):
+                del col[0]
+
+    def check(self, st: State, tool: int, args: int, kind: int, target: int, cid: int,
+              poll: int, unknown: int, bslot: int) -> int:
+        """Decide on a call before it runs; push it into the ring unless blocked."""
+        p = self.p
+        T, A, R, F, K, G, S = st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.seq
+        n = len(T)
+        st.veto_tool = 0
+        block = warn = 0
+        b_count = w_count = 0
+        b_of = w_of = -1
+        b_aux = w_aux = b_aux2 = w_aux2 = 0
+
+        bcount = 0
+        if bslot >= 0:
+            st.budget[bslot] += 1
+            bcount = st.budget[bslot]
+
+        # unknown_tool: newest consecutive calls of this tool that turned out not to exist
+        if p[14]:
+            s = 0
+            for i in range(n - 1, -1, -1):
+                if T[i] != tool or not F[i] & F_UNKNOWN:
+                    break
+                s += 1
+            if s >= p[14]:
+                block, b_count, b_of = D_UNKNOWN, s, S[n - 1]
+
+        # identical-call streaks over calls with an outcome (other calls are skipped)
+        np_ = 0
+        np_res = 0
+        np_of = -1
+        np_done = False
+        es = 0
+        es_res = 0
+        es_done = False
+        rc = 0
+        rc_of = -1
+        for i in range(n - 1, -1, -1):
+            if T[i] != tool or A[i] != args:
+                continue
+            rc += 1
+            if rc_of < 0:
+                rc_of = S[i]
+            if not F[i] & F_HAS:
+                continue
+            if not np_done:
+                if np_ == 0:
+                    np_res, np_, np_of = R[i], 1, S[i]
+                elif R[i] == np_res:
+                    np_ += 1
+                else:
+                    np_done = True
+            if not es_done:
+                if not F[i] & F_ERROR:
+                    es_done = True
+                elif es == 0:
+                    es, es_res = 1, R[i]
+                elif R[i] == es_res:
+                    es += 1
+                else:
+                    es_done = True
+
+        if not block and p[13] and np_ >= p[13]:
+            block, b_count, b_of, b_aux2 = D_GLOBAL, np_, np_of, np_res
+
+        if poll:
+            if not block and p[4] and np_ >= p[4]:
+                block, b_count, b_of, b_aux2 = D_POLL, np_, np_of, np_res
+            if not warn and p[3] and np_ >= p[3]:
+                warn, w_count, w_of, w_aux2 = D_POLL, np_, np_of, np_res
+
+        # cycle of period 2..5 (distinct calls) ending with the checked call
+        if p[7]:
+            best_c = best_k = best_L = 0
+            best_ev = False
+            for k in (2, 3, 4, 5):
+                if not p[7] & (1 << k) or n < k:
+                    continue
+                # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period)
+                distinct = True
+                for a in range(n - k + 1, n + 1):
+                    ta, aa = (tool, args) if a == n else (T[a], A[a])
+                    for b in range(a + 1, n + 1):
+                        tb, ab = (tool, args) if b == n else (T[b], A[b])
+                        if ta == tb and aa == ab:
+                            distinct = False
+                            break
+                    if not distinct:
+                        break
+                if not distinct:
+                    continue
+                t = 0
+                q = n - k
+                while q >= 0:
+                    tq, aq = (tool, args) if q + k == n else (T[q + k], A[q + k])
+                    if T[q] != tq or A[q] != aq:
+                        break
+                    t += 1
+                    q -= 1
+                if t == 0:
+                    continue
+                L = t + k
+                c = L // k if p[8] else L
+                if c > best_c:
+                    ev = True
+                    lo = n - L + 1
+                    for q in range(lo, n):
+                        if not F[q] & F_HAS or (q - k >= lo and R[q] != R[q - k]):
+                            ev = False
+                            break
+                    best_c, best_k, best_L, best_ev = c, k, L, ev
+            if best_c:
+                combo = (args + best_k) & _MASK64
+                for q in range(n - best_k + 1, n):
+                    combo = (combo + A[q]) & _MASK64
+                if not block and p[6] and best_c >= p[6] and (best_ev or not p[9]):
+                    block, b_count, b_of, b_aux, b_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
+                if not warn and p[5] and best_c >= p[5]:
+                    warn, w_count, w_of, w_aux, w_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
+
+        # consecutive identical calls (period 1), counting the checked call
+        if p[10] or p[11]:
+            t = 0
+            ev = True
+            for i in range(n - 1, -1, -1):
+                if T[i] != tool or A[i] != args:
+                    break
+                if not F[i] & F_HAS or (t and R[i] != R[i + 1]):
+                    ev = False
+                t += 1
+            if t:
+                L = t + 1
+                if not block and p[11] and L >= p[11] and (ev or not p[12]):
+                    block, b_count, b_of = D_REPEAT, L, S[n - 1]
+                if not warn and p[10] and L >= p[10]:
+                    warn, w_count, w_of = D_REPEAT, L, S[n - 1]
+
+        # identical agent messages with no tool call between
+        if p[18] and kind == ASK:
+            t = 0
+            for i in range(n - 1, -1, -1):
+                if K[i] != ASK or T[i] != tool or A[i] != args:
+                    break
+                t += 1
+            if not block and t >= p[18]:
+                block, b_count, b_of = D_MONOLOGUE, t, S[n - 1]
+
+        if not poll:
+            if not block and p[2] and np_ >= p[2]:
+                block, b_count, b_of, b_aux2 = D_GENERIC, np_, np_of, np_res
+            if not warn and p[1] and rc >= p[1]:
+                warn, w_count, w_of = D_GENERIC, rc, rc_of
+
+        if es:
+            if not block and p[16] and es >= p[16]:
+                block, b_count, b_of, b_aux2 = D_ERROR, es, rc_of, es_res
+            if not warn and p[15] and es >= p[15]:
+                warn, w_count, w_of, w_aux2 = D_ERROR, es, rc_of, es_res
+
+        if bcount:
+            bb = self.bblock[bslot]
+            bw = self.bwarn[bslot]
+            if not block and bb and bcount >= bb:
+                block, b_count = D_BUDGET, bcount
+            if not warn and bw and bcount >= bw:
+                warn, w_count = D_BUDGET, bcount
+
+        if p[17] and kind == OBSERVE and target and not warn:
+            c = 0
+            of = -1
+            for i in range(n - 1, -1, -1):
+                ki = K[i]
+                if ki == EXEC or (ki == MUTATE and (G[i] == target or G[i] == 0)):
+                    break
+                if (ki == OBSERVE and G[i] == target and T[i] == tool and A[i] == args
+                        and F[i] & F_HAS and not F[i] & F_ERROR):
+                    c += 1
+                    if of < 0:
+                        of = S[i]
+            if c >= p[17]:
+                warn, w_count, w_of = D_REDUNDANT, c, of
+
+        if block:
+            st.veto_tool = tool
+            st.veto_args = args
+            st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = b_count, b_of, b_aux, b_aux2
+            return BLOCK << 4 | block
+        self._push(st, tool, args, 0, F_UNKNOWN if unknown else 0, kind, target, cid)
+        if warn:
+            st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = w_count, w_of, w_aux, w_aux2
+            return WARN << 4 | warn
+        return 0
+
+    def record(self, st: State, tool: int, args: int, result: int, flags: int, kind: int,
+               target: int, cid: int, bslot: int, veto: int) -> int:
+        """Attach an outcome: 0 ignored (a guard veto), 1 attached to a pending call, 2 appended.
+
+        *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
+        its block message (ignored only right after blocking this very call), else 0.
+        """
+        if veto == 1 or (veto == 2 and st.veto_tool and st.veto_tool == tool and st.veto_args == args):
+            # the guard's own block is not an outcome: hashing it would reset the streak (C8)
+            st.veto_tool = 0
+            return 0
+        st.veto_tool = 0
+        T, A, F, C = st.tool, st.args, st.flags, st.cid
+        for i in range(len(T) - 1, -1, -1):
+            if T[i] == tool and A[i] == args and not F[i] & F_HAS and (not cid or not C[i] or C[i] == cid):
+                st.res[i] = result
+                F[i] |= flags | F_HAS
+                return 1
+        # Budgets count check() attempts only: an outcome whose call left the window (many
+        # concurrent calls in one session) must not count that call twice.
+        self._push(st, tool, args, result, flags | F_HAS, kind, target, cid)
+        return 2
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def dump(self, st: State) -> list[int]:
+        """The state as a flat list of ints (same layout in both twins); load() inverts it."""
+        out = [DUMP_VERSION, st.n_steps, st.veto_tool, st.veto_args, len(st.budget)]
+        out.extend(st.budget)
+        n = len(st.tool)
+        out.append(n)
+        for i in range(n):
+            out.extend((st.tool[i], st.args[i], st.res[i], st.flags[i], st.kind[i], st.tgt[i], st.cid[i], st.seq[i]))
+        return out
+
+    def load(self, data: Sequence[int]) -> State:
+        """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
+        try:
+            if data[0] != DUMP_VERSION:
+                raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
+            nb = data[4]
+            if nb != len(self.bwarn):
+                raise ValueError(f"state has {nb} budget counters, this policy has {len(self.bwarn)}")
+            st = State(nb)
+            st.n_steps, st.veto_tool, st.veto_args = int(data[1]), int(data[2]), int(data[3])
+            st.budget = [int(x) for x in data[5:5 + nb]]
+            pos = 5 + nb
+            n = data[pos]
+            pos += 1
+            if n < 0 or len(data) != pos + 8 * n:
+                raise ValueError("state dump length does not match its entry count")
+            start = max(0, n - self.window)
+            for i in range(start, n):
+                e = data[pos + 8 * i:pos + 8 * i + 8]
+                st.tool.append(int(e[0]))
+                st.args.append(int(e[1]) & _MASK64)
+                st.res.append(int(e[2]) & _MASK64)
+                st.flags.append(int(e[3]))
+                st.kind.append(int(e[4]))
+                st.tgt.append(int(e[5]) & _MASK64)
+                st.cid.append(int(e[6]) & _MASK64)
+                st.seq.append(int(e[7]))
+        except (IndexError, TypeError) as exc:
+            raise ValueError(f"state dump is malformed: {exc}") from None
+        return st
+
+    def nbytes(self, st: State) -> int:
+        """Approximate bytes held by *st* (the ring and counters; Python object overhead included)."""
+        import sys
+        total = sys.getsizeof(st) + sys.getsizeof(st.budget) + 28 * len(st.budget)
+        for col in (st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.cid, st.seq):
+            total += sys.getsizeof(col) + sum(sys.getsizeof(x) for x in col if x > 256 or x < -5)
+        return total
+
+
+class ToolInfo:
+    """What the fast path needs to know about one tool name (registered by the Guard)."""
+
+    __slots__ = ("tid", "bslot", "poll", "poll_actions", "unknown", "exec", "send", "send_actions")
+
+    def __init__(self, tid: int, bslot: int, poll: bool, poll_actions, unknown: bool, exec_: bool, send: bool,
+                 send_actions) -> None:
+        self.tid = tid
+        self.bslot = bslot
+        self.poll = bool(poll)
+        self.poll_actions = poll_actions
+        self.unknown = bool(unknown)
+        self.exec = bool(exec_)
+        self.send = bool(send)
+        self.send_actions = send_actions
+
+
+class Table:
+    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
+
+    ``check``/``record`` look the session up (creating, expiring and evicting as needed) and
+    run the engine in one step under one lock, so concurrent callers never lose a count.
+    ``check`` returns 0 for allow, else ``(code, count, of_step, aux, aux2, state, args hash)``.
+    """
+
+    def __init__(self, engine: Engine, max_sessions: int, ttl: float, clock=None, hash_fn=None,
+                 veto_type=None, volatile_keys=frozenset()) -> None:
+        import threading
+        import time
+        from collections import OrderedDict
+
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be positive")
+        self.engine = engine
+        self.max_sessions = int(max_sessions)
+        self.ttl = float(ttl)  # 0: never expire
+        self.clock = clock if clock is not None else time.monotonic
+        self.sessions: OrderedDict = OrderedDict()
+        self.runs: dict = {}
+        self.lock = threading.Lock()
+        self.tools: dict = {}
+        self.hash_fn = hash_fn
+        self.veto_type = veto_type if veto_type is not None else ()
+        self.volatile_keys = frozenset(volatile_keys)
+        self.last: tuple = (None, 0)
+        self.ops = 0
+        self.checks = self.warns = self.blocks = self.records = self.tokens = self.evicted = 0
+
+    def _get(self, session, run_id) -> State:
+        key = (session, run_id)
+        sessions = self.sessions
+        st = sessions.get(key)
+        now = self.clock()
+        ttl = self.ttl
+        if st is None or (ttl > 0 and now - st.touched > ttl):
+            st = self.engine.new_state()
+            sessions[key] = st
+            sessions.move_to_end(key)
+            if run_id is not None:
+                self.runs.setdefault(session, set()).add(run_id)
+            while len(sessions) > self.max_sessions:
+                self._evict()
+        else:
+            sessions.move_to_end(key)
+        st.touched = now
+        self.ops += 1
+        if ttl > 0 and not self.ops & 1023:
+            self._sweep(now)
+        return st
+
+    def _evict(self) -> None:
+        (session, run_id), _ = self.sessions.popitem(last=False)
+        self.evicted += 1
+        if run_id is not None:
+            runs = self.runs.get(session)
+            if runs is not None:
+                runs.discard(run_id)
+                if not runs:
+                    del self.runs[session]
+
+    def _sweep(self, now: float) -> None:
+        # The OrderedDict is in access order, so the idle sessions are at the front.
+        limit = now - self.ttl
+        sessions = self.sessions
+        while sessions and next(iter(sessions.values())).touched < limit:
+            self._evict()
+
+    def check(self, session, run_id, tool: int, args: int, kind: int, target: int, cid: int,
+              poll: int, unknown: int, bslot: int):
+        """Look up the session and run Engine.check; 0 or (code, count, of_step, aux, aux2, state, args hash)."""
+        with self.lock:
+            st = self._get(session, run_id)
+            code = self.engine.check(st, tool, args, kind, target, cid, poll, unknown, bslot)
+            self.checks += 1
+            if not code:
+                return 0
+            if code >> 4 == BLOCK:
+                self.blocks += 1
+            else:
+                self.warns += 1
+            return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
+
+    def record(self, session, run_id, tool: int, args: int, result: int, flags: int, kind: int,
+               target: int, cid: int, bslot: int, veto: int, tokens: int) -> int:
+        """Look up the session and run Engine.record."""
+        with self.lock:
+            st = self._get(session, run_id)
+            self.records += 1
+            self.tokens += tokens
+            return self.engine.record(st, tool, args, result, flags, kind, target, cid, bslot, veto)
+
+    def _hash(self, value) -> int:
+        try:
+            return self.hash_fn(value)
+        except TypeError:
+            return self.hash_fn(value, default=repr)
+
+    def remember(self, args, ah: int) -> None:
+        """Note that *args* (this very object) was checked with hash *ah*."""
+        self.last = (args, ah)
+
+    def hash_checked(self, args) -> int:
+        """The hash *args* was checked with when it is the last checked object, else a fresh one."""
+        last_args, last_ah = self.last
+        if args is last_args and args is not None:
+            return last_ah
+        return self._hash(args)
+
+    def register(self, name: str, info: "ToolInfo") -> None:
+        """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
+        self.tools[name] = info
+
+    def fast_check(self, session, tool, args, run_id):
+        """check() for a registered tool without kind/target/call id: hashes *args* itself.
+
+        Returns None when the tool is not registered (the caller takes the full path)."""
+        t = self.tools.get(tool)
+        if t is None:
+            return None
+        ah = self._hash(args)
+        # record() usually follows with the very same args object: remember its hash (a strong
+        # reference, so the identity cannot be reused by another object).
+        self.last = (args, ah)
+        poll = t.poll
+        if not poll and t.poll_actions is not None and isinstance(args, dict):
+            poll = args.get("action") in t.poll_actions
+        return self.check(session, run_id, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot)
+
+    def fast_record(self, session, tool, args, result, run_id, tokens: int):
+        """record() for a registered tool and an ordinary result: hashes args and the outcome.
+
+        Returns None when it cannot (unregistered tool, a veto-shaped result)."""
+        t = self.tools.get(tool)
+        if t is None or isinstance(result, self.veto_type):
+            return None
+        if isinstance(result, dict):
+            d = result.get("details")
+            if not isinstance(d, dict):
+                d = result
+            if d.get("status") == "blocked":
+                return None
+        elif isinstance(result, str) and result.startswith("BLOCKED:"):
+            return None
+        last_args, last_ah = self.last
+        ah = last_ah if args is last_args and args is not None else self._hash(args)  # the call as checked
+        rh = self._hash(self.outcome(t, args, result))
+        return self.record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot, 0, tokens)
+
+    def outcome(self, t: "ToolInfo", args, result):
+        """The value hashed as *result*'s outcome: exec/poll results projected, send-like stripped."""
+        if t.exec or (t.poll_actions is not None and isinstance(args, dict) and args.get("action") in t.poll_actions):
+            return project_exec(result)
+        if t.send or (t.send_actions is not None and isinstance(args, dict) and args.get("action") in t.send_actions):
+            return strip_send_result(result, self.volatile_keys)
+        return result
+
+    def drop(self, session) -> None:
+        """Remove every state of *session* (all run ids)."""
+        with self.lock:
+            self.sessions.pop((session, None), None)
+            for run_id in self.runs.pop(session, ()):
+                self.sessions.pop((session, run_id), None)
+
+    def get(self, session, run_id):
+        """The state of (session, run_id) or None; does not touch the LRU order."""
+        return self.sessions.get((session, run_id))
+
+    def put(self, session, run_id, st: State) -> None:
+        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        with self.lock:
+            self.sessions[(session, run_id)] = st
+            self.sessions.move_to_end((session, run_id))
+            if run_id is not None:
+                self.runs.setdefault(session, set()).add(run_id)
+            while len(self.sessions) > self.max_sessions:
+                self._evict()
+
+    def items(self) -> list:
+        """[((session, run_id), state)] least recently used first."""
+        with self.lock:
+            return list(self.sessions.items())
+
+    def has_session(self, session) -> bool:
+        """True when *session* has state under any run id."""
+        return (session, None) in self.sessions or session in self.runs
+
+    def now(self) -> float:
+        """The table's clock."""
+        return self.clock()
+
+    def counters(self) -> dict:
+        """checks, warns, blocks, records, tokens, evicted, sessions."""
+        with self.lock:
+            return {"checks": self.checks, "warns": self.warns, "blocks": self.blocks, "records": self.records,
+                    "tokens": self.tokens, "evicted": self.evicted, "sessions": len(self.sessions)}
+
+    def set_counters(self, counts: dict) -> None:
+        """Restore counters saved by counters() (unknown names are ignored)."""
+        with self.lock:
+            for k in ("checks", "warns", "blocks", "records", "tokens", "evicted"):
+                if k in counts:
+                    setattr(self, k, int(counts[k]))
+
+    def __len__(self) -> int:
+        return len(self.sessions)
+
+
+def bind_fast(table, allow, slow_check, finish, slow_record):
+    """None: in pure Python the Guard's own methods are already the fastest path."""
+    return None

@@ -1,0 +1,681 @@
+"""The online guard: allow / warn / block before every tool call of a live agent harness.
+
+``Guard`` does the bookkeeping that is not hot (policy, interning, hashing rules, events,
+LRU/TTL, the lock, snapshots); the per-call detector work runs in the state-engine twin
+chosen here, ``loopcore._native_guard`` (Cython) or ``loopcore._guard_py`` (pure Python),
+with identical decisions. See docs/guard.md for the user guide.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import struct
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
+
+import orjson
+from xxhash import xxh3_64_intdigest
+
+from . import _native_flag
+from .policy import DETECTORS, Policy
+
+if TYPE_CHECKING:
+    from . import _guard_py as _engine_mod
+
+__all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
+
+log = logging.getLogger("loopcore")
+
+_DET_NAMES = {
+    1: "unknown_tool",
+    2: "global_breaker",
+    3: "poll_no_progress",
+    4: "cycle",
+    5: "consecutive_repeat",
+    6: "monologue",
+    7: "generic_repeat",
+    8: "error_streak",
+    9: "tool_budget",
+    10: "redundant_observation",
+}
+assert set(_DET_NAMES.values()) == set(DETECTORS)
+_KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
+_F_ERROR, _F_UNKNOWN = 2, 4
+_MASK64 = (1 << 64) - 1
+_MAX_EVENT_KEYS = 256  # per session; OpenClaw's bound on its warning-bucket map
+_MAX_TOOL_CACHE = 4096
+
+# "unknown tool: foo" / "tool foo not found" / "tool 'foo' is not available" (OpenClaw's shapes)
+_UNKNOWN_TOOL_RE = re.compile(
+    r"unknown tool[:\s]+[\"']?[a-z0-9_.-]+|tool\s+[\"']?[a-z0-9_.-]+[\"']?\s+(?:not found|is not available|does not exist)",
+    re.IGNORECASE,
+)
+
+_SNAP_MAGIC = b"LOOPCORE-GUARD\x00\x01"
+_SNAP_VERSION = 1
+_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of payload
+
+
+class Decision:
+    """The guard's answer for one call: ``action`` is "allow", "warn" or "block".
+
+    ``detector`` names what fired (None on allow), ``count`` is the count it compared with its
+    threshold, ``message`` the text for the model, ``key`` a stable id for de-duplicating
+    warnings, ``of_step`` the step index (per session, from 0) of the earlier call this one
+    repeats, or None.
+    """
+
+    __slots__ = ("action", "detector", "count", "message", "key", "of_step")
+
+    def __init__(self, action: str, detector: str | None = None, count: int = 0, message: str = "",
+                 key: str | None = None, of_step: int | None = None) -> None:
+        self.action = action
+        self.detector = detector
+        self.count = count
+        self.message = message
+        self.key = key
+        self.of_step = of_step
+
+    @property
+    def allowed(self) -> bool:
+        """True unless the call is blocked (a warned call may run)."""
+        return self.action != "block"
+
+    @property
+    def blocked(self) -> bool:
+        """True when the call must not run; return ``message`` to the model instead."""
+        return self.action == "block"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision as a JSON-ready dict."""
+        return {s: getattr(self, s) for s in self.__slots__}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Decision):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash((self.action, self.detector, self.count, self.key, self.of_step))
+
+    def __repr__(self) -> str:
+        if self.action == "allow":
+            return "Decision(action='allow')"
+        return (f"Decision(action={self.action!r}, detector={self.detector!r}, count={self.count}, "
+                f"key={self.key!r}, of_step={self.of_step!r})")
+
+
+#: The answer to almost every call; shared, never mutated.
+ALLOW = Decision("allow")
+
+
+class LoopBlocked(RuntimeError):
+    """Raised by a ``guarded`` tool with ``on_block="raise"``; ``.decision`` holds the block."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.message)
+        self.decision = decision
+
+
+class _ToolInfo:
+    __slots__ = ("name", "tid", "bslot", "poll", "poll_actions", "unknown", "exec", "send", "send_actions", "ti")
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, BaseException):
+        return str(error) or type(error).__name__
+    if isinstance(error, str):
+        return error
+    return repr(error)
+
+
+def _is_veto(result: Any) -> bool:
+    """The guard's own block (a Decision, or OpenClaw's tool-loop denial shape)."""
+    if isinstance(result, Decision):
+        return result.action == "block"
+    if isinstance(result, dict):
+        d = result.get("details")
+        d = d if isinstance(d, dict) else result
+        return d.get("status") == "blocked" and d.get("deniedReason") == "tool-loop"
+    return False
+
+
+#: The result projections of the process-wide twin (the Guard uses its own twin's).
+project_exec = _native_flag.load("guard").project_exec
+strip_send_result = _native_flag.load("guard").strip_send_result
+
+
+def _engine_params(pol: Policy) -> tuple[int, ...]:
+    def z(on: bool, v: int | None) -> int:
+        return int(v) if on and v is not None else 0
+
+    mask = sum(1 << k for k in pol.cycle_periods) if pol.cycle else 0
+    return (
+        pol.window,
+        z(pol.generic_repeat, pol.generic_warn),
+        z(pol.generic_repeat, pol.generic_block),
+        z(pol.poll_no_progress, pol.poll_warn),
+        z(pol.poll_no_progress, pol.poll_block),
+        z(pol.cycle, pol.cycle_warn),
+        z(pol.cycle, pol.cycle_block),
+        mask,
+        int(pol.cycle_unit == "repeats"),
+        int(pol.cycle_block_needs_no_progress),
+        z(pol.consecutive_repeat, pol.repeat_warn),
+        z(pol.consecutive_repeat, pol.repeat_block),
+        int(pol.repeat_block_needs_no_progress),
+        z(pol.global_breaker, pol.global_block),
+        z(pol.unknown_tool, pol.unknown_block),
+        z(pol.error_streak, pol.error_warn),
+        z(pol.error_streak, pol.error_block),
+        z(pol.redundant_observation, pol.redundant_warn),
+        z(pol.monologue, pol.monologue_block),
+    )
+
+
+def _todo_like(tool: str) -> bool:
+    t = tool.lower()
+    return "todo" in t or "plan" in t
+
+
+class Guard:
+    """Allow / warn / block before each tool call; record the outcome after it.
+
+    ``policy`` (default ``Policy.default()``) picks detectors and thresholds. ``on_event`` is
+    called with a ``doom_loop_detected`` dict on each warn/block crossing (de-duplicated per
+    count bucket); exceptions it raises are logged, never propagated. ``max_sessions`` (LRU)
+    and ``ttl`` (idle seconds, None for never) bound memory. ``classify(tool, args) ->
+    (kind, target)`` supplies kind/target when check() is not given them. ``implementation``
+    forces the engine twin ("c" or "py"; default: the process-wide choice). A Guard is safe to
+    share between threads.
+    """
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        on_event: Callable[[dict[str, Any]], Any] | None = None,
+        max_sessions: int = 10_000,
+        ttl: float | None = 6 * 3600.0,
+        classify: Callable[[str, Any], tuple[str | None, Any]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        implementation: str | None = None,
+    ) -> None:
+        if policy is None:
+            policy = Policy.default()
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy must be a loopcore.Policy, got {type(policy).__name__}")
+        if not isinstance(max_sessions, int) or isinstance(max_sessions, bool) or max_sessions < 1:
+            raise ValueError(f"max_sessions must be a positive int; got {max_sessions!r}")
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl must be positive seconds or None; got {ttl!r}")
+        if on_event is not None and not callable(on_event):
+            raise TypeError("on_event must be callable")
+        self.policy = policy
+        self.on_event = on_event
+        self.max_sessions = max_sessions
+        self.ttl = ttl
+        self.classify = classify
+        self._clock = clock
+        self.implementation = implementation or _native_flag.implementation()
+        self._mod = _native_flag.load("guard", self.implementation)
+        self._hash = _native_flag.load("hashing", self.implementation).canonical_hash
+        self._budget_tools = tuple(policy.budgets) if policy.tool_budget else ()
+        self._budget_slot = {t: i for i, t in enumerate(self._budget_tools)}
+        self._engine: _engine_mod.Engine = self._mod.Engine(
+            _engine_params(policy),
+            [policy.budgets[t][0] or 0 for t in self._budget_tools],
+            [policy.budgets[t][1] or 0 for t in self._budget_tools],
+        )
+        self._table: _engine_mod.Table = self._mod.Table(
+            self._engine, max_sessions, float(ttl or 0.0), None if clock is time.monotonic else clock,
+            self._hash, Decision, policy.volatile_keys,
+        )
+        self._fast_check = self._table.fast_check
+        self._fast_record = self._table.fast_record
+        if classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
+            # The compiled twin offers check/record callables that run the common case with no
+            # Python frame and hand everything else to the methods below (same behaviour).
+            fast = self._mod.bind_fast(self._table, ALLOW, Guard.check.__get__(self), self._finish,
+                                       Guard.record.__get__(self))
+            if fast is not None:
+                self.check, self.record = fast  # type: ignore[method-assign]
+        self._tools: dict[str, _ToolInfo] = {}
+        self._names: dict[int, str] = {}
+        # Only the rare warn/block path takes this lock (event de-duplication); the per-call
+        # work is one engine call, atomic under the GIL in the compiled twin, locked in the pure one.
+        self._event_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Guard policy={self.policy.name!r} engine={self.implementation!r} sessions={len(self._table)}>"
+
+    # -- per-call ---------------------------------------------------------------------------
+
+    def _tool(self, tool: str) -> _ToolInfo:
+        info = self._tools.get(tool)
+        if info is not None:
+            return info
+        if not isinstance(tool, str):
+            raise TypeError(f"tool must be a str, got {type(tool).__name__}")
+        pol = self.policy
+        info = _ToolInfo()
+        info.name = tool
+        info.tid = self._hash(tool) or 1
+        info.bslot = self._budget_slot.get(tool, -1)
+        info.poll = pol.poll_no_progress and tool in pol.poll_tools
+        acts = pol.poll_actions.get(tool) if pol.poll_no_progress else None
+        info.poll_actions = acts or None
+        info.unknown = pol.known_tools is not None and tool not in pol.known_tools
+        info.exec = tool in pol.exec_tools
+        info.send = tool in pol.send_tools
+        info.send_actions = pol.send_actions if tool in pol.message_tools else None
+        if len(self._tools) >= _MAX_TOOL_CACHE:  # a cache: every entry can be recomputed
+            self._tools.clear()
+            self._names.clear()
+            self._table.tools.clear()
+        self._tools[tool] = info
+        self._names[info.tid] = tool
+        info.ti = self._mod.ToolInfo(info.tid, info.bslot, info.poll, info.poll_actions, info.unknown,
+                                     info.exec or info.poll, info.send, info.send_actions)
+        self._table.register(tool, info.ti)
+        return info
+
+    def _kind_target(self, tool: str, args: Any, kind: str | None, target: Any) -> tuple[int, int]:
+        if kind is None and self.classify is not None:
+            kind, t2 = self.classify(tool, args)
+            if target is None:
+                target = t2
+        k = _KINDS.get(kind, -1)
+        if k < 0:
+            raise ValueError(f"kind must be one of observe, mutate, exec, ask, other or None; got {kind!r}")
+        if target is None:
+            return k, 0
+        if isinstance(target, (tuple, list)):
+            if k == 2:
+                return k, 0  # a multi-target mutation (mv a b): treat as changing everything
+            if len(target) == 1:
+                target = target[0]
+        return k, self._hash(target, default=repr) or 1
+
+    def check(self, session: Hashable, tool: str, args: Any = None, *, run_id: Hashable | None = None,
+              kind: str | None = None, target: Any = None, call_id: Any = None) -> Decision:
+        """Decide on a call before it runs (the attempt counts, a blocked one too).
+
+        Returns ``ALLOW`` or a warn/block Decision. Raises TypeError when *tool* is not a str,
+        ValueError for an unknown *kind* or args nested deeper than loopcore.MAX_DEPTH; values
+        canonical_hash does not support are hashed by repr().
+        """
+        if kind is None and target is None and call_id is None and self.classify is None:
+            out = self._fast_check(session, tool, args, run_id)
+            if out is None:  # first sight of this tool name: register it and retry
+                self._tool(tool)
+                out = self._fast_check(session, tool, args, run_id)
+        else:
+            info = self._tools.get(tool) or self._tool(tool)
+            ah = self._hash(args, default=repr)
+            self._table.remember(args, ah)
+            acts = info.poll_actions
+            poll = info.poll or (acts is not None and isinstance(args, dict) and args.get("action") in acts)
+            k, tg = self._kind_target(tool, args, kind, target)
+            cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
+            out = self._table.check(session, run_id, info.tid, ah, k, tg, cid, poll, info.unknown, info.bslot)
+        if not out:
+            return ALLOW
+        return self._finish(out, session, tool, args, run_id)
+
+    def _finish(self, out: tuple, session: Hashable, tool: str, args: Any, run_id: Hashable | None) -> Decision:
+        info = self._tools.get(tool) or self._tool(tool)
+        d = self._decision(out, info, out[6])
+        st = out[5]
+        buckets = st.extra
+        if buckets is not None:
+            # Unlocked fast look: most warnings repeat inside their bucket and emit nothing.
+            last = buckets.get(f"{d.action}|{d.key}")
+            if last is not None and d.count // self.policy.event_bucket <= last:
+                return d
+        with self._event_lock:
+            event = self._dedupe(st, session, run_id, tool, d)
+        if event is not None:
+            self._emit(event)
+        return d
+
+    def record(self, session: Hashable, tool: str, args: Any = None, result: Any = None, *,
+               error: Any = None, run_id: Hashable | None = None, call_id: Any = None,
+               tokens: int | None = None, kind: str | None = None, target: Any = None) -> None:
+        """Record a call's outcome after it ran (or failed, with *error*).
+
+        It attaches to the newest matching call checked in this session and run that has no
+        outcome yet (same call id when both have one); with none, it counts as a new call.
+        Recording the guard's own block (the Decision, its message, or OpenClaw's tool-loop
+        denial) is ignored, so a block stays a block; a real outcome of a blocked call (e.g. in
+        a replay) is recorded as a call.
+        Raises TypeError when *tool* is not a str.
+        """
+        if (error is None and kind is None and target is None and call_id is None and self.classify is None
+                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
+            return
+        info = self._tools.get(tool) or self._tool(tool)
+        ah = self._table.hash_checked(args)
+        veto = 0
+        flags = 0
+        if error is not None:
+            text = _error_text(error)
+            rh = xxh3_64_intdigest(b"error\x00" + text.encode("utf-8", "surrogatepass"))
+            flags = _F_ERROR
+            if info.unknown or _UNKNOWN_TOOL_RE.search(text):
+                flags |= _F_UNKNOWN
+        elif _is_veto(result):
+            rh, veto = 0, 1
+        elif isinstance(result, str) and result.startswith("BLOCKED:"):
+            # the block message recorded as the tool's output: a veto if this call was just blocked
+            rh, veto = self._result_hash(info, args, result), 2
+        else:
+            rh = self._result_hash(info, args, result)
+            if info.unknown:
+                flags = _F_UNKNOWN
+        if kind is None and target is None and self.classify is None:
+            k = tg = 0
+        else:
+            k, tg = self._kind_target(tool, args, kind, target)
+        cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
+        self._table.record(session, run_id, info.tid, ah, rh, flags, k, tg, cid, info.bslot, veto, int(tokens or 0))
+
+    def _result_hash(self, info: _ToolInfo, args: Any, result: Any) -> int:
+        return self._hash(self._table.outcome(info.ti, args, result), default=repr)
+
+    # -- public helpers ---------------------------------------------------------------------
+
+    def args_hash(self, tool: str, args: Any) -> int:
+        """The 64-bit signature the guard compares for *tool* called with *args* (tool included)."""
+        info = self._tool(tool)
+        return (info.tid * 0x9E3779B97F4A7C15 + self._hash(args, default=repr)) & _MASK64
+
+    def result_hash(self, tool: str, args: Any, result: Any = None, *, error: Any = None) -> int:
+        """The 64-bit outcome hash record() would store (send-like ids stripped, exec projected)."""
+        info = self._tool(tool)
+        if error is not None:
+            return xxh3_64_intdigest(b"error\x00" + _error_text(error).encode("utf-8", "surrogatepass"))
+        return self._result_hash(info, args, result)
+
+    def reset(self, session: Hashable) -> None:
+        """Clear all state of *session* (every run id); the next call starts from zero."""
+        self._table.drop(session)
+
+    def forget(self, session: Hashable) -> None:
+        """Remove *session* entirely (same effect as reset; use when a session has ended)."""
+        self._table.drop(session)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def __contains__(self, session: object) -> bool:
+        return self._table.has_session(session)
+
+    def sessions(self) -> Iterator[Hashable]:
+        """The live session ids, least recently used first (each once, whatever its run ids)."""
+        return iter(list(dict.fromkeys(s for (s, _), _st in self._table.items())))
+
+    def stats(self) -> dict[str, int]:
+        """Counters: checks, warns, blocks, records, tokens recorded, evicted and live sessions."""
+        return self._table.counters()
+
+    def history(self, session: Hashable, *, run_id: Hashable | None = None) -> list[tuple[str | None, int, int | None]]:
+        """The calls in *session*'s window, oldest first: (tool, args hash, result hash or None)."""
+        st = self._table.get(session, run_id)
+        if st is None:
+            return []
+        dump = self._engine.dump(st)
+        nb = dump[4]
+        n = dump[5 + nb]
+        out = []
+        pos = 6 + nb
+        for i in range(n):
+            e = dump[pos + 8 * i:pos + 8 * i + 8]
+            out.append((self._names.get(e[0]), e[1], e[2] if e[3] & 1 else None))
+        return out
+
+    def wrap(self, fn: Callable | None = None, **kw: Any) -> Callable:
+        """Guard a plain Python tool function; see :func:`guarded` for the keywords."""
+        if fn is None:
+            return lambda f: guarded(self, **kw)(f)
+        return guarded(self, **kw)(fn)
+
+    # -- decisions and events ---------------------------------------------------------------
+
+    def _decision(self, out: tuple, info: _ToolInfo, ah: int) -> Decision:
+        code, count, of_step, aux, aux2, _st, _ah = out
+        det = _DET_NAMES[code & 15]
+        block = code >> 4 == 2
+        action = "block" if block else "warn"
+        of_step = of_step if of_step >= 0 else None
+        tool = info.name
+        if det == "tool_budget":
+            key = f"tool_budget:{tool}"
+        elif det == "cycle":
+            key = f"cycle:{aux2:016x}"
+        else:
+            key = f"{det}:{tool}:{ah:016x}"
+        return Decision(action, det, count, self._message(det, block, tool, count, aux), key, of_step)
+
+    def _message(self, det: str, block: bool, tool: str, count: int, aux: int) -> str:
+        pol = self.policy
+        if det == "tool_budget":
+            what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"
+            if block:
+                return (f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
+                        "and continue with the work itself.")
+            limit = pol.budgets.get(tool, (None, None))[1]
+            lim = f" (the limit is {limit})" if limit else ""
+            return (f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
+                    "and continue with the work itself.")
+        if det == "generic_repeat":
+            if block:
+                return (f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
+                        f"{count} times. It is not making progress; try a different approach or report "
+                        "the task as failed.")
+            return (f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
+                    "not making progress, stop retrying and report the task as failed.")
+        if det == "poll_no_progress":
+            if block:
+                return (f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
+                        "This is a stuck polling loop; report the task as failed.")
+            return (f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
+                    "Stop polling: wait longer between checks, or report the task as failed if the process is stuck.")
+        if det == "cycle":
+            other = self._names.get(aux, "another tool")
+            pair = f" (with {other})" if other != tool else ""
+            unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
+            if block:
+                return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
+                        "no progress. Stop and try a different approach or report the task as failed.")
+            return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
+                    "looks like a loop; stop retrying and change approach.")
+        if det == "consecutive_repeat":
+            if block:
+                return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
+                        "Repeating it will not change the result; try something else.")
+            return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
+                    "If it is not making progress, change approach.")
+        if det == "global_breaker":
+            return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
+                    "The session's loop circuit breaker stopped it to prevent a runaway loop.")
+        if det == "unknown_tool":
+            return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
+                    "continue without it.")
+        if det == "error_streak":
+            if block:
+                return (f"BLOCKED: {tool} failed the same way {count} times with identical arguments. "
+                        "Retrying will fail again; fix the cause or try a different approach.")
+            return (f"WARNING: {tool} failed the same way {count} times with identical arguments. "
+                    "Do not retry unchanged; fix the cause first.")
+        if det == "monologue":
+            return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
+                    "Take an action or end the turn.")
+        return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
+                "since; reuse the earlier result instead of observing it again.")
+
+    def _dedupe(self, st: Any, session: Hashable, run_id: Hashable | None, tool: str, d: Decision) -> dict | None:
+        # A warning is emitted once per bucket of counts (OpenClaw's warning buckets), a block
+        # likewise, so a warned-but-ignored loop shows up again as it grows, without a storm.
+        buckets = st.extra
+        if buckets is None:
+            buckets = st.extra = {}
+        lk = f"{d.action}|{d.key}"
+        bucket = d.count // self.policy.event_bucket
+        last = buckets.get(lk)
+        if last is not None and bucket <= last:
+            return None
+        buckets.pop(lk, None)
+        buckets[lk] = bucket
+        if len(buckets) > _MAX_EVENT_KEYS:
+            del buckets[next(iter(buckets))]
+        return {
+            "event": "doom_loop_detected",
+            "session": session,
+            "run_id": run_id,
+            "tool": tool,
+            "detector": d.detector,
+            "level": d.action,
+            "count": d.count,
+            "key": d.key,
+            "of_step": d.of_step,
+            "message": d.message,
+            "policy": self.policy.name,
+        }
+
+    def _emit(self, event: dict) -> None:
+        level = logging.ERROR if event["level"] == "block" else logging.WARNING
+        log.log(level, "doom_loop_detected: %s %s on %s in session %r (count %d)", event["level"],
+                event["detector"], event["tool"], event["session"], event["count"], extra={"loopcore_event": event})
+        cb = self.on_event
+        if cb is not None:
+            try:
+                cb(event)
+            except Exception:  # noqa: BLE001 - a broken callback must never break the harness
+                log.exception("loopcore: on_event callback raised; the event was dropped")
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """All state (policy, sessions, windows, counters, event buckets) as bytes.
+
+        Raises TypeError when a session or run id is not a str, int or None (JSON keys).
+        """
+        with self._event_lock:
+            now = self._table.now()
+            sessions = []
+            for (session, run_id), st in self._table.items():
+                for ident in (session, run_id):
+                    if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
+                        raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
+                sessions.append([session, run_id, max(0.0, now - st.touched), st.extra or {}, self._engine.dump(st)])
+            payload = orjson.dumps({
+                "format": "loopcore.guard",
+                "policy": self.policy.to_dict(),
+                "names": [[tid, name] for tid, name in self._names.items()],
+                "counts": self._table.counters(),
+                "sessions": sessions,
+            })
+        return _SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), xxh3_64_intdigest(payload)) + payload
+
+    @classmethod
+    def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> "Guard":
+        """A Guard rebuilt from snapshot() bytes (policy from the snapshot unless given).
+
+        *kwargs* are Guard's keywords (on_event, max_sessions, ttl, classify, clock,
+        implementation). Raises ValueError when *data* is not a loopcore guard snapshot, is
+        truncated or corrupted, or does not fit the policy.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"Guard.restore needs bytes, got {type(data).__name__}")
+        data = bytes(data)
+        if not data.startswith(_SNAP_MAGIC):
+            if 0 < len(data) < len(_SNAP_MAGIC) and _SNAP_MAGIC.startswith(data):
+                raise ValueError("guard snapshot is truncated (the header is incomplete)")
+            raise ValueError("not a loopcore guard snapshot (bad magic bytes)")
+        head = data[len(_SNAP_MAGIC):len(_SNAP_MAGIC) + _SNAP_HEADER.size]
+        if len(head) < _SNAP_HEADER.size:
+            raise ValueError("guard snapshot is truncated (the header is incomplete)")
+        version, length, digest = _SNAP_HEADER.unpack(head)
+        if version != _SNAP_VERSION:
+            raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
+        payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
+        if len(payload) != length:
+            raise ValueError(f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}")
+        if xxh3_64_intdigest(payload) != digest:
+            raise ValueError("guard snapshot is corrupted (checksum mismatch)")
+        try:
+            doc = orjson.loads(payload)
+            if doc.get("format") != "loopcore.guard":
+                raise ValueError("payload is not a loopcore guard state")
+            guard = cls(policy or Policy.from_dict(doc["policy"]), **kwargs)
+            now = guard._table.now()
+            for tid, name in doc["names"]:
+                guard._names[int(tid)] = name
+            guard._table.set_counters(doc.get("counts", {}))
+            for session, run_id, age, buckets, dump in doc["sessions"]:
+                st = guard._engine.load(dump)
+                st.touched = now - float(age)
+                st.extra = dict(buckets) or None
+                guard._table.put(session, run_id, st)
+        except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
+            raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
+        return guard
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes of session state held by the engine (rings and counters)."""
+        return sum(self._engine.nbytes(st) for _key, st in self._table.items())
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def guarded(guard: Guard, session: Hashable | Callable[[], Hashable] = "default", *, name: str | None = None,
+            kind: str | None = None, target: Callable[..., Any] | None = None,
+            run_id: Hashable | None = None, on_block: str = "message") -> Callable[[Callable], Callable]:
+    """Decorator: run a plain tool function under *guard*, check before, record after.
+
+    The call's args are the keyword arguments (plus ``"args"`` for positional ones). On block
+    the function does not run and the wrapper returns the block message (``on_block="message"``)
+    or raises :class:`LoopBlocked` (``on_block="raise"``); on warn a str result gets the warning
+    appended. Exceptions of the tool are recorded as errors and re-raised. *session* may be a
+    callable returning the current session id. Raises ValueError for an unknown *on_block*.
+    """
+    if on_block not in ("message", "raise"):
+        raise ValueError(f"on_block must be 'message' or 'raise'; got {on_block!r}")
+
+    def decorate(fn: Callable) -> Callable:
+        tool = name or fn.__name__
+
+        @functools.wraps(fn)
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            sess = session() if callable(session) else session
+            args: Any = dict(kw)
+            if a:
+                args["args"] = list(a)
+            tgt = target(*a, **kw) if target is not None else None
+            d = guard.check(sess, tool, args, run_id=run_id, kind=kind, target=tgt)
+            if d.action == "block":
+                guard.record(sess, tool, args, d, run_id=run_id, kind=kind, target=tgt)
+                if on_block == "raise":
+                    raise LoopBlocked(d)
+                return d.message
+            try:
+                result = fn(*a, **kw)
+            except Exception as exc:
+                guard.record(sess, tool, args, error=exc, run_id=run_id, kind=kind, target=tgt)
+                raise
+            guard.record(sess, tool, args, result, run_id=run_id, kind=kind, target=tgt)
+            if d.action == "warn" and isinstance(result, str):
+                return f"{result}\n\n{d.message}"
+            return result
+
+        wrapper.__loopcore_guard__ = guard  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+

@@ -1,0 +1,180 @@
+"""The two engine twins give identical decisions, step by step (hypothesis), and the default
+import really is the compiled core."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopcore import Guard, Policy, _native_flag
+from loopcore.guard import _engine_params
+
+needs_c = pytest.mark.skipif(_native_flag.NO_EXTENSIONS, reason="LOOPCORE_NO_EXTENSIONS=1")
+
+# Small thresholds and a short window so random streams reach every detector.
+SMALL = Policy(
+    window=8,
+    budgets={"todo_write": (3, 6)},
+    generic_warn=3, generic_block=5,
+    poll_warn=2, poll_block=4,
+    cycle_warn=4, cycle_block=6,
+    consecutive_repeat=True, repeat_warn=2, repeat_block=4,
+    global_block=7, unknown_block=3,
+    error_warn=2, error_block=3,
+    redundant_warn=1,
+    monologue=True, monologue_block=2,
+    known_tools={"read", "process", "todo_write", "message", "exec", "write"},
+)
+POLICIES = [SMALL, SMALL.replace(cycle_unit="repeats", cycle_warn=2, cycle_block=3),
+            SMALL.replace(cycle_block_needs_no_progress=False, repeat_block_needs_no_progress=True),
+            Policy.openclaw().replace(window=10), Policy.openhands(), Policy.gemini_cli(), Policy.cline()]
+
+TOOLS = ["read", "process", "todo_write", "message", "exec", "write", "ghost"]
+op = st.tuples(
+    st.sampled_from(["check", "check", "record", "record_err", "reset"]),
+    st.sampled_from(["s1", "s2"]),
+    st.sampled_from([None, "r1"]),
+    st.sampled_from(TOOLS),
+    st.integers(0, 2),  # args variant
+    st.integers(0, 2),  # result variant
+    st.sampled_from([None, "observe", "mutate", "exec", "ask"]),
+    st.sampled_from([None, "a.ts", "b.ts"]),
+)
+
+
+def _args(tool, v):
+    if tool == "process":
+        return {"action": ["poll", "log", "kill"][v], "id": 1}
+    if tool == "message":
+        return {"action": ["send", "read", "send"][v], "text": "hi" if v < 2 else "other"}
+    return {"v": v}
+
+
+def _result(tool, v, i):
+    if tool == "message":
+        return {"ok": v != 2, "messageId": f"m{i}"}
+    if tool == "exec":
+        return {"exitCode": v, "stdout": "x", "pid": i}
+    return ["same", "other", {"n": i}][v]
+
+
+def _run(g: Guard, ops):
+    out = []
+    for i, (what, s, run, tool, av, rv, kind, target) in enumerate(ops):
+        args = _args(tool, av)
+        if what == "check":
+            d = g.check(s, tool, args, run_id=run, kind=kind, target=target)
+            out.append(d.to_dict())
+        elif what == "record":
+            g.record(s, tool, args, _result(tool, rv, i), run_id=run, kind=kind, target=target)
+        elif what == "record_err":
+            g.record(s, tool, args, error=["boom", "Unknown tool: ghost"][rv % 2], run_id=run)
+        else:
+            g.reset(s)
+    return out
+
+
+@needs_c
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(op, max_size=120), pi=st.integers(0, len(POLICIES) - 1))
+def test_twins_decide_identically(ops, pi):
+    pol = POLICIES[pi]
+    gc, gp = Guard(pol, implementation="c"), Guard(pol, implementation="py")
+    assert _run(gc, ops) == _run(gp, ops)
+    for key, stc in gc._table.items():
+        assert gc._engine.dump(stc) == gp._engine.dump(gp._table.get(*key))
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(
+    stream=st.lists(
+        st.tuples(st.booleans(), st.integers(1, 3), st.integers(1, 3), st.integers(0, 4),
+                  st.integers(0, 2), st.integers(0, 2), st.integers(0, 7)),
+        max_size=150,
+    ),
+    pi=st.integers(0, len(POLICIES) - 1),
+)
+def test_engines_agree_on_integer_streams(stream, pi):
+    """The engines alone, fed identical integers: same codes, same outputs, same dumps."""
+    from loopcore import _guard_py, _native_guard
+
+    pol = POLICIES[pi]
+    params = _engine_params(pol)
+    bw = [pol.budgets[t][0] or 0 for t in pol.budgets] if pol.tool_budget else []
+    bb = [pol.budgets[t][1] or 0 for t in pol.budgets] if pol.tool_budget else []
+    ec, ep = _native_guard.Engine(params, bw, bb), _guard_py.Engine(params, bw, bb)
+    sc, sp = ec.new_state(), ep.new_state()
+    for is_check, tool, args, kind, target, res, flags in stream:
+        bslot = 0 if (bw and tool == 1) else -1
+        if is_check:
+            rc = ec.check(sc, tool, args, kind, target, 0, flags & 1, flags & 4, bslot)
+            rp = ep.check(sp, tool, args, kind, target, 0, bool(flags & 1), bool(flags & 4), bslot)
+            assert rc == rp
+            if rc:
+                assert (sc.out_count, sc.out_of_step, sc.out_aux, sc.out_aux2) == (
+                    sp.out_count, sp.out_of_step, sp.out_aux, sp.out_aux2)
+        else:
+            fl = flags & 6
+            assert ec.record(sc, tool, args, res, fl, kind, target, 0, bslot, 0) == ep.record(
+                sp, tool, args, res, fl, kind, target, 0, bslot, 0)
+        assert ec.dump(sc) == ep.dump(sp)
+    assert ec.load(ep.dump(sp)) is not None and ec.dump(ec.load(ep.dump(sp))) == ep.dump(sp)
+
+
+def _engine_module(env_extra):
+    env = {**os.environ, **env_extra}
+    code = "import loopcore; print(type(loopcore.Guard()._engine).__module__)"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@needs_c
+def test_default_import_is_the_compiled_engine():
+    assert _engine_module({"LOOPCORE_NO_EXTENSIONS": "0"}) == "loopcore._native_guard"
+
+
+def test_no_extensions_selects_the_pure_engine():
+    assert _engine_module({"LOOPCORE_NO_EXTENSIONS": "1"}) == "loopcore._guard_py"
+
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8),
+                      st.sampled_from(["msg-1234", "1700000000", "id-9999", "hello msg-1234"]))
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["id", "text", "messageId", "ts", "details", "status", "exitCode",
+                                         "stdout", "content", "direction", "route", "runId", "x"]),
+                        inner, max_size=5),
+    ),
+    max_leaves=12,
+)
+
+
+@needs_c
+@settings(max_examples=80, deadline=None)
+@given(value=json_value)
+def test_result_projections_are_identical_in_both_twins(value):
+    from loopcore import _guard_py, _native_guard
+    from loopcore.policy import DEFAULT_VOLATILE_KEYS
+
+    assert _native_guard.strip_send_result(value, DEFAULT_VOLATILE_KEYS) == _guard_py.strip_send_result(
+        value, DEFAULT_VOLATILE_KEYS)
+    assert _native_guard.project_exec(value) == _guard_py.project_exec(value)
+
+
+def test_a_subclass_override_is_respected():
+    class Counting(Guard):
+        calls = 0
+
+        def check(self, *a, **kw):
+            Counting.calls += 1
+            return super().check(*a, **kw)
+
+    g = Counting(Policy.openclaw())
+    g.check("s", "read", {"p": 1})
+    assert Counting.calls == 1
