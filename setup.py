@@ -86,7 +86,8 @@ def extensions(only=None):
         compiler_directives=directives,
         include_path=[str(NATIVE.relative_to(HERE))],
         annotate=DEBUG,
-        force=DEBUG,
+        # debug C (bounds checks on) lives apart, so a later release build never reuses it
+        build_dir="build/cython-debug" if DEBUG else None,
     )
 
 

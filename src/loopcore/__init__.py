@@ -32,4 +32,28 @@ from .policy import DETECTORS, Policy, PolicyError
 __all__ += ["ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", "PolicyError", "guarded"]
 # --- end guard ---
 
+# --- burn analysis (issue 4): owned by the burn work; import from .burn / .encoded only ---
+from .burn import (
+    BurnReport,
+    Finding,
+    RepeatCheck,
+    analyse_burn,
+    analyse_many,
+    would_repeat,
+)
+from .encoded import EncodedAnalysis, EncodedTrace, analyse_encoded, encode
+
+__all__ += [
+    "BurnReport",
+    "EncodedAnalysis",
+    "EncodedTrace",
+    "Finding",
+    "RepeatCheck",
+    "analyse_burn",
+    "analyse_encoded",
+    "analyse_many",
+    "encode",
+    "would_repeat",
+]
+# --- end burn ---
 

@@ -1,0 +1,185 @@
+"""encode() and the EncodedTrace columns, and the kernels' input contract on both twins."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loopcore import canonical_hash
+from loopcore.burn import Step, Trace, analyse_many
+from loopcore.encoded import (
+    ERROR,
+    ESTIMATED,
+    FINDING_KINDS,
+    HAS_OUTCOME,
+    EncodedTrace,
+    analyse_encoded,
+    encode,
+)
+
+
+def s(turn, kind, name, target=None, args=None, result=None, error=None, tokens=10, session="s", **kw):
+    return Step(session, turn, kind, name, target, args, result, error, tokens, 1, **kw)
+
+
+def sample():
+    t1 = Trace([
+        s(0, "observe", "Read", "a.ts", {"p": "a.ts"}, "A"),
+        s(0, "observe", "Bash", ("b.ts", "a.ts"), {"c": "cat a.ts b.ts"}, "AB", tokens=5),
+        s(1, "mutate", "Edit", "a.ts", {"old_string": "x", "new_string": "y"}, "ok"),
+        s(1, "mutate", "Write", "b.ts", {"content": "B"}, "ok", tokens_estimated=True),
+        s(2, "exec", "Bash", None, {"c": "make"}, None, error="exit 2"),
+        s(3, "ask", "Ask", None, {"q": "?"}),
+    ], session="one")
+    t2 = Trace([s(0, "observe", "Read", "a.ts", {"p": "a.ts"}, "A", session="two"),
+                s(1, "other", "todo", None, None, session="two")], session="two")
+    return [t1, t2]
+
+
+def test_encode_columns():
+    enc = encode(sample())
+    assert len(enc) == 8 and enc.n_traces == 2
+    assert enc.trace_offsets.tolist() == [0, 6, 8]
+    assert enc.sessions == ["one", "two"]
+    assert enc.session.tolist() == [0] * 6 + [1, 1]
+    assert enc.turn.tolist() == [0, 0, 1, 1, 2, 3, 0, 1]
+    assert enc.kind.tolist() == [0, 0, 1, 1, 2, 3, 0, 4]
+    assert enc.tokens.tolist() == [11, 6, 11, 11, 11, 11, 11, 11]
+    assert [enc.tools[i] for i in enc.tool] == ["Read", "Bash", "Edit", "Write", "Bash", "Ask", "Read", "todo"]
+    assert enc.args_hash[0] == canonical_hash({"p": "a.ts"})
+    assert enc.result_hash[0] == canonical_hash(["A", None])
+    assert enc.result_hash[4] == canonical_hash([None, "exit 2"])
+    assert enc.result_hash[5] == 0
+    assert enc.flags.tolist() == [1, 1, 1, 1 | ESTIMATED, HAS_OUTCOME | ERROR, 0, 1, 0]
+    assert enc.error.tolist() == [False] * 4 + [True] + [False] * 3
+    assert enc.has_outcome.tolist() == [True] * 5 + [False, True, False]
+    for col, dtype in (("session", np.int32), ("turn", np.int64), ("kind", np.uint8), ("tool", np.int32),
+                       ("target", np.int32), ("args_hash", np.uint64), ("result_hash", np.uint64),
+                       ("flags", np.uint8), ("tokens", np.int64), ("call", np.int32)):
+        assert getattr(enc, col).dtype == dtype and getattr(enc, col).flags.c_contiguous
+
+
+def test_targets_are_interned_sets_in_csr():
+    enc = encode(sample())
+
+    def members(step):
+        ts = enc.target[step]
+        if ts < 0:
+            return None
+        lo, hi = enc.target_offsets[ts], enc.target_offsets[ts + 1]
+        return [enc.targets[t] for t in enc.target_members[lo:hi]]
+
+    assert [members(i) for i in range(8)] == [
+        ["a.ts"], ["a.ts", "b.ts"], ["a.ts"], ["b.ts"], None, None, ["a.ts"], None]
+    assert enc.target[0] == enc.target[2] == enc.target[6]  # one id per set, across traces
+    assert enc.n_targets == 2 and enc.n_target_sets == 3
+
+
+def test_keys_derived_for_the_kernel():
+    enc = encode(sample())
+    assert enc.call[0] == enc.call[6] and len(set(enc.call.tolist())) == 7
+    # observations with a target and an outcome have an obs key; same set + outcome, same key
+    assert enc.obs.tolist()[:2] != [-1, -1] and enc.obs[0] == enc.obs[6]
+    assert enc.obs[2:6].tolist() == [-1, -1, -1, -1]
+    # content states: single-target reads and whole-content writes; not the two-target cat
+    assert enc.skey[0] >= 0 and enc.skey[1] == -1 and enc.skey[3] >= 0 and enc.skey[2] == -1
+    assert enc.skey[0] != enc.skey[3]
+    # the replace edit and its inverse
+    assert enc.edit[2] >= 0 and enc.undo[2] >= 0 and enc.edit[2] != enc.undo[2]
+    assert (enc.edit[[0, 1, 3, 4, 5, 6, 7]] == -1).all()
+    assert enc.n_edits == 2
+
+
+def test_encode_accepts_one_trace_and_rejects_other_things():
+    assert len(encode(sample()[0])) == 6
+    with pytest.raises(TypeError, match="Trace"):
+        encode([[s(0, "observe", "Read")]])
+    empty = encode([])
+    assert len(empty) == 0 and empty.n_traces == 0 and empty.trace_offsets.tolist() == [0]
+    assert "0 steps in 0 traces" in repr(empty)
+
+
+def test_concat_equals_encoding_together(impl):
+    a, b = sample()
+    joined = EncodedTrace.concat([encode(a), encode(b)])
+    together = encode([a, b])
+    assert joined.trace_offsets.tolist() == together.trace_offsets.tolist()
+    assert joined.sessions == together.sessions
+    for col in ("kind", "turn", "tokens", "flags", "result_hash", "args_hash", "session"):
+        assert getattr(joined, col).tolist() == getattr(together, col).tolist()
+    ra = analyse_encoded(joined, impl=impl.name)
+    rb = analyse_encoded(together, impl=impl.name)
+    for field in ("finding", "of_step", "total_tokens", "wasted_tokens", "by_kind_tokens", "by_kind_steps"):
+        assert getattr(ra, field).tolist() == getattr(rb, field).tolist()
+    with pytest.raises(ValueError):
+        EncodedTrace.concat([])
+
+
+def test_concat_keeps_ids_of_parts_apart(impl):
+    # the same trace twice: each copy's first read is a first occurrence
+    t = Trace([s(0, "observe", "Read", "a", {"p": "a"}, "A"), s(1, "observe", "Read", "a", {"p": "a"}, "A")])
+    enc = EncodedTrace.concat([encode(t)] * 3)
+    assert enc.n_traces == 3 and enc.n_calls == 3 and enc.n_targets == 3
+    res = analyse_encoded(enc, impl=impl.name)
+    assert res.finding.tolist() == [0, 1] * 3
+    assert res.of_step.tolist() == [-1, 0] * 3
+    assert res.wasted_tokens.tolist() == [11, 11, 11]
+
+
+def test_analysis_arrays_and_repr(impl):
+    traces = sample() + [Trace([s(i, "observe", "Grep", None, {"q": 1}, "hits", session="g") for i in range(3)])]
+    res = analyse_encoded(encode(traces), impl=impl.name)
+    assert res.finding.dtype == np.int8 and res.of_step.dtype == np.int32
+    assert res.by_kind_tokens.shape == res.by_kind_steps.shape == (3, 4)
+    assert res.finding[-3:].tolist() == [0, 2, 2] and res.of_step[-3:].tolist() == [-1, 0, 1]
+    assert res.by_kind_steps[2, FINDING_KINDS.index("duplicate_call")] == 2
+    reports = analyse_many(traces, impl=impl.name)
+    assert res.total_tokens.tolist() == [r.total_tokens for r in reports]
+    assert res.wasted_tokens.tolist() == [r.wasted_tokens for r in reports]
+    assert "2 charged" in repr(res)
+
+
+def _columns(enc):
+    return dict(
+        kind=enc.kind, turn=enc.turn, tokens=enc.tokens, flags=enc.flags, result_hash=enc.result_hash,
+        target=enc.target, target_offsets=enc.target_offsets, target_members=enc.target_members,
+        call=enc.call, obs=enc.obs, skey=enc.skey, sval=enc.sval, edit=enc.edit, undo=enc.undo,
+        trace_offsets=enc.trace_offsets, n_targets=enc.n_targets, n_calls=enc.n_calls, n_obs=enc.n_obs,
+        n_skeys=enc.n_skeys, n_svals=enc.n_svals, n_edits=enc.n_edits,
+    )
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda c: c.update(turn=c["turn"][:-1]), "turn has"),
+    (lambda c: c.update(trace_offsets=np.array([0, 3], dtype=np.int64)), "trace_offsets"),
+    (lambda c: c.update(trace_offsets=np.array([0, 7, 6, 8], dtype=np.int64)), "non-decreasing"),
+    (lambda c: c.update(call=np.where(np.arange(8) == 2, 99, c["call"]).astype(np.int32)), "call"),
+    (lambda c: c.update(call=np.where(np.arange(8) == 2, -1, c["call"]).astype(np.int32)), "call"),
+    (lambda c: c.update(target=np.where(np.arange(8) == 2, 50, c["target"]).astype(np.int32)), "target"),
+    (lambda c: c.update(kind=np.where(np.arange(8) == 2, 9, c["kind"]).astype(np.uint8)), "kind"),
+    (lambda c: c.update(n_svals=0), "sval"),
+    (lambda c: c.update(n_edits=1), "undo"),
+    (lambda c: c.update(n_targets=1), "target_members"),
+    (lambda c: c.update(target_offsets=np.array([0, 1, 1, 3], dtype=np.int64)), "target_offsets"),
+    (lambda c: c.update(skey=np.where(np.arange(8) == 7, 0, c["skey"]).astype(np.int32),
+                        sval=np.where(np.arange(8) == 7, 0, c["sval"]).astype(np.int32)), "state key"),
+    (lambda c: c.update(sval=np.where(np.arange(8) == 7, 0, c["sval"]).astype(np.int32)), "both set"),
+])
+def test_kernel_rejects_inconsistent_columns(impl, change, match):
+    cols = _columns(encode(sample()))
+    change(cols)
+    with pytest.raises(ValueError, match=match):
+        impl.burn.analyse_columns(**cols)
+
+
+def test_kernel_accepts_read_only_columns(impl):
+    enc = encode(sample())
+    cols = _columns(enc)
+    for v in cols.values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+    out = impl.burn.analyse_columns(**cols)
+    assert out[0].tolist() == analyse_encoded(enc, impl="py").finding.tolist()
+
+
+def test_kernel_twins_share_the_question_loop_threshold(impl):
+    assert impl.burn.QUESTION_LOOP_MIN_TURNS == 3

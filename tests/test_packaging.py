@@ -1,0 +1,55 @@
+"""The build itself: the pure build ships no extension, and a broken compiler fails loudly."""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def _copy_tree(tmp_path):
+    """A clean copy of the sources (no in-place build outputs) to build from."""
+    dst = tmp_path / "src-copy"
+    ignore = shutil.ignore_patterns("*.so", "*.c", "*.html", "build", "*.egg-info", "__pycache__", ".venv",
+                                    ".git", ".hypothesis", ".pytest_cache")
+    shutil.copytree(ROOT, dst, ignore=ignore)
+    return dst
+
+
+def _wheel(src, out, env_extra):
+    env = dict(os.environ)
+    env.update(env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(out), str(src)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_pure_build_ships_no_compiled_module(tmp_path):
+    src = _copy_tree(tmp_path)
+    res = _wheel(src, tmp_path / "wheels", {"LOOPCORE_NO_EXTENSIONS": "1"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    (whl,) = (tmp_path / "wheels").glob("loopcore-*.whl")
+    names = zipfile.ZipFile(whl).namelist()
+    assert "loopcore/_hashing_py.py" in names
+    assert not [n for n in names if n.endswith((".so", ".pyd"))]
+    assert "loopcore/py.typed" in names
+
+
+def test_compiler_failure_fails_the_build_loudly(tmp_path):
+    src = _copy_tree(tmp_path)
+    res = _wheel(src, tmp_path / "wheels", {"CC": "false", "LDSHARED": "false"})
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert "Refusing to fall back to pure Python silently" in out or "compiling the Cython core failed" in out
+    assert not list((tmp_path / "wheels").glob("*.whl"))
