@@ -57,3 +57,10 @@ __all__ += [
 ]
 # --- end burn ---
 
+# --- adapters / loading (issue 5): owned by the adapters work ---
+from .adapters import FORMATS, LoadStats, TraceFormatError, detect_format, load
+from .taxonomy import PROFILES, Profile, classify, classify_shell
+
+__all__ += ["FORMATS", "LoadStats", "PROFILES", "Profile", "TraceFormatError", "classify", "classify_shell",
+            "detect_format", "load"]
+# --- end adapters ---

@@ -1,0 +1,293 @@
+"""Trace adapters: ``load(source)`` turns recorded agent runs into :class:`~loopcore.Trace` objects.
+
+Each format lives in its own module (``FORMATS`` lists their names); ``detect_format`` picks
+one from the parsed content, never from the file name alone. A source is read once: bytes,
+gunzip when the content is gzip, one orjson parse (JSON Lines line by line), then the adapter
+walks the parsed objects. See docs/formats.md for every format, the token rule and errors.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from typing import Any, Iterable, Iterator
+
+from ..taxonomy.profiles import get_profile
+from ..trace import Trace
+from . import (
+    anthropic,
+    claude_code,
+    gemini_cli,
+    loopcore_steps,
+    mini_swe_agent,
+    openai_chat,
+    openai_responses,
+    openhands,
+    otel,
+    swe_agent,
+    tau_bench,
+)
+from ._base import LoadStats, TraceFormatError, estimate_tokens
+from ._io import Ctx, Parsed, parse_bytes, read_bytes
+
+__all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "load"]
+
+_MODULES = {
+    m.NAME: m
+    for m in (loopcore_steps, openai_chat, openai_responses, anthropic, claude_code, otel, mini_swe_agent,
+              swe_agent, tau_bench, openhands, gemini_cli)
+}
+#: The format names ``load(..., format=...)`` accepts (besides ``"auto"``).
+FORMATS: tuple[str, ...] = tuple(_MODULES)
+_ALIASES = {
+    "jsonl": "loopcore", "steps": "loopcore", "openai": "openai-chat", "chat": "openai-chat",
+    "responses": "openai-responses", "codex": "openai-responses", "claude": "claude-code",
+    "otlp": "otel", "opentelemetry": "otel", "mini-swe": "mini-swe-agent", "sweagent": "swe-agent",
+    "tau": "tau-bench", "gemini": "gemini-cli",
+}
+# Files a folder walk reads; anything else (README.md, .yaml, .tsv) is not looked at.
+_TRACE_EXTS = (".json", ".jsonl", ".ndjson", ".traj")
+_EVENT_FILE = re.compile(r"^\d+\.json$")
+
+
+def _resolve_format(fmt: str) -> str:
+    if not isinstance(fmt, str):
+        raise TypeError(f"format must be a string; got {type(fmt).__name__}")
+    key = fmt.strip().lower().replace("_", "-")
+    if key == "auto" or key in _MODULES:
+        return key
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise ValueError(f"unknown trace format {fmt!r}; known formats: auto, {', '.join(FORMATS)}")
+
+
+def _detect_doc(doc: Any) -> str | None:
+    """The format of a parsed document, or None."""
+    try:
+        return _sniff(doc)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+        # A field of an unexpected type (an unhashable "type", a "messages" that is a
+        # number...): no format claims such content.
+        return None
+
+
+def _sniff(doc: Any) -> str | None:
+    if isinstance(doc, dict):
+        if otel.sniff(doc):
+            return otel.NAME
+        if mini_swe_agent.sniff(doc):
+            return mini_swe_agent.NAME
+        if swe_agent.sniff(doc):
+            return swe_agent.NAME
+        if tau_bench.sniff(doc):
+            return tau_bench.NAME
+        if gemini_cli.sniff(doc):
+            return gemini_cli.NAME
+        if openhands.sniff(doc):
+            return openhands.NAME
+        if openai_responses.sniff([doc]):
+            return openai_responses.NAME
+        if claude_code.sniff([doc]):
+            return claude_code.NAME
+        msgs = doc.get("messages")
+        if isinstance(msgs, list):
+            if anthropic.sniff(msgs):
+                return anthropic.NAME
+            if openai_chat.sniff(msgs) or not msgs:
+                return openai_chat.NAME
+        if isinstance(doc.get("steps"), list) or loopcore_steps.sniff([doc]):
+            return loopcore_steps.NAME
+        return None
+    if isinstance(doc, list):
+        if not doc:
+            return None
+        if otel.sniff(doc):
+            return otel.NAME
+        if tau_bench.sniff(doc):
+            return tau_bench.NAME
+        if claude_code.sniff(doc):
+            return claude_code.NAME
+        if openai_responses.sniff(doc):
+            return openai_responses.NAME
+        if openhands.sniff(doc):
+            return openhands.NAME
+        if gemini_cli.sniff(doc):
+            return gemini_cli.NAME
+        if anthropic.sniff(doc):
+            return anthropic.NAME
+        if loopcore_steps.sniff(doc):
+            return loopcore_steps.NAME
+        if openai_chat.sniff(doc):
+            return openai_chat.NAME
+    return None
+
+
+def _unknown(path: str | None) -> TraceFormatError:
+    return TraceFormatError(
+        f"cannot tell the trace format; known formats: {', '.join(FORMATS)} (pass format=... to choose one)", path
+    )
+
+
+def detect_format(source: Any) -> str:
+    """The format name ``load`` would choose for a file path or a parsed object; raises
+    TraceFormatError (listing FORMATS) when none fits, ValueError for a folder."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a folder: formats are detected per file (load() does that)")
+        parsed = parse_bytes(read_bytes(path), path)
+        if parsed.empty:
+            return loopcore_steps.NAME
+        fmt = _detect_doc(parsed.doc)
+        if fmt is None:
+            raise _unknown(path)
+        return fmt
+    fmt = _detect_doc(source)
+    if fmt is None:
+        if isinstance(source, list) and not source:
+            return loopcore_steps.NAME
+        raise _unknown(None)
+    return fmt
+
+
+def _walk(folder: str) -> Iterator[str | list[str]]:
+    """Trace files under *folder*, sorted; an OpenHands ``events`` folder of numbered event
+    files comes back as one list (one stream)."""
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        names = sorted(f for f in files if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS))
+        if os.path.basename(root) == "events" and names and all(_EVENT_FILE.match(f) for f in names):
+            yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(f.split(".", 1)[0]))]
+            continue
+        for f in names:
+            yield os.path.join(root, f)
+
+
+def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, stats: LoadStats | None,
+               profile: Any, in_folder: bool) -> list[Trace]:
+    ctx = Ctx(path, parsed.lines, keep_going, stats, profile)
+    for lineno, msg in parsed.bad:
+        ctx.bad(msg, line=lineno)
+    detected = fmt == "auto"
+    if parsed.empty or (isinstance(parsed.doc, list) and not parsed.doc):
+        name = loopcore_steps.NAME if detected else fmt
+        traces = [Trace([], session=ctx.stem, source=path, format=name, meta={"tokens_source": "none", "empty": True})]
+    else:
+        name = _detect_doc(parsed.doc) if detected else fmt
+        if name is None:
+            if in_folder:
+                if stats is not None:
+                    stats.ignored.append(path)
+                return []
+            raise _unknown(path)
+        try:
+            traces = _MODULES[name].parse(parsed.doc, ctx)
+        except TraceFormatError:
+            raise
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            raise TraceFormatError(f"not a valid {name} trace ({type(exc).__name__}: {exc})", path) from exc
+    for k, t in enumerate(traces):
+        t.meta["skipped"] = ctx.skipped if k == 0 else 0
+        if detected:
+            t.meta["format_detected"] = True
+    if stats is not None:
+        stats.formats[name] = stats.formats.get(name, 0) + len(traces)
+    return traces
+
+
+def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any,
+               in_folder: bool) -> list[Trace]:
+    if isinstance(item, list):
+        # An OpenHands events folder: the numbered files are one stream.
+        path = os.path.dirname(item[0])
+        docs = []
+        for p in item:
+            parsed = parse_bytes(read_bytes(p), p)
+            if not parsed.empty:
+                docs.append(parsed.doc)
+        if stats is not None:
+            stats.files += len(item)
+        return _parse_one(path, Parsed(docs), openhands.NAME if fmt == "auto" else fmt, keep_going, stats, profile, in_folder)
+    if stats is not None:
+        stats.files += 1
+    try:
+        data = read_bytes(item)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", item) from None
+    return _parse_one(item, parse_bytes(data, item), fmt, keep_going, stats, profile, in_folder)
+
+
+def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
+    for path in paths:
+        if os.path.isdir(path):
+            items: Iterable[str | list[str]] = _walk(path)
+            in_folder = True
+        elif os.path.exists(path):
+            items = [path]
+            in_folder = False
+        else:
+            err = TraceFormatError("no such file or folder", path)
+            if not keep_going:
+                raise err
+            if stats is not None:
+                stats.errors.append(err)
+                stats.skipped_files += 1
+            continue
+        for item in items:
+            try:
+                traces = _load_file(item, fmt, keep_going, stats, profile, in_folder)
+            except TraceFormatError as err:
+                if not keep_going:
+                    raise
+                if stats is not None:
+                    stats.errors.append(err)
+                    stats.skipped_files += 1
+                continue
+            for t in traces:
+                if stats is not None:
+                    stats.traces += 1
+                    stats.steps += len(t.steps)
+                yield t
+
+
+def _iter_object(obj: Any, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
+    for t in _parse_one(None, Parsed(obj), fmt, keep_going, stats, profile, False):
+        if stats is not None:
+            stats.traces += 1
+            stats.steps += len(t.steps)
+        yield t
+
+
+def load(source: Any, format: str = "auto", *, keep_going: bool = False, profile: Any = None,
+         stats: LoadStats | None = None) -> Iterator[Trace]:
+    """Yield the Traces in *source*: a file (plain or .gz), a folder (recursive), a list of paths,
+    or already-parsed objects (a list of messages, a dict...).
+
+    *format* is ``"auto"`` or one of FORMATS; an unknown name raises ValueError listing them
+    (at call time). A malformed file or line raises TraceFormatError naming the file and line;
+    with ``keep_going=True`` it is skipped instead and counted in ``trace.meta["skipped"]`` and
+    in *stats* (a LoadStats you pass in). *profile* (a Profile, a profile name or a mapping of
+    extra rules) overrides the format's default tool taxonomy.
+    """
+    fmt = _resolve_format(format)
+    if profile is not None:
+        get_profile(profile)  # fail now on an unknown profile name, not at the first trace
+    if isinstance(source, Trace):
+        return iter([source])
+    if isinstance(source, (str, os.PathLike)):
+        return _iter_paths([os.fspath(source)], fmt, keep_going, stats, profile)
+    if isinstance(source, (list, tuple)) and source and all(isinstance(x, (str, os.PathLike)) for x in source):
+        return _iter_paths([os.fspath(x) for x in source], fmt, keep_going, stats, profile)
+    if isinstance(source, (bytes, bytearray)):
+        return _iter_object_bytes(bytes(source), fmt, keep_going, stats, profile)
+    return _iter_object(source, fmt, keep_going, stats, profile)
+
+
+def _iter_object_bytes(data: bytes, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    for t in _parse_one(None, parse_bytes(data, None), fmt, keep_going, stats, profile, False):
+        if stats is not None:
+            stats.traces += 1
+            stats.steps += len(t.steps)
+        yield t

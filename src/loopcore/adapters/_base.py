@@ -1,0 +1,343 @@
+"""What every adapter shares: the error type, load statistics, token accounting and pairing.
+
+Token rule (documented in docs/formats.md):
+
+* ``tokens_out`` of a call is the completion tokens of the API call that issued it, split
+  evenly among the calls that call issued;
+* ``tokens_in`` of a call is what its result added to the context: when the prompt sizes of
+  the issuing API call (P) and of the next one (P') are known, the growth
+  ``P' - P - visible completion`` is split among the results (and any other messages in the
+  gap) in proportion to their text lengths;
+* wherever the trace has no usage for that, both are estimated as ``ceil(chars / 4)`` of the
+  JSON text of the arguments (out) and of the result text (in), and the step says so with
+  ``tokens_estimated=True``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..taxonomy.profiles import Profile
+from ..trace import Step, Trace
+
+__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "text_of", "usage_of", "parse_args"]
+
+
+class TraceFormatError(ValueError):
+    """A trace file (or one line of it) that cannot be read; ``.path`` and ``.line`` say where."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.reason = message
+        where = path or "<object>"
+        if line is not None:
+            where = f"{where}:{line}"
+        super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):  # keep the attributes through pickling (multiprocessing workers)
+        return (TraceFormatError, (self.reason, self.path, self.line))
+
+
+@dataclass
+class LoadStats:
+    """What ``load(..., stats=LoadStats())`` read and what it skipped.
+
+    ``errors`` holds every :class:`TraceFormatError` that ``keep_going=True`` skipped past
+    (malformed lines and malformed files); ``ignored`` the files of a folder that hold JSON but
+    no known trace format (``preds.json`` next to trajectories), which are never errors.
+    """
+
+    files: int = 0
+    traces: int = 0
+    steps: int = 0
+    skipped_lines: int = 0
+    skipped_files: int = 0
+    errors: list = field(default_factory=list)
+    ignored: list = field(default_factory=list)
+    formats: dict = field(default_factory=dict)
+
+
+def estimate_tokens(chars: int) -> int:
+    """The estimate used when a trace has no usage fields: ceil(chars / 4)."""
+    return (chars + 3) >> 2
+
+
+def text_len(value: Any) -> int:
+    """Length of a result or argument as the model saw it (JSON text for structured values)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value)
+    try:
+        return len(orjson.dumps(value, default=str))
+    except (TypeError, orjson.JSONEncodeError):
+        return len(str(value))
+
+
+def text_of(content: Any) -> Any:
+    """Message content as text: a string stays, a list of text parts is joined, else unchanged."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict):
+                t = p.get("text")
+                if isinstance(t, str) and p.get("type", "text") in ("text", "input_text", "output_text"):
+                    parts.append(t)
+                else:
+                    return content  # images or other parts: keep the structure for hashing
+            else:
+                return content
+        return "\n".join(parts)
+    return content
+
+
+def parse_args(raw: Any) -> tuple[Any, bool]:
+    """Tool-call arguments as a value: JSON strings are parsed; (value, ok) where ok=False keeps
+    an unparseable string as it was (agents do emit broken JSON; that is data, not a bad file)."""
+    if isinstance(raw, (str, bytes)):
+        if not raw:
+            return {}, True
+        try:
+            return orjson.loads(raw), True
+        except orjson.JSONDecodeError:
+            return raw, False
+    return raw, True
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v == v:
+        return int(v)
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return None
+
+
+def usage_of(u: Any) -> tuple[int | None, int | None, int] | None:
+    """(prompt tokens, completion tokens, reasoning tokens) from any known usage schema, or None.
+
+    Knows OpenAI chat (prompt/completion_tokens), OpenAI Responses and Anthropic (input/
+    output_tokens; Anthropic's cache_* inputs are added to the prompt since they are part of
+    it), Gemini (promptTokenCount...) and gemini-cli (input/output/thoughts).
+    """
+    if u.__class__ is not dict:
+        return None
+    p = u.get("prompt_tokens")
+    c = u.get("completion_tokens")
+    if p.__class__ is int and c.__class__ is int:  # the common case, read without the helpers
+        d = u.get("completion_tokens_details")
+        r = d.get("reasoning_tokens") if d.__class__ is dict else None
+        return p, c, r if r.__class__ is int else 0
+    if "prompt_tokens" in u or "completion_tokens" in u:
+        d = u.get("completion_tokens_details")
+        r = _int(d.get("reasoning_tokens")) if isinstance(d, dict) else None
+        return _int(u.get("prompt_tokens")), _int(u.get("completion_tokens")), r or 0
+    if "input_tokens" in u or "output_tokens" in u:
+        p = _int(u.get("input_tokens"))
+        if p is not None:
+            p += (_int(u.get("cache_creation_input_tokens")) or 0) + (_int(u.get("cache_read_input_tokens")) or 0)
+        d = u.get("output_tokens_details")
+        r = _int(d.get("reasoning_tokens")) if isinstance(d, dict) else _int(u.get("reasoning_output_tokens"))
+        return p, _int(u.get("output_tokens")), r or 0
+    if "promptTokenCount" in u or "candidatesTokenCount" in u:
+        t = _int(u.get("thoughtsTokenCount")) or 0
+        c = _int(u.get("candidatesTokenCount"))
+        return _int(u.get("promptTokenCount")), None if c is None else c + t, t
+    if "input" in u and "output" in u:
+        t = _int(u.get("thoughts")) or 0
+        c = _int(u.get("output"))
+        return _int(u.get("input")), None if c is None else c + t, t
+    return None
+
+
+# A turn is a list, not an object (this runs once per API call of every trace loaded):
+# [prompt tokens, completion tokens, reasoning tokens, step indices, other chars, open indices]
+_P, _C, _R, _STEPS, _EXTRA, _OPEN = range(6)
+_NO_USAGE = (None, None, 0)
+
+
+class Ledger:
+    """Builds the steps of one session: API calls (turns), the tool calls each issued, their
+    results, then the token accounting of the module docstring in :meth:`finish`."""
+
+    __slots__ = ("session", "profile", "steps", "turns", "_aux", "_pos", "orphans")
+
+    def __init__(self, session: str, profile: Profile) -> None:
+        self.session = session
+        self.profile = profile
+        self.steps: list[Step] = []
+        self.turns: list[list] = []
+        # per step: [args chars, result chars, answered: 0 no, 1 in context, 2 never re-sent]
+        self._aux: list[list[int]] = []
+        self._pos: dict[int, int] = {}  # id(step) -> index
+        self.orphans = 0
+
+    # -- building -----------------------------------------------------------------------
+    def turn(self, usage: Any = None) -> int:
+        """Start the next API call; *usage* is a raw usage dict (any known schema) or None."""
+        u = _NO_USAGE if usage is None else (usage_of(usage) or _NO_USAGE)
+        self.turns.append([u[0], u[1], u[2], [], 0, []])
+        return len(self.turns) - 1
+
+    def set_usage(self, usage: Any, turn: int = -1) -> None:
+        """Replace the usage of a turn (the last one by default): Claude Code repeats it per line."""
+        u = usage_of(usage)
+        if u is not None:
+            t = self.turns[turn]
+            t[_P], t[_C], t[_R] = u
+
+    def call(self, name: str, args: Any, call_id: str | None = None, *, args_len: int | None = None,
+             kind: str | None = None, target: Any = None, classify_args: Any = None,
+             meta: dict | None = None) -> Step:
+        """Record a tool call issued by the current turn (a turn is opened if there is none)."""
+        turns = self.turns
+        if not turns:
+            self.turn(None)
+        if kind is None:
+            kind, target = self.profile.classify(name, args if classify_args is None else classify_args)
+        step = Step(self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id)
+        if meta:
+            step.meta = meta
+        i = len(self.steps)
+        self._pos[id(step)] = i
+        self.steps.append(step)
+        self._aux.append([text_len(args) + len(name) if args_len is None else args_len, 0, 0])
+        t = turns[-1]
+        t[_STEPS].append(i)
+        t[_OPEN].append(i)
+        return step
+
+    def result(self, step: Step, result: Any, error: Any = None, *, in_context: bool = True,
+               chars: int | None = None) -> None:
+        """Attach a result to *step*; ``in_context=False`` for results no later call ever saw
+        (a final submission), which then add no input tokens."""
+        step.result = result
+        if error is not None:
+            step.error = error
+        i = self._pos[id(step)]
+        aux = self._aux[i]
+        if chars is None:
+            chars = len(result) if result.__class__ is str else text_len(result)
+        aux[1] = chars
+        aux[2] = 1 if in_context else 2
+        lst = self.turns[step.turn][_OPEN]
+        if i in lst:
+            lst.remove(i)
+
+    def pair(self, call_id: str | None, name: str | None = None) -> Step | None:
+        """The call a result answers: by id within the latest issuing turn first (tau-bench reuses
+        ids across turns), then by id in earlier turns, then the first open call of the latest
+        turn with open calls (same name preferred). None when nothing is waiting."""
+        turns = self.turns
+        steps = self.steps
+        latest = -1
+        for t in range(len(turns) - 1, -1, -1):
+            if turns[t][_OPEN]:
+                latest = t
+                break
+        if latest < 0:
+            return None
+        opens = turns[latest][_OPEN]
+        if call_id:
+            for i in opens:
+                if steps[i].call_id == call_id:
+                    return steps[i]
+            for t in range(latest - 1, -1, -1):
+                for i in turns[t][_OPEN]:
+                    if steps[i].call_id == call_id:
+                        return steps[i]
+            if any(steps[i].call_id for i in opens):
+                return None
+        if name:
+            for i in opens:
+                if steps[i].name == name:
+                    return steps[i]
+        return steps[opens[0]]
+
+    def open_calls(self) -> list[Step]:
+        """Calls still waiting for a result, oldest first."""
+        return [self.steps[i] for t in self.turns for i in t[_OPEN]]
+
+    def context(self, chars: int) -> None:
+        """Other text that entered the context after the current turn (user messages...)."""
+        if self.turns:
+            self.turns[-1][_EXTRA] += chars
+
+    # -- accounting ---------------------------------------------------------------------
+    def finish(self) -> tuple[list[Step], str]:
+        """Fill in the tokens; returns (steps, tokens_source): usage / estimate / mixed, or none
+        for a trace without steps."""
+        steps = self.steps
+        turns = self.turns
+        aux = self._aux
+        used = estimated = 0
+        n_turns = len(turns)
+        for ti in range(n_turns):
+            t = turns[ti]
+            idx = t[_STEPS]
+            if not idx:
+                continue
+            completion = t[_C]
+            if completion is not None and completion >= 0:
+                q, r = divmod(completion, len(idx))
+                for k, i in enumerate(idx):
+                    steps[i].tokens_out = q + (1 if k < r else 0)
+                used += 1
+            else:
+                for i in idx:
+                    s = steps[i]
+                    s.tokens_out = (aux[i][0] + 3) >> 2
+                    s.tokens_estimated = True
+                estimated += 1
+            answered = [i for i in idx if aux[i][2] == 1]
+            if not answered:
+                continue
+            nxt = turns[ti + 1][_P] if ti + 1 < n_turns else None
+            growth = None
+            if t[_P] is not None and nxt is not None:
+                g = nxt - t[_P] - max((completion or 0) - t[_R], 0)
+                if g >= 0:
+                    growth = g
+            if growth is not None:
+                total = t[_EXTRA]
+                for i in answered:
+                    total += aux[i][1]
+                for i in answered:
+                    steps[i].tokens_in = growth * aux[i][1] // total if total else 0
+                used += 1
+            else:
+                for i in answered:
+                    chars = aux[i][1]
+                    if chars:
+                        steps[i].tokens_in = (chars + 3) >> 2
+                        steps[i].tokens_estimated = True
+                estimated += 1
+        if not steps:
+            source = "none"
+        elif used and estimated:
+            source = "mixed"
+        elif used:
+            source = "usage"
+        else:
+            source = "estimate"
+        return steps, source
+
+    def trace(self, *, source: str | None, fmt: str, meta: dict | None = None) -> Trace:
+        """The finished Trace (tokens filled in, meta tokens_source/unanswered set)."""
+        steps, tokens_source = self.finish()
+        m = {"tokens_source": tokens_source, "unanswered": sum(1 for a in self._aux if a[2] == 0)}
+        if self.orphans:
+            m["orphan_results"] = self.orphans
+        if meta:
+            m.update(meta)
+        return Trace(steps, session=self.session, source=source, format=fmt, meta=m)

@@ -1,0 +1,115 @@
+"""loopcore's own JSONL: one step per line, the schema of ``Step.to_dict()``.
+
+=================  ========  ====================================================================
+field              required  meaning
+=================  ========  ====================================================================
+name               yes       tool name (str)
+session            no        session id; default: the file name without extensions
+turn               no        index of the API call that issued the step; default: step index
+kind               no        observe / mutate / exec / ask / other; default: from the profile
+target             no        str, list of str, or null; default: from the profile when kind is
+                             missing, else null
+args, result       no        any JSON
+error              no        null, or the error text / true
+tokens_in/out      no        int >= 0; when both are missing they are estimated (len / 4)
+tokens_estimated   no        bool
+call_id            no        str
+meta               no        object
+=================  ========  ====================================================================
+
+A file may hold several sessions: one trace per session, in order of first appearance. A JSON
+array of steps, or ``{"session": ..., "steps": [...]}``, is read the same way.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..trace import KINDS, Step, Trace
+from ._base import estimate_tokens, text_len
+from ._io import Ctx
+
+NAME = "loopcore"
+PROFILE = "generic"
+_KINDS = frozenset(KINDS)
+FIELDS = frozenset({"session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
+                    "tokens_out", "tokens_estimated", "call_id", "meta"})
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def parse(doc: Any, ctx: Ctx) -> list[Trace]:
+    """Traces from loopcore step records, one per session."""
+    default_session = ctx.stem
+    records = doc
+    if isinstance(doc, dict):
+        records = doc.get("steps") if isinstance(doc.get("steps"), list) else [doc]
+        default_session = str(doc.get("session") or default_session) if "steps" in doc else default_session
+    profile = ctx.profile(PROFILE)
+    sessions: dict[str, list[Step]] = {}
+    estimated: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            ctx.bad(f"a step must be an object, got {type(r).__name__}", i)
+            continue
+        name = r.get("name")
+        if not isinstance(name, str) or not name:
+            ctx.bad("a step needs a non-empty string 'name'", i)
+            continue
+        kind = r.get("kind")
+        target = r.get("target")
+        args = r.get("args")
+        if kind is None:
+            kind, classified = profile.classify(name, args)
+            if target is None:
+                target = classified
+        elif kind not in _KINDS:
+            ctx.bad(f"kind must be one of {', '.join(KINDS)}; got {kind!r}", i)
+            continue
+        if target is not None and not isinstance(target, (str, list)):
+            ctx.bad("target must be a string, a list of strings or null", i)
+            continue
+        session = r.get("session")
+        session = default_session if session is None else str(session)
+        steps = sessions.setdefault(session, [])
+        turn = r.get("turn", len(steps))
+        if not _count(turn):
+            ctx.bad(f"turn must be an integer >= 0; got {turn!r}", i)
+            continue
+        tin, tout = r.get("tokens_in"), r.get("tokens_out")
+        flag = bool(r.get("tokens_estimated", False))
+        if tin is None and tout is None:
+            tin = estimate_tokens(text_len(r.get("result")))
+            tout = estimate_tokens(text_len(args) + len(name))
+            flag = True
+            estimated[session] = estimated.get(session, 0) + 1
+        else:
+            tin = 0 if tin is None else tin
+            tout = 0 if tout is None else tout
+            if not (_count(tin) and _count(tout)):
+                ctx.bad("tokens_in and tokens_out must be integers >= 0", i)
+                continue
+        meta = r.get("meta")
+        step = Step(session, turn, kind, name, target, args, r.get("result"), r.get("error"), tin, tout, flag,
+                    r.get("call_id"), dict(meta) if isinstance(meta, dict) else {})
+        steps.append(step)
+    traces = []
+    for n, (session, steps) in enumerate(sessions.items()):
+        est = sum(1 for s in steps if s.tokens_estimated)
+        source = "estimate" if est == len(steps) else ("mixed" if est else "usage")
+        src = ctx.path if len(sessions) == 1 or not ctx.path else f"{ctx.path}#{n}"
+        traces.append(Trace(steps, session=session, source=src, format=NAME, meta={"tokens_source": source}))
+    if not traces:
+        traces.append(Trace([], session=default_session, source=ctx.path, format=NAME, meta={"tokens_source": "none"}))
+    return traces
+
+
+def sniff(records: list) -> bool:
+    """Records that look like steps: a name plus step fields, and no chat role."""
+    for r in records[:20]:
+        if isinstance(r, dict) and isinstance(r.get("name"), str) and "role" not in r and (
+            "kind" in r or "tokens_in" in r or "tokens_out" in r or ("session" in r and "args" in r)
+        ):
+            return True
+    return False

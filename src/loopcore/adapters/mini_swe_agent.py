@@ -1,0 +1,130 @@
+"""mini-swe-agent ``.traj.json``: 2.x tool calling and 1.x text actions (one ```bash block).
+
+2.x (``trajectory_format: "mini-swe-agent-1.1"``): chat messages with ``tool_calls``; per-call
+usage in ``extra.response.usage``; tool results carry ``extra.returncode``; the submitting call
+is answered by the final ``role: "exit"`` message (its submission never re-enters a prompt).
+
+1.x (``"mini-swe-agent-1"``): an assistant message runs a command only when its text holds
+exactly one fenced bash block (mini-swe-agent's own action regex); the next ``user`` message is
+its observation (``<returncode>N</returncode>...``), a time-out notice, or the final diff.
+Messages with 0 or 2+ blocks are format errors: nothing ran, they are counted in
+``meta["format_errors"]``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._base import Ledger, Trace, text_len, text_of
+from ._io import Ctx
+from .openai_chat import message_usage, walk_chat
+
+NAME = "mini-swe-agent"
+PROFILE = "mini-swe-agent"
+
+# mini-swe-agent 1.x's action_regex, applied the same way (exactly one match runs).
+ACTION_RE = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_RETURNCODE_RE = re.compile(r"<returncode>(-?\d+)</returncode>")
+_TIMEOUT_MARK = "timed out and has been killed"
+
+
+def _returncode(text: Any) -> int | None:
+    if isinstance(text, str):
+        m = _RETURNCODE_RE.search(text, 0, 200)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _v2_result(step: Any, m: dict, content: Any) -> tuple[Any, Any, dict | None]:
+    extra = m.get("extra")
+    error = None
+    if extra.__class__ is dict:
+        rc = extra.get("returncode")
+        exc = extra.get("exception_info")
+        if exc:
+            error = exc  # a time-out or a crash of the command runner, not a non-zero exit
+    else:
+        rc = _returncode(content)
+    if rc is not None:
+        step.meta["returncode"] = rc
+    return content, error, None
+
+
+def parse(doc: Any, ctx: Ctx) -> list[Trace]:
+    """One trace from a mini-swe-agent trajectory (either generation)."""
+    messages = doc.get("messages") or []
+    session = str(doc.get("instance_id") or ctx.stem.removesuffix(".traj"))
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    ledger = Ledger(session, ctx.profile(PROFILE))
+    fmt_version = doc.get("trajectory_format") or ""
+    text_mode = fmt_version == "mini-swe-agent-1" or (
+        fmt_version != "mini-swe-agent-1.1"
+        and not any(isinstance(m, dict) and m.get("tool_calls") for m in messages)
+    )
+    meta: dict[str, Any] = {}
+    if text_mode:
+        meta["format_errors"] = _walk_text(messages, ctx, ledger)
+    else:
+        # The exit message passes through as context (nothing follows it, so it moves no
+        # token count) and then answers the submitting call.
+        walk_chat(messages, ctx, ledger, on_result=_v2_result)
+        for m in messages[-3:]:
+            if isinstance(m, dict) and m.get("role") == "exit":
+                # The submission answers the submitting call; no later prompt ever contains it.
+                for step in ledger.open_calls()[-1:]:
+                    ledger.result(step, text_of(m.get("content")), in_context=False)
+                    step.meta["final"] = True
+    if info.get("exit_status") is not None:
+        meta["exit_status"] = info.get("exit_status")
+    return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
+
+
+def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
+    format_errors = 0
+    pending = None  # the call of the last assistant message, waiting for its observation
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            ctx.bad(f"a message must be an object, got {type(m).__name__}", i)
+            continue
+        role = m.get("role")
+        content = m.get("content")
+        if role == "assistant":
+            ledger.turn(message_usage(m))
+            text = content if isinstance(content, str) else text_of(content)
+            actions = ACTION_RE.findall(text) if isinstance(text, str) else []
+            if len(actions) == 1:
+                cmd = actions[0].strip()
+                pending = ledger.call("bash", {"command": cmd}, args_len=len(text) if isinstance(text, str) else None)
+            else:
+                format_errors += 1
+                pending = None
+        elif role == "user" and pending is not None:
+            text = text_of(content)
+            step, pending = pending, None
+            rc = _returncode(text)
+            if rc is not None:
+                step.meta["returncode"] = rc
+                ledger.result(step, text)
+            elif isinstance(text, str) and _TIMEOUT_MARK in text[:2000]:
+                ledger.result(step, text, error="timeout")
+            elif i == last:
+                ledger.result(step, text, in_context=False)
+                step.meta["final"] = True
+            else:
+                ledger.result(step, text)
+        else:
+            ledger.context(text_len(content))
+    return format_errors
+
+
+def sniff(doc: Any) -> bool:
+    """A dict with mini-swe-agent's trajectory_format or info.mini_version and messages."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        return False
+    tf = doc.get("trajectory_format")
+    if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
+        return True
+    info = doc.get("info")
+    return isinstance(info, dict) and "mini_version" in info

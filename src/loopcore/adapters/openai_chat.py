@@ -1,0 +1,117 @@
+"""OpenAI chat messages: assistant ``tool_calls`` answered by ``role: "tool"`` messages.
+
+Accepts a list of messages, ``{"messages": [...]}``, or a JSONL file of messages. Usage is read
+from ``message["usage"]`` or ``message["extra"]["response"]["usage"]`` (litellm/mini-swe-agent)
+when a logger stored it. Each tool message is paired with the calls of the assistant message
+right before it first (ids may repeat across a trace), see ``Ledger.pair``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ._base import Ledger, Trace, parse_args, text_len, text_of
+from ._io import Ctx
+
+NAME = "openai-chat"
+PROFILE = "generic"
+
+ResultHook = Callable[[Any, dict, Any], "tuple[Any, Any, dict | None]"]
+
+
+def message_usage(m: dict) -> Any:
+    """The usage dict stored with an assistant message, if any."""
+    u = m.get("usage")
+    if u is not None:
+        return u
+    extra = m.get("extra")
+    if isinstance(extra, dict):
+        resp = extra.get("response")
+        if isinstance(resp, dict):
+            return resp.get("usage")
+    return None
+
+
+def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook | None = None,
+              index_offset: int = 0) -> None:
+    """Feed OpenAI-style chat messages into *ledger* (calls, results, context text)."""
+    # This loop runs once per message of every chat-shaped trace: plain class checks and
+    # local names instead of helper calls keep it cheap next to the JSON parse itself.
+    turn = ledger.turn
+    call = ledger.call
+    for i, m in enumerate(messages):
+        if m.__class__ is not dict:
+            ctx.bad(f"a chat message must be an object, got {type(m).__name__}", i + index_offset)
+            continue
+        role = m.get("role")
+        if role == "assistant":
+            usage = m.get("usage")
+            extra = m.get("extra")
+            if usage is None and extra.__class__ is dict:
+                resp = extra.get("response")
+                if resp.__class__ is dict:
+                    usage = resp.get("usage")
+            turn(usage)
+            calls = m.get("tool_calls")
+            if not calls:
+                if isinstance(m.get("function_call"), dict):
+                    calls = [{"function": m["function_call"], "id": None}]
+                else:
+                    continue
+            if calls.__class__ is not list:
+                ctx.bad("tool_calls must be a list", i + index_offset)
+                continue
+            # mini-swe-agent stores each call's parsed command in extra.actions: use it
+            # rather than parsing the arguments string a second time.
+            actions = extra.get("actions") if extra.__class__ is dict else None
+            if actions.__class__ is not list or len(actions) != len(calls):
+                actions = None
+            for k, tc in enumerate(calls):
+                fn = tc.get("function") if tc.__class__ is dict else None
+                name = fn.get("name") if fn.__class__ is dict else None
+                if name.__class__ is not str:
+                    ctx.bad("a tool call without function.name", i + index_offset)
+                    continue
+                raw = fn.get("arguments")
+                act = actions[k] if actions is not None else None
+                if (act.__class__ is dict and act.get("tool_call_id") == tc.get("id") and len(act) == 2
+                        and act.get("command").__class__ is str):
+                    args, ok = {"command": act["command"]}, True
+                else:
+                    args, ok = parse_args(raw)
+                call(name, args, tc.get("id"), args_len=(len(raw) if raw.__class__ is str else text_len(args)) + len(name),
+                     meta=None if ok else {"unparsed_args": True})
+        elif role == "tool" or role == "function":
+            step = ledger.pair(m.get("tool_call_id"), m.get("name"))
+            content = m.get("content")
+            if content.__class__ is not str:
+                content = text_of(content)
+            if step is None:
+                ledger.orphans += 1
+                ledger.context(text_len(content))
+                continue
+            error = None
+            if on_result is not None:
+                content, error, meta = on_result(step, m, content)
+                if meta:
+                    step.meta.update(meta)
+            ledger.result(step, content, error)
+        else:
+            content = m.get("content")
+            ledger.context(len(content) if content.__class__ is str else text_len(content))
+
+
+def parse(doc: Any, ctx: Ctx) -> list[Trace]:
+    """Traces from chat messages (one trace per list of messages)."""
+    session = ctx.stem
+    messages = doc
+    if isinstance(doc, dict):
+        messages = doc.get("messages")
+        session = str(doc.get("id") or doc.get("session_id") or session)
+    ledger = Ledger(session, ctx.profile(PROFILE))
+    walk_chat(messages or [], ctx, ledger)
+    return [ledger.trace(source=ctx.path, fmt=NAME)]
+
+
+def sniff(records: list) -> bool:
+    """True when the records look like chat messages with roles."""
+    return any(isinstance(r, dict) and r.get("role") in ("assistant", "tool", "user", "system") and "parts" not in r for r in records)

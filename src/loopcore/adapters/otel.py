@@ -1,0 +1,121 @@
+"""OpenTelemetry GenAI spans in OTLP JSON (``{"resourceSpans": [...]}``, or JSONL of such
+requests as the collector's file exporter writes them).
+
+Tool calls are the spans with ``gen_ai.operation.name = "execute_tool"``: ``gen_ai.tool.name``,
+``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` (opt-in
+content attributes; absent ones stay None). A span status of ERROR, or an ``error.type``
+attribute, marks the call failed. Model-call spans (``chat``, ``text_completion``,
+``generate_content``) are the turns, with ``gen_ai.usage.input_tokens``/``output_tokens``; each
+tool span belongs to the latest model call that started before it. Spans are grouped into one
+trace per ``gen_ai.conversation.id`` (else per traceId) and ordered by start time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ._base import Ledger, Trace, parse_args
+from ._io import Ctx
+
+NAME = "otel"
+PROFILE = "generic"
+_MODEL_OPS = frozenset({"chat", "text_completion", "generate_content"})
+_STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+
+
+def _value(v: Any) -> Any:
+    if not isinstance(v, dict):
+        return v
+    for k in ("stringValue", "boolValue", "doubleValue"):
+        if k in v:
+            return v[k]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])  # OTLP JSON carries int64 as a string
+        except (TypeError, ValueError):
+            return v["intValue"]
+    if "arrayValue" in v:
+        return [_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in v:
+        return {kv.get("key"): _value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+    if "bytesValue" in v:
+        return v["bytesValue"]
+    return None
+
+
+def attributes(span: dict) -> dict:
+    """A span's OTLP attribute list as a plain dict."""
+    out = {}
+    for kv in span.get("attributes") or []:
+        if isinstance(kv, dict) and "key" in kv:
+            out[kv["key"]] = _value(kv.get("value"))
+    return out
+
+
+def _spans(doc: Any):
+    requests = doc if isinstance(doc, list) else [doc]
+    for req in requests:
+        if not isinstance(req, dict):
+            continue
+        for rs in req.get("resourceSpans") or []:
+            if not isinstance(rs, dict):
+                continue
+            for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
+                if isinstance(ss, dict):
+                    for span in ss.get("spans") or []:
+                        if isinstance(span, dict):
+                            yield span
+
+
+def _start(span: dict) -> int:
+    try:
+        return int(span.get("startTimeUnixNano") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def parse(doc: Any, ctx: Ctx) -> list[Trace]:
+    """One trace per conversation (or OTel trace id)."""
+    groups: dict[str, list[tuple[int, int, dict, dict]]] = {}
+    for n, span in enumerate(_spans(doc)):
+        a = attributes(span)
+        op = a.get("gen_ai.operation.name")
+        if op != "execute_tool" and op not in _MODEL_OPS:
+            continue
+        key = str(a.get("gen_ai.conversation.id") or span.get("traceId") or ctx.stem)
+        groups.setdefault(key, []).append((_start(span), n, span, a))
+    profile = ctx.profile(PROFILE)
+    traces = []
+    for key, spans in groups.items():
+        spans.sort(key=lambda x: (x[0], x[1]))
+        ledger = Ledger(key, profile)
+        for _, _, span, a in spans:
+            op = a.get("gen_ai.operation.name")
+            if op in _MODEL_OPS:
+                ledger.turn({"input_tokens": a.get("gen_ai.usage.input_tokens"),
+                             "output_tokens": a.get("gen_ai.usage.output_tokens")})
+                continue
+            name = a.get("gen_ai.tool.name") or span.get("name")
+            if not isinstance(name, str):
+                ctx.bad("an execute_tool span without gen_ai.tool.name")
+                continue
+            args, _ = parse_args(a.get("gen_ai.tool.call.arguments"))
+            step = ledger.call(name, args, a.get("gen_ai.tool.call.id"))
+            status = span.get("status") if isinstance(span.get("status"), dict) else {}
+            error = a.get("error.type")
+            if error is None and status.get("code") in _STATUS_ERROR:
+                error = status.get("message") or True
+            result = a.get("gen_ai.tool.call.result")
+            ledger.result(step, result, error)
+        traces.append(ledger.trace(source=ctx.path, fmt=NAME))
+    if len(traces) > 1 and ctx.path:
+        for n, t in enumerate(traces):
+            t.source = f"{ctx.path}#{n}"
+    if not traces:
+        traces.append(Ledger(ctx.stem, profile).trace(source=ctx.path, fmt=NAME))
+    return traces
+
+
+def sniff(doc: Any) -> bool:
+    """OTLP JSON: a resourceSpans list."""
+    first = doc[0] if isinstance(doc, list) and doc else doc
+    return isinstance(first, dict) and isinstance(first.get("resourceSpans"), list)

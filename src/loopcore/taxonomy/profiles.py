@@ -1,0 +1,392 @@
+"""Harness profiles: which tool names observe, mutate, execute or ask, and what they touch.
+
+A :class:`Profile` maps a tool name to a rule. A rule is one of
+
+* a kind string (``"observe"``): the target is read from the usual argument keys
+  (``file_path``, ``path``, ``url``..., else the first ``*_id`` argument);
+* a ``(kind, key)`` or ``(kind, (key, key...))`` pair: the target is that argument;
+* a callable ``rule(args) -> (kind, target)``.
+
+Names the profile does not know fall back to the verb at the front of the name
+(``get_``/``list_``/``search_`` observe, ``update_``/``cancel_``/``book_`` mutate, ``ask``
+asks, ``think``/``calculate`` are ``other``) and then to ``exec``: when loopcore cannot tell
+what a tool does, it assumes the tool may have changed anything.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Callable, Mapping, Union
+
+from .shell import _SHELLS, classify_shell, parse_patch_targets
+
+__all__ = ["PROFILES", "Profile", "Rule", "classify", "get_profile", "shell_rule"]
+
+Target = Union[str, tuple, None]
+Rule = Union[str, tuple, Callable[[Any], "tuple[str, Target]"]]
+_KINDS = frozenset({"observe", "mutate", "exec", "ask", "other"})
+
+# Argument keys that name what a call touches, most specific first.
+_TARGET_KEYS = (
+    "file_path", "absolute_path", "path", "filepath", "filename", "file", "notebook_path",
+    "target_file", "file_name", "dir_path", "directory", "dir", "url", "uri", "paths",
+)
+
+_OBSERVE_VERBS = frozenset({
+    "get", "read", "view", "list", "search", "find", "fetch", "lookup", "query", "show", "cat",
+    "open", "grep", "glob", "ls", "check", "describe", "inspect", "browse", "load", "retrieve",
+    "count", "stat", "peek", "head", "tail", "scroll", "goto", "lookup", "download", "navigate",
+    "screenshot", "status", "explore", "recall", "observe", "print", "display", "diff", "web",
+})
+_MUTATE_VERBS = frozenset({
+    "write", "edit", "update", "create", "delete", "remove", "set", "add", "put", "patch",
+    "modify", "insert", "replace", "rename", "move", "cancel", "book", "send", "post", "upload",
+    "save", "append", "exchange", "return", "reset", "apply", "commit", "assign", "change",
+    "make", "new", "store", "drop", "clear", "mkdir", "rm", "touch", "publish", "reply",
+    "undo", "revert", "archive", "close", "merge", "push", "approve", "reject", "schedule",
+})
+_ASK_VERBS = frozenset({"ask", "question", "clarify", "confirm", "prompt", "request"})
+_OTHER_VERBS = frozenset({"think", "calculate", "compute", "plan", "todo", "finish", "submit", "noop", "reason", "reflect", "done", "stop", "transfer", "echo"})
+_MISSING = object()
+_WORD_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _first_target(args: Any) -> Target:
+    if not isinstance(args, dict):
+        return None
+    for k in _TARGET_KEYS:
+        v = args.get(k)
+        if isinstance(v, str) and v:
+            return v
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            return tuple(v) if len(v) > 1 else v[0]
+    for k, v in args.items():
+        if (k == "id" or k.endswith("_id") or k.endswith("Id")) and isinstance(v, (str, int)) and not isinstance(v, bool):
+            return str(v)
+    return None
+
+
+def _command_text(cmd: Any) -> str | None:
+    """A shell command as one string: argv lists (Codex ``["bash", "-lc", script]``) included."""
+    if isinstance(cmd, str):
+        return cmd
+    if isinstance(cmd, list) and cmd and all(isinstance(x, str) for x in cmd):
+        if len(cmd) >= 3 and cmd[0].rsplit("/", 1)[-1] in _SHELLS and cmd[1].startswith("-") and "c" in cmd[1]:
+            return cmd[2]
+        return shlex.join(cmd)
+    return None
+
+
+def shell_rule(args: Any) -> "tuple[str, Target]":
+    """Rule for shell tools: classify ``args["command"]`` (or ``cmd``/``script``) as a shell command."""
+    if args.__class__ is dict:
+        cmd = args.get("command")
+        if cmd is None:
+            cmd = args.get("cmd", args.get("script"))
+    else:
+        cmd = args
+    if cmd.__class__ is str:
+        return classify_shell(cmd)
+    text = _command_text(cmd)
+    if text is None:
+        return ("exec", None)
+    return classify_shell(text)
+
+
+def _patch_rule(args: Any) -> "tuple[str, Target]":
+    text = args if isinstance(args, str) else (args.get("input") or args.get("patch") or "") if isinstance(args, dict) else ""
+    targets = parse_patch_targets(text) if isinstance(text, str) else ()
+    if not targets:
+        return ("mutate", None)
+    return ("mutate", targets[0] if len(targets) == 1 else targets)
+
+
+def _editor_rule(args: Any) -> "tuple[str, Target]":
+    """str_replace_editor / file_editor (OpenHands, SWE-agent 1.x): view observes, the rest write."""
+    if not isinstance(args, dict):
+        return ("mutate", None)
+    path = args.get("path")
+    path = path if isinstance(path, str) and path else None
+    if args.get("command") == "view":
+        return ("observe", path)
+    return ("mutate", path)
+
+
+def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], "tuple[str, Target]"]:
+    def rule(args: Any) -> "tuple[str, Target]":
+        if isinstance(args, dict):
+            found = []
+            for k in keys:
+                v = args.get(k)
+                if isinstance(v, str) and v:
+                    found.append(v)
+                elif isinstance(v, list):
+                    found.extend(x for x in v if isinstance(x, str))
+            if found:
+                return (kind, found[0] if len(found) == 1 else tuple(dict.fromkeys(found)))
+        return (kind, None)
+    return rule
+
+
+def _verb_kind(name: str) -> str | None:
+    base = name.rsplit("__", 1)[-1]  # mcp__server__tool
+    words = _WORD_RE.findall(base)
+    if not words:
+        return None
+    head = words[0].lower()
+    if head in _ASK_VERBS:
+        return "ask"
+    if head in _OTHER_VERBS:
+        return "other"
+    if head in _OBSERVE_VERBS:
+        return "observe"
+    if head in _MUTATE_VERBS:
+        return "mutate"
+    return None
+
+
+def _compile(rule: Rule) -> Callable[[Any], "tuple[str, Target]"]:
+    if callable(rule):
+        return rule
+    if isinstance(rule, str):
+        if rule not in _KINDS:
+            raise ValueError(f"unknown kind {rule!r} in a profile rule; expected one of {', '.join(sorted(_KINDS))}")
+        if rule in ("observe", "mutate"):
+            return lambda args, _k=rule: (_k, _first_target(args))
+        return lambda args, _k=rule: (_k, None)
+    if isinstance(rule, tuple) and len(rule) == 2 and isinstance(rule[0], str):
+        kind, keys = rule
+        if kind not in _KINDS:
+            raise ValueError(f"unknown kind {kind!r} in a profile rule; expected one of {', '.join(sorted(_KINDS))}")
+        return _key_rule(kind, (keys,) if isinstance(keys, str) else tuple(keys))
+    raise TypeError(f"a profile rule is a kind, a (kind, arg key(s)) pair or a callable; got {rule!r}")
+
+
+class Profile:
+    """A named mapping from tool name to rule; ``classify(name, args) -> (kind, target)``."""
+
+    __slots__ = ("name", "rules", "_compiled", "_cache")
+
+    def __init__(self, name: str, rules: Mapping[str, Rule] | None = None) -> None:
+        self.name = name
+        self.rules: dict[str, Rule] = dict(rules or {})
+        self._compiled = {k: _compile(v) for k, v in self.rules.items()}
+        self._cache: dict[str, Callable[[Any], "tuple[str, Target]"] | None] = {}
+
+    def extend(self, rules: Mapping[str, Rule], name: str | None = None) -> "Profile":
+        """A new profile with *rules* added on top (they win); raises ValueError/TypeError on a bad rule."""
+        merged = dict(self.rules)
+        merged.update(rules)
+        return Profile(name or self.name, merged)
+
+    def _lookup(self, name: str) -> Callable[[Any], "tuple[str, Target]"] | None:
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        fn = self._compiled.get(name)
+        if fn is None:
+            fn = self._compiled.get(name.lower())
+        if fn is None and "__" in name:
+            fn = self._compiled.get(name.rsplit("__", 1)[-1])
+        self._cache[name] = fn
+        return fn
+
+    def classify(self, name: str, args: Any = None) -> "tuple[str, Target]":
+        """(kind, target) of a call to tool *name* with *args*; unknown tools are ``exec``."""
+        fn = self._cache.get(name, _MISSING)
+        if fn is _MISSING:
+            fn = self._lookup(name)
+        if fn is not None:
+            kind, target = fn(args)
+            if target.__class__ is list:
+                target = tuple(target)
+            return kind, target
+        kind = _verb_kind(name) or "exec"
+        if kind in ("observe", "mutate"):
+            return kind, _first_target(args)
+        return kind, None
+
+    def __repr__(self) -> str:
+        return f"<Profile {self.name!r}: {len(self.rules)} tools>"
+
+
+_SHELL_TOOLS: dict[str, Rule] = {
+    name: shell_rule
+    for name in ("bash", "shell", "execute_bash", "run_shell_command", "execute_command", "run_command",
+                 "terminal", "exec_command", "local_shell", "container.exec", "shell_command", "run_terminal_cmd",
+                 "Bash", "cmd", "sh")
+}
+
+CLAUDE_CODE: dict[str, Rule] = {
+    "Read": ("observe", "file_path"),
+    "NotebookRead": ("observe", "notebook_path"),
+    "Edit": ("mutate", "file_path"),
+    "MultiEdit": ("mutate", "file_path"),
+    "Write": ("mutate", "file_path"),
+    "NotebookEdit": ("mutate", "notebook_path"),
+    "Grep": ("observe", "path"),
+    "Glob": ("observe", "path"),
+    "LS": ("observe", "path"),
+    "Bash": shell_rule,
+    "BashOutput": ("observe", ("bash_id", "shell_id")),
+    "KillBash": "exec",
+    "KillShell": "exec",
+    "WebFetch": ("observe", "url"),
+    "WebSearch": ("observe", ()),
+    "TodoWrite": "other",
+    "TodoRead": "other",
+    "Task": "exec",
+    "AskUserQuestion": "ask",
+    "ExitPlanMode": "ask",
+    "SlashCommand": "exec",
+    "Skill": "exec",
+}
+
+CODEX: dict[str, Rule] = {
+    "shell": shell_rule,
+    "container.exec": shell_rule,
+    "local_shell": shell_rule,
+    "exec_command": shell_rule,
+    "shell_command": shell_rule,
+    "apply_patch": _patch_rule,
+    "update_plan": "other",
+    "view_image": ("observe", "path"),
+    "write_stdin": "exec",
+}
+
+OPENHANDS: dict[str, Rule] = {
+    "execute_bash": shell_rule,
+    "bash": shell_rule,
+    "terminal": shell_rule,
+    "str_replace_editor": _editor_rule,
+    "file_editor": _editor_rule,
+    "edit_file": ("mutate", "path"),
+    "execute_ipython_cell": "exec",
+    "browser": "exec",
+    "web_read": ("observe", "url"),
+    "fetch": ("observe", "url"),
+    "think": "other",
+    "finish": "other",
+    "task_tracker": "other",
+    # event-stream action names (OpenHands V0 events)
+    "run": shell_rule,
+    "read": ("observe", "path"),
+    "write": ("mutate", "path"),
+    "edit": ("mutate", "path"),
+    "run_ipython": "exec",
+    "browse": ("observe", "url"),
+    "browse_interactive": "exec",
+    "delegate": "exec",
+    "recall": "other",
+    "mcp": "exec",
+}
+
+SWE_AGENT: dict[str, Rule] = {
+    "open": ("observe", ("path", "path_or_file", "file")),
+    "goto": ("observe", ("open_file",)),
+    "scroll_up": ("observe", ("open_file",)),
+    "scroll_down": ("observe", ("open_file",)),
+    "search_file": ("observe", ("file", "open_file")),
+    "search_dir": ("observe", ("dir",)),
+    "find_file": ("observe", ("dir",)),
+    "filemap": ("observe", "file_path"),
+    "create": ("mutate", ("filename", "path")),
+    "edit": ("mutate", ("open_file",)),
+    "insert": ("mutate", ("open_file",)),
+    "append": ("mutate", ("open_file",)),
+    "str_replace_editor": _editor_rule,
+    "submit": "other",
+    "exit_forfeit": "other",
+    "bash": shell_rule,
+    "python": "exec",
+}
+
+TAU_BENCH: dict[str, Rule] = {
+    "think": "other",
+    "calculate": "other",
+    "transfer_to_human_agents": "other",
+    "list_all_airports": "observe",
+    "search_direct_flight": ("observe", ()),
+    "search_onestop_flight": ("observe", ()),
+    "get_reservation_details": ("observe", "reservation_id"),
+    "get_user_details": ("observe", "user_id"),
+    "get_order_details": ("observe", "order_id"),
+    "get_product_details": ("observe", "product_id"),
+    "find_user_id_by_email": ("observe", ()),
+    "find_user_id_by_name_zip": ("observe", ()),
+    "list_all_product_types": "observe",
+    "update_reservation_flights": ("mutate", "reservation_id"),
+    "update_reservation_baggages": ("mutate", "reservation_id"),
+    "update_reservation_passengers": ("mutate", "reservation_id"),
+    "cancel_reservation": ("mutate", "reservation_id"),
+    "book_reservation": ("mutate", "user_id"),
+    "send_certificate": ("mutate", "user_id"),
+    "cancel_pending_order": ("mutate", "order_id"),
+    "modify_pending_order_address": ("mutate", "order_id"),
+    "modify_pending_order_items": ("mutate", "order_id"),
+    "modify_pending_order_payment": ("mutate", "order_id"),
+    "modify_user_address": ("mutate", "user_id"),
+    "return_delivered_order_items": ("mutate", "order_id"),
+    "exchange_delivered_order_items": ("mutate", "order_id"),
+}
+
+GEMINI_CLI: dict[str, Rule] = {
+    "read_file": ("observe", ("absolute_path", "file_path", "path")),
+    "read_many_files": ("observe", ("paths",)),
+    "write_file": ("mutate", ("file_path", "absolute_path", "path")),
+    "replace": ("mutate", ("file_path", "absolute_path", "path")),
+    "edit": ("mutate", ("file_path", "absolute_path", "path")),
+    "list_directory": ("observe", ("path", "dir_path")),
+    "glob": ("observe", ("path", "dir_path")),
+    "search_file_content": ("observe", ("path", "dir_path")),
+    "grep": ("observe", ("path", "dir_path")),
+    "run_shell_command": shell_rule,
+    "web_fetch": ("observe", ()),
+    "google_web_search": ("observe", ()),
+    "save_memory": ("mutate", ()),
+    "write_todos": "other",
+}
+
+MINI_SWE_AGENT: dict[str, Rule] = {"bash": shell_rule}
+
+_GENERIC: dict[str, Rule] = {}
+for _table in (_SHELL_TOOLS, TAU_BENCH, GEMINI_CLI, SWE_AGENT, OPENHANDS, CODEX, CLAUDE_CODE):
+    _GENERIC.update(_table)
+# "edit" in a generic trace is a file edit with an explicit path (SWE-agent's uses the open file).
+_GENERIC["edit"] = ("mutate", ("path", "file_path", "open_file"))
+_GENERIC["read"] = ("observe", ("path", "file_path"))
+
+#: The built-in profiles by name; ``generic`` knows every harness's tools at once.
+PROFILES: dict[str, Profile] = {
+    "generic": Profile("generic", _GENERIC),
+    "claude-code": Profile("claude-code", {**_SHELL_TOOLS, **CLAUDE_CODE}),
+    "codex": Profile("codex", {**_SHELL_TOOLS, **CODEX}),
+    "openhands": Profile("openhands", {**_SHELL_TOOLS, **OPENHANDS}),
+    "swe-agent": Profile("swe-agent", {**_SHELL_TOOLS, **SWE_AGENT}),
+    "mini-swe-agent": Profile("mini-swe-agent", {**_SHELL_TOOLS, **MINI_SWE_AGENT}),
+    "tau-bench": Profile("tau-bench", TAU_BENCH),
+    "gemini-cli": Profile("gemini-cli", {**_SHELL_TOOLS, **GEMINI_CLI}),
+}
+
+
+def get_profile(profile: "Profile | str | Mapping[str, Rule] | None", default: str = "generic") -> Profile:
+    """Resolve a profile argument: a Profile, a built-in name, a mapping of extra rules on top of
+    *default*, or None for *default*. Raises ValueError naming the built-in profiles."""
+    if profile is None:
+        return PROFILES[default]
+    if isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, str):
+        try:
+            return PROFILES[profile]
+        except KeyError:
+            raise ValueError(f"unknown profile {profile!r}; known profiles: {', '.join(PROFILES)}") from None
+    if isinstance(profile, Mapping):
+        return PROFILES[default].extend(profile, name=f"{default}+custom")
+    raise TypeError(f"profile must be a Profile, a profile name or a mapping of rules; got {type(profile).__name__}")
+
+
+def classify(name: str, args: Any = None, profile: "Profile | str | Mapping[str, Rule] | None" = None) -> "tuple[str, Target]":
+    """(kind, target) of a tool call under *profile* (default: generic); raises ValueError on an unknown profile name."""
+    return get_profile(profile).classify(name, args)

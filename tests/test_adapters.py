@@ -1,0 +1,586 @@
+"""loopcore.load / detect_format over the project's own fixtures (tests/fixtures), one per format.
+
+The adapters are pure Python (they only feed the core), so these tests do not take ``impl``.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pathlib
+import shutil
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import loopcore
+from loopcore.adapters import FORMATS, LoadStats, TraceFormatError, detect_format, load
+
+FIX = pathlib.Path(__file__).parent / "fixtures"
+
+FIXTURE_FORMATS = {
+    "loopcore_steps.jsonl": "loopcore",
+    "openai_chat.json": "openai-chat",
+    "openai_responses_items.json": "openai-responses",
+    "codex_rollout.jsonl": "openai-responses",
+    "anthropic_messages.json": "anthropic",
+    "claude_code_session.jsonl": "claude-code",
+    "otel_genai_spans.json": "otel",
+    "mini_swe_agent_v2.traj.json": "mini-swe-agent",
+    "mini_swe_agent_v1.traj.json": "mini-swe-agent",
+    "swe_agent_text.traj": "swe-agent",
+    "swe_agent_function_calling.traj": "swe-agent",
+    "tau_bench.json": "tau-bench",
+    "openhands_events.json": "openhands",
+    "gemini_cli_session.json": "gemini-cli",
+    "gemini_cli_checkpoint.json": "gemini-cli",
+}
+
+
+def one(name: str, **kw) -> loopcore.Trace:
+    traces = list(load(FIX / name, **kw))
+    assert len(traces) == 1, traces
+    return traces[0]
+
+
+def test_every_format_has_a_fixture():
+    assert set(FIXTURE_FORMATS.values()) == set(FORMATS)
+
+
+@pytest.mark.parametrize("name,fmt", sorted(FIXTURE_FORMATS.items()))
+def test_detect_and_load_every_fixture(name, fmt):
+    assert detect_format(FIX / name) == fmt
+    traces = list(load(FIX / name))
+    assert traces and all(t.format == fmt for t in traces)
+    for t in traces:
+        assert t.meta["format_detected"] is True
+        assert t.meta["tokens_source"] in ("usage", "estimate", "mixed")  # "none" only without steps
+        assert t.meta["skipped"] == 0
+        assert t.steps, name
+        for s in t:
+            assert s.kind in loopcore.KINDS
+            assert s.session == t.session
+            assert s.tokens_in >= 0 and s.tokens_out >= 0
+
+
+@pytest.mark.parametrize("name,fmt", sorted(FIXTURE_FORMATS.items()))
+def test_parsed_objects_load_like_files(name, fmt):
+    """load() takes already-parsed objects too; only the session names (file stems) differ."""
+    path = FIX / name
+    data = path.read_bytes()
+    if name.endswith(".jsonl"):
+        obj = [orjson.loads(line) for line in data.splitlines() if line.strip()]
+    else:
+        obj = orjson.loads(data)
+    assert detect_format(obj) == fmt
+    from_file = [s.to_dict() for t in load(path) for s in t]
+    from_obj = [s.to_dict() for t in load(obj) for s in t]
+    for d in from_file + from_obj:
+        d.pop("session")
+    assert from_obj == from_file
+
+
+def test_explicit_format_overrides_detection():
+    t = one("openai_chat.json", format="openai-chat")
+    assert t.format == "openai-chat" and "format_detected" not in t.meta
+    # An alias resolves to its format.
+    assert one("openai_chat.json", format="chat").format == "openai-chat"
+
+
+def test_unknown_format_name_lists_the_known_ones():
+    with pytest.raises(ValueError) as ei:
+        load(FIX / "openai_chat.json", format="nonsense")
+    for name in FORMATS:
+        assert name in str(ei.value)
+    assert not isinstance(ei.value, TraceFormatError)
+
+
+# ---- OpenAI chat ----------------------------------------------------------------------------
+
+def test_openai_chat_usage_split_and_context_growth():
+    t = one("openai_chat.json")
+    assert t.meta["tokens_source"] == "usage"
+    read, grep, write = t.steps
+    assert (read.kind, read.target, read.turn) == ("observe", "a.py", 0)
+    assert (grep.kind, grep.target, grep.turn) == ("observe", "b.py", 0)
+    assert (write.kind, write.target, write.turn) == ("mutate", "a.py", 1)
+    # completion tokens of a response are split among the calls it issued
+    assert (read.tokens_out, grep.tokens_out, write.tokens_out) == (10, 10, 10)
+    # prompt growth 200 - 100 - 20 = 80, split 30:10 by result length; then 260 - 200 - 10 = 50
+    assert (read.tokens_in, grep.tokens_in, write.tokens_in) == (60, 20, 50)
+    assert not t.tokens_estimated
+    assert read.call_id == "c1" and read.args == {"path": "a.py"}
+    assert t.total_tokens == 160
+
+
+def test_openai_chat_without_usage_is_estimated():
+    msgs = [
+        {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "read_file", "arguments": '{"path": "x"}'}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "y" * 40},
+    ]
+    (t,) = load(msgs)
+    (s,) = t.steps
+    assert t.meta["tokens_source"] == "estimate"
+    assert s.tokens_estimated and s.tokens_in == 10  # ceil(40 / 4)
+    assert s.tokens_out == (len('{"path": "x"}') + len("read_file") + 3) // 4
+
+
+def test_unparseable_arguments_are_kept_not_fatal():
+    msgs = [
+        {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "bash", "arguments": '{"command": "ls'}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "a"},
+    ]
+    (t,) = load(msgs)
+    assert t.steps[0].args == '{"command": "ls' and t.steps[0].meta["unparsed_args"] is True
+
+
+# ---- tau-bench ------------------------------------------------------------------------------
+
+def test_tau_bench_reused_ids_pair_with_the_message_right_before():
+    traces = list(load(FIX / "tau_bench.json"))
+    assert [t.session for t in traces] == ["task-0/trial-0", "task-1/trial-0"]
+    assert [t.source for t in traces] == [f"{FIX / 'tau_bench.json'}#0", f"{FIX / 'tau_bench.json'}#1"]
+    user, calc, update = traces[0].steps
+    assert user.call_id == calc.call_id == "call_X"
+    assert (user.name, user.result) == ("get_user_details", '{"name": "Ann"}')
+    assert (calc.name, calc.result) == ("calculate", "2")
+    assert (user.kind, user.target) == ("observe", "u1")
+    assert calc.kind == "other"
+    assert (update.kind, update.target) == ("mutate", "R1")
+    assert update.error == "Error: cabin not available"
+    assert traces[0].meta["tokens_source"] == "estimate" and traces[0].meta["reward"] == 1.0
+    assert traces[1].meta["unanswered"] == 0 and traces[1].steps[0].result == "Transfer successful"
+
+
+def test_reused_id_across_turns_with_missing_result():
+    """A call left unanswered must not steal the result of a later call with the same id."""
+    tc = lambda name: {"id": "dup", "function": {"name": name, "arguments": "{}"}}  # noqa: E731
+    msgs = [
+        {"role": "assistant", "tool_calls": [tc("get_a")]},
+        {"role": "user", "content": "interrupted"},
+        {"role": "assistant", "tool_calls": [tc("get_b")]},
+        {"role": "tool", "tool_call_id": "dup", "content": "b"},
+    ]
+    (t,) = load(msgs, format="openai-chat")
+    a, b = t.steps
+    assert a.result is None and b.result == "b"
+    assert t.meta["unanswered"] == 1
+
+
+# ---- mini-swe-agent -------------------------------------------------------------------------
+
+def test_mini_swe_agent_tool_calling():
+    t = one("mini_swe_agent_v2.traj.json")
+    assert t.session == "demo__demo-1" and t.meta["exit_status"] == "Submitted"
+    cat, sed, pytest_, submit = t.steps
+    assert (cat.kind, cat.target, cat.args) == ("observe", "a.py", {"command": "cat a.py"})
+    assert (sed.kind, sed.target) == ("mutate", "a.py")
+    assert pytest_.kind == "exec" and pytest_.meta["returncode"] == 1
+    assert pytest_.error is None  # a non-zero exit is a result, not an error of the call
+    # the submitting call is answered by the exit message, which no later prompt contains
+    assert submit.meta["final"] is True and submit.result.startswith("diff --git")
+    assert submit.tokens_in == 0
+    assert [s.tokens_out for s in t] == [50, 30, 20, 10]
+    # growth 1100 - 1000 - 50 = 50 is shared by the result and the format-error message
+    assert 0 < cat.tokens_in < 50
+    assert sed.tokens_in == 1200 - 1100 - 30
+    assert pytest_.tokens_in == 1300 - 1200 - 20
+    assert t.meta["tokens_source"] == "usage" and t.meta["unanswered"] == 0
+
+
+def test_mini_swe_agent_text_actions_and_format_errors():
+    t = one("mini_swe_agent_v1.traj.json")
+    assert t.meta["format_errors"] == 1
+    cat, sleep, submit = t.steps
+    assert cat.args == {"command": "cat a.py"} and cat.meta["returncode"] == 0
+    assert (cat.turn, sleep.turn, submit.turn) == (0, 2, 3)  # turn 1 was the format error
+    assert sleep.error == "timeout"
+    assert submit.meta["final"] is True and submit.tokens_in == 0
+    assert cat.tokens_in == 540 - 500 - 20
+
+
+# ---- SWE-agent ------------------------------------------------------------------------------
+
+def test_swe_agent_text_actions_track_the_open_file():
+    t = one("swe_agent_text.traj")
+    opened, edit, scroll, run, submit = t.steps
+    assert opened.name == "open" and opened.target == "/repo/src/a.py" and opened.kind == "observe"
+    assert (edit.name, edit.kind, edit.target) == ("edit", "mutate", "/repo/src/a.py")
+    assert edit.args == {"command": "edit 1:1\nx = 2\nend_of_edit"}
+    assert (scroll.kind, scroll.target) == ("observe", "/repo/src/a.py")
+    assert (run.name, run.kind) == ("bash", "exec")
+    assert submit.result is None and t.meta["unanswered"] == 1  # submit has no observation
+    assert t.meta["tokens_source"] == "estimate" and t.meta["tokens_sent"] == 500
+
+
+def test_swe_agent_function_calling_tool_call_ids_list():
+    t = one("swe_agent_function_calling.traj")
+    find, view, submit = t.steps
+    assert find.call_id == "call_1" and find.result.startswith("Found 1 matches")
+    assert (view.kind, view.target) == ("observe", "/repo/x.py")
+    assert submit.result.startswith("diff --git") and t.meta["unanswered"] == 0
+
+
+# ---- Anthropic / Claude Code ----------------------------------------------------------------
+
+def test_anthropic_messages():
+    t = one("anthropic_messages.json")
+    read, grep, edit = t.steps
+    assert (read.kind, read.target, read.result) == ("observe", "a.ts", "const foo = 1;")
+    assert grep.result == "src/a.ts:1:foo"  # text blocks joined, out-of-order results paired by id
+    assert edit.error == "old_string not found" and edit.kind == "mutate"
+    assert (read.tokens_out, grep.tokens_out, edit.tokens_out) == (10, 10, 30)
+    # prompt = input + cache reads: 100 -> 180 (growth 60 after 20 out), 180 -> 225 (growth 15)
+    assert read.tokens_in + grep.tokens_in == 60 and edit.tokens_in == 15
+
+
+def test_claude_code_split_message_usage_counted_once():
+    traces = list(load(FIX / "claude_code_session.jsonl"))
+    main, side = traces
+    assert main.session == "0f1e2d3c-0000-4000-8000-000000000001"
+    assert side.session == main.session + "/sidechain" and side.steps[0].name == "Glob"
+    read, bash = main.steps
+    # one API message over three lines: its 40 output tokens are counted once, not 5 + 30 + 40
+    assert read.tokens_out == 40 and read.turn == 0 and bash.turn == 1
+    assert read.tokens_in == 185 - 110 - 40
+    assert (bash.kind, bash.error) == ("exec", "Error: 1 test failed")
+    assert bash.tokens_in == 233 - 185 - 12
+    assert main.source.endswith("#0") and side.source.endswith("#1")
+
+
+# ---- OpenTelemetry / Responses / OpenHands / gemini-cli -------------------------------------
+
+def test_otel_execute_tool_spans():
+    t = one("otel_genai_spans.json")
+    assert t.session == "conv-1"
+    weather, email = t.steps  # ordered by start time, not by position in the file
+    assert weather.args == {"city": "Paris"} and weather.result == '{"temp_c": 20}'
+    assert weather.call_id == "call_w" and weather.tokens_out == 20
+    assert weather.tokens_in == 150 - 100 - 20
+    assert email.error == "SmtpError" and email.kind == "mutate" and email.turn == 1
+
+
+def test_openai_responses_items_pair_by_call_id():
+    t = one("openai_responses_items.json")
+    paris, lyon = t.steps
+    assert paris.args == {"city": "Paris"} and paris.result == '{"temp_c": 20}'
+    assert lyon.result == '{"temp_c": 18}' and paris.turn == lyon.turn == 0
+
+
+def test_codex_rollout_shell_and_apply_patch():
+    t = one("codex_rollout.jsonl")
+    assert t.session == "sess-codex-1"
+    shell, patch = t.steps
+    assert (shell.kind, shell.target, shell.result) == ("observe", "README.md", "hello\n")
+    assert shell.meta["returncode"] == 0
+    assert (patch.kind, patch.target) == ("mutate", "README.md")
+    assert shell.tokens_out == 50 and patch.tokens_out == 40
+    assert shell.tokens_in == 1100 - 1000 - 40  # visible output excludes the 10 reasoning tokens
+
+
+def test_openhands_events():
+    t = one("openhands_events.json")
+    run, read, edit, finish = t.steps
+    assert (run.name, run.kind, run.target) == ("execute_bash", "observe", "/w")
+    assert run.meta["returncode"] == 0 and run.args == {"command": "ls /w"}
+    assert "thought" not in read.args and (read.kind, read.target) == ("observe", "/w/a.py")
+    assert (edit.kind, edit.target, edit.error) == ("mutate", "/w/a.py", "No replacement was performed.")
+    assert finish.kind == "other" and t.meta["unanswered"] == 1
+    assert run.tokens_out == 10 and run.tokens_in == 130 - 100 - 10
+
+
+def test_openhands_events_folder_is_one_stream(tmp_path):
+    events = json.loads((FIX / "openhands_events.json").read_text())
+    folder = tmp_path / "conv-7" / "events"
+    folder.mkdir(parents=True)
+    for e in events:
+        (folder / f"{e['id']}.json").write_text(json.dumps(e))
+    (t,) = load(tmp_path)
+    assert [s.name for s in t] == [s.name for s in one("openhands_events.json")]
+
+
+def test_gemini_cli_recording_and_checkpoint():
+    t = one("gemini_cli_session.json")
+    assert t.session == "gem-session-1"
+    read, shell = t.steps
+    assert (read.kind, read.target, read.result) == ("observe", "/p/a.py", "x = 1")
+    assert (shell.kind, shell.target, shell.error) == ("observe", "/p", "permission denied")
+    assert read.tokens_out + shell.tokens_out == 15  # output + thoughts
+    c = one("gemini_cli_checkpoint.json")
+    (ls,) = c.steps
+    assert (ls.kind, ls.target, ls.result) == ("observe", ".", "a.py\nb.py")
+
+
+# ---- loopcore JSONL -------------------------------------------------------------------------
+
+def test_loopcore_jsonl_round_trip(tmp_path):
+    s1, s2 = load(FIX / "loopcore_steps.jsonl")
+    assert (s1.session, len(s1), s2.session, len(s2)) == ("s1", 3, "s2", 1)
+    assert s1.steps[2].target == ("a.ts", "b.ts") and s1.steps[2].meta == {"note": "two files"}
+    # a step without kind is classified, one without tokens is estimated
+    (bash,) = s2.steps
+    assert (bash.kind, bash.target, bash.tokens_estimated) == ("observe", "util.py", True)
+    assert s1.meta["tokens_source"] == "usage" and s2.meta["tokens_source"] == "estimate"
+    out = tmp_path / "copy.jsonl"
+    out.write_bytes(b"".join(orjson.dumps(s.to_dict()) + b"\n" for t in (s1, s2) for s in t))
+    again = list(load(out))
+    assert [s.to_dict() for t in again for s in t] == [s.to_dict() for t in (s1, s2) for s in t]
+
+
+# ---- sources: gz, folders, paths, empty -----------------------------------------------------
+
+def test_gzip_file_is_read_by_content(tmp_path):
+    gz = tmp_path / "chat.json.gz"
+    gz.write_bytes(gzip.compress((FIX / "openai_chat.json").read_bytes()))
+    (t,) = load(gz)
+    assert t.session == "chat" and len(t) == 3 and t.source == str(gz)
+    assert detect_format(gz) == "openai-chat"
+
+
+def test_folder_is_walked_recursively_and_non_traces_are_ignored(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    shutil.copy(FIX / "openai_chat.json", tmp_path / "a" / "chat.json")
+    shutil.copy(FIX / "tau_bench.json", tmp_path / "a" / "b" / "tau.json")
+    (tmp_path / "a" / "b" / "tau.json.gz").write_bytes(gzip.compress((FIX / "swe_agent_text.traj").read_bytes()))
+    shutil.copy(FIX / "not_a_trace.json", tmp_path / "preds.json")
+    (tmp_path / "README.md").write_text("# not a trace")
+    (tmp_path / "notes.yaml").write_text("a: 1")
+    stats = LoadStats()
+    traces = list(load(tmp_path, stats=stats))
+    assert [t.format for t in traces] == ["openai-chat", "tau-bench", "tau-bench", "swe-agent"]
+    assert stats.files == 4 and stats.traces == 4 and stats.steps == sum(len(t) for t in traces)
+    assert stats.ignored == [str(tmp_path / "preds.json")] and stats.errors == []
+    assert stats.formats == {"openai-chat": 1, "tau-bench": 2, "swe-agent": 1}
+
+
+def test_list_of_paths(tmp_path):
+    traces = list(load([FIX / "openai_chat.json", str(FIX / "otel_genai_spans.json")]))
+    assert [t.format for t in traces] == ["openai-chat", "otel"]
+
+
+def test_empty_file_is_an_empty_trace():
+    t = one("empty.jsonl")
+    assert len(t) == 0 and t.meta["empty"] is True and t.total_tokens == 0
+    assert detect_format(FIX / "empty.jsonl") == "loopcore"
+    (t2,) = load([], format="openai-chat")
+    assert len(t2) == 0 and t2.format == "openai-chat"
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+def test_malformed_line_names_file_and_line():
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(FIX / "malformed_steps.jsonl"))
+    err = ei.value
+    assert err.path == str(FIX / "malformed_steps.jsonl") and err.line == 2
+    assert f"{FIX / 'malformed_steps.jsonl'}:2:" in str(err)
+    assert isinstance(err, ValueError)
+
+
+def test_keep_going_skips_and_counts_bad_lines():
+    stats = LoadStats()
+    (t,) = load(FIX / "malformed_steps.jsonl", keep_going=True, stats=stats)
+    assert [s.target for s in t] == ["a", "b"]
+    assert t.meta["skipped"] == 2  # the bad JSON line and the step without a name
+    assert stats.skipped_lines == 2 and [e.line for e in stats.errors] == [2, 3]
+    assert "name" in stats.errors[1].reason
+
+
+def test_broken_json_document_names_its_line():
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(FIX / "broken_document.json"))
+    assert ei.value.line == 3
+
+
+def test_unknown_content_lists_the_formats():
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(FIX / "not_a_trace.json"))
+    assert all(name in str(ei.value) for name in FORMATS)
+    assert ei.value.path == str(FIX / "not_a_trace.json")
+    with pytest.raises(TraceFormatError):
+        detect_format({"nothing": "here"})
+
+
+def test_keep_going_skips_bad_files_and_continues(tmp_path):
+    shutil.copy(FIX / "broken_document.json", tmp_path / "a.json")
+    shutil.copy(FIX / "openai_chat.json", tmp_path / "b.json")
+    (tmp_path / "c.json.gz").write_bytes(b"\x1f\x8b not really gzip")
+    with pytest.raises(TraceFormatError):
+        list(load(tmp_path))
+    stats = LoadStats()
+    traces = list(load(tmp_path, keep_going=True, stats=stats))
+    assert [t.format for t in traces] == ["openai-chat"]
+    assert stats.skipped_files == 2 and sorted(os.path.basename(e.path) for e in stats.errors) == ["a.json", "c.json.gz"]
+
+
+def test_missing_path():
+    with pytest.raises(TraceFormatError, match="no such file"):
+        list(load(FIX / "does-not-exist.json"))
+    stats = LoadStats()
+    assert list(load(FIX / "does-not-exist.json", keep_going=True, stats=stats)) == []
+    assert stats.skipped_files == 1
+
+
+def test_structurally_wrong_record_is_reported_with_its_line(tmp_path):
+    p = tmp_path / "cc.jsonl"
+    good = (FIX / "claude_code_session.jsonl").read_text().splitlines()
+    good.insert(3, json.dumps({"type": "assistant", "sessionId": "x", "uuid": "z", "message": "not an object"}))
+    p.write_text("\n".join(good) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(p))
+    assert ei.value.line == 4
+    stats = LoadStats()
+    traces = list(load(p, keep_going=True, stats=stats))
+    assert traces[0].meta["skipped"] == 1 and len(traces[0]) == 2
+
+
+def test_trace_format_error_pickles():
+    import pickle
+
+    err = pickle.loads(pickle.dumps(TraceFormatError("bad", "f.json", 3)))
+    assert (err.path, err.line, err.reason, str(err)) == ("f.json", 3, "bad", "f.json:3: bad")
+
+
+# ---- profiles through load ------------------------------------------------------------------
+
+def test_custom_profile_mapping_through_load():
+    msgs = [
+        {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "frob", "arguments": '{"doc_id": "d1"}'}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "x"},
+    ]
+    (t,) = load(msgs)
+    assert t.steps[0].kind == "exec"
+    (t,) = load(msgs, profile={"frob": ("observe", "doc_id")})
+    assert (t.steps[0].kind, t.steps[0].target) == ("observe", "d1")
+    with pytest.raises(ValueError, match="unknown profile"):
+        load(msgs, profile="no-such-profile")
+
+
+def test_public_api_exports():
+    for name in ("load", "detect_format", "FORMATS", "TraceFormatError", "LoadStats", "classify", "classify_shell"):
+        assert hasattr(loopcore, name), name
+        assert name in loopcore.__all__
+
+
+# ---- less common shapes of the same formats -------------------------------------------------
+
+def test_raw_bytes_and_gzip_bytes():
+    data = (FIX / "openai_chat.json").read_bytes()
+    (a,) = load(data)
+    (b,) = load(gzip.compress(data))
+    assert len(a) == len(b) == 3 and a.source is None
+
+
+def test_otel_jsonl_of_export_requests(tmp_path):
+    doc = json.loads((FIX / "otel_genai_spans.json").read_text())
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    lines = []
+    for sp in spans:  # the collector's file exporter writes one request per line
+        req = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [sp]}]}]}
+        lines.append(json.dumps(req))
+    p = tmp_path / "spans.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    (t,) = load(p)
+    assert t.format == "otel" and [s.name for s in t] == ["get_weather", "send_email"]
+
+
+def test_responses_objects_with_usage():
+    responses = [
+        {"object": "response", "id": "r1", "usage": {"input_tokens": 100, "output_tokens": 12, "output_tokens_details": {"reasoning_tokens": 2}},
+         "input": [{"type": "message", "role": "user", "content": "hi"}],
+         "output": [{"type": "function_call", "call_id": "a", "name": "read_file", "arguments": '{"path": "x.md"}'}]},
+        {"object": "response", "id": "r2", "usage": {"input_tokens": 150, "output_tokens": 5},
+         "input": [{"type": "function_call_output", "call_id": "a", "output": "text"}],
+         "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]},
+    ]
+    (t,) = load(responses)
+    assert t.format == "openai-responses"
+    (s,) = t.steps
+    assert (s.kind, s.target, s.result, s.tokens_out, s.tokens_in) == ("observe", "x.md", "text", 12, 150 - 100 - 10)
+
+
+def test_openhands_v1_sdk_events():
+    events = [
+        {"kind": "MessageEvent", "id": "e0", "source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": "go"}]}},
+        {"kind": "ActionEvent", "id": "e1", "source": "agent", "tool_name": "terminal", "tool_call_id": "t1", "llm_response_id": "r1",
+         "thought": [{"type": "text", "text": "look"}], "action": {"kind": "ExecuteBashAction", "command": "cat a.py"}},
+        {"kind": "ObservationEvent", "id": "e2", "source": "environment", "tool_name": "terminal", "tool_call_id": "t1", "action_id": "e1",
+         "observation": {"kind": "ExecuteBashObservation", "content": [{"type": "text", "text": "x = 1"}], "exit_code": 0}},
+    ]
+    (t,) = load(events)
+    assert t.format == "openhands"
+    (s,) = t.steps
+    assert (s.name, s.kind, s.target, s.result, s.meta["returncode"]) == ("terminal", "observe", "a.py", "x = 1", 0)
+    assert s.args == {"command": "cat a.py"}
+
+
+def test_claude_code_stream_json_shape():
+    records = [
+        {"type": "system", "subtype": "init", "session_id": "sj-1", "tools": ["Read"]},
+        {"type": "assistant", "session_id": "sj-1", "message": {"id": "m1", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "u1", "name": "Read", "input": {"file_path": "/a"}}], "usage": {"input_tokens": 5, "output_tokens": 9}}},
+        {"type": "user", "session_id": "sj-1", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "A"}]}},
+        {"type": "result", "subtype": "success", "session_id": "sj-1", "total_cost_usd": 0.01},
+    ]
+    (t,) = load(records)
+    assert (t.format, t.session, t.steps[0].target, t.steps[0].tokens_out) == ("claude-code", "sj-1", "/a", 9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "session": st.sampled_from(["a", "b"]),
+    "turn": st.integers(0, 5),
+    "kind": st.sampled_from(list(loopcore.KINDS)),
+    "name": st.text(min_size=1, max_size=8),
+    "target": st.one_of(st.none(), st.text(max_size=5), st.lists(st.text(max_size=3), min_size=2, max_size=3)),
+    "args": st.dictionaries(st.text(max_size=3), st.integers(-2**63, 2**63 - 1) | st.text(max_size=4), max_size=3),
+    "result": st.one_of(st.none(), st.text(max_size=10)),
+    "tokens_in": st.integers(0, 10**6),
+    "tokens_out": st.integers(0, 10**6),
+}), max_size=12))
+def test_loopcore_jsonl_round_trips_any_steps(records):
+    data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    traces = list(load(data, format="loopcore"))
+    got = [s.to_dict() for t in traces for s in t]
+    order = list(dict.fromkeys(r["session"] for r in records))
+    expected = [dict(r, error=None) for sess in order for r in records if r["session"] == sess]
+    assert got == expected
+
+
+def test_openhands_evaluation_output_records(tmp_path):
+    """OpenHands' output.jsonl: one record per instance with its event history."""
+    events = json.loads((FIX / "openhands_events.json").read_text())
+    p = tmp_path / "output.jsonl"
+    p.write_text("\n".join(json.dumps({"instance_id": f"i{k}", "history": events, "metrics": {}}) for k in range(2)) + "\n")
+    assert detect_format(p) == "openhands"
+    traces = list(load(p))
+    assert [t.session for t in traces] == ["i0", "i1"] and [t.source for t in traces] == [f"{p}#0", f"{p}#1"]
+    assert all(len(t) == 4 for t in traces)
+    # a dict with a history of events is OpenHands, not a SWE-agent trajectory
+    assert detect_format({"history": events}) == "openhands"
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(
+        ["", "assistant", "tool", "user", "function_call", "execute_tool", "bash", "ls > x", "gemini", "model"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
+        ["role", "content", "tool_calls", "function", "name", "arguments", "id", "tool_call_id", "type", "message",
+         "sessionId", "uuid", "messages", "history", "action", "args", "observation", "cause", "traj", "task_id",
+         "resourceSpans", "scopeSpans", "spans", "attributes", "call_id", "output", "parts", "functionCall",
+         "toolCalls", "tokens", "usage", "kind", "session", "payload", "input", "trajectory_format"]), inner, max_size=5),
+    max_leaves=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_json, st.sampled_from(["auto", *FORMATS]))
+def test_any_json_loads_or_raises_trace_format_error(obj, fmt):
+    """Whatever the content, load either yields Traces or raises TraceFormatError, never a crash."""
+    try:
+        traces = list(load(obj, fmt))
+    except TraceFormatError:
+        return
+    for t in traces:
+        for s in t:
+            assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0

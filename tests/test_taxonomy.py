@@ -1,0 +1,217 @@
+"""The tool taxonomy: harness profiles and the shell classifier (pure Python, no twins)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopcore.taxonomy import PROFILES, Profile, classify, classify_shell, get_profile, parse_patch_targets
+
+SHELL_CASES = [
+    # readers, with their targets
+    ("cat a.py", "observe", "a.py"),
+    ("cat a.py b.py", "observe", ("a.py", "b.py")),
+    ("head -n 50 a.py", "observe", "a.py"),
+    ("tail -20 logs/app.log", "observe", "logs/app.log"),
+    ("nl -ba src/x.py | sed -n '10,40p'", "observe", "src/x.py"),
+    ("sed -n '1,20p' a.py", "observe", "a.py"),
+    ("grep -rn 'def foo' src/", "observe", "src"),
+    ("cat ./a.py && cat src/../a.py", "observe", "a.py"),
+    ("grep -n foo a.py b.py | head", "observe", ("a.py", "b.py")),
+    ("grep -e foo -e bar -- x.txt", "observe", "x.txt"),
+    ("rg -n TODO src tests", "observe", ("src", "tests")),
+    ("rg --files", "observe", None),
+    ("ls", "observe", "."),
+    ("ls -la /testbed/src 2>/dev/null", "observe", "/testbed/src"),
+    ("find . -name '*.py' | xargs grep -l foo", "observe", "."),
+    ("wc -l < data.csv", "observe", "data.csv"),
+    ("git diff", "observe", None),
+    ("git log --oneline -5", "observe", None),
+    ("git status && git diff -- a.py", "observe", "a.py"),
+    ("git -C repo show HEAD:a.py", "observe", None),
+    ("cd /testbed && cat setup.py", "observe", "/testbed/setup.py"),
+    ("cd src; cd ../lib && cat x.c", "observe", "lib/x.c"),
+    ("bash -lc 'cat README.md'", "observe", "README.md"),
+    ("for f in *.py; do cat $f; done", "observe", None),
+    # writers, with their targets
+    ("sed -i 's/a/b/' x.py", "mutate", "x.py"),
+    ("sed -i.bak -e 's/a/b/' x.py y.py", "mutate", ("x.py", "y.py")),
+    ("echo hi > out.txt", "mutate", "out.txt"),
+    ("echo hi >> out.txt", "mutate", "out.txt"),
+    ("grep foo a 2>&1 | tee log.txt", "mutate", "log.txt"),
+    ("cat > f.py << 'EOF'\nimport os\nos.remove('x')\nEOF", "mutate", "f.py"),
+    ("cat <<-EOF > g.py\n\tprint(1)\n\tEOF\nls", "mutate", "g.py"),
+    ("mv a.py b.py", "mutate", ("a.py", "b.py")),
+    ("cp a.py b.py", "mutate", "b.py"),
+    ("rm -rf build dist", "mutate", ("build", "dist")),
+    ("touch new.txt", "mutate", "new.txt"),
+    ("mkdir -p out/x", "mutate", "out/x"),
+    ("patch -p1 < fix.diff", "mutate", None),
+    ("patch a.py fix.diff", "mutate", "a.py"),
+    ("git apply fix.diff", "mutate", None),
+    ("git checkout -- a.py", "mutate", "a.py"),
+    ("git checkout main", "mutate", None),
+    ("git stash", "mutate", None),
+    ("git stash list", "observe", None),
+    ("find . -name '*.pyc' -delete", "mutate", None),
+    ("perl -pi -e 's/a/b/' x.pl", "mutate", "x.pl"),
+    ("sort -o sorted.txt in.txt", "mutate", "sorted.txt"),
+    ("echo x > $OUT", "mutate", None),
+    ("cd /repo && sed -i 's/x/y/' a.py && cat a.py", "mutate", "/repo/a.py"),
+    ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: b.py\n+1\n*** End Patch\nEOF",
+     "mutate", ("src/a.py", "b.py")),
+    # anything that runs code is exec, whatever else it does
+    ("python reproduce.py", "exec", None),
+    ("cd /testbed && python -m pytest -x tests/", "exec", None),
+    ("make -j4", "exec", None),
+    ("timeout 60 pytest -q", "exec", None),
+    ("cat a.py | python -", "exec", None),
+    ("cat <<EOF > t.py\nprint(1)\nEOF\npython t.py", "exec", None),
+    ("./configure && make", "exec", None),
+    ("some-unknown-tool --flag", "exec", None),
+    ("bash run.sh", "exec", None),
+    # neutral commands
+    ("echo hello", "other", None),
+    ("cd /tmp", "other", None),
+    ("export A=1", "other", None),
+    ("", "other", None),
+]
+
+
+@pytest.mark.parametrize("cmd,kind,target", SHELL_CASES)
+def test_shell_classifier(cmd, kind, target):
+    assert classify_shell(cmd) == (kind, target)
+
+
+def test_shell_quotes_and_escapes():
+    assert classify_shell('cat "my file.txt"') == ("observe", "my file.txt")
+    assert classify_shell("cat my\\ file.txt") == ("observe", "my file.txt")
+    assert classify_shell('echo "a > b" | cat') == ("observe", None)  # '>' inside quotes is text
+    assert classify_shell("cat a#b # a comment > x") == ("observe", "a#b")
+    assert classify_shell("cat a \\\n b") == ("observe", ("a", "b"))
+    assert classify_shell("python -c 'open(\"x\", \"w\")'") == ("exec", None)
+
+
+def test_shell_never_raises_on_garbage():
+    for cmd in ["'unterminated", '"unterminated', "$(unclosed", "`x", "<<", ">", "|||", "cat <<EOF\nno end", "\\"]:
+        kind, _ = classify_shell(cmd)
+        assert kind in ("observe", "mutate", "exec", "other")
+    assert classify_shell(None) == ("exec", None)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab.> <|&;'\"$()`\\\n#-=*/ic:EOF")), max_size=40))
+def test_shell_total_on_any_text(cmd):
+    kind, target = classify_shell(cmd)
+    assert kind in ("observe", "mutate", "exec", "other")
+    assert target is None or isinstance(target, (str, tuple))
+    if kind in ("exec", "other"):
+        assert target is None
+
+
+def _segments(segs):
+    return [(s.words, s.redirs, s.heredocs) for s in segs]
+
+
+# Characters that steer the lexers: quotes, escapes, operators, redirections, comments,
+# substitutions, digits (file descriptors) and newlines. No "<<": heredocs always take the slow
+# lexer, so the fast one is only ever used (and compared) without them.
+_LEX_ALPHABET = list("ab2 \t\\'\"$()`|&;<>#\n-=")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(_LEX_ALPHABET), max_size=30).filter(lambda s: "<<" not in s))
+def test_fast_and_slow_lexers_agree(text):
+    # The fast lexer is only a shortcut: whatever it returns, the general one must return too.
+    from loopcore.taxonomy.shell import _lex_fast, _lex_slow
+
+    assert _segments(_lex_fast(text)) == _segments(_lex_slow(text))
+
+
+@pytest.mark.parametrize("text", ["\\;#2", "a\\;#2 b", "x\\|#y", "\\&#1>f", "a\\\\;#c", "cat a\\ #b"])
+def test_lexers_agree_on_escaped_operators_before_hash(text):
+    # Regression: an escaped operator right before '#' made the fast lexer read a comment and
+    # drop the rest of the word ("\;#2" lexed as ";#" instead of ";#2").
+    from loopcore.taxonomy.shell import _lex_fast, _lex_slow
+
+    assert _segments(_lex_fast(text)) == _segments(_lex_slow(text))
+
+
+def test_patch_targets():
+    text = "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n*** Delete File: c.py\n*** End Patch"
+    assert parse_patch_targets(text) == ("a.py", "b.py", "c.py")
+
+
+CALL_CASES = [
+    ("claude-code", "Read", {"file_path": "a.ts"}, ("observe", "a.ts")),
+    ("claude-code", "Edit", {"file_path": "a.ts", "old_string": "x", "new_string": "y"}, ("mutate", "a.ts")),
+    ("claude-code", "Write", {"file_path": "b.ts", "content": ""}, ("mutate", "b.ts")),
+    ("claude-code", "Grep", {"pattern": "foo", "path": "src"}, ("observe", "src")),
+    ("claude-code", "Glob", {"pattern": "**/*.ts"}, ("observe", None)),
+    ("claude-code", "Bash", {"command": "rm -f x"}, ("mutate", "x")),
+    ("claude-code", "AskUserQuestion", {"questions": []}, ("ask", None)),
+    ("claude-code", "TodoWrite", {"todos": []}, ("other", None)),
+    ("codex", "shell", {"command": ["bash", "-lc", "sed -n '1,9p' a.rs"]}, ("observe", "a.rs")),
+    ("codex", "shell", {"command": ["rg", "-n", "foo", "src"]}, ("observe", "src")),
+    ("codex", "apply_patch", {"input": "*** Begin Patch\n*** Update File: m.rs\n*** End Patch"}, ("mutate", "m.rs")),
+    ("openhands", "str_replace_editor", {"command": "view", "path": "/w/a.py"}, ("observe", "/w/a.py")),
+    ("openhands", "str_replace_editor", {"command": "str_replace", "path": "/w/a.py"}, ("mutate", "/w/a.py")),
+    ("openhands", "execute_bash", {"command": "pytest"}, ("exec", None)),
+    ("openhands", "think", {"thought": "hmm"}, ("other", None)),
+    ("swe-agent", "open", {"path": "a.py"}, ("observe", "a.py")),
+    ("swe-agent", "edit", {"open_file": "/r/a.py"}, ("mutate", "/r/a.py")),
+    ("swe-agent", "create", {"filename": "new.py"}, ("mutate", "new.py")),
+    ("swe-agent", "submit", {}, ("other", None)),
+    ("tau-bench", "get_reservation_details", {"reservation_id": "ABC"}, ("observe", "ABC")),
+    ("tau-bench", "update_reservation_baggages", {"reservation_id": "ABC", "total_baggages": 2}, ("mutate", "ABC")),
+    ("tau-bench", "cancel_reservation", {"reservation_id": "ABC"}, ("mutate", "ABC")),
+    ("tau-bench", "book_reservation", {"user_id": "u1", "flights": []}, ("mutate", "u1")),
+    ("tau-bench", "search_direct_flight", {"origin": "JFK", "destination": "SEA"}, ("observe", None)),
+    ("tau-bench", "think", {"thought": "x"}, ("other", None)),
+    ("gemini-cli", "read_file", {"absolute_path": "/p/a.py"}, ("observe", "/p/a.py")),
+    ("gemini-cli", "read_many_files", {"paths": ["a", "b"]}, ("observe", ("a", "b"))),
+    ("gemini-cli", "replace", {"file_path": "/p/a.py"}, ("mutate", "/p/a.py")),
+    ("gemini-cli", "run_shell_command", {"command": "ls src"}, ("observe", "src")),
+    ("mini-swe-agent", "bash", {"command": "cat a.py"}, ("observe", "a.py")),
+    # unknown names: the verb decides, else exec (unknown side effects)
+    ("generic", "get_order_status", {"order_id": 7}, ("observe", "7")),
+    ("generic", "list_files", {"path": "src"}, ("observe", "src")),
+    ("generic", "delete_record", {"record_id": "r9"}, ("mutate", "r9")),
+    ("generic", "sendMessage", {"channel_id": "c1"}, ("mutate", "c1")),
+    ("generic", "ask_user", {"question": "?"}, ("ask", None)),
+    ("generic", "mcp__github__get_issue", {"issue_id": 3}, ("observe", "3")),
+    ("generic", "frobnicate", {}, ("exec", None)),
+]
+
+
+@pytest.mark.parametrize("profile,name,args,expected", CALL_CASES)
+def test_profiles(profile, name, args, expected):
+    assert classify(name, args, profile) == expected
+
+
+def test_user_mappings_extend_a_profile():
+    custom = PROFILES["claude-code"].extend({"frobnicate": "observe", "mcp__db__query": ("observe", "table"),
+                                             "Read": lambda args: ("other", None)}, name="mine")
+    assert custom.name == "mine"
+    assert custom.classify("frobnicate", {"path": "p"}) == ("observe", "p")
+    assert custom.classify("mcp__db__query", {"table": "users"}) == ("observe", "users")
+    assert custom.classify("Read", {"file_path": "a"}) == ("other", None)  # user rules win
+    assert PROFILES["claude-code"].classify("Read", {"file_path": "a"}) == ("observe", "a")  # untouched
+    assert classify("frobnicate", {}, {"frobnicate": "ask"}) == ("ask", None)
+
+
+def test_bad_rules_and_profiles_raise():
+    with pytest.raises(ValueError, match="unknown kind"):
+        Profile("x", {"t": "reads"})
+    with pytest.raises(TypeError):
+        Profile("x", {"t": 42})
+    with pytest.raises(ValueError, match="known profiles"):
+        get_profile("nope")
+    with pytest.raises(TypeError):
+        get_profile(3.5)
+
+
+def test_generic_profile_knows_every_harness():
+    g = PROFILES["generic"]
+    for name in ("Read", "apply_patch", "str_replace_editor", "get_user_details", "read_file", "execute_bash"):
+        assert name in g.rules
