@@ -1,0 +1,173 @@
+"""End-to-end ingest benchmark: ``loopcore analyse`` against merely parsing the same files.
+
+    python benchmarks/bench_ingest.py [--traces DIR] [--runs N] [--profile]
+
+(a) parse-only: read + gunzip + ``orjson.loads`` of every trace file ``analyse`` reads (JSONL
+    line by line), the floor any tool that looks at these files pays;
+(b) end-to-end: ``loopcore.report.collect`` over the folder, i.e. what ``loopcore analyse``
+    does without rendering: format detection, adapters, taxonomy, hashing, burn analysis.
+
+Both run in this process, interleaved, and the medians of ``--runs`` runs are compared. The bar
+(DESIGN/issue 5): end-to-end <= 2.0x parse-only, i.e. the analysis adds no more than the parse
+costs. Wall and CPU time are both printed; the bar is judged on CPU time because the work is
+single-threaded and a shared machine makes wall time count waits for a core. Each end-to-end run is checked against the first (same traces, steps and totals) and for
+0 <= wasted <= total, so a fast wrong answer cannot pass. When the ratio misses the bar a cProfile
+of one end-to-end run is printed (or always with ``--profile``). Exit code 0 = bar met, 1 = missed,
+2 = traces absent.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gzip
+import io
+import os
+import pathlib
+import platform
+import pstats
+import statistics
+import sys
+import time
+
+import orjson
+
+import loopcore
+from loopcore.report import collect
+from loopcore.taxonomy.shell import classify_shell
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
+BAR = 2.0
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def parse_only(files: list[str]) -> int:
+    """Read, gunzip and orjson-parse every file; returns the number of JSON documents parsed."""
+    docs = 0
+    for path in files:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if path.endswith(".gz"):
+            data = gzip.decompress(data)
+        name = path[:-3] if path.endswith(".gz") else path
+        if name.endswith(".jsonl"):
+            for line in data.splitlines():
+                if line.strip():
+                    orjson.loads(line)
+                    docs += 1
+        else:
+            orjson.loads(data)
+            docs += 1
+    return docs
+
+
+def end_to_end(traces: str) -> tuple[int, int, int, int]:
+    """``collect`` over the folder; returns (traces, steps, total tokens, wasted tokens).
+
+    The shell classifier's per-command cache is emptied first: a real ``loopcore analyse`` runs
+    in a fresh process, so every timed run must classify every command again."""
+    classify_shell.cache_clear()
+    rep = collect([traces], keep_going=True)
+    return len(rep.traces), rep.steps, rep.overall.total_tokens, rep.overall.wasted_tokens
+
+
+def _timed(fn, *args) -> tuple[float, float, object]:
+    """(wall seconds, CPU seconds of this process, result) of one call."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return time.perf_counter() - w0, time.process_time() - c0, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", default=str(DEFAULT_TRACES), help="folder of traces (default ../shared/traces)")
+    ap.add_argument("--runs", type=int, default=7, help="timed runs of each side (median reported)")
+    ap.add_argument("--profile", action="store_true", help="always print a cProfile of one end-to-end run")
+    args = ap.parse_args(argv)
+
+    traces = args.traces
+    if not os.path.isdir(traces):
+        print(f"bench_ingest: skipped: no traces at {traces} (they live beside the checkout in ../shared/traces)")
+        return 2
+
+    # Warm-up run (imports, page cache) that also tells which files analyse actually reads, so
+    # both sides touch exactly the same bytes.
+    warm = collect([traces], keep_going=True)
+    # "path#index" names one of several traces in a file (tau-bench): the file is path.
+    files = sorted({t.source.split("#", 1)[0] for t in warm.traces if t.source})
+    raw_bytes = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            data = fh.read()
+        raw_bytes += len(gzip.decompress(data)) if f.endswith(".gz") else len(data)
+    gz_bytes = sum(os.path.getsize(f) for f in files)
+    expected = (len(warm.traces), warm.steps, warm.overall.total_tokens, warm.overall.wasted_tokens)
+    parse_only(files)
+
+    parse_wall, parse_cpu, e2e_wall, e2e_cpu = [], [], [], []
+    ok = warm.overall.wasted_tokens <= warm.overall.total_tokens and all(
+        0 <= t.report.wasted_tokens <= t.report.total_tokens for t in warm.traces)
+    for _ in range(args.runs):
+        w, c, _docs = _timed(parse_only, files)
+        parse_wall.append(w)
+        parse_cpu.append(c)
+        w, c, got = _timed(end_to_end, traces)
+        e2e_wall.append(w)
+        e2e_cpu.append(c)
+        ok = ok and got == expected
+    p, e = statistics.median(parse_wall), statistics.median(e2e_wall)
+    pc, ec = statistics.median(parse_cpu), statistics.median(e2e_cpu)
+    # The bar is judged on CPU time: both sides are single-threaded, and on a shared machine
+    # CPU time is what the work costs, while wall time also counts waiting for a core.
+    ratio = ec / pc if pc else float("inf")
+    n_traces, n_steps, total, wasted = expected
+    mb = raw_bytes / 1e6
+
+    print("loopcore ingest benchmark: analyse (load + burn analysis) vs read + gunzip + orjson.loads")
+    print(f"command:     {' '.join([os.path.basename(sys.executable), *sys.argv])}")
+    print(f"environment: Python {platform.python_version()} ({platform.python_implementation()}), "
+          f"{platform.system()} {platform.machine()}, CPU {_cpu()}, {os.cpu_count()} cores visible, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"             loopcore {loopcore.__version__} core={loopcore.implementation()}, "
+          f"orjson {orjson.__version__}, runs={args.runs} interleaved (medians)")
+    print(f"input:       {len(files)} files with traces ({len(warm.skipped)} skipped, {len(warm.ignored)} ignored), "
+          f"{n_traces:,} traces, {n_steps:,} steps, {mb:.1f} MB uncompressed ({gz_bytes / 1e6:.1f} MB gzip)")
+    print(f"check:       {'ok' if ok else 'FAILED'}: identical traces/steps/totals on every run, "
+          f"0 <= wasted <= total ({wasted:,} of {total:,} tokens wasted, {wasted / total * 100 if total else 0:.1f}%)")
+    print()
+    print(f"| {'work':<28} | {'wall s':>7} | {'CPU s':>7} | {'files/s':>8} | {'steps/s':>10} | {'MB/s':>7} | "
+          f"{'ratio (CPU)':>11} |")
+    print(f"|{'-' * 30}|{'-' * 9}|{'-' * 9}|{'-' * 10}|{'-' * 12}|{'-' * 9}|{'-' * 13}|")
+    for label, t, c in (("parse only (orjson)", p, pc), ("loopcore analyse, end to end", e, ec)):
+        print(f"| {label:<28} | {t:>7.3f} | {c:>7.3f} | {len(files) / c:>8.1f} | {n_steps / c:>10,.0f} | "
+              f"{mb / c:>7.1f} | {c / pc:>10.2f}x |")
+    verdict = "PASS" if ratio <= BAR and ok else "FAIL"
+    print()
+    print(f"rates are per CPU second; wall-clock ratio {e / p:.2f}")
+    print(f"end-to-end / parse-only = {ratio:.2f} (CPU time; bar <= {BAR:.1f}): {verdict}")
+
+    if args.profile or ratio > BAR:
+        prof = cProfile.Profile()
+        prof.enable()
+        end_to_end(traces)
+        prof.disable()
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
+        print()
+        print("cProfile of one end-to-end run (top 20 by own time):")
+        print(out.getvalue())
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,345 @@
+"""The ``loopcore`` command line: ``analyse`` recorded traces, ``replay`` them through a Guard.
+
+Exit codes (stable; scripts and CI rely on them):
+
+* 0: success.
+* 1: ``analyse --fail-above RATIO`` and the overall waste ratio is above RATIO, or
+  ``replay --fail-on-block`` and the guard would have blocked a call.
+* 2: usage or input error: bad arguments, an unknown format or policy, a missing path, a
+  malformed file (named with its line). With ``--keep-going`` bad inputs are skipped and
+  counted instead, and 2 is returned only when nothing at all could be read.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+#: Below this many input files (and bytes) the work is short and no progress bar is shown.
+PROGRESS_MIN_FILES = 20
+PROGRESS_MIN_BYTES = 16 << 20
+
+
+class _CliError(Exception):
+    """A usage or input problem reported as ``loopcore: error: ...`` with exit code 2."""
+
+
+def _ratio(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"a ratio is between 0 and 1 (0.25 = 25%); got {text}")
+    return v
+
+
+def _count(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0; got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser for ``loopcore`` (usage errors exit with code 2)."""
+    from . import __version__
+
+    p = argparse.ArgumentParser(
+        prog="loopcore",
+        description="Find the tokens LLM agents burn on loops and repeated work.",
+        epilog="Exit codes: 0 ok, 1 waste above --fail-above (or a block with --fail-on-block), "
+        "2 usage or input error. See docs/cli.md.",
+    )
+    p.add_argument("--version", action="version", version=f"loopcore {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("paths", nargs="*", metavar="PATH",
+                        help="trace files or folders (.gz too); none = the bundled example trace")
+        sp.add_argument("--format", default="auto", metavar="NAME",
+                        help="input trace format (default: auto-detect per file)")
+        sp.add_argument("--keep-going", action="store_true",
+                        help="skip malformed files and lines, count them, analyse the rest")
+        sp.add_argument("--json", metavar="FILE", help="write the full report as JSON ('-' = stdout, no table)")
+        sp.add_argument("--top", type=_count, default=10, metavar="N", help="rows of findings/events to show (default 10)")
+        prog = sp.add_mutually_exclusive_group()
+        prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                          help="always show a progress bar on stderr")
+        prog.add_argument("--no-progress", dest="progress", action="store_false",
+                          help="never show a progress bar")
+
+    a = sub.add_parser("analyse", aliases=["analyze"], help="account for the tokens recorded traces wasted",
+                       description="Analyse recorded agent traces for wasted tokens.")
+    common(a)
+    a.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    a.add_argument("--min-ratio", type=_ratio, default=0.0, metavar="RATIO",
+                   help="list only traces whose waste ratio is at least RATIO (totals keep all)")
+    a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
+                   help="exit 1 when the overall waste ratio is above RATIO (for CI)")
+    a.set_defaults(run=_run_analyse)
+
+    r = sub.add_parser("replay", help="run the Guard over recorded calls: what would it have warned or blocked?",
+                       description="Replay recorded traces through a Guard and report its verdicts.")
+    common(r)
+    r.add_argument("--policy", default="default", metavar="NAME", help="policy preset (default: default)")
+    r.add_argument("--fail-on-block", action="store_true", help="exit 1 when the guard would have blocked a call")
+    r.set_defaults(run=_run_replay)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with *argv* (default ``sys.argv[1:]``); returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # SystemExit(2) on usage errors, as argparse does
+    try:
+        return args.run(args)
+    except _CliError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except BrokenPipeError:
+        # `loopcore analyse | head`: the reader left; not an error worth a traceback.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+def _err(msg: str) -> None:
+    print(f"loopcore: error: {msg}", file=sys.stderr)
+
+
+def _print_to_stdout(render: Callable[[Any], None]) -> None:
+    """Run *render* on a rich Console for stdout: live terminal, or clean text for pipes."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        render(Console(file=sys.stdout, highlight=False))
+        return
+    # Pipes and files get plain text: no colour codes, a fixed generous width instead of
+    # rich's 80 columns so rows do not wrap (an explicit COLUMNS still wins), and no
+    # trailing padding, so the output diffs and pastes cleanly.
+    try:
+        width = int(os.environ.get("COLUMNS", "")) or 120
+    except ValueError:
+        width = 120
+    buf = io.StringIO()
+    render(Console(file=buf, width=width, highlight=False, color_system=None, force_terminal=False))
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines()))
+    sys.stdout.flush()
+
+
+def _check_format(name: str) -> None:
+    from .adapters import FORMATS, load
+
+    try:
+        load([], name)  # resolves the name (aliases too) without reading anything
+    except ValueError:
+        raise _CliError(f"unknown format {name!r}; known formats: auto, {', '.join(FORMATS)}") from None
+
+
+#: What a folder walk reads (the adapters' rule): README.md, .yaml, .tsv beside traces are not work.
+_TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+
+
+def _input_size(paths: Sequence[str]) -> tuple[int, int]:
+    files = size = 0
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _dirs, names in os.walk(p):
+                for n in names:
+                    if n.startswith(".") or not n.removesuffix(".gz").endswith(_TRACE_SUFFIXES):
+                        continue
+                    files += 1
+                    try:
+                        size += os.path.getsize(os.path.join(root, n))
+                    except OSError:
+                        pass
+        elif os.path.isfile(p):
+            files += 1
+            size += os.path.getsize(p)
+    return files, size
+
+
+class _Progress:
+    """A transient rich progress bar on stderr, advanced once per input file finished."""
+
+    def __init__(self, paths: Sequence[str], forced: bool | None) -> None:
+        self.bar: Any = None
+        if forced is False:
+            return
+        files, size = _input_size(paths)
+        long_work = files >= PROGRESS_MIN_FILES or size >= PROGRESS_MIN_BYTES
+        # Only a human watching a terminal wants the bar; pipes and CI logs stay clean.
+        if not (forced or (long_work and sys.stderr.isatty())):
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[traces]} traces, {task.fields[steps]:,} steps"),
+            TimeElapsedColumn(),
+            console=Console(file=sys.stderr, force_terminal=bool(forced) or None),
+            transient=True,
+        )
+        self.task = self.bar.add_task("reading", total=max(files, 1), traces=0, steps=0)
+        self.sources: set[str] = set()
+        self.traces = 0
+        self.steps = 0
+
+    def __enter__(self) -> "_Progress":
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            # Files with no trace in them (preds.json) never advance the bar; finish it anyway.
+            self.bar.update(self.task, completed=self.bar.tasks[0].total)
+            self.bar.stop()
+
+    def callback(self) -> Callable[[Any], None] | None:
+        if self.bar is None:
+            return None
+
+        def on_trace(trace: Any) -> None:
+            self.traces += 1
+            self.steps += len(trace.steps)
+            # One file can hold many traces, named "path#index" (tau-bench): count the file once.
+            self.sources.add((trace.source or "").split("#", 1)[0])
+            self.bar.update(self.task, completed=len(self.sources), traces=self.traces, steps=self.steps)
+
+        return on_trace
+
+
+def _load_errors() -> tuple[type[BaseException], ...]:
+    from .adapters import TraceFormatError
+
+    return (TraceFormatError, OSError)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    path = getattr(exc, "path", None) or getattr(exc, "filename", None)
+    line = getattr(exc, "line", None)
+    if path and str(path) not in text:
+        where = f"{path}:{line}" if isinstance(line, int) and line else str(path)
+        text = f"{where}: {text}"
+    return text
+
+
+def _write(dest: str, data: bytes | str, what: str) -> None:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if dest == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        with open(dest, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise _CliError(f"cannot write the {what} to {dest}: {exc.strerror or exc}") from None
+    print(f"loopcore: wrote the {what} to {dest}", file=sys.stderr)
+
+
+def _run_analyse(args: argparse.Namespace) -> int:
+    from .report import collect, render_html, render_text, to_json
+
+    _check_format(args.format)
+    if args.json == "-" and args.html == "-":
+        raise _CliError("--json - and --html - cannot both write to stdout")
+    started = time.perf_counter()
+    try:
+        with _Progress(args.paths, args.progress) as prog:
+            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=prog.callback())
+    except _load_errors() as exc:
+        raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
+    elapsed = time.perf_counter() - started
+    if not report.traces and report.skipped:
+        _write_outputs(args, report, to_json, render_html)
+        raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
+    if args.json != "-" and args.html != "-":
+        _print_to_stdout(lambda c: render_text(report, c, top=args.top, min_ratio=args.min_ratio))
+        if report.skipped:
+            print(f"loopcore: skipped {len(report.skipped)} unreadable input(s) (--keep-going)", file=sys.stderr)
+        n = len(report.traces)
+        print(f"loopcore: analysed {n:,} trace{'s' if n != 1 else ''}, {report.steps:,} steps in {elapsed:.2f}s",
+              file=sys.stderr)
+    _write_outputs(args, report, to_json, render_html)
+    if args.fail_above is not None and report.overall.waste_ratio > args.fail_above:
+        print(f"loopcore: waste ratio {report.overall.waste_ratio:.3f} is above --fail-above {args.fail_above}",
+              file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any) -> None:
+    if args.json:
+        _write(args.json, to_json(report), "JSON report")
+    if getattr(args, "html", None):
+        _write(args.html, render_html(report, top=args.top, min_ratio=args.min_ratio), "HTML report")
+
+
+def _run_replay(args: argparse.Namespace) -> int:
+    from .replay import collect_replay, render_replay_text, replay_to_json
+
+    _check_format(args.format)
+    _check_policy(args.policy)
+    # The guard also logs each doom_loop_detected event; the report below already lists them,
+    # so keep Python's last-resort handler from echoing every one to stderr.
+    quiet = logging.NullHandler()
+    logger = logging.getLogger("loopcore")
+    logger.addHandler(quiet)
+    try:
+        with _Progress(args.paths, args.progress) as prog:
+            report = collect_replay(args.paths, policy=args.policy, format=args.format,
+                                    keep_going=args.keep_going, on_trace=prog.callback())
+    except _load_errors() as exc:
+        raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
+    finally:
+        logger.removeHandler(quiet)
+    if not report.traces and report.skipped:
+        raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
+    if args.json != "-":
+        _print_to_stdout(lambda c: render_replay_text(report, c, top=args.top))
+    if args.json:
+        _write(args.json, replay_to_json(report), "JSON replay report")
+    if args.fail_on_block and report.blocked:
+        print(f"loopcore: the guard would have blocked {report.blocked} call(s)", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _check_policy(name: str) -> None:
+    from .policy import Policy
+
+    try:
+        Policy.preset(name)
+    except ValueError:
+        raise _CliError(f"unknown policy {name!r}; known policies: {', '.join(Policy.presets())}") from None
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m loopcore.cli`
+    sys.exit(main())

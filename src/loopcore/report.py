@@ -1,0 +1,467 @@
+"""What ``loopcore analyse`` computes and how it is shown: a table, JSON, or one HTML file.
+
+:func:`collect` turns paths into an :class:`AnalysisReport` (load + burn analysis, no
+rendering; the ingest benchmark times exactly this). ``render_text`` / ``to_json`` /
+``render_html`` only format that report, so every output says the same thing.
+
+Token counts that an adapter estimated from text length (the trace had no usage fields) are
+marked with ``~`` in the table and HTML and carry ``tokens_estimated: true`` in JSON.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import html
+import os
+import pathlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from rich.console import Console
+
+    from .burn import BurnReport, Finding
+    from .trace import Trace
+
+__all__ = [
+    "AnalysisReport",
+    "EXAMPLE_TRACE",
+    "REPORT_SCHEMA",
+    "Skipped",
+    "TraceResult",
+    "bulk_gc",
+    "collect",
+    "render_html",
+    "render_text",
+    "to_json",
+    "fmt_tokens",
+    "iter_traces",
+]
+
+#: Bumped when the JSON report changes shape (fields are only ever added within a version).
+REPORT_SCHEMA = 1
+
+#: The bundled example session (written by tools/make_example.py), analysed by a bare
+#: ``loopcore analyse``.
+EXAMPLE_TRACE = pathlib.Path(__file__).resolve().parent / "examples" / "session.jsonl"
+
+
+@dataclass(slots=True)
+class Skipped:
+    """One input that could not be read, kept so ``--keep-going`` can say what it left out."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def where(self) -> str:
+        """``path:line`` (or just the path when no line applies)."""
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+@dataclass(slots=True)
+class TraceResult:
+    """One analysed trace: where it came from and its BurnReport."""
+
+    source: str
+    session: str
+    format: str | None
+    steps: int
+    report: "BurnReport"
+
+    @property
+    def label(self) -> str:
+        """A short human name: the session, or the file name when the trace has none."""
+        return self.session or pathlib.Path(self.source).name
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the full BurnReport plus where the trace came from."""
+        d: dict[str, Any] = {"source": self.source, "session": self.session, "format": self.format, "steps": self.steps}
+        # The origin fields win: an empty trace's BurnReport has no session of its own.
+        return {**d, **{k: v for k, v in self.report.to_dict().items() if k not in d}}
+
+
+@dataclass(slots=True)
+class AnalysisReport:
+    """The result of ``loopcore analyse``: per-trace reports, the combined one, what was skipped."""
+
+    traces: list[TraceResult]
+    overall: "BurnReport"
+    skipped: list[Skipped] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    example: bool = False
+    files: int = 0
+    ignored: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        """Steps over every trace."""
+        return sum(t.steps for t in self.traces)
+
+    def top_findings(self, n: int) -> list[tuple[TraceResult, "Finding"]]:
+        """The *n* costliest findings over every trace, with the trace each came from."""
+        pairs = [(t, f) for t in self.traces for f in t.report.findings]
+        # Ties broken by input order so the output is deterministic across runs.
+        pairs.sort(key=lambda p: -p[1].tokens)
+        return pairs[: max(n, 0)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The full report as JSON-ready data (schema ``REPORT_SCHEMA``)."""
+        from . import __version__, implementation
+
+        return {
+            "schema": REPORT_SCHEMA,
+            "loopcore": __version__,
+            "implementation": implementation(),
+            "inputs": list(self.inputs),
+            "example": self.example,
+            "files": self.files,
+            "overall": dict(self.overall.to_dict(), traces=len(self.traces), steps=self.steps),
+            "traces": [t.to_dict() for t in self.traces],
+            "skipped": [s.to_dict() for s in self.skipped],
+            "ignored": list(self.ignored),
+        }
+
+
+def collect(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    format: str = "auto",
+    keep_going: bool = False,
+    on_trace: Callable[["Trace"], None] | None = None,
+) -> AnalysisReport:
+    """Load every trace under *paths* and analyse it; raises TraceFormatError on bad input
+    (ValueError for an unknown *format*) unless *keep_going*, in which case the bad files and
+    lines are listed in ``report.skipped``.
+
+    An empty *paths* analyses the bundled example trace (``report.example`` is then True).
+    ``on_trace`` is called after each trace is analysed (the CLI drives its progress bar with it).
+    """
+    from .burn import BurnReport, analyse_burn
+
+    results: list[TraceResult] = []
+    stats = _stats()
+    with bulk_gc():
+        for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
+            results.append(_result(trace, src, analyse_burn(trace)))
+            if on_trace is not None:
+                on_trace(trace)
+    overall = BurnReport.combine([r.report for r in results])
+    return AnalysisReport(results, overall, _skipped(stats), inputs=_sources(paths), example=not paths,
+                          files=stats.files, ignored=[str(p) for p in stats.ignored])
+
+
+@contextlib.contextmanager
+def bulk_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a bulk load, restoring its state afterwards.
+
+    Loading allocates millions of small acyclic objects (parsed JSON, Steps) that the cyclic
+    collector would rescan again and again for nothing: about 10% of ``analyse`` time on
+    ../shared/traces. Reference counting still frees every trace once it is analysed, so
+    memory stays bounded by the largest trace. Process-wide, like every ``gc`` switch.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _sources(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):  # one path, not a sequence of characters
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths] if paths else [str(EXAMPLE_TRACE)]
+
+
+def _stats() -> Any:
+    from .adapters import LoadStats
+
+    return LoadStats()
+
+
+def iter_traces(
+    paths: Sequence[str | os.PathLike[str]], *, format: str = "auto", keep_going: bool = False, stats: Any = None
+) -> Iterable[tuple[str, "Trace"]]:
+    """``(source, trace)`` for every trace under *paths* (the bundled example when empty), via
+    ``loopcore.load``; errors as for :func:`collect`, counted in *stats* (a LoadStats)."""
+    from .adapters import load
+
+    sources = _sources(paths)
+    for trace in load(sources, format, keep_going=keep_going, stats=stats):
+        yield (trace.source or sources[0]), trace
+
+
+def _skipped(stats: Any) -> list[Skipped]:
+    return [
+        Skipped(str(getattr(e, "path", None) or "<input>"), getattr(e, "line", None), str(getattr(e, "reason", e)))
+        for e in stats.errors
+    ]
+
+
+def _result(trace: "Trace", src: str, report: "BurnReport") -> TraceResult:
+    return TraceResult(
+        source=src,
+        session=trace.session or "",
+        format=trace.format,
+        steps=len(trace.steps),
+        report=report,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting helpers shared by the text and HTML renderers
+
+
+def fmt_tokens(n: int, estimated: bool = False) -> str:
+    """``12,345``, or ``~12,345`` when the count is an estimate (0 is 0 either way)."""
+    return f"{'~' if estimated and n else ''}{n:,}"
+
+
+def fmt_ratio(r: float) -> str:
+    """A waste ratio as a percentage with one decimal."""
+    return f"{r * 100:.1f}%"
+
+
+def fmt_target(target: Any) -> str:
+    """A finding's target as text: a path, ``a, b`` for several, ``-`` when unknown."""
+    if target is None or target == () or target == "":
+        return "-"
+    if isinstance(target, (tuple, list)):
+        return ", ".join(str(t) for t in target)
+    return str(target)
+
+
+def shorten(text: str, width: int) -> str:
+    """*text* cut to *width* characters keeping its end (``…/fields/related.py``): the end of a
+    path or id is the part that tells targets apart."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
+#: Short names for the top-finding column of the table; the findings list spells kinds out.
+_KIND_SHORT = {
+    "redundant_observation": "re-read",
+    "duplicate_call": "repeat",
+    "oscillation": "undo/redo",
+    "question_loop": "questions",
+}
+
+
+def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
+    if not report.findings:
+        return "-"
+    f = max(report.findings, key=lambda f: f.tokens)
+    kind = _KIND_SHORT.get(f.kind, f.kind)
+    if f.kind == "question_loop":
+        return kind
+    what = f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target)
+    return f"{kind} {shorten(what, max(width - len(kind) - 1, 8))}"
+
+
+def _visible(report: AnalysisReport, min_ratio: float) -> list[TraceResult]:
+    return [t for t in report.traces if t.report.waste_ratio >= min_ratio]
+
+
+def _title(report: AnalysisReport) -> str:
+    n = len(report.traces)
+    what = "the bundled example trace" if report.example else f"{n} trace{'s' if n != 1 else ''}"
+    return f"loopcore burn analysis of {what}"
+
+
+# ---------------------------------------------------------------------------------------------
+# text (rich)
+
+
+def render_text(
+    report: AnalysisReport, console: "Console", *, top: int = 10, min_ratio: float = 0.0, max_rows: int = 30
+) -> None:
+    """Print the summary to *console*: one row per trace, the overall row, the top findings and
+    the top recommendation. Traces below *min_ratio* are left out of the table (not the totals)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    if report.example:
+        console.print(f"No path given: analysing the bundled example trace {report.inputs[0]}", markup=False)
+    rows = _visible(report, min_ratio)
+    rows_shown = sorted(rows, key=lambda t: -t.report.wasted_tokens)[:max_rows] if len(rows) > max_rows else rows
+    o = report.overall
+    cells = [
+        (
+            t.label,
+            t.format or "-",
+            f"{t.steps:,}",
+            fmt_tokens(t.report.total_tokens, t.report.tokens_estimated),
+            fmt_tokens(t.report.wasted_tokens, t.report.tokens_estimated),
+            fmt_ratio(t.report.waste_ratio),
+            t.report,
+        )
+        for t in rows_shown
+    ]
+    total = ("overall", "", f"{report.steps:,}", fmt_tokens(o.total_tokens, o.tokens_estimated),
+             fmt_tokens(o.wasted_tokens, o.tokens_estimated), fmt_ratio(o.waste_ratio), o)
+    heads = ("trace", "format", "steps", "tokens", "wasted", "ratio")
+    widths = [max(len(h), *(len(c[i]) for c in [*cells, total])) for i, h in enumerate(heads)]
+    widths[0] = min(widths[0], 30)
+    # The top-finding cell gets whatever the other columns leave (2 of padding per cell);
+    # numbers never wrap, labels fold, and the finding's target is cut from the left.
+    finding_w = max(16, console.width - sum(widths) - 2 * (len(heads) + 1) - 2)
+    table = Table(title=_title(report), box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("trace", overflow="fold", max_width=30)
+    table.add_column("format", overflow="fold")
+    for h in heads[2:]:
+        table.add_column(h, justify="right", no_wrap=True)
+    table.add_column("top finding", no_wrap=True, overflow="ellipsis")
+    for label, fmt, *nums, r in cells:
+        table.add_row(Text(label), Text(fmt), *nums, Text(_top_finding_text(r, finding_w)))
+    table.add_section()
+    table.add_row(Text("overall", style="bold"), "", *total[2:5], Text(total[5], style="bold"),
+                  Text(_top_finding_text(o, finding_w)))
+    console.print(table)
+    hidden = len(report.traces) - len(rows_shown)
+    if hidden:
+        why = []
+        if len(rows) < len(report.traces):
+            why.append(f"{len(report.traces) - len(rows)} below --min-ratio {fmt_ratio(min_ratio)}")
+        if len(rows_shown) < len(rows):
+            why.append(f"{len(rows) - len(rows_shown)} more with less waste")
+        console.print(f"({hidden} trace{'s' if hidden != 1 else ''} not listed: {'; '.join(why)}; use --json for all)")
+
+    findings = report.top_findings(top)
+    if findings:
+        # A grid, not a table: the sentence is the useful part and gets the full width,
+        # indented under its tokens instead of squeezed into a narrow column.
+        n = sum(len(t.report.findings) for t in report.traces)
+        console.print(Text(f"Top {len(findings)} finding{'s' if len(findings) != 1 else ''} (of {n:,})", style="bold"))
+        ft = Table.grid(padding=(0, 2))
+        ft.add_column(justify="right", no_wrap=True)
+        ft.add_column()
+        for t, f in findings:
+            ft.add_row(
+                fmt_tokens(f.tokens, t.report.tokens_estimated),
+                Text.assemble((f.kind, "bold"), "  ", (t.label, "cyan"), "\n", f.message),
+            )
+        console.print(ft)
+    elif report.traces:
+        console.print("No waste found: every repeated call had a reason (a change in between, or a new result).")
+    if o.top_recommendation:
+        console.print()
+        console.print(Text.assemble(("Top recommendation: ", "bold"), o.top_recommendation))
+    if o.tokens_estimated:
+        console.print("~ = estimated from text length: the trace has no per-call usage fields.")
+    if report.ignored:
+        n = len(report.ignored)
+        console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "
+                      f"{os.path.basename(report.ignored[0])})", markup=False, highlight=False)
+    if report.skipped:
+        console.print(f"[yellow]Skipped {len(report.skipped)} unreadable input{'s' if len(report.skipped) != 1 else ''}:[/yellow]")
+        for s in report.skipped[:top or 10]:
+            console.print(f"  {s.where()}: {s.message}", highlight=False, markup=False)
+        if len(report.skipped) > (top or 10):
+            console.print(f"  ... and {len(report.skipped) - (top or 10)} more (see --json)")
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+def to_json(report: AnalysisReport) -> bytes:
+    """The full report as indented UTF-8 JSON (every trace and finding, not just the top ones)."""
+    import orjson
+
+    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_json_default) + b"\n"
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    return repr(o)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML: one self-contained file (inline CSS, no scripts, no external assets); every piece of
+# trace-derived text goes through html.escape because traces are untrusted input.
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d232a}
+h1{font-size:1.35rem}h2{font-size:1.1rem;margin-top:2rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}
+th,td{padding:.3rem .6rem;border-bottom:1px solid #e3e6ea;text-align:left;vertical-align:top}
+th{background:#f4f6f8}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.total td{font-weight:600;border-top:2px solid #9aa3ad}
+.rec{background:#fff7e0;border-left:4px solid #e0a800;padding:.6rem 1rem}
+.muted{color:#68737d}.bar{background:#e3e6ea;height:.5rem;width:6rem;display:inline-block}
+.bar span{background:#d9534f;height:.5rem;display:block}
+"""
+
+
+def _bar(ratio: float) -> str:
+    pct = max(0.0, min(1.0, ratio)) * 100
+    return f'<span class="bar"><span style="width:{pct:.1f}%"></span></span>'
+
+
+def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0) -> str:
+    """The report as one self-contained HTML page (inline CSS, no scripts, everything escaped)."""
+    e = html.escape
+    o = report.overall
+    out: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(_title(report))}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{e(_title(report))}</h1>",
+        f'<p class="muted">{report.steps:,} steps in {len(report.traces):,} traces; '
+        f"{fmt_tokens(o.wasted_tokens, o.tokens_estimated)} of {fmt_tokens(o.total_tokens, o.tokens_estimated)} "
+        f"tokens wasted ({e(fmt_ratio(o.waste_ratio))}).</p>",
+    ]
+    if o.top_recommendation:
+        out.append(f'<p class="rec"><strong>Top recommendation:</strong> {e(o.top_recommendation)}</p>')
+    out.append("<h2>Traces</h2><table><thead><tr><th>trace</th><th>source</th><th>format</th>"
+               "<th>steps</th><th>tokens</th><th>wasted</th><th>ratio</th><th>top finding</th></tr></thead><tbody>")
+    # Most waste first: the page is read top-down, and the input order is in the JSON.
+    for t in sorted(_visible(report, min_ratio), key=lambda t: -t.report.wasted_tokens):
+        r = t.report
+        out.append(
+            f"<tr><td>{e(t.label)}</td><td class=\"muted\">{e(t.source)}</td><td>{e(t.format or '-')}</td>"
+            f'<td class="n">{t.steps:,}</td><td class="n">{fmt_tokens(r.total_tokens, r.tokens_estimated)}</td>'
+            f'<td class="n">{fmt_tokens(r.wasted_tokens, r.tokens_estimated)}</td>'
+            f'<td class="n">{e(fmt_ratio(r.waste_ratio))} {_bar(r.waste_ratio)}</td>'
+            f"<td>{e(_top_finding_text(r))}</td></tr>"
+        )
+    out.append(
+        f'<tr class="total"><td>overall</td><td></td><td></td><td class="n">{report.steps:,}</td>'
+        f'<td class="n">{fmt_tokens(o.total_tokens, o.tokens_estimated)}</td>'
+        f'<td class="n">{fmt_tokens(o.wasted_tokens, o.tokens_estimated)}</td>'
+        f'<td class="n">{e(fmt_ratio(o.waste_ratio))} {_bar(o.waste_ratio)}</td><td></td></tr></tbody></table>'
+    )
+    findings = report.top_findings(top)
+    if findings:
+        out.append(f"<h2>Top {len(findings)} findings</h2><table><thead><tr><th>tokens</th><th>kind</th>"
+                   "<th>target</th><th>trace</th><th>steps</th><th>what happened</th></tr></thead><tbody>")
+        for t, f in findings:
+            steps = ", ".join(str(s) for s in (f.steps or ()))
+            out.append(
+                f'<tr><td class="n">{fmt_tokens(f.tokens, t.report.tokens_estimated)}</td><td>{e(f.kind)}</td>'
+                f"<td>{e(fmt_target(f.target))}</td><td>{e(t.label)}</td><td>{e(steps)}</td><td>{e(f.message)}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    else:
+        out.append("<p>No waste found.</p>")
+    if report.skipped:
+        out.append(f"<h2>Skipped inputs ({len(report.skipped)})</h2><ul>")
+        out.extend(f"<li>{e(s.where())}: {e(s.message)}</li>" for s in report.skipped)
+        out.append("</ul>")
+    if o.tokens_estimated:
+        out.append('<p class="muted">~ = estimated from text length: the trace has no per-call usage fields.</p>')
+    from . import __version__
+
+    out.append(f'<p class="muted">loopcore {e(__version__)}</p></body></html>')
+    return "\n".join(out) + "\n"
+
