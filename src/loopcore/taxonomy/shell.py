@@ -159,12 +159,19 @@ _FAST = re.compile(
 )
 _OP_START = frozenset("|&;()\n<>")
 _FD_OPS = frozenset({">", ">>", "<", ">&", "<&", ">|", "<>", "<<<"})  # may follow a descriptor number
-_HEREDOC = re.compile(r"<<(?!<)")
+# What only the general lexer handles: a heredoc, or a blank other than space/tab/CR/newline
+# (form feed, NBSP...), which splits nothing but which the fast regex would skip together with
+# the blanks after it.
+# The blanks are Python's str.isspace() ones minus " \t\r\n", listed: a negated class
+# ([^\S \t\r\n]) scans a long script about 20% slower.
+_NEEDS_SLOW = re.compile("<<(?!<)|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+# First characters of the tokens _lex_fast cannot take as plain text.
+_FAST_SPECIAL = frozenset("'\"\\#") | _OP_START
 
 
 def _lex(s: str) -> list[_Seg]:
     """Split a shell script into simple commands (best effort, never raises)."""
-    if "<<" in s and _HEREDOC.search(s):
+    if _NEEDS_SLOW.search(s):
         return _lex_slow(s)
     return _lex_fast(s)
 
@@ -174,11 +181,31 @@ def _lex_fast(s: str) -> list[_Seg]:
     segs: list[_Seg] = []
     seg = _Seg()
     words = seg.words
-    word: list[str] | None = None
+    word: str | None = None  # the word being built (a str: words of several parts are rare)
     redir_op: str | None = None
     fd_ok = False
     for tok, ws in _FAST.findall(s):
         c = tok[0]
+        if c not in _FAST_SPECIAL:
+            # Plain text, $(...), `...` or a lone $: most tokens, so the shortest path.
+            if ws:
+                if word is not None:
+                    tok = word + tok
+                    word = None
+                if redir_op is None:
+                    words.append(tok)
+                else:
+                    if redir_op != "<<<":
+                        seg.redirs.append((redir_op, tok))
+                    redir_op = None
+            elif word is None:
+                word = tok
+                # only bare digits right before a redirection name a file descriptor
+                fd_ok = tok.isdigit()
+            else:
+                word += tok
+                fd_ok = False
+            continue
         if c == "'":
             part = tok[1:-1] if len(tok) > 1 and tok[-1] == "'" else tok[1:]
         elif c == '"':
@@ -188,58 +215,58 @@ def _lex_fast(s: str) -> list[_Seg]:
         elif c == "\\":
             if len(tok) == 1 or tok[1] == "\n":
                 part = None  # line continuation
+                fd_ok = False  # as in _lex_slow: "1\\<newline>>x" keeps 1 as a word
             else:
                 part = tok[1]
         elif c == "#":
             if word is None:
                 part = None  # a comment
                 ws = " "
-            else:  # '#' glued to a word is a plain character
+            elif len(tok) == 1:  # '#' glued to a word is a plain character
                 part = "#"
-        elif c in _OP_START:
+            else:
+                # The regex took '#' after an escaped operator ("\\;#2") for a comment, but a
+                # word is still open there, so the rest of the line belongs to it: only the
+                # general lexer can tell.
+                return _lex_slow(s)
+        else:  # an operator
             if word is not None:
-                w = "".join(word)
-                word = None
                 if redir_op is not None:
                     if redir_op != "<<<":
-                        seg.redirs.append((redir_op, w))
+                        seg.redirs.append((redir_op, word))
                     redir_op = None
-                elif not (tok in _FD_OPS and fd_ok):  # "2>": a descriptor, not an argument
-                    words.append(w)
+                elif not (fd_ok and tok in _FD_OPS):  # "2>": a descriptor, not an argument
+                    words.append(word)
+                word = None
             if tok in _REDIR_OPS:
                 redir_op = _REDIR_OPS[tok]
-            elif seg.words or seg.redirs:
+            elif words or seg.redirs:
                 segs.append(seg)
                 seg = _Seg()
                 words = seg.words
             continue
-        else:
-            part = tok
         if part is not None:
             if word is None:
-                word = [part]
-                # only bare digits right before a redirection name a file descriptor
-                fd_ok = part is tok and tok.isdigit()
+                word = part
+                fd_ok = False  # quoted or escaped digits are an argument
             else:
-                word.append(part)
+                word += part
                 fd_ok = False
         if ws and word is not None:
-            w = "".join(word)
-            word = None
             if redir_op is not None:
                 if redir_op != "<<<":
-                    seg.redirs.append((redir_op, w))
+                    seg.redirs.append((redir_op, word))
                 redir_op = None
             else:
-                words.append(w)
+                words.append(word)
+            word = None
     if word is not None:
-        w = "".join(word)
         if redir_op is not None:
             if redir_op != "<<<":
-                seg.redirs.append((redir_op, w))
+                seg.redirs.append((redir_op, word))
         else:
-            words.append(w)
-    if seg.words or seg.redirs:
+            words.append(word)
+    if words or seg.redirs:
         segs.append(seg)
     return segs
 
@@ -412,14 +439,17 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
     n = len(words)
     while i < n:
         w = words[i]
-        if w in _PREFIX_WORDS or _ASSIGN_RE.match(w):
+        if w in _PREFIX_WORDS or ("=" in w and _ASSIGN_RE.match(w)):
             i += 1
             continue
         break
     if i >= n:
         return ("other", [], [], False)
-    words = words[i:]
-    cmd = words[0].rsplit("/", 1)[-1]
+    if i:
+        words = words[i:]
+    cmd = words[0]
+    if "/" in cmd:
+        cmd = cmd.rsplit("/", 1)[-1]
     if cmd in _NEUTRAL_SEGMENTS or words[0] in _NEUTRAL_SEGMENTS:
         return ("other", [], [], False)
     if cmd in _WRAPPERS or cmd in ("timeout", "env", "xargs", "time"):
@@ -456,7 +486,8 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
     if cmd in _PATTERN_READERS:
         opts = _VALUE_OPTS.get(cmd, frozenset())
         ops = _operands(words, opts)
-        explicit_pattern = any(w in ("-e", "-f", "--regexp", "--file") or w.startswith(("--regexp=", "--file=")) for w in words[1:])
+        explicit_pattern = any(w[:1] == "-" and (w in ("-e", "-f", "--regexp", "--file") or w.startswith(("--regexp=", "--file=")))
+                               for w in words[1:])
         if cmd == "rg" and "--files" in words:
             explicit_pattern = True
         if not explicit_pattern and ops:
@@ -470,7 +501,8 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
                       (w.startswith("-") and not w.startswith("--") and "i" in w[1:] and w not in opts)
                       for w in words[1:] if w.startswith("-") and w != "--")
         ops = _operands(words, opts)
-        if not any(w in ("-e", "-f", "--expression", "--file") or w.startswith(("--expression=", "--file=")) for w in words[1:]) and ops:
+        if ops and not any(w[:1] == "-" and (w in ("-e", "-f", "--expression", "--file") or w.startswith(("--expression=", "--file=")))
+                           for w in words[1:]):
             ops = ops[1:]  # the script
         if inplace:
             return ("mutate", [], ops, not ops)
@@ -613,6 +645,10 @@ def _classify_script(script: str, depth: int = 0) -> _Part:
                 cwd = posixpath.normpath(posixpath.join(cwd, dest)) if cwd else dest
             continue
         kind, obs, mut, unk = _classify_words(words, seg.heredocs, depth) if words else ("other", [], [], False)
+        if kind == "exec":
+            # One part that runs unknown code makes the whole script exec, whatever the other
+            # parts do, and an exec result carries no targets: the rest need not be read.
+            return ("exec", [], [], True)
         for op, target in seg.redirs:
             if op == "dup" or target in _DEV_NULL:
                 continue
@@ -631,8 +667,6 @@ def _classify_script(script: str, depth: int = 0) -> _Part:
         observed.extend(obs)
         mutated.extend(mut)
         unknown_mutation = unknown_mutation or (unk and kind in ("mutate", "exec"))
-    if "exec" in kinds:
-        return ("exec", observed, mutated, True)
     if "mutate" in kinds:
         return ("mutate", observed, mutated, unknown_mutation)
     if "observe" in kinds:
@@ -650,10 +684,15 @@ def _norm(t: str) -> str:
     # "./a.py", "a.py" and "src/../a.py" name one file; "src/" and "src" one folder.
     if not t or t.startswith("git:") or "://" in t:
         return t
-    return posixpath.normpath(t)
+    if "/." in t or "//" in t or t[0] == "." or t[-1] == "/":
+        return posixpath.normpath(t)
+    # No "." or ".." part, no empty part, no trailing slash: normpath would return t itself.
+    return t
 
 
 def _pack(targets: list[str]) -> "str | tuple[str, ...] | None":
+    if len(targets) == 1:
+        return _norm(targets[0])
     uniq = tuple(dict.fromkeys(_norm(t) for t in targets))
     if not uniq:
         return None
