@@ -190,7 +190,7 @@ cdef inline int _enc_i64(Ctx* c, int64_t v) except -1:
     return 0
 
 
-cdef int _enc_int(Ctx* c, object v) except -1:
+cdef inline int _enc_int(Ctx* c, object v) except -1:
     cdef int overflow = 0
     cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow:
@@ -215,16 +215,8 @@ cdef int _enc_double(Ctx* c, double x) except -1:
     return 0
 
 
-cdef int _enc_blob(Ctx* c, unsigned char small, unsigned char big,
-                   const char* p, Py_ssize_t n, bint immutable) except -1:
+cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, bint immutable) except -1:
     cdef uint64_t h
-    if n <= C_INLINE_MAX:
-        _reserve(c, 5 + n)
-        _u8(c, small)
-        _u32(c, <uint32_t>n)
-        memcpy(c.buf + c.len, p, n)
-        c.len += n
-        return 0
     if immutable and n >= NOGIL_MIN:
         with nogil:
             h = loopcore_xxh3_large(p, n)
@@ -237,13 +229,29 @@ cdef int _enc_blob(Ctx* c, unsigned char small, unsigned char big,
     return 0
 
 
-cdef int _enc_str(Ctx* c, object s) except -1:
-    cdef Py_ssize_t n
-    cdef const char* p
-    cdef bytes b
+cdef inline int _enc_blob(Ctx* c, unsigned char small, unsigned char big,
+                          const char* p, Py_ssize_t n, bint immutable) except -1:
+    if n > C_INLINE_MAX:
+        return _enc_big_blob(c, big, p, n, immutable)
+    _reserve(c, 5 + n)
+    _u8(c, small)
+    _u32(c, <uint32_t>n)
+    memcpy(c.buf + c.len, p, n)
+    c.len += n
+    return 0
+
+
+cdef inline int _enc_str(Ctx* c, object s) except -1:
     if PyUnicode_IS_COMPACT_ASCII(s):
         # ASCII is its own UTF-8: read the characters in place
         return _enc_blob(c, b"s", b"S", <const char*>PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s), True)
+    return _enc_str_utf8(c, s)
+
+
+cdef int _enc_str_utf8(Ctx* c, object s) except -1:
+    cdef Py_ssize_t n
+    cdef const char* p
+    cdef bytes b
     p = PyUnicode_AsUTF8AndSize(s, &n)
     if p != NULL:
         return _enc_blob(c, b"s", b"S", p, n, True)
