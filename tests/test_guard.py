@@ -680,6 +680,35 @@ def test_decision_shape():
     d = Decision("block", "cycle", 3, "m", "k", 1)
     assert d.to_dict() == {"action": "block", "detector": "cycle", "count": 3, "message": "m", "key": "k", "of_step": 1}
     assert d == Decision("block", "cycle", 3, "m", "k", 1) and "cycle" in repr(d)
+    d.message, d.key = "other", "k2"  # plain attributes, as before
+    assert (d.message, d.key) == ("other", "k2")
+
+
+def test_guard_decisions_render_like_plain_ones(make):
+    """A guard's warn/block renders message and key on first access; it is an ordinary Decision."""
+    import copy
+    import pickle
+
+    g = make(OC)
+    calls(g, "s", "read", {"p": 1}, "same", n=20)
+    d = g.check("s", "read", {"p": 1})
+    assert type(d) is Decision and d.action == "block" and d.detector == "generic_repeat"
+    plain = Decision(d.action, d.detector, d.count, d.message, d.key, d.of_step)
+    assert d == plain and hash(d) == hash(plain) and repr(d) == repr(plain)
+    assert d.message.startswith("BLOCKED: you called read with identical arguments") and "20 times" in d.message
+    assert d.key.startswith("generic_repeat:read:") and len(d.key) == len("generic_repeat:read:") + 16
+    for other in (pickle.loads(pickle.dumps(d)), copy.copy(d), copy.deepcopy(d)):
+        assert other == d and other.message == d.message
+    assert ALLOW.message == "" and ALLOW.key is None
+
+
+def test_cycle_decisions_name_the_other_tool(make):
+    g = make(OC)
+    for _ in range(6):
+        calls(g, "s", "read", {"p": 1}, "same")
+        calls(g, "s", "list", {"d": "."}, "same")
+    d = g.check("s", "read", {"p": 1})
+    assert d.detector == "cycle" and "(with list)" in d.message and d.key.startswith("cycle:")
 
 
 def test_invalid_arguments(make):
@@ -718,6 +747,10 @@ def test_events_go_to_the_logger_with_levels(make, caplog):
     recs = [r for r in caplog.records if "doom_loop_detected" in r.getMessage()]
     assert [r.levelno for r in recs] == [logging.WARNING, logging.ERROR]
     assert recs[1].loopcore_event["detector"] == "generic_repeat"
+    assert recs[1].getMessage() == "doom_loop_detected: block generic_repeat on read in session 's' (count 20)"
+    import loopcore.guard
+
+    assert recs[1].name == "loopcore" and recs[1].funcName == "_emit" and recs[1].pathname == loopcore.guard.__file__
 
 
 def test_warning_events_deduplicated_by_bucket_per_key(make):

@@ -213,6 +213,35 @@ def test_snapshot_keeps_event_buckets(make, impl):
     assert len(events) == 1  # still the same bucket: no second event after restore
 
 
+def _as_version_1(blob: bytes) -> bytes:
+    """The same state as the first snapshot format wrote it (event buckets keyed by strings)."""
+    import orjson
+    from xxhash import xxh3_64_intdigest
+
+    from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC
+
+    doc = orjson.loads(blob[len(_SNAP_MAGIC) + _SNAP_HEADER.size:])
+    for row in doc["sessions"]:
+        row[3] = {"warn|generic_repeat:read:0123456789abcdef": 1} if row[3] else {}
+    payload = orjson.dumps(doc)
+    return _SNAP_MAGIC + _SNAP_HEADER.pack(1, len(payload), xxh3_64_intdigest(payload)) + payload
+
+
+def test_restore_reads_version_1_snapshots(make, impl):
+    events = []
+    g = make(OC)
+    loop(g, "s", 11)
+    g2 = Guard.restore(_as_version_1(g.snapshot()), implementation=impl.name, on_event=events.append)
+    assert g2.history("s") == g.history("s") and g2.stats() == g.stats()
+    loop(g2, "s", 1)
+    # its string-keyed event buckets are dropped: the ongoing warning is reported once more
+    assert [(e["detector"], e["count"]) for e in events] == [("generic_repeat", 11)]
+    bad = bytearray(g.snapshot())
+    bad[len(b"LOOPCORE-GUARD\x00\x01"):len(b"LOOPCORE-GUARD\x00\x01") + 4] = (3).to_bytes(4, "little")
+    with pytest.raises(ValueError, match="version 3 is not supported"):
+        Guard.restore(bytes(bad))
+
+
 def test_restore_rejects_bad_bytes(make, impl):
     g = make(OC)
     loop(g, "s", 3)

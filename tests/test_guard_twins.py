@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopcore import Guard, Policy, _native_flag
+from loopcore import ALLOW, Guard, Policy, _native_flag
 from loopcore.guard import _engine_params
 
 needs_c = pytest.mark.skipif(_native_flag.NO_EXTENSIONS, reason="LOOPCORE_NO_EXTENSIONS=1")
@@ -35,7 +35,7 @@ POLICIES = [SMALL, SMALL.replace(cycle_unit="repeats", cycle_warn=2, cycle_block
 
 TOOLS = ["read", "process", "todo_write", "message", "exec", "write", "ghost"]
 op = st.tuples(
-    st.sampled_from(["check", "check", "record", "record_err", "reset"]),
+    st.sampled_from(["check", "check", "record", "record_err", "record_decision", "reset"]),
     st.sampled_from(["s1", "s2"]),
     st.sampled_from([None, "r1"]),
     st.sampled_from(TOOLS),
@@ -64,15 +64,18 @@ def _result(tool, v, i):
 
 def _run(g: Guard, ops):
     out = []
+    last = {}
     for i, (what, s, run, tool, av, rv, kind, target) in enumerate(ops):
         args = _args(tool, av)
         if what == "check":
-            d = g.check(s, tool, args, run_id=run, kind=kind, target=target)
+            d = last[s, tool] = g.check(s, tool, args, run_id=run, kind=kind, target=target)
             out.append(d.to_dict())
         elif what == "record":
             g.record(s, tool, args, _result(tool, rv, i), run_id=run, kind=kind, target=target)
         elif what == "record_err":
             g.record(s, tool, args, error=["boom", "Unknown tool: ghost"][rv % 2], run_id=run)
+        elif what == "record_decision":  # a harness handing the guard's answer back as the result
+            g.record(s, tool, args, last.get((s, tool), ALLOW), run_id=run, kind=kind, target=target)
         else:
             g.reset(s)
     return out
@@ -83,10 +86,19 @@ def _run(g: Guard, ops):
 @given(ops=st.lists(op, max_size=120), pi=st.integers(0, len(POLICIES) - 1))
 def test_twins_decide_identically(ops, pi):
     pol = POLICIES[pi]
-    gc, gp = Guard(pol, implementation="c"), Guard(pol, implementation="py")
-    assert _run(gc, ops) == _run(gp, ops)
-    for key, stc in gc._table.items():
-        assert gc._engine.dump(stc) == gp._engine.dump(gp._table.get(*key))
+    # Calls without kind/target take the compiled twin's all-C path (decisions and event buckets
+    # included); the others go through Guard's Python methods: run the stream both ways.
+    plain = [(what, s, run, tool, av, rv, None, None) for what, s, run, tool, av, rv, _k, _t in ops]
+    for stream in (ops, plain):
+        ec, ep = [], []
+        gc = Guard(pol, implementation="c", on_event=ec.append)
+        gp = Guard(pol, implementation="py", on_event=ep.append)
+        assert _run(gc, stream) == _run(gp, stream)
+        assert ec == ep  # the same events, in the same order
+        assert gc.stats() == gp.stats()
+        for key, stc in gc._table.items():
+            assert gc._engine.dump(stc) == gp._engine.dump(gp._table.get(*key))
+            assert stc.extra == gp._table.get(*key).extra  # event buckets
 
 
 @needs_c

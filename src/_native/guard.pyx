@@ -7,6 +7,7 @@ is the reference). Each session's ring of the last ``window`` calls lives in one
 """
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyTypeObject
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
@@ -64,6 +65,10 @@ cdef str _text_content(dict result):
 def project_exec(result):
     """Status, exit code and output of a shell/exec/poll result; durations, pids, cwd and
     timestamps are dropped (they change on every run and are not progress, BEHAVIOURS B10)."""
+    return _project_exec(result)
+
+
+cdef object _project_exec(result):
     cdef dict d
     if not isinstance(result, dict):
         return result
@@ -113,7 +118,7 @@ cdef void _collect_scalars(v, set out) except *:
         if len(<str>v) >= 4:
             out.add(v)
     elif isinstance(v, int) and not isinstance(v, bool):
-        if abs(v) >= 1000:
+        if v >= 1000 or v <= -1000:
             out.add(str(v))
     elif isinstance(v, dict):
         for x in (<dict>v).values():
@@ -161,19 +166,25 @@ def _len_then_text(r):
 def strip_send_result(result, volatile_keys):
     """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
     text that restates them); structured ``details`` stand for the whole result when present."""
+    return _strip_send_result(result, volatile_keys if isinstance(volatile_keys, frozenset)
+                              else frozenset(volatile_keys))
+
+
+cdef object _strip_send_result(result, frozenset keys):
     cdef set removed = set()
-    cdef frozenset keys = volatile_keys if isinstance(volatile_keys, frozenset) else frozenset(volatile_keys)
-    if isinstance(result, dict) and isinstance((<dict>result).get("details"), dict):
-        result = (<dict>result)["details"]
+    if isinstance(result, dict):
+        details = (<dict>result).get("details")
+        if isinstance(details, dict):
+            result = details
     stripped = _strip_send(result, keys, removed)
-    if removed:
-        ordered = tuple(sorted(removed, key=_len_then_text))
-        if _mentions(stripped, ordered):
-            stripped = _scrub_text(stripped, ordered)
+    # Whether any text restates a stripped id does not depend on their order: sort (longest
+    # first, so a longer id is not half-replaced by a shorter one) only when something does.
+    if removed and _mentions(stripped, removed):
+        stripped = _scrub_text(stripped, tuple(sorted(removed, key=_len_then_text)))
     return stripped
 
 
-cdef bint _mentions(v, tuple removed) except -1:
+cdef bint _mentions(v, set removed) except -1:
     # Most results never restate a stripped id: find that out without rebuilding anything.
     if isinstance(v, str):
         for r in removed:
@@ -335,25 +346,9 @@ cdef class Engine:
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
         its block message (ignored only right after blocking this very call), else 0.
         """
-        cdef int i, j
         if bslot >= self.nbudget:
             raise IndexError("budget slot out of range")
-        if veto == 1 or (veto == 2 and st.veto_tool != 0 and st.veto_tool == tool and st.veto_args == args):
-            # the guard's own block is not an outcome: hashing it would reset the streak (C8)
-            st.veto_tool = 0
-            return 0
-        st.veto_tool = 0
-        for i in range(st.n - 1, -1, -1):
-            j = st.ph(i)
-            if (st.tool[j] == tool and st.args[j] == args and not st.flags[j] & F_HAS
-                    and (cid == 0 or st.cid[j] == 0 or st.cid[j] == cid)):
-                st.res[j] = result
-                st.flags[j] |= <uint8_t>(flags | F_HAS)
-                return 1
-        # Budgets count check() attempts only: an outcome whose call left the window (many
-        # concurrent calls in one session) must not count that call twice.
-        st.push(tool, args, result, <uint8_t>(flags | F_HAS), <uint8_t>kind, target, cid)
-        return 2
+        return _record(st, tool, args, result, flags, kind, target, cid, veto)
 
     def dump(self, State st):
         """The state as a flat list of ints (same layout in both twins); load() inverts it."""
@@ -413,6 +408,27 @@ cdef class Engine:
 cdef inline bint same(State st, int i, uint64_t tool, uint64_t args) noexcept nogil:
     cdef int j = st.ph(i)
     return st.tool[j] == tool and st.args[j] == args
+
+
+cdef int _record(State st, uint64_t tool, uint64_t args, uint64_t result, int flags, int kind,
+                 uint64_t target, uint64_t cid, int veto) noexcept:
+    cdef int i, j
+    if veto == 1 or (veto == 2 and st.veto_tool != 0 and st.veto_tool == tool and st.veto_args == args):
+        # the guard's own block is not an outcome: hashing it would reset the streak (C8)
+        st.veto_tool = 0
+        return 0
+    st.veto_tool = 0
+    for i in range(st.n - 1, -1, -1):
+        j = st.ph(i)
+        if (st.tool[j] == tool and st.args[j] == args and not st.flags[j] & F_HAS
+                and (cid == 0 or st.cid[j] == 0 or st.cid[j] == cid)):
+            st.res[j] = result
+            st.flags[j] |= <uint8_t>(flags | F_HAS)
+            return 1
+    # Budgets count check() attempts only: an outcome whose call left the window (many
+    # concurrent calls in one session) must not count that call twice.
+    st.push(tool, args, result, <uint8_t>(flags | F_HAS), <uint8_t>kind, target, cid)
+    return 2
 
 
 cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint64_t target,
@@ -503,6 +519,25 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         for k in range(2, 6):
             if not p[7] & (1 << k) or n < k:
                 continue
+            # how far the period-k repetition reaches back (the call k back must equal this one;
+            # most calls stop here, so this runs before the distinctness test below)
+            t = 0
+            q = n - k
+            while q >= 0:
+                if q + k == n:
+                    tq = tool
+                    aq = args
+                else:
+                    j = st.ph(q + k)
+                    tq = st.tool[j]
+                    aq = st.args[j]
+                if not same(st, q, tq, aq):
+                    break
+                t += 1
+                q -= 1
+            if t == 0:
+                continue
+            # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period)
             distinct = True
             for a in range(n - k + 1, n + 1):
                 if a == n:
@@ -526,22 +561,6 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
                 if not distinct:
                     break
             if not distinct:
-                continue
-            t = 0
-            q = n - k
-            while q >= 0:
-                if q + k == n:
-                    tq = tool
-                    aq = args
-                else:
-                    j = st.ph(q + k)
-                    tq = st.tool[j]
-                    aq = st.args[j]
-                if not same(st, q, tq, aq):
-                    break
-                t += 1
-                q -= 1
-            if t == 0:
                 continue
             L = t + k
             c = L // k if p[8] else L
@@ -682,7 +701,19 @@ cdef extern from "<time.h>" nogil:
         long tv_sec
         long tv_nsec
     int clock_gettime(clockid_t clk, timespec* tp)
-    clockid_t CLOCK_MONOTONIC
+
+
+cdef extern from *:
+    """
+    /* Idle times only need millisecond resolution: the coarse monotonic clock (same timeline,
+       updated every tick) costs a third of the precise one, which was read twice per call. */
+    #ifdef CLOCK_MONOTONIC_COARSE
+    #define LOOPCORE_IDLE_CLOCK CLOCK_MONOTONIC_COARSE
+    #else
+    #define LOOPCORE_IDLE_CLOCK CLOCK_MONOTONIC
+    #endif
+    """
+    clockid_t LOOPCORE_IDLE_CLOCK
 
 
 @cython.final
@@ -737,6 +768,9 @@ cdef class Table:
     cdef object last_session
     cdef object last_run
     cdef State last_state
+    cdef State cur_state  # the last _fast_check's state, tool and args hash (read at once)
+    cdef ToolInfo cur_info
+    cdef uint64_t cur_ah
     cdef uint64_t ops
     cdef public int64_t checks, warns, blocks, records, tokens, evicted
 
@@ -763,7 +797,7 @@ cdef class Table:
         cdef timespec ts
         if self.clock is not None:
             return self.clock()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
+        clock_gettime(LOOPCORE_IDLE_CLOCK, &ts)
         return ts.tv_sec + ts.tv_nsec * 1e-9
 
     cdef State _get(self, session, run_id):
@@ -833,6 +867,15 @@ cdef class Table:
         while self.sessions and (<State>next(iter(self.sessions.values()))).touched < limit:
             self._evict()
 
+    cdef inline int _count(self, int code) noexcept:
+        self.checks += 1
+        if code:
+            if code >> 4 == L_BLOCK:
+                self.blocks += 1
+            else:
+                self.warns += 1
+        return code
+
     cdef object _check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
                        uint64_t cid, bint poll, bint unknown, int bslot):
         cdef State st
@@ -840,14 +883,9 @@ cdef class Table:
         if bslot >= self.engine.nbudget:
             raise IndexError("budget slot out of range")
         st = self._get(session, run_id)
-        code = _check(self.engine, st, tool, args, kind, target, cid, poll, unknown, bslot)
-        self.checks += 1
+        code = self._count(_check(self.engine, st, tool, args, kind, target, cid, poll, unknown, bslot))
         if code == 0:
             return 0
-        if code >> 4 == L_BLOCK:
-            self.blocks += 1
-        else:
-            self.warns += 1
         return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
 
     cdef object _record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags,
@@ -857,7 +895,7 @@ cdef class Table:
         cdef State st = self._get(session, run_id)
         self.records += 1
         self.tokens += tokens
-        return self.engine.record(st, tool, args, result, flags, kind, target, cid, bslot, veto)
+        return _record(st, tool, args, result, flags, kind, target, cid, veto)
 
     cdef uint64_t _hash(self, value) except? 0:
         try:
@@ -890,63 +928,102 @@ cdef class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    cpdef object fast_check(self, session, tool, args, run_id):
-        """check() for a registered tool without kind/target/call id: hashes *args* itself.
-
-        Returns None when the tool is not registered (the caller takes the full path)."""
+    cdef int _fast_check(self, session, tool, args, run_id) except -2:
+        # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
+        # cur_ah describing the call (the caller reads them before anything can run Python code).
         cdef ToolInfo t
         cdef bint poll
+        cdef uint64_t ah
+        cdef State st
+        cdef int code
         info = self.tools.get(tool)
         if info is None:
-            return None
+            return -1
         t = <ToolInfo>info
-        cdef uint64_t ah = self._hash(args)
+        ah = self._hash(args)
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last_args = args
         self.last_ah = ah
         poll = t.poll
         if not poll and t.poll_actions is not None and isinstance(args, dict):
-            poll = args.get("action") in t.poll_actions
-        return self._check(session, run_id, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot)
+            poll = (<dict>args).get("action") in t.poll_actions
+        st = self._get(session, run_id)
+        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot))
+        self.cur_state = st
+        self.cur_info = t
+        self.cur_ah = ah
+        return code
+
+    cpdef object fast_check(self, session, tool, args, run_id):
+        """check() for a registered tool without kind/target/call id: hashes *args* itself.
+
+        Returns None when the tool is not registered (the caller takes the full path), else 0
+        or the tuple ``check`` returns."""
+        cdef int code = self._fast_check(session, tool, args, run_id)
+        cdef State st
+        if code <= 0:
+            return None if code < 0 else 0
+        st = self.cur_state
+        return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, self.cur_ah)
+
+    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens) except -2:
+        # -1: not for the fast path (unregistered tool, a veto-shaped result); else Engine.record's code.
+        cdef ToolInfo t
+        cdef uint64_t ah, rh = 0
+        cdef int veto = 0
+        info = self.tools.get(tool)
+        if info is None:
+            return -1
+        t = <ToolInfo>info
+        # The common results (str, dict) first: a Decision is never one of them (its __slots__
+        # forbid str/dict subclasses), so the isinstance against it runs only for the rest.
+        if isinstance(result, str):
+            if (<str>result).startswith("BLOCKED:"):
+                return -1
+        elif isinstance(result, dict):
+            d = (<dict>result).get("details")
+            if not isinstance(d, dict):
+                d = result
+            if (<dict>d).get("status") == "blocked":
+                return -1
+        elif isinstance(result, self.veto_type):
+            # the guard's own block handed back as the call's result: a veto, as in Guard.record
+            if result.action != "block":
+                return -1
+            veto = 1
+        if args is self.last_args and args is not None:
+            ah = self.last_ah  # the hash of the call as it was checked
+        else:
+            ah = self._hash(args)
+        if not veto:
+            rh = self._hash(self._outcome(t, args, result))
+        if t.bslot >= self.engine.nbudget:
+            raise IndexError("budget slot out of range")
+        cdef State st = self._get(session, run_id)
+        self.records += 1
+        self.tokens += tokens
+        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, 0, veto)
 
     cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
-        cdef ToolInfo t
-        info = self.tools.get(tool)
-        if info is None:
-            return None
-        t = <ToolInfo>info
-        if isinstance(result, self.veto_type):
-            return None
-        if isinstance(result, dict):
-            d = result.get("details")
-            if not isinstance(d, dict):
-                d = result
-            if d.get("status") == "blocked":
-                return None
-        elif isinstance(result, str) and (<str>result).startswith("BLOCKED:"):
-            return None
-        cdef uint64_t ah
-        if args is self.last_args and args is not None:
-            ah = self.last_ah  # the hash of the call as it was checked
-        else:
-            ah = self._hash(args)
-        cdef uint64_t rh = self._hash(self.outcome(t, args, result))
-        return self._record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot,
-                            0, tokens)
+        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens)
+        return None if code < 0 else code
 
-    cpdef object outcome(self, ToolInfo t, args, result):
-        """The value hashed as *result*'s outcome: exec/poll results projected, send-like stripped."""
+    cdef object _outcome(self, ToolInfo t, args, result):
         if t.exec or (t.poll_actions is not None and isinstance(args, dict)
                       and (<dict>args).get("action") in t.poll_actions):
-            return project_exec(result)
+            return _project_exec(result)
         if t.send or (t.send_actions is not None and isinstance(args, dict)
                       and (<dict>args).get("action") in t.send_actions):
-            return strip_send_result(result, self.volatile_keys)
+            return _strip_send_result(result, self.volatile_keys)
         return result
+
+    def outcome(self, ToolInfo t, args, result):
+        """The value hashed as *result*'s outcome: exec/poll results projected, send-like stripped."""
+        return self._outcome(t, args, result)
 
     def drop(self, session):
         """Remove every state of *session* (all run ids)."""
@@ -996,54 +1073,125 @@ cdef class Table:
         return len(self.sessions)
 
 
-cdef class _FastCheck:
-    """Guard.check for a guard without ``classify``: the common case runs without a Python frame.
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t nitems)
 
-    Same signature and result as ``Guard.check``; anything but an allowed plain call is handed
-    to the Guard's own Python methods, so behaviour is identical by construction.
+
+cdef object _new_decision(type cls, str action, str detector, int64_t count, int64_t of_step, tuple why):
+    # guard._lazy_decision in C: the same slots, set on a bare instance (Decision's allocator is
+    # the generic one and it has no __new__/__init__ side effects; bind_fast checks that).
+    d = PyType_GenericAlloc(<PyTypeObject*>cls, 0)
+    d.action = action
+    d.detector = detector
+    d.count = count
+    d.of_step = of_step if of_step >= 0 else None
+    d._message = None
+    d._key = None
+    d._why = why
+    return d
+
+
+@cython.final
+cdef class _Fast:
+    """Guard.check and Guard.record for a guard without ``classify``: the common case in C.
+
+    Its bound ``check``/``record`` methods replace the Guard's (bound methods of a compiled
+    class take the vectorcall path, so a call builds no argument tuple). Same signatures and
+    results as ``Guard.check``/``Guard.record``: an allowed call returns ``allow``; a warn/block
+    becomes a lazily rendered Decision and its event bucket is looked up here (``Guard._finish``
+    in C); a bucket crossing, and anything that is not a plain call, goes to the Guard's own
+    Python methods, so behaviour is identical by construction.
     """
 
     cdef Table table
     cdef object allow
-    cdef object slow
-    cdef object finish
+    cdef object slow_check
+    cdef object slow_record
+    cdef object cross
+    cdef type decision
+    cdef tuple det_names
+    cdef tuple actions
+    cdef object policy
+    cdef dict names
+    cdef int64_t bucket_size
 
-    def __cinit__(self, Table table, allow, slow, finish):
+    def __cinit__(self, Table table, allow, slow_check, slow_record, cross, type decision, tuple det_names,
+                  policy, dict names, int64_t bucket_size):
+        if bucket_size < 1:
+            raise ValueError("event bucket size must be positive")
         self.table = table
         self.allow = allow
-        self.slow = slow
-        self.finish = finish
+        self.slow_check = slow_check
+        self.slow_record = slow_record
+        self.cross = cross
+        self.decision = decision
+        self.det_names = det_names
+        self.actions = (None, "warn", "block")
+        self.policy = policy
+        self.names = names
+        self.bucket_size = bucket_size
 
-    def __call__(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
+    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
+        """Guard.check (see there)."""
+        cdef int code
         if kind is None and target is None and call_id is None:
-            out = self.table.fast_check(session, tool, args, run_id)
-            if out is not None:
-                if type(out) is tuple:
-                    return self.finish(out, session, tool, args, run_id)
+            code = self.table._fast_check(session, tool, args, run_id)
+            if code == 0:
                 return self.allow
-        return self.slow(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
+            if code > 0:
+                return self._decide(code, session, tool, run_id)
+        return self.slow_check(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
 
-
-cdef class _FastRecord:
-    """Guard.record for a guard without ``classify``: ordinary outcomes skip the Python frame."""
-
-    cdef Table table
-    cdef object slow
-
-    def __cinit__(self, Table table, slow):
-        self.table = table
-        self.slow = slow
-
-    def __call__(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
-                 tokens=None, kind=None, target=None):
+    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
+               tokens=None, kind=None, target=None):
+        """Guard.record (see there)."""
         if error is None and kind is None and target is None and call_id is None and (
                 tokens is None or type(tokens) is int):
-            if self.table.fast_record(session, tool, args, result, run_id, tokens or 0) is not None:
+            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0) >= 0:
                 return None
-        return self.slow(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
-                         tokens=tokens, kind=kind, target=target)
+        return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
+                                tokens=tokens, kind=kind, target=target)
+
+    cdef object _decide(self, int code, session, tool, run_id):
+        # Everything the engine left behind is read before the first allocation: a garbage
+        # collection run there could let another thread check in between.
+        cdef Table tb = self.table
+        cdef State st = tb.cur_state
+        cdef uint64_t tid = tb.cur_info.tid
+        cdef uint64_t ah = tb.cur_ah
+        cdef int64_t count = st.out_count
+        cdef int64_t of_step = st.out_of_step
+        cdef uint64_t aux = st.out_aux
+        cdef uint64_t aux2 = st.out_aux2
+        cdef int det = code & 15
+        cdef int64_t bucket = count // self.bucket_size
+        if det == D_CYCLE:
+            why = (self.policy, tool, aux2, self.names.get(aux, "another tool"))
+            dk = (code, 0, aux2)
+        else:
+            why = (self.policy, tool, ah, None)
+            dk = (code, tid, 0 if det == D_BUDGET else ah)
+        d = _new_decision(self.decision, self.actions[code >> 4], self.det_names[det], count, of_step, why)
+        buckets = st.extra
+        if type(buckets) is dict:
+            # Unlocked fast look: most warnings repeat inside their bucket and emit nothing.
+            last = (<dict>buckets).get(dk)
+            if last is not None and bucket <= last:
+                return d
+        self.cross(st, dk, bucket, d, session, run_id, tool)
+        return d
 
 
-def bind_fast(Table table, allow, slow_check, finish, slow_record):
-    """(check, record) callables with Guard.check/record's signatures that run the common case in C."""
-    return _FastCheck(table, allow, slow_check, finish), _FastRecord(table, slow_record)
+def bind_fast(Table table, guard, allow, decision, det_names):
+    """(check, record) callables with Guard.check/record's signatures that run the common case in C.
+
+    *guard* supplies the slow paths (its class's check/record), ``_cross`` (event buckets and
+    emission), ``policy`` and ``_names``; *decision* is the Decision class and *det_names* the
+    detector names by code. Raises TypeError when Decision cannot be built bare (see _new_decision).
+    """
+    if decision.__new__ is not object.__new__ or decision.__setattr__ is not object.__setattr__:
+        raise TypeError("bind_fast needs a Decision class built by object.__new__ with plain slots")
+    cls = type(guard)
+    fast = _Fast(table, allow, cls.check.__get__(guard), cls.record.__get__(guard), guard._cross, decision,
+                 tuple(det_names), guard.policy, guard._names, guard.policy.event_bucket)
+    return fast.check, fast.record

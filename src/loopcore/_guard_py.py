@@ -141,10 +141,10 @@ def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
         result = result["details"]
     removed: set = set()
     stripped = _strip_send(result, volatile_keys, removed)
-    if removed:
-        ordered = tuple(sorted(removed, key=lambda r: (-len(r), r)))
-        if _mentions(stripped, ordered):
-            stripped = _scrub_text(stripped, ordered)
+    # Whether any text restates a stripped id does not depend on their order: sort (longest
+    # first, so a longer id is not half-replaced by a shorter one) only when something does.
+    if removed and _mentions(stripped, tuple(removed)):
+        stripped = _scrub_text(stripped, tuple(sorted(removed, key=lambda r: (-len(r), r))))
     return stripped
 
 
@@ -308,6 +308,18 @@ class Engine:
             for k in (2, 3, 4, 5):
                 if not p[7] & (1 << k) or n < k:
                     continue
+                # how far the period-k repetition reaches back (the call k back must equal this
+                # one; most calls stop here, so this runs before the distinctness test below)
+                t = 0
+                q = n - k
+                while q >= 0:
+                    tq, aq = (tool, args) if q + k == n else (T[q + k], A[q + k])
+                    if T[q] != tq or A[q] != aq:
+                        break
+                    t += 1
+                    q -= 1
+                if t == 0:
+                    continue
                 # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period)
                 distinct = True
                 for a in range(n - k + 1, n + 1):
@@ -320,16 +332,6 @@ class Engine:
                     if not distinct:
                         break
                 if not distinct:
-                    continue
-                t = 0
-                q = n - k
-                while q >= 0:
-                    tq, aq = (tool, args) if q + k == n else (T[q + k], A[q + k])
-                    if T[q] != tq or A[q] != aq:
-                        break
-                    t += 1
-                    q -= 1
-                if t == 0:
                     continue
                 L = t + k
                 c = L // k if p[8] else L
@@ -725,6 +727,6 @@ class Table:
         return len(self.sessions)
 
 
-def bind_fast(table, allow, slow_check, finish, slow_record):
+def bind_fast(table, guard, allow, decision, det_names):
     """None: in pure Python the Guard's own methods are already the fastest path."""
     return None

@@ -11,6 +11,7 @@ import functools
 import logging
 import re
 import struct
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
@@ -41,6 +42,7 @@ _DET_NAMES = {
     10: "redundant_observation",
 }
 assert set(_DET_NAMES.values()) == set(DETECTORS)
+_D_CYCLE, _D_BUDGET = 4, 9
 _KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
 _F_ERROR, _F_UNKNOWN = 2, 4
 _MASK64 = (1 << 64) - 1
@@ -54,7 +56,7 @@ _UNKNOWN_TOOL_RE = re.compile(
 )
 
 _SNAP_MAGIC = b"LOOPCORE-GUARD\x00\x01"
-_SNAP_VERSION = 1
+_SNAP_VERSION = 2  # 2: event buckets as [code, tool id, pattern hash, bucket] rows
 _SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of payload
 
 
@@ -64,19 +66,46 @@ class Decision:
     ``detector`` names what fired (None on allow), ``count`` is the count it compared with its
     threshold, ``message`` the text for the model, ``key`` a stable id for de-duplicating
     warnings, ``of_step`` the step index (per session, from 0) of the earlier call this one
-    repeats, or None.
+    repeats, or None. The guard's own decisions render ``message`` and ``key`` on first access
+    (most warnings are never read), so building one costs no string formatting.
     """
 
-    __slots__ = ("action", "detector", "count", "message", "key", "of_step")
+    __slots__ = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
+    _FIELDS = ("action", "detector", "count", "message", "key", "of_step")
 
     def __init__(self, action: str, detector: str | None = None, count: int = 0, message: str = "",
                  key: str | None = None, of_step: int | None = None) -> None:
         self.action = action
         self.detector = detector
         self.count = count
-        self.message = message
-        self.key = key
         self.of_step = of_step
+        self._message = message
+        self._key = key
+        self._why = None
+
+    @property
+    def message(self) -> str:
+        """The text written for the model ("" on allow)."""
+        m = self._message
+        if m is None:  # a guard decision: rendered once, from the facts it was built with
+            m = self._message = _render_message(self.detector, self.action == "block", self.count, self._why)
+        return m
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self._message = value
+
+    @property
+    def key(self) -> str | None:
+        """A stable id of the pattern (detector, tool, call or cycle) for de-duplicating warnings."""
+        k = self._key
+        if k is None and self._why is not None:
+            k = self._key = _render_key(self.detector, self._why)
+        return k
+
+    @key.setter
+    def key(self, value: str | None) -> None:
+        self._key = value
 
     @property
     def allowed(self) -> bool:
@@ -90,21 +119,40 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as a JSON-ready dict."""
-        return {s: getattr(self, s) for s in self.__slots__}
+        return {s: getattr(self, s) for s in self._FIELDS}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return all(getattr(self, s) == getattr(other, s) for s in self._FIELDS)
 
     def __hash__(self) -> int:
         return hash((self.action, self.detector, self.count, self.key, self.of_step))
+
+    def __reduce__(self) -> tuple:
+        return (Decision, (self.action, self.detector, self.count, self.message, self.key, self.of_step))
 
     def __repr__(self) -> str:
         if self.action == "allow":
             return "Decision(action='allow')"
         return (f"Decision(action={self.action!r}, detector={self.detector!r}, count={self.count}, "
                 f"key={self.key!r}, of_step={self.of_step!r})")
+
+
+def _lazy_decision(code: int, count: int, of_step: int, why: tuple) -> Decision:
+    """A warn/block Decision whose message and key render on first access (see _render_message).
+
+    The compiled twin builds the very same object in C (guard.pyx, ``_new_decision``).
+    """
+    d = object.__new__(Decision)
+    d.action = "block" if code >> 4 == 2 else "warn"
+    d.detector = _DET_NAMES[code & 15]
+    d.count = count
+    d.of_step = of_step if of_step >= 0 else None
+    d._message = None
+    d._key = None
+    d._why = why
+    return d
 
 
 #: The answer to almost every call; shared, never mutated.
@@ -235,18 +283,19 @@ class Guard:
         )
         self._fast_check = self._table.fast_check
         self._fast_record = self._table.fast_record
-        if classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
-            # The compiled twin offers check/record callables that run the common case with no
-            # Python frame and hand everything else to the methods below (same behaviour).
-            fast = self._mod.bind_fast(self._table, ALLOW, Guard.check.__get__(self), self._finish,
-                                       Guard.record.__get__(self))
-            if fast is not None:
-                self.check, self.record = fast  # type: ignore[method-assign]
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = {}
-        # Only the rare warn/block path takes this lock (event de-duplication); the per-call
+        # Only a warning's bucket crossing takes this lock (event de-duplication); the per-call
         # work is one engine call, atomic under the GIL in the compiled twin, locked in the pure one.
         self._event_lock = threading.Lock()
+        if classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
+            # The compiled twin offers check/record callables that run the common case, warn and
+            # block decisions included, with no Python frame, and hand everything else to the
+            # methods below (same behaviour).
+            fast = self._mod.bind_fast(self._table, self, ALLOW, Decision,
+                                       tuple(_DET_NAMES.get(i) for i in range(16)))
+            if fast is not None:
+                self.check, self.record = fast  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         return f"<Guard policy={self.policy.name!r} engine={self.implementation!r} sessions={len(self._table)}>"
@@ -326,20 +375,57 @@ class Guard:
         return self._finish(out, session, tool, args, run_id)
 
     def _finish(self, out: tuple, session: Hashable, tool: str, args: Any, run_id: Hashable | None) -> Decision:
+        # The compiled twin runs this very logic in C (guard.pyx, _FastCheck._decide).
+        code, count, of_step, aux, aux2, st, ah = out
+        det = code & 15
         info = self._tools.get(tool) or self._tool(tool)
-        d = self._decision(out, info, out[6])
-        st = out[5]
+        if det == _D_CYCLE:
+            why = (self.policy, tool, aux2, self._names.get(aux, "another tool"))
+            dk = (code, 0, aux2)
+        else:
+            why = (self.policy, tool, ah, None)
+            dk = (code, info.tid, 0 if det == _D_BUDGET else ah)
+        d = _lazy_decision(code, count, of_step, why)
+        bucket = count // self.policy.event_bucket
         buckets = st.extra
         if buckets is not None:
             # Unlocked fast look: most warnings repeat inside their bucket and emit nothing.
-            last = buckets.get(f"{d.action}|{d.key}")
-            if last is not None and d.count // self.policy.event_bucket <= last:
+            last = buckets.get(dk)
+            if last is not None and bucket <= last:
                 return d
-        with self._event_lock:
-            event = self._dedupe(st, session, run_id, tool, d)
-        if event is not None:
-            self._emit(event)
+        self._cross(st, dk, bucket, d, session, run_id, tool)
         return d
+
+    def _cross(self, st: Any, dk: tuple, bucket: int, d: Decision, session: Hashable, run_id: Hashable | None,
+               tool: str) -> None:
+        # A warning is emitted once per bucket of counts (OpenClaw's warning buckets), a block
+        # likewise, so a warned-but-ignored loop shows up again as it grows, without a storm.
+        # The buckets are keyed by (code, tool id, pattern hash): the integers the key and the
+        # level are rendered from, so the hot path never formats a string.
+        with self._event_lock:
+            buckets = st.extra
+            if buckets is None:
+                buckets = st.extra = {}
+            last = buckets.get(dk)
+            if last is not None and bucket <= last:
+                return
+            buckets.pop(dk, None)
+            buckets[dk] = bucket
+            if len(buckets) > _MAX_EVENT_KEYS:
+                del buckets[next(iter(buckets))]
+        self._emit({
+            "event": "doom_loop_detected",
+            "session": session,
+            "run_id": run_id,
+            "tool": tool,
+            "detector": d.detector,
+            "level": d.action,
+            "count": d.count,
+            "key": d.key,
+            "of_step": d.of_step,
+            "message": d.message,
+            "policy": self.policy.name,
+        })
 
     def record(self, session: Hashable, tool: str, args: Any = None, result: Any = None, *,
                error: Any = None, run_id: Hashable | None = None, call_id: Any = None,
@@ -444,111 +530,16 @@ class Guard:
 
     # -- decisions and events ---------------------------------------------------------------
 
-    def _decision(self, out: tuple, info: _ToolInfo, ah: int) -> Decision:
-        code, count, of_step, aux, aux2, _st, _ah = out
-        det = _DET_NAMES[code & 15]
-        block = code >> 4 == 2
-        action = "block" if block else "warn"
-        of_step = of_step if of_step >= 0 else None
-        tool = info.name
-        if det == "tool_budget":
-            key = f"tool_budget:{tool}"
-        elif det == "cycle":
-            key = f"cycle:{aux2:016x}"
-        else:
-            key = f"{det}:{tool}:{ah:016x}"
-        return Decision(action, det, count, self._message(det, block, tool, count, aux), key, of_step)
-
-    def _message(self, det: str, block: bool, tool: str, count: int, aux: int) -> str:
-        pol = self.policy
-        if det == "tool_budget":
-            what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"
-            if block:
-                return (f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
-                        "and continue with the work itself.")
-            limit = pol.budgets.get(tool, (None, None))[1]
-            lim = f" (the limit is {limit})" if limit else ""
-            return (f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
-                    "and continue with the work itself.")
-        if det == "generic_repeat":
-            if block:
-                return (f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
-                        f"{count} times. It is not making progress; try a different approach or report "
-                        "the task as failed.")
-            return (f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
-                    "not making progress, stop retrying and report the task as failed.")
-        if det == "poll_no_progress":
-            if block:
-                return (f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
-                        "This is a stuck polling loop; report the task as failed.")
-            return (f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
-                    "Stop polling: wait longer between checks, or report the task as failed if the process is stuck.")
-        if det == "cycle":
-            other = self._names.get(aux, "another tool")
-            pair = f" (with {other})" if other != tool else ""
-            unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
-            if block:
-                return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
-                        "no progress. Stop and try a different approach or report the task as failed.")
-            return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
-                    "looks like a loop; stop retrying and change approach.")
-        if det == "consecutive_repeat":
-            if block:
-                return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                        "Repeating it will not change the result; try something else.")
-            return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                    "If it is not making progress, change approach.")
-        if det == "global_breaker":
-            return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
-                    "The session's loop circuit breaker stopped it to prevent a runaway loop.")
-        if det == "unknown_tool":
-            return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
-                    "continue without it.")
-        if det == "error_streak":
-            if block:
-                return (f"BLOCKED: {tool} failed the same way {count} times with identical arguments. "
-                        "Retrying will fail again; fix the cause or try a different approach.")
-            return (f"WARNING: {tool} failed the same way {count} times with identical arguments. "
-                    "Do not retry unchanged; fix the cause first.")
-        if det == "monologue":
-            return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
-                    "Take an action or end the turn.")
-        return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
-                "since; reuse the earlier result instead of observing it again.")
-
-    def _dedupe(self, st: Any, session: Hashable, run_id: Hashable | None, tool: str, d: Decision) -> dict | None:
-        # A warning is emitted once per bucket of counts (OpenClaw's warning buckets), a block
-        # likewise, so a warned-but-ignored loop shows up again as it grows, without a storm.
-        buckets = st.extra
-        if buckets is None:
-            buckets = st.extra = {}
-        lk = f"{d.action}|{d.key}"
-        bucket = d.count // self.policy.event_bucket
-        last = buckets.get(lk)
-        if last is not None and bucket <= last:
-            return None
-        buckets.pop(lk, None)
-        buckets[lk] = bucket
-        if len(buckets) > _MAX_EVENT_KEYS:
-            del buckets[next(iter(buckets))]
-        return {
-            "event": "doom_loop_detected",
-            "session": session,
-            "run_id": run_id,
-            "tool": tool,
-            "detector": d.detector,
-            "level": d.action,
-            "count": d.count,
-            "key": d.key,
-            "of_step": d.of_step,
-            "message": d.message,
-            "policy": self.policy.name,
-        }
-
     def _emit(self, event: dict) -> None:
         level = logging.ERROR if event["level"] == "block" else logging.WARNING
-        log.log(level, "doom_loop_detected: %s %s on %s in session %r (count %d)", event["level"],
-                event["detector"], event["tool"], event["session"], event["count"], extra={"loopcore_event": event})
+        if log.isEnabledFor(level):
+            # What log.log() does, minus its stack walk (findCaller), which cost more than the rest
+            # of the event: the caller is always this very line.
+            log.handle(log.makeRecord(
+                log.name, level, __file__, sys._getframe().f_lineno,
+                "doom_loop_detected: %s %s on %s in session %r (count %d)",
+                (event["level"], event["detector"], event["tool"], event["session"], event["count"]),
+                None, "_emit", {"loopcore_event": event}))
         cb = self.on_event
         if cb is not None:
             try:
@@ -570,7 +561,8 @@ class Guard:
                 for ident in (session, run_id):
                     if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
                         raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
-                sessions.append([session, run_id, max(0.0, now - st.touched), st.extra or {}, self._engine.dump(st)])
+                buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
+                sessions.append([session, run_id, max(0.0, now - st.touched), buckets, self._engine.dump(st)])
             payload = orjson.dumps({
                 "format": "loopcore.guard",
                 "policy": self.policy.to_dict(),
@@ -599,7 +591,7 @@ class Guard:
         if len(head) < _SNAP_HEADER.size:
             raise ValueError("guard snapshot is truncated (the header is incomplete)")
         version, length, digest = _SNAP_HEADER.unpack(head)
-        if version != _SNAP_VERSION:
+        if version not in (1, _SNAP_VERSION):
             raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
         payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
         if len(payload) != length:
@@ -618,7 +610,10 @@ class Guard:
             for session, run_id, age, buckets, dump in doc["sessions"]:
                 st = guard._engine.load(dump)
                 st.touched = now - float(age)
-                st.extra = dict(buckets) or None
+                # Version 1 keyed its event buckets by rendered strings; dropping them only means
+                # a warning already reported may be reported once more.
+                if version > 1 and buckets:
+                    st.extra = {(int(c), int(t), int(x)): int(b) for c, t, x, b in buckets}
                 guard._table.put(session, run_id, st)
         except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
             raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
@@ -632,6 +627,75 @@ class Guard:
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
+
+
+# A guard Decision's ``_why``: (policy, tool, pattern hash, paired tool name or None); the
+# pattern hash is the cycle's id for cycles, else the call's args hash.
+
+def _render_key(det: str, why: tuple) -> str:
+    _pol, tool, x, _other = why
+    if det == "tool_budget":
+        return f"tool_budget:{tool}"
+    if det == "cycle":
+        return f"cycle:{x:016x}"
+    return f"{det}:{tool}:{x:016x}"
+
+
+def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
+    pol, tool, _x, other = why
+    if det == "tool_budget":
+        what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"
+        if block:
+            return (f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
+                    "and continue with the work itself.")
+        limit = pol.budgets.get(tool, (None, None))[1]
+        lim = f" (the limit is {limit})" if limit else ""
+        return (f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
+                "and continue with the work itself.")
+    if det == "generic_repeat":
+        if block:
+            return (f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
+                    f"{count} times. It is not making progress; try a different approach or report "
+                    "the task as failed.")
+        return (f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
+                "not making progress, stop retrying and report the task as failed.")
+    if det == "poll_no_progress":
+        if block:
+            return (f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
+                    "This is a stuck polling loop; report the task as failed.")
+        return (f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
+                "Stop polling: wait longer between checks, or report the task as failed if the process is stuck.")
+    if det == "cycle":
+        pair = f" (with {other})" if other != tool else ""
+        unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
+        if block:
+            return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
+                    "no progress. Stop and try a different approach or report the task as failed.")
+        return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
+                "looks like a loop; stop retrying and change approach.")
+    if det == "consecutive_repeat":
+        if block:
+            return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
+                    "Repeating it will not change the result; try something else.")
+        return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
+                "If it is not making progress, change approach.")
+    if det == "global_breaker":
+        return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
+                "The session's loop circuit breaker stopped it to prevent a runaway loop.")
+    if det == "unknown_tool":
+        return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
+                "continue without it.")
+    if det == "error_streak":
+        if block:
+            return (f"BLOCKED: {tool} failed the same way {count} times with identical arguments. "
+                    "Retrying will fail again; fix the cause or try a different approach.")
+        return (f"WARNING: {tool} failed the same way {count} times with identical arguments. "
+                "Do not retry unchanged; fix the cause first.")
+    if det == "monologue":
+        return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
+                "Take an action or end the turn.")
+    return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
+            "since; reuse the earlier result instead of observing it again.")
 
 
 def guarded(guard: Guard, session: Hashable | Callable[[], Hashable] = "default", *, name: str | None = None,
