@@ -33,7 +33,10 @@ import time
 
 import numpy as np
 
-import loopcore
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _env import cpu_model  # noqa: E402  (benchmarks/_env.py)
+
+import loopcore  # noqa: E402
 from loopcore import Step, Trace, analyse_burn, analyse_encoded, encode
 from loopcore.encoded import EncodedTrace
 
@@ -45,15 +48,6 @@ _COMMANDS = ("npm test", "npm run build", "git status", "git diff", "ls src", "p
 _PATTERNS = ("TODO", "def main", "import", "useState", "fixme", "config")
 
 
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def synth_session(rng: random.Random, sid: int, n_steps: int) -> Trace:
@@ -174,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     print("loopcore bulk burn analysis benchmark")
     print(f"  command : python {' '.join(sys.argv)}")
     print(f"  python  : {platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}")
-    print(f"  cpu     : {_cpu()} ({os.cpu_count()} logical CPUs; kernels are single-threaded)")
+    print(f"  cpu     : {cpu_model()} ({os.cpu_count()} logical CPUs; kernels are single-threaded)")
     print(f"  loopcore: {loopcore.__version__}, live core {loopcore.implementation()!r}")
     if loopcore.implementation() != "c":
         print("  the compiled core is not live (LOOPCORE_NO_EXTENSIONS?); nothing to compare")

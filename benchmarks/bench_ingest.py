@@ -31,7 +31,10 @@ import time
 
 import orjson
 
-import loopcore
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _env import cpu_model  # noqa: E402  (benchmarks/_env.py)
+
+import loopcore  # noqa: E402
 from loopcore.report import collect
 from loopcore.taxonomy.shell import classify_shell
 
@@ -40,15 +43,6 @@ DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
 BAR = 2.0
 
 
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def parse_only(files: list[str]) -> int:
@@ -136,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     print("loopcore ingest benchmark: analyse (load + burn analysis) vs read + gunzip + orjson.loads")
     print(f"command:     {' '.join([os.path.basename(sys.executable), *sys.argv])}")
     print(f"environment: Python {platform.python_version()} ({platform.python_implementation()}), "
-          f"{platform.system()} {platform.machine()}, CPU {_cpu()}, {os.cpu_count()} cores visible, "
+          f"{platform.system()} {platform.machine()}, CPU {cpu_model()}, {os.cpu_count()} cores visible, "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"             loopcore {loopcore.__version__} core={loopcore.implementation()}, "
           f"orjson {orjson.__version__}, runs={args.runs} interleaved (medians)")
