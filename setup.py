@@ -63,7 +63,7 @@ def extensions(only=None):
     else:
         cflags = ["-O3"]
     native = NATIVE.relative_to(HERE)
-    vendor = native / "vendor" / "xxhash"
+    vendor = pathlib.Path("third_party") / "xxhash"  # vendored xxHash, BSD-2 (its LICENSE beside it)
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
     extra_sources = []
     if target_is_x86():

@@ -28,10 +28,10 @@ FIXTURE_FORMATS = {
     "anthropic_messages.json": "anthropic",
     "claude_code_session.jsonl": "claude-code",
     "otel_genai_spans.json": "otel",
-    "mini_swe_agent_v2.traj.json": "mini-swe-agent",
-    "mini_swe_agent_v1.traj.json": "mini-swe-agent",
-    "swe_agent_text.traj": "swe-agent",
-    "swe_agent_function_calling.traj": "swe-agent",
+    "mini_swe_agent_v2.json": "mini-swe-agent",
+    "mini_swe_agent_v1.json": "mini-swe-agent",
+    "swe_agent_text.json": "swe-agent",
+    "swe_agent_function_calling.json": "swe-agent",
     "tau_bench.json": "tau-bench",
     "openhands_events.json": "openhands",
     "gemini_cli_session.json": "gemini-cli",
@@ -172,7 +172,7 @@ def test_reused_id_across_turns_with_missing_result():
 # ---- mini-swe-agent -------------------------------------------------------------------------
 
 def test_mini_swe_agent_tool_calling():
-    t = one("mini_swe_agent_v2.traj.json")
+    t = one("mini_swe_agent_v2.json")
     assert t.session == "demo__demo-1" and t.meta["exit_status"] == "Submitted"
     cat, sed, pytest_, submit = t.steps
     assert (cat.kind, cat.target, cat.args) == ("observe", "a.py", {"command": "cat a.py"})
@@ -191,7 +191,7 @@ def test_mini_swe_agent_tool_calling():
 
 
 def test_mini_swe_agent_text_actions_and_format_errors():
-    t = one("mini_swe_agent_v1.traj.json")
+    t = one("mini_swe_agent_v1.json")
     assert t.meta["format_errors"] == 1
     cat, sleep, submit = t.steps
     assert cat.args == {"command": "cat a.py"} and cat.meta["returncode"] == 0
@@ -204,7 +204,7 @@ def test_mini_swe_agent_text_actions_and_format_errors():
 # ---- SWE-agent ------------------------------------------------------------------------------
 
 def test_swe_agent_text_actions_track_the_open_file():
-    t = one("swe_agent_text.traj")
+    t = one("swe_agent_text.json")
     opened, edit, scroll, run, submit = t.steps
     assert opened.name == "open" and opened.target == "/repo/src/a.py" and opened.kind == "observe"
     assert (edit.name, edit.kind, edit.target) == ("edit", "mutate", "/repo/src/a.py")
@@ -216,7 +216,7 @@ def test_swe_agent_text_actions_track_the_open_file():
 
 
 def test_swe_agent_function_calling_tool_call_ids_list():
-    t = one("swe_agent_function_calling.traj")
+    t = one("swe_agent_function_calling.json")
     find, view, submit = t.steps
     assert find.call_id == "call_1" and find.result.startswith("Found 1 matches")
     assert (view.kind, view.target) == ("observe", "/repo/x.py")
@@ -343,7 +343,7 @@ def test_folder_is_walked_recursively_and_non_traces_are_ignored(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     shutil.copy(FIX / "openai_chat.json", tmp_path / "a" / "chat.json")
     shutil.copy(FIX / "tau_bench.json", tmp_path / "a" / "b" / "tau.json")
-    (tmp_path / "a" / "b" / "tau.json.gz").write_bytes(gzip.compress((FIX / "swe_agent_text.traj").read_bytes()))
+    (tmp_path / "a" / "b" / "tau.json.gz").write_bytes(gzip.compress((FIX / "swe_agent_text.json").read_bytes()))
     shutil.copy(FIX / "not_a_trace.json", tmp_path / "preds.json")
     (tmp_path / "README.md").write_text("# not a trace")
     (tmp_path / "notes.yaml").write_text("a: 1")

@@ -1,4 +1,4 @@
-/* Compile the vendored xxHash (BSD-2, vendor/xxhash/LICENSE) into each extension that includes
+/* Compile the vendored xxHash (BSD-2, third_party/xxhash/LICENSE) into each extension that includes
  * this header, fully inlined: no shared library and no symbol clashes with python-xxhash.
  *
  * Small inputs use the inlined scalar XXH3 (no call overhead). Large buffers go through the
