@@ -56,8 +56,9 @@ def _text_content(result: dict) -> str:
 
 
 def project_exec(result: Any) -> Any:
-    """Status, exit code and output of a shell/exec/poll result; durations, pids, cwd and
-    timestamps are dropped (they change on every run and are not progress, BEHAVIOURS B10)."""
+    """(status, exit code, timed out, output, stderr) of a shell/exec/poll result, or the result
+    itself when it is not a dict of a known shape; durations, pids, cwd and timestamps are
+    dropped (they change on every run and are not progress, BEHAVIOURS B10). Never raises."""
     if not isinstance(result, dict):
         return result
     details = result.get("details")
@@ -70,13 +71,15 @@ def project_exec(result: Any) -> Any:
     status = d.get("status")
     if status is None and exit_code is None and output is None and stderr is None:
         return result  # not a shape we know: hash it whole rather than guess
-    return {
-        "status": status if isinstance(status, (str, int, bool)) else None,
-        "exit": exit_code if isinstance(exit_code, (int, str)) else None,
-        "timedOut": bool(d.get("timedOut") or d.get("timed_out")),
-        "output": output,
-        "stderr": stderr,
-    }
+    # A tuple, not a dict: it hashes in half the time (no key encoding and sorting) and the
+    # fields are always these five in this order.
+    return (
+        status if isinstance(status, (str, int, bool)) else None,
+        exit_code if isinstance(exit_code, (int, str)) else None,
+        bool(d.get("timedOut") or d.get("timed_out")),
+        output,
+        stderr,
+    )
 
 
 def _is_delivery_object(d: dict) -> bool:
