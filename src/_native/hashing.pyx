@@ -316,7 +316,7 @@ cdef int _enc_list(Ctx* c, object v, Py_ssize_t depth) except -1:
         while i < PyList_GET_SIZE(v):
             item = <object>PyList_GET_ITEM(v, i)
             c.seg_index[slot] = i
-            _enc(c, item, depth + 1)
+            _enc_value(c, item, depth + 1)
             i += 1
     else:
         while i < n:
@@ -518,7 +518,7 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
             _reserve(c, 5 + e[i].n)
             _tag_u32_bytes(c, b"s", e[i].data, e[i].n)
             c.seg_key[slot] = e[i].key
-            _enc(c, <object>e[i].value, depth + 1)
+            _enc_value(c, <object>e[i].value, depth + 1)
         return 0
     finally:
         for i in range(n):
@@ -599,6 +599,27 @@ cdef int _enc_set(Ctx* c, object v, Py_ssize_t depth) except -1:
 
 
 # ---------------------------------------------------------------- dispatch
+
+cdef inline int _enc_value(Ctx* c, object v, Py_ssize_t depth) except -1:
+    # members of dicts and lists are mostly short ASCII strings and small ints: encode those
+    # right here and leave the full dispatch (and its call) to everything else
+    cdef Py_ssize_t n
+    cdef int overflow = 0
+    cdef long long x
+    if PyUnicode_CheckExact(v) and PyUnicode_IS_COMPACT_ASCII(v):
+        n = PyUnicode_GET_LENGTH(v)
+        if n <= C_INLINE_MAX:
+            _reserve(c, 5 + n)
+            _tag_u32_bytes(c, b"s", <const char*>PyUnicode_1BYTE_DATA(v), n)
+            return 0
+    elif PyLong_CheckExact(v):
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if not overflow:
+            _reserve(c, 9)
+            _tag_u64(c, b"i", <uint64_t>x)
+            return 0
+    return _enc(c, v, depth)
+
 
 cdef int _enc(Ctx* c, object v, Py_ssize_t depth) except -1:
     # exact types first (the common case), then subclasses with their base meaning
