@@ -27,7 +27,10 @@ import sys
 import time
 import tracemalloc
 
-from loopcore import Guard, Policy, _native_flag
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _env import cpu_model  # noqa: E402  (benchmarks/_env.py)
+
+from loopcore import Guard, Policy, _native_flag  # noqa: E402
 
 
 def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
@@ -126,15 +129,6 @@ def bytes_per_session(impl: str, n: int = 2000) -> float:
     return (after - before) / n
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main(argv=None) -> int:
