@@ -179,6 +179,81 @@ def test_result_projections_are_identical_in_both_twins(value):
     assert _native_guard.project_exec(value) == _guard_py.project_exec(value)
 
 
+send_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.sampled_from(["id", "text", "messageId", "ts", "details", "senderId", "direction",
+                                         "conversation", "route", "runId", "x", "deliveryId"]),
+                        inner, max_size=5),
+    ),
+    max_leaves=14,
+)
+
+
+@needs_c
+@settings(max_examples=150, deadline=None)
+@given(value=send_value)
+def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
+    # The compiled record path hashes a send result with the volatile keys stripped inside the
+    # hash when no copy is needed; it must equal hashing the pure twin's stripped copy.
+    from loopcore import _guard_py, _hashing_py
+    from loopcore.policy import DEFAULT_VOLATILE_KEYS
+
+    g = Guard(Policy.openclaw(), implementation="c")
+    want = _hashing_py.canonical_hash(_guard_py.strip_send_result(value, DEFAULT_VOLATILE_KEYS), default=repr)
+    assert g._table.send_hash(value) == want
+    assert g.result_hash("message", {"action": "send"}, value) == want
+
+
+@needs_c
+@settings(max_examples=100, deadline=None)
+@given(value=send_value)
+def test_the_guards_c_level_hash_entry_equals_canonical_hash(value):
+    # The compiled guard calls the hash through its C capsule, not the Python function.
+    from loopcore import _hashing_py
+
+    g = Guard(Policy.openclaw(), implementation="c")
+    assert g._table.hash_checked(value) == _hashing_py.canonical_hash(value, default=repr)
+    assert g._table.hash_checked({"obj": object}) == _hashing_py.canonical_hash({"obj": object}, default=repr)
+
+
+def _nested(depth, leaf):
+    v = leaf
+    for _ in range(depth):
+        v = {"messageId": "m-1234", "data": [v]}
+    return v
+
+
+@pytest.mark.parametrize("depth", [10, 200, 5_000, 200_000])
+def test_deep_send_results_hash_or_raise_value_error(impl, depth):
+    # A send result is walked to strip its ids: a deep one must not exhaust the C stack.
+    g = Guard(Policy.openclaw(), implementation=impl.name)
+    g.check("s", "message", {"action": "send", "text": "hi"})
+    value = _nested(depth, "done")
+    if depth * 2 < 256:
+        g.record("s", "message", {"action": "send", "text": "hi"}, value)
+    else:
+        with pytest.raises(ValueError, match="deeper than"):
+            g.record("s", "message", {"action": "send", "text": "hi"}, value)
+    g.check("s", "read", {"p": 1})  # the guard still works
+
+
+def test_cyclic_send_results_never_crash(impl):
+    g = Guard(Policy.openclaw(), implementation=impl.name)
+    kept = {"ok": True}
+    kept["self"] = kept
+    with pytest.raises(ValueError):
+        g.record("s", "message", {"action": "send", "text": "hi"}, kept)
+    # a cycle under a stripped key is never walked past MAX_DEPTH, and it is stripped
+    removed = {"ok": True}
+    removed["messageId"] = removed
+    g.record("s", "message", {"action": "send", "text": "hi"}, removed)
+    assert g.result_hash("message", {"action": "send"}, removed) == g.result_hash(
+        "message", {"action": "send"}, {"ok": True})
+
+
 def test_a_subclass_override_is_respected():
     class Counting(Guard):
         calls = 0

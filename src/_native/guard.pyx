@@ -8,6 +8,8 @@ is the reference). Each session's ring of the last ``window`` calls lives in one
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.set cimport PySet_Contains
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
@@ -41,6 +43,8 @@ N_PARAMS = NP
 DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef enum:
+    MAX_DEPTH = 256  # loopcore._hashing_py.MAX_DEPTH: how deep the send-result walks go
 
 
 # -- result projections (same functions and results as the pure twin) ---------------------
@@ -119,53 +123,61 @@ cdef bint _is_delivery_object(dict d):
     )
 
 
-cdef void _collect_scalars(v, set out) except *:
+cdef void _collect_scalars(v, list out, int depth) except *:
     if isinstance(v, str):
         if len(<str>v) >= 4:
-            out.add(v)
+            out.append(v)
     elif isinstance(v, int) and not isinstance(v, bool):
         if v >= 1000 or v <= -1000:
-            out.add(str(v))
+            out.append(str(v))
+    elif depth >= MAX_DEPTH:
+        return  # deeper (or cyclic) removed values: what is collected so far is what counts
     elif isinstance(v, dict):
         for x in (<dict>v).values():
-            _collect_scalars(x, out)
+            _collect_scalars(x, out, depth + 1)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            _collect_scalars(x, out)
+            _collect_scalars(x, out, depth + 1)
 
 
-cdef object _strip_send(v, frozenset keys, set removed):
+cdef object _strip_send(v, frozenset keys, list removed, int depth):
     cdef dict out
     cdef bint drop_id
+    # Past MAX_DEPTH containers (or round a cycle) the value is kept as it is: hashing it then
+    # raises its ValueError naming the path, as for any value nested too deep.
+    if depth >= MAX_DEPTH:
+        return v
     if isinstance(v, dict):
         drop_id = _is_delivery_object(<dict>v)
         out = {}
         for k, x in (<dict>v).items():
-            if k in keys or (drop_id and k == "id"):
-                _collect_scalars(x, removed)
+            if PySet_Contains(keys, k) or (drop_id and k == "id"):
+                _collect_scalars(x, removed, depth + 1)
                 continue
             # scalars come back unchanged: skip the call for the common exact types
             if x is None or type(x) is str or type(x) is bool or type(x) is int or type(x) is float:
                 out[k] = x
             else:
-                out[k] = _strip_send(x, keys, removed)
+                out[k] = _strip_send(x, keys, removed, depth + 1)
         return out
     if isinstance(v, (list, tuple)):
-        return [_strip_send(x, keys, removed) for x in v]
+        return [_strip_send(x, keys, removed, depth + 1) for x in v]
     return v
 
 
-cdef object _scrub_text(v, tuple removed):
+cdef object _scrub_text(v, tuple removed, int depth):
     # Text that restates a stripped id ("sent message 4711") would defeat the strip.
     if isinstance(v, str):
         for r in removed:
             if r in v:
                 v = v.replace(r, "\x00id\x00")
         return v
+    if depth >= MAX_DEPTH:
+        return v
     if isinstance(v, dict):
-        return {k: _scrub_text(x, removed) for k, x in (<dict>v).items()}
+        return {k: _scrub_text(x, removed, depth + 1) for k, x in (<dict>v).items()}
     if isinstance(v, list):
-        return [_scrub_text(x, removed) for x in v]
+        return [_scrub_text(x, removed, depth + 1) for x in v]
     return v
 
 
@@ -175,40 +187,85 @@ def _len_then_text(r):
 
 def strip_send_result(result, volatile_keys):
     """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
-    text that restates them); structured ``details`` stand for the whole result when present."""
+    text that restates them); structured ``details`` stand for the whole result when present.
+    Containers deeper than MAX_DEPTH (or a cycle) are left as they are (see the pure twin)."""
     return _strip_send_result(result, volatile_keys if isinstance(volatile_keys, frozenset)
                               else frozenset(volatile_keys))
 
 
 cdef object _strip_send_result(result, frozenset keys):
-    cdef set removed = set()
+    cdef list removed = []
     if isinstance(result, dict):
         details = (<dict>result).get("details")
         if isinstance(details, dict):
             result = details
-    stripped = _strip_send(result, keys, removed)
+    stripped = _strip_send(result, keys, removed, 0)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
     # first, so a longer id is not half-replaced by a shorter one) only when something does.
-    if removed and _mentions(stripped, removed):
-        stripped = _scrub_text(stripped, tuple(sorted(removed, key=_len_then_text)))
+    if removed and _mentions(stripped, removed, 0):
+        stripped = _scrub_text(stripped, tuple(sorted(removed, key=_len_then_text)), 0)
     return stripped
 
 
-cdef bint _mentions(v, set removed) except -1:
+cdef int _scan_send(v, frozenset keys, list removed, int depth) except -1:
+    # _strip_send's walk without building anything: collects what it would remove into
+    # *removed*; 1 when the strip needs the full path (a delivery object, whose bare id goes
+    # too, or a value deeper than MAX_DEPTH), else 0.
+    cdef int found = 0
+    if depth >= MAX_DEPTH:
+        return 1
+    if isinstance(v, dict):
+        if _is_delivery_object(<dict>v):
+            return 1
+        for k, x in (<dict>v).items():
+            if PySet_Contains(keys, k):
+                _collect_scalars(x, removed, depth + 1)
+            elif not (x is None or type(x) is str or type(x) is bool or type(x) is int or type(x) is float):
+                found |= _scan_send(x, keys, removed, depth + 1)
+        return found
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            found |= _scan_send(x, keys, removed, depth + 1)
+    return found
+
+
+cdef bint _mentions_kept(v, frozenset keys, list removed, int depth) except -1:
+    # _mentions over what _strip_send would keep (values under stripped keys are skipped);
+    # only called when _scan_send found nothing deeper than MAX_DEPTH.
+    if isinstance(v, str):
+        for r in removed:
+            if r in <str>v:
+                return True
+        return False
+    if isinstance(v, dict):
+        for k, x in (<dict>v).items():
+            if not PySet_Contains(keys, k) and _mentions_kept(x, keys, removed, depth + 1):
+                return True
+        return False
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            if _mentions_kept(x, keys, removed, depth + 1):
+                return True
+    return False
+
+
+cdef bint _mentions(v, list removed, int depth) except -1:
     # Most results never restate a stripped id: find that out without rebuilding anything.
     if isinstance(v, str):
         for r in removed:
             if r in v:
                 return True
         return False
+    if depth >= MAX_DEPTH:
+        return False
     if isinstance(v, dict):
         for x in (<dict>v).values():
-            if _mentions(x, removed):
+            if _mentions(x, removed, depth + 1):
                 return True
         return False
     if isinstance(v, list):
         for x in v:
-            if _mentions(x, removed):
+            if _mentions(x, removed, depth + 1):
                 return True
     return False
 
@@ -751,6 +808,10 @@ cdef class ToolInfo:
         self.send_actions = send_actions
 
 
+# loopcore._native_hashing's C entry (its _C_HASH capsule): canonical_hash without a Python call.
+ctypedef int (*c_hash_t)(object, object, object, uint64_t*) except -1
+
+
 @cython.final
 cdef class Table:
     """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
@@ -771,6 +832,7 @@ cdef class Table:
     cdef object _move_fn
     cdef readonly dict tools
     cdef object hash_fn
+    cdef c_hash_t c_hash  # set when hash_fn is the compiled canonical_hash
     cdef object veto_type
     cdef readonly frozenset volatile_keys
     cdef object last_args
@@ -799,6 +861,12 @@ cdef class Table:
         self._move_fn = self.sessions.move_to_end
         self.tools = {}
         self.hash_fn = hash_fn
+        self.c_hash = NULL
+        if hash_fn is not None:
+            from loopcore import _native_hashing
+            if hash_fn is _native_hashing.canonical_hash:
+                self.c_hash = <c_hash_t>PyCapsule_GetPointer(_native_hashing._C_HASH,
+                                                             b"loopcore._native_hashing.c_hash.v1")
         self.veto_type = veto_type if veto_type is not None else ()
         self.volatile_keys = frozenset(volatile_keys)
         self.ops = 0
@@ -908,6 +976,13 @@ cdef class Table:
         return _record(st, tool, args, result, flags, kind, target, cid, veto)
 
     cdef uint64_t _hash(self, value) except? 0:
+        cdef uint64_t h = 0
+        if self.c_hash != NULL:
+            try:
+                self.c_hash(value, None, None, &h)
+            except TypeError:  # values canonical_hash does not support are hashed by repr()
+                self.c_hash(value, None, repr, &h)
+            return h
         try:
             return self.hash_fn(value)
         except TypeError:
@@ -1013,7 +1088,7 @@ cdef class Table:
                 # the projection _outcome would make, reusing the lookups above
                 rh = self._hash(_project_exec_d(<dict>result, <dict>d, status))
             else:
-                rh = self._hash(self._outcome(t, args, result))
+                rh = self._outcome_hash(t, args, result)
         if t.bslot >= self.engine.nbudget:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
@@ -1027,6 +1102,42 @@ cdef class Table:
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
         cdef int code = self._fast_record(session, tool, args, result, run_id, tokens)
         return None if code < 0 else code
+
+    cdef uint64_t _send_hash(self, result) except? 0:
+        # == self._hash(_strip_send_result(result, self.volatile_keys)), without building the
+        # stripped copy when it is not needed: the usual send result has no delivery object and
+        # no text restating a stripped id, so hashing it with the volatile keys stripped inside
+        # the hash gives the same bytes.
+        cdef list removed = []
+        cdef uint64_t h = 0
+        cdef frozenset keys = self.volatile_keys
+        if self.c_hash == NULL:
+            return self._hash(_strip_send_result(result, keys))
+        if isinstance(result, dict):
+            details = (<dict>result).get("details")
+            if isinstance(details, dict):
+                result = details
+        if _scan_send(result, keys, removed, 0) or (removed and _mentions_kept(result, keys, removed, 0)):
+            return self._hash(_strip_send_result(result, keys))
+        try:
+            self.c_hash(result, keys, None, &h)
+        except TypeError:
+            self.c_hash(result, keys, repr, &h)
+        return h
+
+    def send_hash(self, result):
+        """The hash record() gives a send-like *result* (tests cross it with the full strip)."""
+        return self._send_hash(result)
+
+    cdef uint64_t _outcome_hash(self, ToolInfo t, args, result) except? 0:
+        # == self._hash(self._outcome(t, args, result)), with the send strip done in the hash
+        if t.exec or (t.poll_actions is not None and isinstance(args, dict)
+                      and (<dict>args).get("action") in t.poll_actions):
+            return self._hash(_project_exec(result))
+        if t.send or (t.send_actions is not None and isinstance(args, dict)
+                      and (<dict>args).get("action") in t.send_actions):
+            return self._send_hash(result)
+        return self._hash(result)
 
     cdef object _outcome(self, ToolInfo t, args, result):
         if t.exec or (t.poll_actions is not None and isinstance(args, dict)

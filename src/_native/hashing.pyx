@@ -22,6 +22,7 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_FromDouble
 from cpython.object cimport PyObject
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF
 from cpython.set cimport PySet_Contains
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -693,6 +694,29 @@ cdef int _run(Ctx* c, object value, object strip, object default) except -1:
 cdef inline void _release(Ctx* c) noexcept:
     if c.buf_heap:
         free(c.buf)
+
+
+cdef int _c_hash(object value, object strip, object default, uint64_t* out) except -1:
+    # The C entry other compiled modules call through the _C_HASH capsule (the guard hashes
+    # every call's args and outcome: no Python call, no argument parsing). *strip* must be
+    # None or a frozenset; otherwise the same as canonical_hash.
+    cdef Ctx c
+    cdef unsigned char stack_buf[STACK_BUF]
+    c.buf = stack_buf
+    try:
+        _run(&c, value, strip, default)
+        out[0] = XXH3_64bits(c.buf, c.len)
+    finally:
+        _release(&c)
+    return 0
+
+
+ctypedef int (*c_hash_t)(object, object, object, uint64_t*) except -1
+
+cdef c_hash_t _c_hash_ptr = _c_hash
+# ``int (*)(object value, object strip, object default, uint64_t* out) except -1``: 0 with the
+# hash in *out, or -1 with the exception set. The capsule name states the signature's version.
+_C_HASH = PyCapsule_New(<void*>_c_hash_ptr, b"loopcore._native_hashing.c_hash.v1", NULL)
 
 
 @cython.binding(False)  # a plain builtin function: the cheapest call CPython has

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ._hashing_py import MAX_DEPTH
+
 __all__ = [
     "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER",
     "F_ERROR", "F_HAS", "F_UNKNOWN",
@@ -93,53 +95,65 @@ def _is_delivery_object(d: dict) -> bool:
     )
 
 
-def _collect_scalars(v: Any, out: set) -> None:
+def _collect_scalars(v: Any, out: set, depth: int = 0) -> None:
     if isinstance(v, str):
         if len(v) >= 4:
             out.add(v)
     elif isinstance(v, int) and not isinstance(v, bool):
         if abs(v) >= 1000:
             out.add(str(v))
+    elif depth >= MAX_DEPTH:
+        return  # deeper (or cyclic) removed values: what is collected so far is what counts
     elif isinstance(v, dict):
         for x in v.values():
-            _collect_scalars(x, out)
+            _collect_scalars(x, out, depth + 1)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            _collect_scalars(x, out)
+            _collect_scalars(x, out, depth + 1)
 
 
-def _strip_send(v: Any, keys: frozenset, removed: set) -> Any:
+def _strip_send(v: Any, keys: frozenset, removed: set, depth: int = 0) -> Any:
+    # Past MAX_DEPTH containers (or round a cycle) the value is kept as it is: hashing it then
+    # raises its ValueError naming the path, as for any value nested too deep.
+    if depth >= MAX_DEPTH:
+        return v
     if isinstance(v, dict):
         drop_id = _is_delivery_object(v)
         out = {}
         for k, x in v.items():
             if k in keys or (drop_id and k == "id"):
-                _collect_scalars(x, removed)
+                _collect_scalars(x, removed, depth + 1)
                 continue
-            out[k] = _strip_send(x, keys, removed)
+            out[k] = _strip_send(x, keys, removed, depth + 1)
         return out
     if isinstance(v, (list, tuple)):
-        return [_strip_send(x, keys, removed) for x in v]
+        return [_strip_send(x, keys, removed, depth + 1) for x in v]
     return v
 
 
-def _scrub_text(v: Any, removed: tuple) -> Any:
+def _scrub_text(v: Any, removed: tuple, depth: int = 0) -> Any:
     # Text that restates a stripped id ("sent message 4711") would defeat the strip.
     if isinstance(v, str):
         for r in removed:
             if r in v:
                 v = v.replace(r, "\x00id\x00")
         return v
+    if depth >= MAX_DEPTH:
+        return v
     if isinstance(v, dict):
-        return {k: _scrub_text(x, removed) for k, x in v.items()}
+        return {k: _scrub_text(x, removed, depth + 1) for k, x in v.items()}
     if isinstance(v, list):
-        return [_scrub_text(x, removed) for x in v]
+        return [_scrub_text(x, removed, depth + 1) for x in v]
     return v
 
 
 def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
     """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
-    text that restates them); structured ``details`` stand for the whole result when present."""
+    text that restates them); structured ``details`` stand for the whole result when present.
+
+    Containers nested deeper than MAX_DEPTH (or a cycle) are left as they are, so hashing the
+    projection raises the hash's ValueError for them; this function itself never recurses
+    without bound."""
     if isinstance(result, dict) and isinstance(result.get("details"), dict):
         result = result["details"]
     removed: set = set()
@@ -151,14 +165,16 @@ def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
     return stripped
 
 
-def _mentions(v: Any, removed: tuple) -> bool:
+def _mentions(v: Any, removed: tuple, depth: int = 0) -> bool:
     # Most results never restate a stripped id: find that out without rebuilding anything.
     if isinstance(v, str):
         return any(r in v for r in removed)
+    if depth >= MAX_DEPTH:
+        return False
     if isinstance(v, dict):
-        return any(_mentions(x, removed) for x in v.values())
+        return any(_mentions(x, removed, depth + 1) for x in v.values())
     if isinstance(v, list):
-        return any(_mentions(x, removed) for x in v)
+        return any(_mentions(x, removed, depth + 1) for x in v)
     return False
 
 
