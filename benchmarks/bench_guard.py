@@ -13,6 +13,9 @@ correctness column says whether they gave identical decisions on every call. "of
 hashing" times the twin's canonical_hash alone on the same calls (args plus the projected
 outcome, from a Python loop); "guard logic" is the rest of the time per call. Memory per
 session is measured with tracemalloc over 2,000 sessions each filled past the default window.
+The last line times the same loop with do-nothing check/record callables of the same
+signatures (``CallFloor``): the part of a call that is the harness's own loop and call, not
+the guard's work.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _env import cpu_model  # noqa: E402  (benchmarks/_env.py)
 
-from loopcore import Guard, Policy, _native_flag  # noqa: E402
+from loopcore import ALLOW, Guard, Policy, _native_flag  # noqa: E402
 
 
 def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
@@ -70,7 +73,10 @@ def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
 
 
 def run_once(impl: str, stream: list[tuple], keep: bool = False):
-    g = Guard(Policy.default(), implementation=impl, max_sessions=100_000)
+    if impl == "floor":
+        g = _native_flag.load("guard", "c").CallFloor(ALLOW)
+    else:
+        g = Guard(Policy.default(), implementation=impl, max_sessions=100_000)
     check, record = g.check, g.record
     decisions = [] if keep else None
     gc.disable()
@@ -154,10 +160,13 @@ def main(argv=None) -> int:
     # is the median of the per-round ratios.
     runs: dict[str, list[float]] = {impl: [] for impl in impls}
     hashing: dict[str, list[float]] = {impl: [] for impl in impls}
+    floor: list[float] = []
     for _ in range(opts.repeats):
         for impl in impls:
             runs[impl].append(run_once(impl, stream)[0])
             hashing[impl].append(hashing_once(impl, stream))
+        if "c" in impls:
+            floor.append(run_once("floor", stream)[0])
     times = {impl: statistics.median(r) for impl, r in runs.items()}
     hash_ns = {impl: statistics.median(r) for impl, r in hashing.items()}
     ratios = {impl: statistics.median(p / c for p, c in zip(runs["py"], runs[impl])) for impl in impls}
@@ -186,6 +195,13 @@ def main(argv=None) -> int:
     # On a shared machine the fastest run shows what the code costs when it gets the core.
     print("fastest run: " + "; ".join(
         f"{impl}: {min(runs[impl]):,.0f} ns/call, hashing {min(hashing[impl]):,.0f} ns" for impl in impls))
+    if floor:
+        # The same loop calling do-nothing check/record callables of the same signatures: what
+        # the harness pays to call anything; the rest is the guard's own work.
+        own = [r - f for r, f in zip(runs["c"], floor)]
+        print(f"harness loop with no-op check/record (CallFloor): median {statistics.median(floor):,.0f} ns/call, "
+              f"fastest {min(floor):,.0f}; the compiled guard's own work: median {statistics.median(own):,.0f} "
+              f"ns/call, fastest {min(own):,.0f} (bar: about 1,000)")
     return 0 if same else 1
 
 

@@ -1322,3 +1322,24 @@ def bind_fast(Table table, guard, allow, decision, det_names):
     fast = _Fast(table, allow, cls.check.__get__(guard), cls.record.__get__(guard), guard._cross, decision,
                  tuple(det_names), guard.policy, guard._names, guard.policy.event_bucket)
     return fast.check, fast.record
+
+
+@cython.final
+cdef class CallFloor:
+    """A do-nothing check/record pair with the signatures of the fast ones (bench_guard.py's
+    baseline): what a harness pays to call any such function, so the benchmark can tell that
+    apart from the guard's own work."""
+
+    cdef object allow
+
+    def __cinit__(self, allow):
+        self.allow = allow
+
+    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
+        """Returns *allow* and does nothing else."""
+        return self.allow
+
+    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
+               tokens=None, kind=None, target=None):
+        """Does nothing."""
+        return None
