@@ -10,6 +10,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.set cimport PySet_Contains
+from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
@@ -1065,7 +1066,9 @@ cdef class Table:
         # The common results (str, dict) first: a Decision is never one of them (its __slots__
         # forbid str/dict subclasses), so the isinstance against it runs only for the rest.
         if isinstance(result, str):
-            if (<str>result).startswith("BLOCKED:"):
+            # (the first character decides for nearly every result, before the method call)
+            if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
+                    and (<str>result).startswith("BLOCKED:")):
                 return -1
         elif isinstance(result, dict):
             d = (<dict>result).get("details")
