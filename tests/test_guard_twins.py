@@ -155,16 +155,23 @@ def test_no_extensions_selects_the_pure_engine():
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8),
                       st.sampled_from(["msg-1234", "1700000000", "id-9999", "hello msg-1234"]))
-json_value = st.recursive(
-    json_leaf,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(["id", "text", "messageId", "ts", "details", "status", "exitCode",
-                                         "stdout", "content", "direction", "route", "runId", "x"]),
-                        inner, max_size=5),
-    ),
-    max_leaves=12,
-)
+
+
+def _json_values(keys, tuples=False):
+    """JSON-like results (dicts over *keys*, lists, optionally tuples) for the projections."""
+    def containers(inner):
+        options = [st.lists(inner, max_size=4),
+                   st.dictionaries(st.sampled_from(keys), inner, max_size=5)]
+        if tuples:
+            options.append(st.lists(inner, max_size=3).map(tuple))
+        return st.one_of(*options)
+    return st.recursive(json_leaf, containers, max_leaves=14)
+
+
+json_value = _json_values(["id", "text", "messageId", "ts", "details", "status", "exitCode", "stdout", "content",
+                           "direction", "route", "runId", "x"])
+send_value = _json_values(["id", "text", "messageId", "ts", "details", "senderId", "direction", "conversation",
+                           "route", "runId", "x", "deliveryId"], tuples=True)
 
 
 @needs_c
@@ -177,19 +184,6 @@ def test_result_projections_are_identical_in_both_twins(value):
     assert _native_guard.strip_send_result(value, DEFAULT_VOLATILE_KEYS) == _guard_py.strip_send_result(
         value, DEFAULT_VOLATILE_KEYS)
     assert _native_guard.project_exec(value) == _guard_py.project_exec(value)
-
-
-send_value = st.recursive(
-    json_leaf,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.lists(inner, max_size=3).map(tuple),
-        st.dictionaries(st.sampled_from(["id", "text", "messageId", "ts", "details", "senderId", "direction",
-                                         "conversation", "route", "runId", "x", "deliveryId"]),
-                        inner, max_size=5),
-    ),
-    max_leaves=14,
-)
 
 
 @needs_c
