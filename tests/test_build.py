@@ -12,7 +12,7 @@ import pytest
 from loopcore import _native_flag
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-COMPONENTS = ("hashing", "guard", "burn")
+COMPONENTS = ("hashing", "guard", "burn", "shell")
 
 PROBE = """
 import json, sys, loopcore
@@ -21,9 +21,10 @@ g.check("s", "read", {"path": "a"})
 g.record("s", "read", {"path": "a"}, "text")
 steps = [loopcore.Step("s", 0, "observe", "read", "a", {"path": "a"}, "x", tokens_in=5)] * 2
 loopcore.analyse_many([loopcore.Trace(list(steps))])
+loopcore.classify_shell("cat a.py | grep x")
 loaded = sorted(m for m in sys.modules if m.startswith(("loopcore._native_", "loopcore._")) and
-                m.split(".")[1] in ("_native_hashing", "_native_guard", "_native_burn",
-                                    "_hashing_py", "_guard_py", "_burn_py"))
+                m.split(".")[1] in ("_native_hashing", "_native_guard", "_native_burn", "_native_shell",
+                                    "_hashing_py", "_guard_py", "_burn_py", "_shell_py"))
 print(json.dumps({"impl": loopcore.implementation(), "hashing": loopcore.canonical_hash.__module__,
                   "loaded": loaded}))
 """
@@ -59,7 +60,7 @@ def test_flag_selects_the_pure_twins(value):
     got = _probe(value)
     assert got["impl"] == "py"
     assert got["hashing"] == "loopcore._hashing_py"
-    assert got["loaded"] == ["loopcore._burn_py", "loopcore._guard_py", "loopcore._hashing_py"]
+    assert got["loaded"] == ["loopcore._burn_py", "loopcore._guard_py", "loopcore._hashing_py", "loopcore._shell_py"]
 
 
 @pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])

@@ -1,11 +1,19 @@
-"""The tool taxonomy: harness profiles and the shell classifier (pure Python, no twins)."""
+"""The tool taxonomy: harness profiles and the shell classifier.
+
+The shell classifier has twins (``impl.shell``: compiled and pure); every test of it runs on
+both, and tests/test_shell_twins.py checks they agree on random and real commands. The
+lexer tests look inside the pure twin, the reference.
+"""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopcore import _native_flag
 from loopcore.taxonomy import PROFILES, Profile, classify, classify_shell, get_profile, parse_patch_targets
+
+pure = _native_flag.load("shell", "py")
 
 SHELL_CASES = [
     # readers, with their targets
@@ -79,11 +87,21 @@ SHELL_CASES = [
 
 
 @pytest.mark.parametrize("cmd,kind,target", SHELL_CASES)
-def test_shell_classifier(cmd, kind, target):
-    assert classify_shell(cmd) == (kind, target)
+def test_shell_classifier(impl, cmd, kind, target):
+    assert impl.shell.classify_shell(cmd) == (kind, target)
 
 
-def test_shell_quotes_and_escapes():
+def test_the_dispatcher_caches_the_live_twin():
+    live = _native_flag.load("shell")
+    assert classify_shell("cat a.py") == live.classify_shell("cat a.py") == ("observe", "a.py")
+    hits = classify_shell.cache_info().hits  # an lru_cache (bench_ingest clears it between runs)
+    assert classify_shell("cat a.py") == ("observe", "a.py")
+    assert classify_shell.cache_info().hits == hits + 1
+    assert parse_patch_targets is live.parse_patch_targets
+
+
+def test_shell_quotes_and_escapes(impl):
+    classify_shell = impl.shell.classify_shell
     assert classify_shell('cat "my file.txt"') == ("observe", "my file.txt")
     assert classify_shell("cat my\\ file.txt") == ("observe", "my file.txt")
     assert classify_shell('echo "a > b" | cat') == ("observe", None)  # '>' inside quotes is text
@@ -92,7 +110,8 @@ def test_shell_quotes_and_escapes():
     assert classify_shell("python -c 'open(\"x\", \"w\")'") == ("exec", None)
 
 
-def test_shell_never_raises_on_garbage():
+def test_shell_never_raises_on_garbage(impl):
+    classify_shell = impl.shell.classify_shell
     for cmd in ["'unterminated", '"unterminated', "$(unclosed", "`x", "<<", ">", "|||", "cat <<EOF\nno end", "\\"]:
         kind, _ = classify_shell(cmd)
         assert kind in ("observe", "mutate", "exec", "other")
@@ -101,8 +120,8 @@ def test_shell_never_raises_on_garbage():
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab.> <|&;'\"$()`\\\n#-=*/ic:EOF")), max_size=40))
-def test_shell_total_on_any_text(cmd):
-    kind, target = classify_shell(cmd)
+def test_shell_total_on_any_text(impl, cmd):
+    kind, target = impl.shell.classify_shell(cmd)
     assert kind in ("observe", "mutate", "exec", "other")
     assert target is None or isinstance(target, (str, tuple))
     if kind in ("exec", "other"):
@@ -124,12 +143,10 @@ _LEX_ALPHABET = list("ab01 \t\\'\"$()`|&;<>#\n\x0c-=")
 def test_fast_and_slow_lexers_agree(text):
     # The fast lexer is only a shortcut: the dispatcher must give what the general lexer gives,
     # and so must the fast lexer itself wherever the dispatcher uses it.
-    from loopcore.taxonomy.shell import _NEEDS_SLOW, _lex, _lex_fast, _lex_slow
-
-    slow = _segments(_lex_slow(text))
-    assert _segments(_lex(text)) == slow
-    if not _NEEDS_SLOW.search(text):
-        assert _segments(_lex_fast(text)) == slow
+    slow = _segments(pure._lex_slow(text))
+    assert _segments(pure._lex(text)) == slow
+    if not pure._NEEDS_SLOW.search(text):
+        assert _segments(pure._lex_fast(text)) == slow
 
 
 @pytest.mark.parametrize("text,segments", [
@@ -145,15 +162,15 @@ def test_fast_and_slow_lexers_agree(text):
     ("a\x0c #b", [["a"]]),  # the blank after a form feed still ends the word
     ("echo 2>x", [["echo"]]),  # and bare digits before '>' are a descriptor
 ])
-def test_lexers_agree_on_escapes_and_odd_blanks(text, segments):
-    from loopcore.taxonomy.shell import _lex, _lex_slow
+def test_lexers_agree_on_escapes_and_odd_blanks(impl, text, segments):
+    assert [s.words for s in pure._lex(text)] == segments
+    assert _segments(pure._lex(text)) == _segments(pure._lex_slow(text))
+    assert impl.shell.lex(text) == _segments(pure._lex(text))
 
-    assert [s.words for s in _lex(text)] == segments
-    assert _segments(_lex(text)) == _segments(_lex_slow(text))
 
-
-def test_patch_targets():
+def test_patch_targets(impl):
     text = "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n*** Delete File: c.py\n*** End Patch"
+    assert impl.shell.parse_patch_targets(text) == ("a.py", "b.py", "c.py")
     assert parse_patch_targets(text) == ("a.py", "b.py", "c.py")
 
 

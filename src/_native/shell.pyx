@@ -1,0 +1,1274 @@
+"""Compiled twin of loopcore._shell_py: the shell classifier.
+
+Same answer as the pure twin for every input (tests/test_shell_twins.py checks it with
+hypothesis and on every command of the real traces); the pure module's doc is the reference for
+the rules, and its tables are imported from it, so there is one copy of them. What differs is
+how the work is done:
+
+* the lexer is one pass over the characters (Py_UCS4 reads, no regex) that reproduces the pure
+  twin's token grammar exactly, including its corner cases (a blank other than space, tab, CR
+  and newline splits nothing; an unterminated quote runs to the end; ``$(...)`` is read two
+  parentheses deep). A word is kept as a range of the source for as long as it is one, so most
+  words cost a single substring; only words glued from several pieces go through a buffer;
+* the classification works on the word lists with typed loops and character tests instead of
+  regexes and ``startswith`` calls, and stops lexing a script at its first part that runs
+  unknown code (the whole script is ``exec`` then, whatever follows).
+
+Nothing recurses with the input's size: nested commands (``bash -c`` scripts, ``find -exec``)
+are read 4 levels deep as in the pure twin, and wrappers (``sudo sudo ...``) loop.
+"""
+cimport cython
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+from cpython.unicode cimport (
+    Py_UNICODE_ISSPACE,
+    PyUnicode_4BYTE_KIND,
+    PyUnicode_DATA,
+    PyUnicode_Find,
+    PyUnicode_FindChar,
+    PyUnicode_FromKindAndData,
+    PyUnicode_GET_LENGTH,
+    PyUnicode_KIND,
+    PyUnicode_READ,
+    PyUnicode_Substring,
+)
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport uint16_t
+from libc.stdlib cimport free, realloc
+
+import posixpath
+
+try:  # the C function posixpath.normpath runs for a str on CPython >= 3.11, without its wrapper
+    from posix import _path_normpath
+except ImportError:
+    _path_normpath = None
+
+from loopcore import _shell_py as _ref
+from loopcore._shell_py import parse_patch_targets
+
+__all__ = ["classify_shell", "lex", "parse_patch_targets"]
+
+# The pure twin's tables (one copy of the rules), bound to typed module globals.
+cdef frozenset _PREFIX_WORDS = _ref._PREFIX_WORDS
+cdef frozenset _NEUTRAL_SEGMENTS = _ref._NEUTRAL_SEGMENTS
+cdef frozenset _NEUTRAL = _ref._NEUTRAL
+cdef frozenset _READERS = _ref._READERS
+cdef frozenset _PATTERN_READERS = _ref._PATTERN_READERS
+cdef frozenset _SYSTEM_OBSERVERS = _ref._SYSTEM_OBSERVERS
+cdef frozenset _WRITERS = _ref._WRITERS
+cdef frozenset _WRAPPERS = _ref._WRAPPERS
+cdef frozenset _SHELLS = _ref._SHELLS
+cdef dict _VALUE_OPTS = _ref._VALUE_OPTS
+cdef frozenset _GIT_OBSERVE = _ref._GIT_OBSERVE
+cdef frozenset _GIT_MUTATE = _ref._GIT_MUTATE
+cdef frozenset _GIT_PATH_OPERANDS = _ref._GIT_PATH_OPERANDS
+cdef frozenset _DEV_NULL = _ref._DEV_NULL
+cdef int _MAX_DEPTH = _ref._MAX_DEPTH
+
+cdef frozenset _NO_OPTS = frozenset()
+# The literal sets of the pure twin's rules, built once.
+cdef frozenset _MORE_WRAPPERS = frozenset({"timeout", "env", "xargs", "time"})
+cdef frozenset _DIR_READERS = frozenset({"ls", "ll", "tree", "du"})
+cdef frozenset _PATTERN_OPTS = frozenset({"-e", "-f", "--regexp", "--file"})
+cdef frozenset _SED_SCRIPT_OPTS = frozenset({"-e", "-f", "--expression", "--file"})
+cdef frozenset _AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+cdef frozenset _CHMODS = frozenset({"chmod", "chown", "chgrp"})
+cdef frozenset _COPIERS = frozenset({"mv", "cp", "ln", "install", "rsync", "scp"})
+cdef frozenset _COPIER_OPTS = frozenset({"-t", "-S", "-m", "-o", "-g", "-e"})
+cdef frozenset _PERL_OPTS = frozenset({"-e", "-E", "-M", "-I"})
+cdef frozenset _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+cdef frozenset _FIND_EXEC_END = frozenset({";", "+", "\\;"})
+cdef frozenset _GIT_LISTERS = frozenset({"branch", "tag", "remote", "config", "worktree"})
+cdef frozenset _GIT_LIST_DELETES = frozenset({"-d", "-D", "-m", "-M", "--delete", "--unset"})
+cdef frozenset _GIT_LIST_FIRST = frozenset({"list", "-l", "--list", "-v", "--get", "show", "get-url"})
+cdef frozenset _GIT_STATE_ONLY = frozenset({
+    "add", "commit", "tag", "branch", "fetch", "push", "config", "remote", "notes", "gc", "prune",
+    "worktree", "submodule",
+})
+cdef frozenset _GIT_PATH_WRITERS = frozenset({"checkout", "restore", "rm", "mv"})
+
+# What a program name is, in one dict lookup instead of the pure twin's chain of membership
+# tests. Filled lowest priority first, so a name in several groups keeps the group the pure
+# twin tests first; C_PREFIX is a flag on top (reserved words skipped before the command).
+cdef enum:
+    C_EXEC = 0  # anything else: unknown code
+    C_GIT
+    C_FIND
+    C_PERL
+    C_APPLY_PATCH
+    C_PATCH
+    C_DD
+    C_COPIER
+    C_CHMOD
+    C_WRITER
+    C_TEE
+    C_TR
+    C_SORT
+    C_AWK
+    C_SED
+    C_SYSTEM
+    C_PATTERN_READER
+    C_READER
+    C_SHELL
+    C_NEUTRAL
+    C_WRAPPER
+    C_NEUTRAL_SEGMENT
+    C_MASK = 0xff
+    C_PREFIX = 0x100
+
+cdef dict _CATEGORY = {}
+for _code, _names in (
+    (C_GIT, {"git"}), (C_FIND, {"find"}), (C_PERL, {"perl"}), (C_APPLY_PATCH, {"apply_patch", "applypatch"}),
+    (C_PATCH, {"patch"}), (C_DD, {"dd"}), (C_COPIER, _COPIERS), (C_CHMOD, _CHMODS), (C_WRITER, _WRITERS),
+    (C_TEE, {"tee"}), (C_TR, {"tr"}), (C_SORT, {"sort"}), (C_AWK, _AWKS), (C_SED, {"sed", "gsed"}),
+    (C_SYSTEM, _SYSTEM_OBSERVERS), (C_PATTERN_READER, _PATTERN_READERS), (C_READER, _READERS),
+    (C_SHELL, _SHELLS), (C_NEUTRAL, _NEUTRAL), (C_WRAPPER, _WRAPPERS | _MORE_WRAPPERS),
+    (C_NEUTRAL_SEGMENT, _NEUTRAL_SEGMENTS),
+):
+    for _name in _names:
+        _CATEGORY[_name] = _code
+for _name in _PREFIX_WORDS:
+    _CATEGORY[_name] = _CATEGORY.get(_name, C_EXEC) | C_PREFIX
+
+
+cdef inline int _category(str name):
+    cdef PyObject* v = PyDict_GetItem(_CATEGORY, name)
+    return C_EXEC if v == NULL else <int><object>v
+
+
+cdef inline bint _has(str w, Py_UCS4 c, Py_ssize_t start=0) noexcept:
+    """``c in w[start:]``, by a plain loop: words are short, and memchr's setup costs more."""
+    cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(w)
+    cdef int kind = PyUnicode_KIND(w)
+    cdef void* data = PyUnicode_DATA(w)
+    for i in range(start, n):
+        if PyUnicode_READ(kind, data, i) == c:
+            return True
+    return False
+
+cdef enum:
+    K_OBSERVE = 0
+    K_MUTATE = 1
+    K_EXEC = 2
+    K_OTHER = 3
+
+cdef tuple _KIND_NAMES = ("observe", "mutate", "exec", "other")
+
+# Redirections, as the lexer keeps them (the pure twin's _REDIR_OPS values).
+cdef enum:
+    R_NONE = 0
+    R_OUT = 1           # >  >|  <>  &>
+    R_APPEND = 2        # >>  &>>
+    R_IN = 3            # <
+    R_DUP = 4           # >&  <&
+    R_HERESTRING = 5    # <<<
+    R_HEREDOC = 6       # <<
+    R_HEREDOC_TABS = 7  # <<-
+
+cdef tuple _REDIR_NAMES = (None, ">", ">>", "<", "dup")
+cdef str _OUT = ">"
+cdef str _APPEND = ">>"
+cdef str _IN = "<"
+cdef str _DUP = "dup"
+
+# ASCII characters a plain word run may contain: not a blank (Python's str.isspace()) and not
+# one of \ ' " $ ` < > | & ; ( ) #. Beyond ASCII, everything but a blank.
+cdef unsigned char _PLAIN[128]
+for _c in range(128):
+    _PLAIN[_c] = not (chr(_c).isspace() or chr(_c) in "\\'\"$`<>|&;()#")
+
+
+cdef inline bint _is_plain(Py_UCS4 c) noexcept:
+    if c < 128:
+        return _PLAIN[c]
+    return not Py_UNICODE_ISSPACE(c)
+
+
+cdef inline bint _is_digit(Py_UCS4 c) noexcept:
+    return c >= u'0' and c <= u'9'
+
+
+cdef inline bint _is_paren(Py_UCS4 c) noexcept:
+    return c == u'(' or c == u')'
+
+
+# ---------------------------------------------------------------------------------------------
+# The lexer
+
+
+@cython.final
+@cython.freelist(64)
+@cython.no_gc  # holds lists of strings only: never part of a reference cycle
+cdef class _Seg:
+    """One simple command: its words, redirections ((op, target) tuples) and heredoc bodies.
+
+    ``redirs`` and ``heredocs`` stay None until the command has one (most have none).
+    """
+
+    cdef list words
+    cdef list redirs
+    cdef list heredocs
+
+    cdef inline bint filled(self):
+        return len(self.words) > 0 or self.redirs is not None or self.heredocs is not None
+
+    cdef inline void add_heredoc(self, str body):
+        if self.heredocs is None:
+            self.heredocs = [body]
+        else:
+            self.heredocs.append(body)
+
+
+cdef inline _Seg _new_seg():
+    cdef _Seg seg = _Seg.__new__(_Seg)
+    seg.words = []
+    return seg
+
+
+cdef extern from *:
+    """
+    #include <string.h>
+    /* First occurrence of needle[0:m] in hay[0:n] (m >= 1), or NULL. memchr on the needle's first
+       byte, then memcmp: a heredoc delimiter ("EOF") starts with a rare byte, and memchr runs far
+       faster than a general search. After many false starts, memmem (where libc has it). */
+    static const char *loopcore_memmem(const char *hay, size_t n, const char *needle, size_t m) {
+        const char *p = hay, *end = hay + n;
+        int false_starts = 0;
+        while (m <= (size_t)(end - p)) {
+            p = (const char *)memchr(p, (unsigned char)needle[0], (size_t)(end - p) - m + 1);
+            if (p == NULL)
+                return NULL;
+            if (memcmp(p, needle, m) == 0)
+                return p;
+            p++;
+    #if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
+            if (++false_starts > 32)
+                return m <= (size_t)(end - p) ? (const char *)memmem(p, (size_t)(end - p), needle, m) : NULL;
+    #endif
+        }
+        return NULL;
+    }
+    """
+    const char* loopcore_memmem(const char* hay, size_t n, const char* needle, size_t m) nogil
+
+
+cdef Py_ssize_t _find(str s, str sub, Py_ssize_t start, Py_ssize_t end) except -2:
+    """``s.find(sub, start, end)`` for a non-empty *sub*, by memmem over the characters' bytes
+    (CPython's own search is several times slower on the delimiters of heredocs)."""
+    cdef int k = PyUnicode_KIND(s), ksub = PyUnicode_KIND(sub)
+    cdef Py_ssize_t m = PyUnicode_GET_LENGTH(sub), off, i
+    cdef const char* data = <const char*>PyUnicode_DATA(s)
+    cdef const char* hit
+    cdef const char* pattern
+    cdef char* needle = NULL
+    cdef Py_UCS4 c
+    if ksub > k:  # sub has a character s cannot hold
+        return PyUnicode_Find(s, sub, start, end, 1)
+    if end - start < m:
+        return -1
+    if ksub != k:  # widen sub to s's character size
+        needle = <char*>PyMem_Malloc(m * k)
+        if needle == NULL:
+            raise MemoryError()
+        for i in range(m):
+            c = PyUnicode_READ(ksub, PyUnicode_DATA(sub), i)
+            if k == 2:
+                (<uint16_t*>needle)[i] = <uint16_t>c
+            else:
+                (<Py_UCS4*>needle)[i] = c
+    pattern = <const char*>needle if needle != NULL else <const char*>PyUnicode_DATA(sub)
+    try:
+        off = start * k
+        while True:
+            hit = loopcore_memmem(data + off, <size_t>(end * k - off), pattern, <size_t>(m * k))
+            if hit == NULL:
+                return -1
+            off = hit - data
+            if off % k == 0:
+                return off // k
+            off += k - off % k  # a match across characters: go on from the next character
+    finally:
+        PyMem_Free(needle)
+
+
+cdef Py_ssize_t _heredoc_end(str s, Py_ssize_t pos, str delim, bint strip_tabs) except -2:
+    """Index of the line that ends a heredoc body starting at *pos* (-1 when there is none)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), d = PyUnicode_GET_LENGTH(delim)
+    cdef Py_ssize_t k = pos, j, i, nl, tail_end
+    cdef Py_ssize_t prev_j = 0, line_start = 0  # start of the line of prev_j
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void* data = PyUnicode_DATA(s)
+    cdef bint ok
+    if d == 0:
+        return -1
+    while True:
+        j = _find(s, delim, k, n)
+        if j < 0:
+            return -1
+        # s.rfind("\n", 0, j) + 1, searching only back to the previous match: a long line full
+        # of matches costs linear time, not quadratic.
+        nl = PyUnicode_FindChar(s, u'\n', prev_j, j, -1)
+        if nl >= 0:
+            line_start = nl + 1
+        prev_j = j
+        k = j + d
+        if line_start < pos:
+            continue
+        if j > line_start:  # text before the delimiter: only tabs, and only for <<-
+            if not strip_tabs:
+                continue
+            ok = True
+            for i in range(line_start, j):
+                if PyUnicode_READ(kind, data, i) != u'\t':
+                    ok = False
+                    break
+            if not ok:
+                continue
+        tail_end = PyUnicode_FindChar(s, u'\n', k, n, 1)
+        if tail_end < 0:
+            tail_end = n
+        ok = True
+        for i in range(k, tail_end):
+            if PyUnicode_READ(kind, data, i) != u'\r':
+                ok = False
+                break
+        if ok:
+            return line_start
+
+
+@cython.final
+@cython.freelist(8)
+@cython.no_gc  # owns its commands; nothing refers back to it
+cdef class _Lexer:
+    """Splits one script into simple commands, a few at a time (see :meth:`advance`).
+
+    The grammar is the pure twin's ``_TOKEN`` regex and ``_lex_slow`` loop, character by
+    character. The word being built is either the source range [w_start, w_end) (w_contig) or
+    the first w_len characters of buf.
+    """
+
+    cdef str s
+    cdef int kind
+    cdef void* data
+    cdef Py_ssize_t n, pos
+    cdef bint w_open, w_contig
+    cdef Py_ssize_t w_start, w_end, w_len, w_cap
+    cdef Py_UCS4* buf
+    cdef int redir
+    cdef _Seg seg
+    cdef list segs
+    cdef list pending  # (delimiter, strip tabs, owner) of heredocs whose body starts at the next
+                       # newline, None when there are none
+
+    cdef void init(self, str s):
+        self.s = s
+        self.kind = PyUnicode_KIND(s)
+        self.data = PyUnicode_DATA(s)
+        self.n = PyUnicode_GET_LENGTH(s)
+        self.pos = 0
+        self.buf = NULL
+        self.w_cap = 0
+        self.redir = R_NONE
+        self.seg = _new_seg()
+        self.segs = []
+        self.pending = None
+
+    def __dealloc__(self):
+        free(self.buf)
+
+    cdef inline Py_UCS4 at(self, Py_ssize_t i) noexcept:
+        return PyUnicode_READ(self.kind, self.data, i)
+
+    cdef inline Py_ssize_t find(self, Py_UCS4 c, Py_ssize_t start, Py_ssize_t end) except -2:
+        """Index of the first *c* in [start, end), or *end*."""
+        if start >= end:
+            return end
+        start = PyUnicode_FindChar(self.s, c, start, end, 1)
+        return end if start < 0 else start
+
+    cdef int _copy(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        cdef Py_ssize_t need = self.w_len + (b - a), cap, i
+        cdef Py_UCS4* grown
+        if need > self.w_cap:
+            cap = max(need, 2 * self.w_cap, 64)
+            grown = <Py_UCS4*>realloc(self.buf, cap * sizeof(Py_UCS4))
+            if grown == NULL:
+                raise MemoryError()
+            self.buf = grown
+            self.w_cap = cap
+        for i in range(a, b):
+            self.buf[self.w_len] = self.at(i)
+            self.w_len += 1
+        return 0
+
+    cdef int append(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        """Add the source characters [a, b) to the word, opening it (even when a == b)."""
+        if not self.w_open:
+            self.w_open = True
+            self.w_contig = True
+            self.w_start = a
+            self.w_end = b
+            return 0
+        if a == b:
+            return 0
+        if self.w_contig:
+            if a == self.w_end:
+                self.w_end = b
+                return 0
+            self.w_contig = False
+            self.w_len = 0
+            self._copy(self.w_start, self.w_end)
+        return self._copy(a, b)
+
+    cdef int end_word(self) except -1:
+        cdef str w
+        cdef int op
+        if not self.w_open:
+            return 0
+        if self.w_contig:
+            w = PyUnicode_Substring(self.s, self.w_start, self.w_end)
+        else:
+            w = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, self.buf, self.w_len)
+        self.w_open = False
+        op = self.redir
+        if op == R_NONE:
+            self.seg.words.append(w)
+            return 0
+        self.redir = R_NONE
+        if op == R_HEREDOC or op == R_HEREDOC_TABS:
+            if self.pending is None:
+                self.pending = []
+            self.pending.append((w, op == R_HEREDOC_TABS, self.seg))
+        elif op != R_HERESTRING:
+            if self.seg.redirs is None:
+                self.seg.redirs = []
+            self.seg.redirs.append((_REDIR_NAMES[op], w))
+        return 0
+
+    cdef inline void push(self):
+        if self.seg.filled():
+            self.segs.append(self.seg)
+            self.seg = _new_seg()
+
+    cdef Py_ssize_t substitution_end(self, Py_ssize_t p) noexcept:
+        """End of the ``$(...)`` token at *p*: the pure twin's regex
+        ``\\$\\([^()]*(?:\\([^()]*(?:\\([^()]*\\)[^()]*)*\\)[^()]*)*\\)?``, greedy."""
+        cdef Py_ssize_t n = self.n, q = p + 2, r
+        while True:
+            while q < n and not _is_paren(self.at(q)):
+                q += 1
+            if q >= n:
+                return n
+            if self.at(q) == u')':
+                return q + 1
+            # "(": a group (one more level may nest inside it) or the end of the token
+            r = q + 1
+            while True:
+                while r < n and not _is_paren(self.at(r)):
+                    r += 1
+                if r >= n:
+                    return q  # unclosed: the token ends before this "("
+                if self.at(r) == u')':
+                    q = r + 1
+                    break
+                r += 1  # a nested "(": it must close before any other parenthesis
+                while r < n and not _is_paren(self.at(r)):
+                    r += 1
+                if r >= n or self.at(r) == u'(':
+                    return q
+                r += 1
+
+    cdef Py_ssize_t double_quoted(self, Py_ssize_t p) except -1:
+        """Lex the ``"..."`` token at *p* into the word; returns the position after it."""
+        cdef Py_ssize_t n = self.n, q = p + 1, quote, bs, e, b, i, run
+        cdef Py_UCS4 c
+        # up to the first '"' that no backslash escapes (each backslash takes the next character)
+        quote = self.find(u'"', q, n)
+        while True:
+            if q > quote:
+                quote = self.find(u'"', q, n)
+            bs = self.find(u'\\', q, quote)
+            if bs >= quote:
+                q = quote
+                break
+            if bs + 1 >= n:
+                q = bs  # a backslash at the very end is a token of its own
+                break
+            q = bs + 2
+        e = q + 1 if q < n and self.at(q) == u'"' else q  # after the closing quote, if any
+        # the part is tok[1:-1] when the token ends with '"' (even an escaped one), else tok[1:]
+        b = e - 1 if (e - p > 1 and self.at(e - 1) == u'"') else e
+        # \" \\ \$ \` and backslash-newline lose their backslash; other escapes stay as written
+        self.append(p + 1, p + 1)
+        run = p + 1
+        i = self.find(u'\\', p + 1, b)
+        while i + 1 < b:
+            c = self.at(i + 1)
+            if c == u'"' or c == u'\\' or c == u'$' or c == u'`' or c == u'\n':
+                self.append(run, i)
+                run = i + 1
+                i += 1  # the escaped character is kept as it is, never read as an escape
+            i = self.find(u'\\', i + 1, b)
+        self.append(run, b)
+        return e
+
+    cdef Py_ssize_t operator(self, Py_ssize_t p) except -1:
+        """Lex the operator at *p* (digits included: ``2>``); returns the position after it."""
+        cdef Py_ssize_t n = self.n, q = p, w
+        cdef Py_UCS4 c, c1, c2
+        cdef int op
+        while _is_digit(self.at(q)):  # the caller made sure "<" or ">" follows the digits
+            q += 1
+        c = self.at(q)
+        c1 = self.at(q + 1) if q + 1 < n else 0
+        c2 = self.at(q + 2) if q + 2 < n else 0
+        if q > p:
+            if self.w_open:  # digits glued to a word are part of it ("a\\22>x")
+                self.append(p, q)
+            elif self.redir != R_NONE:  # "< 2<": the digits are the pending redirection's file
+                self.append(p, q)
+            # else a file descriptor number, not an argument
+        elif c == u'&':
+            if c1 == u'>':
+                if c2 == u'>':
+                    return self.redirect(q + 3, R_APPEND)
+                return self.redirect(q + 2, R_OUT)
+            return self.separator(q + 2 if c1 == u'&' else q + 1)
+        elif c == u'|':
+            return self.separator(q + 2 if (c1 == u'|' or c1 == u'&') else q + 1)
+        elif c == u';':
+            return self.separator(q + 2 if c1 == u';' else q + 1)
+        elif c == u'(' or c == u')':
+            return self.separator(q + 1)
+        if c == u'<':
+            if c1 == u'<':
+                if c2 == u'<':
+                    return self.redirect(q + 3, R_HERESTRING)
+                if c2 == u'-':
+                    return self.redirect(q + 3, R_HEREDOC_TABS)
+                return self.redirect(q + 2, R_HEREDOC)
+            if c1 == u'&':
+                return self.redirect(q + 2, R_DUP)
+            if c1 == u'>':
+                return self.redirect(q + 2, R_OUT)
+            return self.redirect(q + 1, R_IN)
+        # ">"
+        if c1 == u'>':
+            return self.redirect(q + 2, R_APPEND)
+        if c1 == u'&':
+            return self.redirect(q + 2, R_DUP)
+        if c1 == u'|':
+            return self.redirect(q + 2, R_OUT)
+        return self.redirect(q + 1, R_OUT)
+
+    cdef inline Py_ssize_t redirect(self, Py_ssize_t end, int op) except -1:
+        self.end_word()
+        self.redir = op
+        return end
+
+    cdef inline Py_ssize_t separator(self, Py_ssize_t end) except -1:
+        self.end_word()
+        self.push()
+        return end
+
+    cdef Py_ssize_t newline(self, Py_ssize_t p) except -1:
+        """After the newline ending at *p*: close the command, then take heredoc bodies whole."""
+        cdef Py_ssize_t n = self.n, start, end, j
+        cdef str delim
+        cdef bint strip_tabs
+        cdef _Seg owner
+        self.end_word()
+        self.push()
+        if self.pending is None:
+            return p
+        for delim, strip_tabs, owner in self.pending:
+            start = p
+            end = _heredoc_end(self.s, p, delim, strip_tabs)
+            if end < 0:
+                owner.add_heredoc(PyUnicode_Substring(self.s, start, n))
+                p = n
+            else:
+                owner.add_heredoc(PyUnicode_Substring(self.s, start, max(end - 1, start)))
+                j = PyUnicode_FindChar(self.s, u'\n', end, n, 1)
+                p = n if j < 0 else j + 1
+        self.pending = None
+        return p
+
+    cdef bint advance(self) except -1:
+        """Lex on until more commands are complete (in ``segs``, heredoc bodies attached).
+
+        Returns False once the whole script is lexed. A command is complete when it has ended
+        and no heredoc announced before its end still waits for its body.
+        """
+        cdef Py_ssize_t n = self.n, p = self.pos, q
+        cdef Py_UCS4 c
+        cdef Py_ssize_t before = len(self.segs)
+        if p >= n and not self.w_open and not self.seg.filled():
+            return False
+        while p < n:
+            c = self.at(p)
+            if c == u' ' or c == u'\t' or c == u'\r':
+                p += 1
+                while p < n:
+                    c = self.at(p)
+                    if not (c == u' ' or c == u'\t' or c == u'\r'):
+                        break
+                    p += 1
+                self.end_word()
+            elif _is_plain(c) and not (_is_digit(c) and self._digits_redirect(p)):
+                q = p + 1
+                while q < n and _is_plain(self.at(q)):
+                    q += 1
+                self.append(p, q)
+                p = q
+            elif c == u'\n':
+                p = self.newline(p + 1)
+            elif c == u'#':
+                if self.w_open:  # '#' inside a word is a plain character
+                    self.append(p, p + 1)
+                    p += 1
+                else:  # a comment, up to the newline
+                    q = PyUnicode_FindChar(self.s, u'\n', p, n, 1)
+                    p = n if q < 0 else q
+            elif c == u"'":
+                q = PyUnicode_FindChar(self.s, u"'", p + 1, n, 1)
+                if q < 0:
+                    self.append(p + 1, n)
+                    p = n
+                else:
+                    self.append(p + 1, q)
+                    p = q + 1
+            elif c == u'"':
+                p = self.double_quoted(p)
+            elif c == u'$':
+                q = self.substitution_end(p) if p + 1 < n and self.at(p + 1) == u'(' else p + 1
+                self.append(p, q)
+                p = q
+            elif c == u'`':
+                q = PyUnicode_FindChar(self.s, u'`', p + 1, n, 1)
+                q = n if q < 0 else q + 1
+                self.append(p, q)
+                p = q
+            elif c == u'\\':
+                if p + 1 >= n:
+                    p += 1  # a lone backslash at the end: nothing
+                else:
+                    if self.at(p + 1) != u'\n':  # else a line continuation
+                        self.append(p + 1, p + 2)
+                    p += 2
+            elif (c == u'<' or c == u'>' or c == u'|' or c == u'&' or c == u';' or c == u'(' or c == u')'
+                  or _is_digit(c)):
+                p = self.operator(p)
+            else:
+                p += 1  # a blank other than space, tab, CR and newline: it splits nothing
+            if len(self.segs) > before and self.pending is None:
+                self.pos = p
+                return True
+        self.pos = n
+        self.end_word()
+        self.push()
+        return True
+
+    cdef inline bint _digits_redirect(self, Py_ssize_t p) noexcept:
+        # digits followed by "<" or ">" are a file descriptor (or a redirection's operand)
+        cdef Py_ssize_t n = self.n
+        while p < n and _is_digit(self.at(p)):
+            p += 1
+        return p < n and (self.at(p) == u'<' or self.at(p) == u'>')
+
+
+cdef inline _Lexer _new_lexer(str s):
+    cdef _Lexer lx = _Lexer.__new__(_Lexer)
+    lx.init(s)
+    return lx
+
+
+cdef list _lex_all(str s):
+    cdef _Lexer lx = _new_lexer(s)
+    while lx.advance():
+        pass
+    return lx.segs
+
+
+def lex(s):
+    """The simple commands of script *s* as (words, redirections, heredoc bodies); never raises.
+
+    Redirections are (op, target) with op one of ``>``, ``>>``, ``<``, ``dup``. Both twins give
+    the same list for every input, which is what the twin tests check.
+    """
+    cdef _Seg seg
+    if not isinstance(s, str):
+        raise TypeError(f"lex() takes a str, not {type(s).__name__}")
+    return [(seg.words, seg.redirs or [], seg.heredocs or []) for seg in _lex_all(<str>s)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification
+
+
+@cython.final
+@cython.freelist(32)
+@cython.no_gc  # holds lists of strings only
+cdef class _Part:
+    """A classified part: kind, observed targets, mutated targets, mutated-unknown flag."""
+
+    cdef int kind
+    cdef list obs
+    cdef list mut
+    cdef bint unk
+
+
+cdef inline _Part _part(int kind, list obs, list mut, bint unk):
+    cdef _Part p = _Part.__new__(_Part)
+    p.kind = kind
+    p.obs = obs
+    p.mut = mut
+    p.unk = unk
+    return p
+
+
+# Parts and their lists are never mutated once built (callers copy the targets out), so the
+# empty list and the parts without targets are shared.
+cdef list _EMPTY = []
+cdef _Part _OTHER = _part(K_OTHER, _EMPTY, _EMPTY, False)
+cdef _Part _EXEC = _part(K_EXEC, _EMPTY, _EMPTY, True)
+cdef _Part _OBSERVE_NOTHING = _part(K_OBSERVE, _EMPTY, _EMPTY, False)
+cdef _Part _UNKNOWN_MUTATION = _part(K_MUTATE, _EMPTY, _EMPTY, True)
+
+
+cdef inline Py_UCS4 _first(str w) noexcept:
+    return PyUnicode_READ(PyUnicode_KIND(w), PyUnicode_DATA(w), 0) if PyUnicode_GET_LENGTH(w) else 0
+
+
+cdef inline bint _is_option(str w) noexcept:
+    # w.startswith("-")
+    return _first(w) == u'-'
+
+
+cdef inline bint _is_short_option(str w) noexcept:
+    # w.startswith("-") and not w.startswith("--")
+    return (_first(w) == u'-' and not (PyUnicode_GET_LENGTH(w) > 1
+            and PyUnicode_READ(PyUnicode_KIND(w), PyUnicode_DATA(w), 1) == u'-'))
+
+
+cdef inline bint _name_char(Py_UCS4 c, bint first) noexcept:
+    return (u'A' <= c <= u'Z') or (u'a' <= c <= u'z') or c == u'_' or (not first and u'0' <= c <= u'9')
+
+
+cdef bint _is_assignment(str w) noexcept:
+    """``_ASSIGN_RE.match(w)``: ``NAME=``, ``NAME+=``, ``NAME[...]=``, ``NAME[...]+=``."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(w), i = 1
+    cdef int kind = PyUnicode_KIND(w)
+    cdef void* data = PyUnicode_DATA(w)
+    if n == 0 or not _name_char(PyUnicode_READ(kind, data, 0), True):
+        return False
+    while i < n and _name_char(PyUnicode_READ(kind, data, i), False):
+        i += 1
+    if i < n and PyUnicode_READ(kind, data, i) == u'[':
+        i += 1
+        while i < n and PyUnicode_READ(kind, data, i) != u']':
+            i += 1
+        if i >= n:
+            return False
+        i += 1
+    if i < n and PyUnicode_READ(kind, data, i) == u'+':
+        i += 1
+    return i < n and PyUnicode_READ(kind, data, i) == u'='
+
+
+cdef inline frozenset _value_opts(str cmd, frozenset default):
+    cdef object v = _VALUE_OPTS.get(cmd)
+    return default if v is None else <frozenset>v
+
+
+cdef list _operands(list words, frozenset value_opts, Py_ssize_t drop=0):
+    """The non-option arguments of a command line (``--`` ends the options), but the first *drop*."""
+    cdef list out = []
+    cdef Py_ssize_t i = 1, n = len(words)
+    cdef str w
+    while i < n:
+        w = <str>words[i]
+        if PyUnicode_GET_LENGTH(w) == 2 and w == u"--":
+            i += 1 + drop
+            if i < n:
+                out.extend(words[i:])
+            break
+        if _is_option(w) and PyUnicode_GET_LENGTH(w) > 1:
+            if w in value_opts:
+                i += 1
+        elif drop:
+            drop -= 1
+        else:
+            out.append(w)
+        i += 1
+    return out
+
+
+
+cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd) except -2:
+    """Where the command run by the wrapper *cmd* at ``words[b]`` starts; -1 when it runs none."""
+    cdef frozenset value_opts = _value_opts(cmd, _NO_OPTS)
+    cdef bint skip_duration = cmd == u"timeout", env = cmd == u"env", options = True
+    cdef Py_ssize_t i = b + 1, n = len(words)
+    cdef str w
+    while i < n:
+        w = <str>words[i]
+        i += 1
+        if options:
+            if w == u"--":
+                options = False
+                continue
+            if _is_option(w) and PyUnicode_GET_LENGTH(w) > 1:
+                if w in value_opts:
+                    i += 1
+                continue
+        if skip_duration:
+            skip_duration = False
+        elif not (env and _is_assignment(w)):
+            return words.index(w, b + 1)
+    return -1
+
+
+cdef bint _any_opt(list words, frozenset exact, str prefix1, str prefix2):
+    # any(w[:1] == "-" and (w in exact or w.startswith((prefix1, prefix2))) for w in words[1:])
+    cdef Py_ssize_t j
+    cdef str w
+    for j in range(1, len(words)):
+        w = <str>words[j]
+        if _is_option(w) and (w in exact or w.startswith(prefix1) or w.startswith(prefix2)):
+            return True
+    return False
+
+
+cdef _Part _classify_words(list words, list heredocs, int depth):
+    """Classify one simple command given as words (after redirections were taken out)."""
+    cdef Py_ssize_t b = 0, n = len(words), j, k, slash
+    cdef str cmd, w, tdir
+    cdef list ops, targets, reads
+    cdef frozenset opts
+    cdef bint inplace, explicit
+    cdef int code
+    while True:
+        while b < n:
+            w = <str>words[b]
+            code = _category(w)
+            if code & C_PREFIX or (_has(w, u'=') and _is_assignment(w)):
+                b += 1
+                continue
+            break
+        if b >= n:
+            return _OTHER
+        cmd = w
+        slash = PyUnicode_FindChar(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
+        if slash >= 0:
+            if w in _NEUTRAL_SEGMENTS:
+                return _OTHER
+            cmd = w[slash + 1:]  # the program's name
+            code = _category(cmd)
+        code &= C_MASK
+        if code == C_NEUTRAL_SEGMENT:
+            return _OTHER
+        if code != C_WRAPPER:
+            break
+        b = _wrapped_command(words, b, cmd)
+        if b < 0:
+            return _OBSERVE_NOTHING if cmd == u"env" else _OTHER
+    if b:
+        words = words[b:]
+        n = len(words)
+    if code == C_NEUTRAL:
+        return _OTHER
+    if code == C_SHELL:
+        # bash -c 'script' / bash -lc 'script': classify the script itself.
+        for j in range(1, n - 1):
+            w = <str>words[j]
+            if _is_short_option(w) and u"c" in w:
+                if depth < _MAX_DEPTH:
+                    return _classify_script(<str>words[j + 1], depth + 1)
+                return _EXEC
+        if n == 1 and heredocs and depth < _MAX_DEPTH:
+            return _classify_script(<str>heredocs[0], depth + 1)
+        return _EXEC
+    if code == C_READER:
+        ops = _operands(words, _value_opts(cmd, _NO_OPTS))
+        if not ops and cmd in _DIR_READERS:
+            ops = [u"."]
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    if code == C_PATTERN_READER:
+        explicit = _any_opt(words, _PATTERN_OPTS, u"--regexp=", u"--file=")
+        if cmd == u"rg" and u"--files" in words:
+            explicit = True
+        ops = _operands(words, _value_opts(cmd, _NO_OPTS), 0 if explicit else 1)  # else the pattern
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    if code == C_SYSTEM:
+        return _OBSERVE_NOTHING
+    if code == C_SED:
+        opts = <frozenset>_VALUE_OPTS[u"sed"]
+        inplace = False
+        for j in range(1, n):
+            w = <str>words[j]
+            if (_is_option(w) and w != u"--"
+                    and (w.startswith(u"-i") or w.startswith(u"--in-place")
+                         or (_is_short_option(w) and _has(w, u'i', 1) and w not in opts))):
+                inplace = True
+                break
+        # the first operand is the script, unless -e/-f gave it
+        ops = _operands(words, opts, 0 if _any_opt(words, _SED_SCRIPT_OPTS, u"--expression=", u"--file=") else 1)
+        if inplace:
+            return _part(K_MUTATE, _EMPTY, ops, not ops)
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    if code == C_AWK:
+        inplace = u"inplace" in words and u"-i" in words
+        ops = _operands(words, <frozenset>_VALUE_OPTS[u"awk"], 0 if u"-f" in words else 1)  # else the program
+        if inplace:
+            return _part(K_MUTATE, _EMPTY, [o for o in ops if o != u"inplace"], not ops)
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    if code == C_SORT:
+        out = None
+        for j in range(n):
+            w = <str>words[j]
+            if (w == u"-o" or w == u"--output") and j + 1 < n:
+                out = words[j + 1]
+            elif w.startswith(u"--output="):
+                out = w.split(u"=", 1)[1]
+        ops = _operands(words, <frozenset>_VALUE_OPTS[u"sort"])
+        if out:
+            return _part(K_MUTATE, _EMPTY, [out], False)
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    if code == C_TR:
+        return _OTHER
+    if code == C_TEE:
+        ops = [o for o in _operands(words, _NO_OPTS) if o not in _DEV_NULL]
+        return _part(K_MUTATE, _EMPTY, ops, False) if ops else _OTHER
+    if code == C_WRITER:
+        ops = _operands(words, _value_opts(cmd, _NO_OPTS))
+        return _part(K_MUTATE, _EMPTY, ops, not ops)
+    if code == C_CHMOD:
+        ops = _operands(words, _value_opts(cmd, _NO_OPTS), 1)  # after the mode or owner
+        return _part(K_MUTATE, _EMPTY, ops, not ops)
+    if code == C_COPIER:
+        ops = _operands(words, _value_opts(cmd, _COPIER_OPTS))
+        tdir = None
+        for j in range(n - 1):
+            w = <str>words[j]
+            if w == u"-t" or w == u"--target-directory":
+                tdir = <str>words[j + 1]
+                break
+        if cmd == u"mv":
+            targets = ops + [tdir] if tdir else ops
+        elif tdir:
+            targets = [tdir]
+        else:
+            targets = ops[len(ops) - 1:] if len(ops) >= 2 else []
+        reads = [] if cmd == u"mv" else (ops if tdir else ops[:len(ops) - 1] if ops else [])
+        return _part(K_MUTATE, reads, targets, not targets)
+    if code == C_DD:
+        outs = [w[3:] for w in words[1:] if w.startswith(u"of=")]
+        ins = [w[3:] for w in words[1:] if w.startswith(u"if=")]
+        return _part(K_MUTATE, ins, outs, False) if outs else _part(K_OBSERVE, ins, _EMPTY, False)
+    if code == C_PATCH:
+        ops = _operands(words, <frozenset>_VALUE_OPTS[u"patch"])
+        if u"--dry-run" in words:
+            return _part(K_OBSERVE, ops, _EMPTY, False)
+        return _part(K_MUTATE, _EMPTY, ops[:1], not ops)
+    if code == C_APPLY_PATCH:
+        targets = list(parse_patch_targets(u"\n".join(heredocs) + u"\n" + u"\n".join(words[1:])))
+        return _part(K_MUTATE, _EMPTY, targets, not targets)
+    if code == C_PERL:
+        for j in range(1, n):
+            w = <str>words[j]
+            if _is_short_option(w) and _has(w, u'i', 1):
+                ops = _operands(words, _PERL_OPTS)
+                return _part(K_MUTATE, _EMPTY, ops, not ops)
+    if code == C_FIND:
+        return _classify_find(words, depth)
+    if code == C_GIT:
+        return _classify_git(words)
+    return _EXEC
+
+
+cdef _Part _classify_find(list words, int depth):
+    cdef list paths = [], inner
+    cdef Py_ssize_t j = 1, k, n = len(words)
+    cdef str w
+    cdef Py_UCS4 c
+    cdef _Part part
+    while j < n:
+        w = <str>words[j]
+        c = _first(w)
+        if c == u'-' or c == u'(' or c == u'!' or w.startswith(u"\\("):
+            break
+        paths.append(w)
+        j += 1
+    if not paths:
+        paths = [u"."]
+    if u"-delete" in words:
+        # Which files go is only known at run time.
+        return _UNKNOWN_MUTATION
+    for k in range(n):
+        if words[k] in _FIND_EXEC:
+            inner = []
+            j = k + 1
+            while j < n and words[j] not in _FIND_EXEC_END:
+                if words[j] != u"{}":
+                    inner.append(words[j])
+                j += 1
+            if j == k + 1:
+                continue  # "-exec ;" runs nothing
+            if depth >= _MAX_DEPTH:
+                part = _EXEC  # "find -exec find -exec ...": too deep to read
+            else:
+                part = _classify_words(inner, _EMPTY, depth + 1)
+            if part.kind == K_OBSERVE or part.kind == K_OTHER:
+                continue
+            # The files an -exec writes are only known at run time.
+            return _UNKNOWN_MUTATION if part.kind == K_MUTATE else _EXEC
+    return _part(K_OBSERVE, paths, _EMPTY, False)
+
+
+cdef _Part _classify_git(list words):
+    cdef Py_ssize_t j = 1, n = len(words), k
+    cdef frozenset opts = <frozenset>_VALUE_OPTS[u"git"]
+    cdef str sub, a, first
+    cdef list args, paths
+    cdef bint all_options, deletes
+    while j < n and _is_option(<str>words[j]):
+        j += 2 if words[j] in opts else 1
+    if j >= n:
+        return _OTHER
+    sub = <str>words[j]
+    args = words[j + 1:]
+    if u"--" in args:
+        paths = args[args.index(u"--") + 1:]
+    else:
+        paths = []
+    if sub in _GIT_PATH_OPERANDS and not paths:
+        paths = [a for a in args if not _is_option(a)]
+    first = <str>args[0] if args else None
+    if sub == u"stash" and (first == u"list" or first == u"show"):
+        return _OBSERVE_NOTHING
+    if sub in _GIT_LISTERS:
+        all_options = True
+        deletes = False
+        for a in args:
+            if not _is_option(a):
+                all_options = False
+            if a in _GIT_LIST_DELETES:
+                deletes = True
+        if not args or (all_options and not deletes) or (first is not None and first in _GIT_LIST_FIRST):
+            return _OBSERVE_NOTHING
+    if sub in _GIT_OBSERVE:
+        return _part(K_OBSERVE, paths, _EMPTY, False)
+    if sub in _GIT_MUTATE:
+        if sub in _GIT_STATE_ONLY:
+            # Only git's own state changes; the working tree is as it was.
+            return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)
+        if sub in _GIT_PATH_WRITERS and paths:
+            return _part(K_MUTATE, _EMPTY, paths, False)
+        return _UNKNOWN_MUTATION
+    return _EXEC
+
+
+cdef str _normpath(str path):
+    """``posixpath.normpath(path)``."""
+    if _path_normpath is None:
+        return posixpath.normpath(path)
+    return _path_normpath(path) or u"."
+
+
+cdef enum:
+    T_NORM = 1     # posixpath.normpath(t) may differ from t
+    T_SCHEME = 2   # t has "://" (a URL)
+
+
+cdef int _target_flags(str t) noexcept:
+    """T_NORM unless t is not empty and has no empty, "." or ".." part (no "//", no part that
+    starts with ".") and no trailing "/", the paths normpath returns as they are; T_SCHEME when t
+    has "://". One pass over the characters."""
+    cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(t)
+    cdef int kind = PyUnicode_KIND(t)
+    cdef void* data = PyUnicode_DATA(t)
+    cdef Py_UCS4 c, nxt
+    cdef int flags = 0
+    if n == 0:
+        return T_NORM
+    if PyUnicode_READ(kind, data, 0) == u'.' or PyUnicode_READ(kind, data, n - 1) == u'/':
+        flags = T_NORM
+    for i in range(n - 1):
+        c = PyUnicode_READ(kind, data, i)
+        if c == u'/':
+            nxt = PyUnicode_READ(kind, data, i + 1)
+            if nxt == u'.' or nxt == u'/':
+                flags |= T_NORM
+        elif c == u':' and i + 2 < n and PyUnicode_READ(kind, data, i + 1) == u'/' \
+                and PyUnicode_READ(kind, data, i + 2) == u'/':
+            flags |= T_SCHEME
+    return flags
+
+
+cdef str _join_norm(str cwd, str t):
+    """``posixpath.normpath(posixpath.join(cwd, t))`` for a non-empty *cwd*."""
+    cdef str path
+    if _first(t) == u'/':
+        path = t
+    elif cwd[PyUnicode_GET_LENGTH(cwd) - 1] == u'/':
+        path = cwd + t
+    else:
+        path = cwd + u"/" + t
+    return _normpath(path) if _target_flags(path) & T_NORM else path
+
+
+cdef str _join(str cwd, str t):
+    cdef Py_UCS4 c = _first(t)
+    if c == u'/' or c == u'~' or c == u'$' or t.startswith(u"git:"):
+        return t
+    return _join_norm(cwd, t)
+
+
+cdef _Part _classify_script(str script, int depth):
+    # The targets so far. A part's lists are never changed once built, so the script borrows
+    # them (most scripts have one part with targets) and copies only to change them.
+    cdef list observed = _EMPTY, mutated = _EMPTY, words, segs
+    cdef bint own_obs = False, own_mut = False
+    cdef bint unknown_mutation = False
+    cdef int kinds = 0, kind
+    cdef str cwd = u"", dest, op, target
+    cdef _Lexer lx = _new_lexer(script)
+    cdef _Seg seg
+    cdef _Part part
+    cdef Py_ssize_t i, done = 0, o0, m0
+    cdef tuple redir
+    while lx.advance():
+        segs = lx.segs
+        while done < len(segs):
+            seg = <_Seg>segs[done]
+            done += 1
+            words = seg.words
+            if words and words[0] == u"cd":
+                dest = <str>words[1] if len(words) > 1 else u"~"
+                if dest == u"-" or dest.startswith((u"~", u"$")):
+                    cwd = u""
+                else:
+                    cwd = _join_norm(cwd, dest) if cwd else dest
+                continue
+            part = _classify_words(words, seg.heredocs or _EMPTY, depth) if words else _OTHER
+            if part.kind == K_EXEC:
+                # One part that runs unknown code makes the whole script exec, whatever the other
+                # parts do, and an exec result carries no targets: the rest need not be read.
+                return _EXEC
+            kind = part.kind
+            o0 = len(observed)
+            m0 = len(mutated)
+            if part.obs:
+                if not observed:
+                    observed = part.obs
+                else:
+                    if not own_obs:
+                        observed = list(observed)
+                        own_obs = True
+                    observed.extend(part.obs)
+            if part.mut:
+                if not mutated:
+                    mutated = part.mut
+                else:
+                    if not own_mut:
+                        mutated = list(mutated)
+                        own_mut = True
+                    mutated.extend(part.mut)
+            for redir in seg.redirs or ():
+                op = <str>redir[0]
+                target = <str>redir[1]
+                if op == _DUP or target in _DEV_NULL:
+                    continue
+                if op == _OUT or op == _APPEND:
+                    if not own_mut:
+                        mutated = list(mutated)
+                        own_mut = True
+                    mutated.append(target)
+                    if kind == K_OTHER or kind == K_OBSERVE:
+                        kind = K_MUTATE
+                elif op == _IN:
+                    if not own_obs:
+                        observed = list(observed)
+                        own_obs = True
+                    observed.append(target)
+                    if kind == K_OTHER:
+                        kind = K_OBSERVE
+            if cwd:
+                if o0 < len(observed):
+                    if not own_obs:
+                        observed = list(observed)
+                        own_obs = True
+                    for i in range(o0, len(observed)):
+                        observed[i] = _join(cwd, <str>observed[i])
+                if m0 < len(mutated):
+                    if not own_mut:
+                        mutated = list(mutated)
+                        own_mut = True
+                    for i in range(m0, len(mutated)):
+                        mutated[i] = _join(cwd, <str>mutated[i])
+            kinds |= 1 << kind
+            unknown_mutation = unknown_mutation or (part.unk and (kind == K_MUTATE or kind == K_EXEC))
+    if kinds & (1 << K_MUTATE):
+        return _part(K_MUTATE, observed, mutated, unknown_mutation)
+    if kinds & (1 << K_OBSERVE):
+        return _part(K_OBSERVE, observed, _EMPTY, False)
+    return _OTHER
+
+
+cdef str _norm(str t):
+    # "./a.py", "a.py" and "src/../a.py" name one file; "src/" and "src" one folder.
+    cdef int flags
+    if PyUnicode_GET_LENGTH(t) == 0 or t.startswith(u"git:"):
+        return t
+    flags = _target_flags(t)
+    return _normpath(t) if flags == T_NORM else t  # not a URL, and normpath may change it
+
+
+cdef object _pack(list targets):
+    cdef tuple uniq
+    if len(targets) == 1:
+        return _norm(<str>targets[0])
+    uniq = tuple(dict.fromkeys([_norm(<str>t) for t in targets]))
+    if not uniq:
+        return None
+    return uniq[0] if len(uniq) == 1 else uniq
+
+
+cdef inline bint _unresolved(str t) noexcept:
+    # a target built from a variable or a substitution ($f, $(...)) names nothing we can track
+    return _has(t, u'$') or _has(t, u'`')
+
+
+def classify_shell(command):
+    """(kind, target) of a shell command: kind is observe/mutate/exec/other; never raises.
+
+    The target of a ``mutate`` is what it writes (None when a writer's targets cannot be
+    read, which the analysis takes as "everything may have changed"); of an ``observe``, what
+    it reads; of ``exec`` and ``other``, None.
+
+    Uncached; ``loopcore.taxonomy.shell.classify_shell`` is the cached one.
+    """
+    cdef _Part part
+    cdef bint unknown
+    cdef str t
+    cdef list observed
+    if not isinstance(command, str):
+        return ("exec", None)
+    part = _classify_script(<str>command, 0)
+    if part.kind == K_MUTATE:
+        unknown = part.unk
+        if not unknown:
+            for t in part.mut:
+                if _unresolved(t):
+                    unknown = True
+                    break
+        return ("mutate", None if unknown else _pack(part.mut))
+    if part.kind == K_OBSERVE:
+        observed = part.obs
+        for t in observed:
+            if _unresolved(t):
+                observed = [t for t in observed if not _unresolved(t)]
+                break
+        return ("observe", _pack(observed))
+    return (_KIND_NAMES[part.kind], None)
