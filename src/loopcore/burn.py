@@ -31,6 +31,7 @@ The rules (DESIGN.md "Burn analysis"; the full story with examples is docs/burn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Iterable, Sequence
 
 from ._burn_py import QUESTION_LOOP_MIN_TURNS
@@ -348,52 +349,60 @@ def _charge_steps(steps: Sequence[Step]) -> tuple[list[int], list[int]]:
     state_seen: dict[tuple, int] = {}  # (target, domain, value) -> latest step that saw it
 
     for i, f in enumerate(facts):
+        kind, targets, call, has_outcome, outcome, _error, edit, state = f
+        observed = kind == _OBSERVE and targets and has_outcome  # an observe with targets and outcome
         found = None
-        if f.edit is not None:
-            old, new = f.edit
-            j = last_edit.get((f.targets, new, old))
+        if edit is not None:
+            old, new = edit
+            j = last_edit.get((targets, new, old))
             if j is not None and world.last_global < j:
                 found = (_OSCILLATION, j)
-        if found is None and f.state is not None:
-            domain, value = f.state
-            j = state_seen.get((f.targets, domain, value))
+        if found is None and state is not None:
+            domain, value = state
+            j = state_seen.get((targets, domain, value))
             if (
                 j is not None
                 and world.last_global < j
-                and world.last_mut.get(f.targets[0], -1) > j  # the agent changed it since
-                and state_now[(f.targets, domain)] != value  # ... to something else (A->B->A)
+                and world.last_mut.get(targets[0], -1) > j  # the agent changed it since
+                and state_now[(targets, domain)] != value  # ... to something else (A->B->A)
             ):
                 found = (_OSCILLATION, j)
-        if found is None and f.kind == _OBSERVE and f.targets and f.has_outcome:
-            j = last_obs.get((f.targets, f.outcome))
+        if found is None and observed:
+            j = last_obs.get((targets, outcome))
             if j is not None and not world.changed_since(j, f):
                 found = (_REDUNDANT, j)
         if found is None:
-            j = last_call.get(f.call)
+            j = last_call.get(call)
             if j is not None and not world.changed_since(j, f):
                 e = facts[j]
-                if not (f.has_outcome and e.has_outcome and f.outcome != e.outcome):
+                if not (has_outcome and e.has_outcome and outcome != e.outcome):
                     found = (_DUPLICATE, j)
         if found is not None:
             codes[i], of[i] = found
 
-        last_call[f.call] = i
-        if f.kind == _OBSERVE and f.targets and f.has_outcome:
-            last_obs[(f.targets, f.outcome)] = i
-        if f.edit is not None:
-            last_edit[(f.targets,) + f.edit] = i
-        if f.state is not None:
-            domain, value = f.state
-            state_now[(f.targets, domain)] = value
-            state_seen[(f.targets, domain, value)] = i
-        world.apply(i, f)
+        last_call[call] = i
+        if observed:
+            last_obs[(targets, outcome)] = i
+        if edit is not None:
+            last_edit[(targets,) + edit] = i
+        if state is not None:
+            domain, value = state
+            state_now[(targets, domain)] = value
+            state_seen[(targets, domain, value)] = i
+        if kind == _MUTATE or kind == _EXEC:  # only these advance epochs (see _World.apply)
+            world.apply(i, f)
 
     _charge_question_loops(steps, codes, of)
     return codes, of
 
 
+_kind_of = attrgetter("kind")
+
+
 def _charge_question_loops(steps: Sequence[Step], codes: list[int], of: list[int]) -> None:
     """Charge the asks of runs of >= QUESTION_LOOP_MIN_TURNS consecutive ask-only turns."""
+    if "ask" not in map(_kind_of, steps):  # no ask at all: no ask-only turn (a C-level scan)
+        return
     groups: list[list[int]] = []  # maximal runs of steps with equal turn
     for i, s in enumerate(steps):
         if groups and steps[groups[-1][0]].turn == s.turn:

@@ -110,24 +110,35 @@ class StepFacts(NamedTuple):
     state: tuple[tuple, int] | None  # (domain, value) of a single-target content state
 
 
+# StepFacts(...) runs a Python-level __new__; building the tuple directly is the same object
+# without that extra call (step_facts runs once per step of every trace analysed).
+_new_facts = tuple.__new__
+
+
 def step_facts(step: Step) -> StepFacts:
     """The hashed facts of *step* the burn rules compare; raises ValueError for an unknown kind."""
-    try:
-        kind = _KIND_CODE[step.kind]
-    except KeyError:
-        raise ValueError(f"unknown step kind {step.kind!r}; expected one of {KINDS}") from None
-    targets = tuple(sorted(set(step.targets)))
-    call = (step.name, _h(step.args))
-    has_outcome = step.result is not None or step.error is not None
-    outcome = _h([step.result, step.error]) if has_outcome else 0
-    error = step.error is not None
+    kind = _KIND_CODE.get(step.kind)
+    if kind is None:
+        raise ValueError(f"unknown step kind {step.kind!r}; expected one of {KINDS}")
+    target = step.target
+    if target is None:
+        targets: tuple = ()
+    elif target.__class__ is str:  # the common case: one path
+        targets = (target,)
+    else:
+        targets = tuple(sorted(set(step.targets)))
+    args = step.args
+    call = (step.name, canonical_hash(args, default=repr))
+    result, error = step.result, step.error
+    has_outcome = result is not None or error is not None
+    outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
+    failed = error is not None
     edit = None
     state = None
     if len(targets) == 1:
         if kind == OBSERVE and has_outcome:
             state = (("call",) + call, outcome)
-        elif kind == MUTATE and not error and isinstance(step.args, dict):
-            args = step.args
+        elif kind == MUTATE and not failed and isinstance(args, dict):
             for old_key, new_key in _REPLACE_KEYS:
                 if old_key in args and new_key in args:
                     old, new = _h(args[old_key]), _h(args[new_key])
@@ -139,7 +150,7 @@ def step_facts(step: Step) -> StepFacts:
                     if key in args:
                         state = (_WRITE_DOMAIN, _h(args[key]))
                         break
-    return StepFacts(kind, targets, call, has_outcome, outcome, error, edit, state)
+    return _new_facts(StepFacts, (kind, targets, call, has_outcome, outcome, failed, edit, state))
 
 
 class _Interner:

@@ -161,8 +161,10 @@ def usage_of(u: Any) -> tuple[int | None, int | None, int] | None:
 
 
 # A turn is a list, not an object (this runs once per API call of every trace loaded):
-# [prompt tokens, completion tokens, reasoning tokens, step indices, other chars, open indices]
-_P, _C, _R, _STEPS, _EXTRA, _OPEN = range(6)
+# [prompt tokens, completion tokens, reasoning tokens, index of its first step, other chars,
+#  its calls still waiting for a result (Step objects, oldest first)]. A call always belongs to
+# the latest turn, so the steps of turn t are the run steps[turns[t][_START]:turns[t + 1][_START]].
+_P, _C, _R, _START, _EXTRA, _OPEN = range(6)
 _NO_USAGE = (None, None, 0)
 
 
@@ -170,24 +172,30 @@ class Ledger:
     """Builds the steps of one session: API calls (turns), the tool calls each issued, their
     results, then the token accounting of the module docstring in :meth:`finish`."""
 
-    __slots__ = ("session", "profile", "steps", "turns", "_aux", "_pos", "orphans")
+    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_args_chars", "_results")
 
     def __init__(self, session: str, profile: Profile) -> None:
         self.session = session
         self.profile = profile
         self.steps: list[Step] = []
         self.turns: list[list] = []
-        # per step: [args chars, result chars, answered: 0 no, 1 in context, 2 never re-sent]
-        self._aux: list[list[int]] = []
-        self._pos: dict[int, int] = {}  # id(step) -> index
         self.orphans = 0
+        self._classify = profile.classify
+        # Per step, by index: the characters of its arguments (name included).
+        self._args_chars: list[int] = []
+        # Per answered step, by id(step): its result's characters when the result entered the
+        # context, None when no later call ever saw it. Steps that are not keys are unanswered.
+        # (Keyed by identity: the steps stay alive in self.steps, and a result is attached to
+        # the step object an adapter holds, so no index needs to be looked up for it.)
+        self._results: dict[int, int | None] = {}
 
     # -- building -----------------------------------------------------------------------
     def turn(self, usage: Any = None) -> int:
         """Start the next API call; *usage* is a raw usage dict (any known schema) or None."""
         u = _NO_USAGE if usage is None else (usage_of(usage) or _NO_USAGE)
-        self.turns.append([u[0], u[1], u[2], [], 0, []])
-        return len(self.turns) - 1
+        turns = self.turns
+        turns.append([u[0], u[1], u[2], len(self.steps), 0, []])
+        return len(turns) - 1
 
     def set_usage(self, usage: Any, turn: int = -1) -> None:
         """Replace the usage of a turn (the last one by default): Claude Code repeats it per line."""
@@ -199,22 +207,23 @@ class Ledger:
     def call(self, name: str, args: Any, call_id: str | None = None, *, args_len: int | None = None,
              kind: str | None = None, target: Any = None, classify_args: Any = None,
              meta: dict | None = None) -> Step:
-        """Record a tool call issued by the current turn (a turn is opened if there is none)."""
+        """Record a tool call issued by the current turn (a turn is opened if there is none).
+
+        *args_len* is the characters of the call as the model wrote it (name included) when the
+        adapter knows it (else the JSON text of *args* is measured); *kind* and *target* skip the
+        profile's classification, *classify_args* classifies other args than the ones stored.
+        """
         turns = self.turns
         if not turns:
             self.turn(None)
         if kind is None:
-            kind, target = self.profile.classify(name, args if classify_args is None else classify_args)
+            kind, target = self._classify(name, args if classify_args is None else classify_args)
         step = Step(self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id)
         if meta:
             step.meta = meta
-        i = len(self.steps)
-        self._pos[id(step)] = i
         self.steps.append(step)
-        self._aux.append([text_len(args) + len(name) if args_len is None else args_len, 0, 0])
-        t = turns[-1]
-        t[_STEPS].append(i)
-        t[_OPEN].append(i)
+        self._args_chars.append(text_len(args) + len(name) if args_len is None else args_len)
+        turns[-1][_OPEN].append(step)
         return step
 
     def result(self, step: Step, result: Any, error: Any = None, *, in_context: bool = True,
@@ -224,49 +233,53 @@ class Ledger:
         step.result = result
         if error is not None:
             step.error = error
-        i = self._pos[id(step)]
-        aux = self._aux[i]
-        if chars is None:
-            chars = len(result) if result.__class__ is str else text_len(result)
-        aux[1] = chars
-        aux[2] = 1 if in_context else 2
-        lst = self.turns[step.turn][_OPEN]
-        if i in lst:
-            lst.remove(i)
+        if not in_context:
+            self._results[id(step)] = None
+        elif chars is None:
+            self._results[id(step)] = len(result) if result.__class__ is str else text_len(result)
+        else:
+            self._results[id(step)] = chars
+        # No longer open. The open calls of a turn are few (usually one), and found by identity:
+        # two open calls can be equal (same tool, args and id) yet only this one is answered.
+        opens = self.turns[step.turn][_OPEN]
+        if opens and opens[0] is step:
+            del opens[0]
+        else:
+            for k, s in enumerate(opens):
+                if s is step:
+                    del opens[k]
+                    break
 
     def pair(self, call_id: str | None, name: str | None = None) -> Step | None:
         """The call a result answers: by id within the latest issuing turn first (tau-bench reuses
         ids across turns), then by id in earlier turns, then the first open call of the latest
         turn with open calls (same name preferred). None when nothing is waiting."""
         turns = self.turns
-        steps = self.steps
-        latest = -1
-        for t in range(len(turns) - 1, -1, -1):
-            if turns[t][_OPEN]:
-                latest = t
-                break
+        latest = len(turns) - 1
+        while latest >= 0 and not turns[latest][_OPEN]:
+            latest -= 1
         if latest < 0:
             return None
         opens = turns[latest][_OPEN]
         if call_id:
-            for i in opens:
-                if steps[i].call_id == call_id:
-                    return steps[i]
+            for s in opens:
+                if s.call_id == call_id:
+                    return s
             for t in range(latest - 1, -1, -1):
-                for i in turns[t][_OPEN]:
-                    if steps[i].call_id == call_id:
-                        return steps[i]
-            if any(steps[i].call_id for i in opens):
+                for s in turns[t][_OPEN]:
+                    if s.call_id == call_id:
+                        return s
+            if any(s.call_id for s in opens):
                 return None
         if name:
-            for i in opens:
-                if steps[i].name == name:
-                    return steps[i]
-        return steps[opens[0]]
+            for s in opens:
+                if s.name == name:
+                    return s
+        return opens[0]
 
     def open_calls(self) -> list[Step]:
         """Calls still waiting for a result, oldest first."""
-        return [self.steps[i] for t in self.turns for i in t[_OPEN]]
+        return [s for t in self.turns for s in t[_OPEN]]
 
     def context(self, chars: int) -> None:
         """Other text that entered the context after the current turn (user messages...)."""
@@ -279,48 +292,86 @@ class Ledger:
         for a trace without steps."""
         steps = self.steps
         turns = self.turns
-        aux = self._aux
+        args_chars = self._args_chars
+        results = self._results
         used = estimated = 0
-        n_turns = len(turns)
-        for ti in range(n_turns):
-            t = turns[ti]
-            idx = t[_STEPS]
-            if not idx:
-                continue
-            completion = t[_C]
-            if completion is not None and completion >= 0:
-                q, r = divmod(completion, len(idx))
-                for k, i in enumerate(idx):
-                    steps[i].tokens_out = q + (1 if k < r else 0)
-                used += 1
-            else:
-                for i in idx:
-                    s = steps[i]
-                    s.tokens_out = (aux[i][0] + 3) >> 2
+        # Each turn with the one after it: a turn's steps end where the next turn's begin, and
+        # the next prompt size tells what its results added. The last turn is followed by a
+        # stand-in without usage that begins after the last step.
+        following = turns[1:]
+        following.append([None, None, 0, len(steps), 0, []])
+        for (prompt, completion, reasoning, lo, extra, _open), after in zip(turns, following):
+            hi = after[_START]
+            if hi - lo == 1:
+                # The common case, one call per API call: the same arithmetic as below
+                # without the per-turn lists and loops.
+                s = steps[lo]
+                if completion is not None and completion >= 0:
+                    s.tokens_out = completion
+                    used += 1
+                else:
+                    s.tokens_out = (args_chars[lo] + 3) >> 2
+                    s.tokens_estimated = True
+                    estimated += 1
+                chars = results.get(id(s))
+                if chars is None:
+                    continue
+                nxt = after[_P]
+                if prompt is not None and nxt is not None:
+                    visible = (completion or 0) - reasoning
+                    growth = nxt - prompt - (visible if visible > 0 else 0)
+                    if growth >= 0:
+                        total = extra + chars
+                        s.tokens_in = growth * chars // total if total else 0
+                        used += 1
+                        continue
+                if chars:
+                    s.tokens_in = (chars + 3) >> 2
                     s.tokens_estimated = True
                 estimated += 1
-            answered = [i for i in idx if aux[i][2] == 1]
+                continue
+            if lo == hi:
+                continue
+            # tokens_out: the completion split evenly over the calls it issued, else estimated
+            if completion is not None and completion >= 0:
+                q, r = divmod(completion, hi - lo)
+                for k in range(hi - lo):
+                    steps[lo + k].tokens_out = q + (1 if k < r else 0)
+                used += 1
+            else:
+                for i in range(lo, hi):
+                    s = steps[i]
+                    s.tokens_out = (args_chars[i] + 3) >> 2
+                    s.tokens_estimated = True
+                estimated += 1
+            # tokens_in: (step, result chars) of the calls whose results entered the context
+            answered = []
+            for i in range(lo, hi):
+                s = steps[i]
+                chars = results.get(id(s))
+                if chars is not None:
+                    answered.append((s, chars))
             if not answered:
                 continue
-            nxt = turns[ti + 1][_P] if ti + 1 < n_turns else None
             growth = None
-            if t[_P] is not None and nxt is not None:
-                g = nxt - t[_P] - max((completion or 0) - t[_R], 0)
+            nxt = after[_P]
+            if prompt is not None and nxt is not None:
+                visible = (completion or 0) - reasoning  # completion tokens the next prompt holds
+                g = nxt - prompt - (visible if visible > 0 else 0)
                 if g >= 0:
                     growth = g
             if growth is not None:
-                total = t[_EXTRA]
-                for i in answered:
-                    total += aux[i][1]
-                for i in answered:
-                    steps[i].tokens_in = growth * aux[i][1] // total if total else 0
+                total = extra
+                for _, chars in answered:
+                    total += chars
+                for s, chars in answered:
+                    s.tokens_in = growth * chars // total if total else 0
                 used += 1
             else:
-                for i in answered:
-                    chars = aux[i][1]
+                for s, chars in answered:
                     if chars:
-                        steps[i].tokens_in = (chars + 3) >> 2
-                        steps[i].tokens_estimated = True
+                        s.tokens_in = (chars + 3) >> 2
+                        s.tokens_estimated = True
                 estimated += 1
         if not steps:
             source = "none"
@@ -335,7 +386,7 @@ class Ledger:
     def trace(self, *, source: str | None, fmt: str, meta: dict | None = None) -> Trace:
         """The finished Trace (tokens filled in, meta tokens_source/unanswered set)."""
         steps, tokens_source = self.finish()
-        m = {"tokens_source": tokens_source, "unanswered": sum(1 for a in self._aux if a[2] == 0)}
+        m = {"tokens_source": tokens_source, "unanswered": len(steps) - len(self._results)}
         if self.orphans:
             m["orphan_results"] = self.orphans
         if meta:

@@ -34,10 +34,12 @@ def message_usage(m: dict) -> Any:
 def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook | None = None,
               index_offset: int = 0) -> None:
     """Feed OpenAI-style chat messages into *ledger* (calls, results, context text)."""
-    # This loop runs once per message of every chat-shaped trace: plain class checks and
-    # local names instead of helper calls keep it cheap next to the JSON parse itself.
+    # This loop runs once per message of every chat-shaped trace: plain class checks, each
+    # field read once, and bound methods in locals keep it cheap next to the JSON parse itself.
     turn = ledger.turn
     call = ledger.call
+    pair = ledger.pair
+    result = ledger.result
     for i, m in enumerate(messages):
         if m.__class__ is not dict:
             ctx.bad(f"a chat message must be an object, got {type(m).__name__}", i + index_offset)
@@ -46,7 +48,9 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
         if role == "assistant":
             usage = m.get("usage")
             extra = m.get("extra")
-            if usage is None and extra.__class__ is dict:
+            if extra.__class__ is not dict:
+                extra = None
+            elif usage is None:
                 resp = extra.get("response")
                 if resp.__class__ is dict:
                     usage = resp.get("usage")
@@ -62,7 +66,7 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                 continue
             # mini-swe-agent stores each call's parsed command in extra.actions: use it
             # rather than parsing the arguments string a second time.
-            actions = extra.get("actions") if extra.__class__ is dict else None
+            actions = extra.get("actions") if extra is not None else None
             if actions.__class__ is not list or len(actions) != len(calls):
                 actions = None
             for k, tc in enumerate(calls):
@@ -72,16 +76,24 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                     ctx.bad("a tool call without function.name", i + index_offset)
                     continue
                 raw = fn.get("arguments")
-                act = actions[k] if actions is not None else None
-                if (act.__class__ is dict and act.get("tool_call_id") == tc.get("id") and len(act) == 2
-                        and act.get("command").__class__ is str):
-                    args, ok = {"command": act["command"]}, True
-                else:
+                call_id = tc.get("id")
+                args = None
+                if actions is not None:
+                    act = actions[k]
+                    if act.__class__ is dict and len(act) == 2 and act.get("tool_call_id") == call_id:
+                        command = act.get("command")
+                        if command.__class__ is str:
+                            args = {"command": command}
+                ok = True
+                if args is None:
                     args, ok = parse_args(raw)
-                call(name, args, tc.get("id"), args_len=(len(raw) if raw.__class__ is str else text_len(args)) + len(name),
-                     meta=None if ok else {"unparsed_args": True})
+                args_len = (len(raw) if raw.__class__ is str else text_len(args)) + len(name)
+                if ok:
+                    call(name, args, call_id, args_len=args_len)
+                else:
+                    call(name, args, call_id, args_len=args_len, meta={"unparsed_args": True})
         elif role == "tool" or role == "function":
-            step = ledger.pair(m.get("tool_call_id"), m.get("name"))
+            step = pair(m.get("tool_call_id"), m.get("name"))
             content = m.get("content")
             if content.__class__ is not str:
                 content = text_of(content)
@@ -94,7 +106,7 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                 content, error, meta = on_result(step, m, content)
                 if meta:
                     step.meta.update(meta)
-            ledger.result(step, content, error)
+            result(step, content, error)
         else:
             content = m.get("content")
             ledger.context(len(content) if content.__class__ is str else text_len(content))
