@@ -9,8 +9,9 @@ twin's own, uncached ``classify_shell`` then classifies every command once per r
 alternate run by run so both see the same load on a shared machine, and the ratio is the median
 of the per-run ratios. Times are the CPU time of the benchmarking thread (``time.thread_time``):
 the work is single-threaded, and wall time on a shared machine counts waits for a core. Both twins' answers are compared on every command first (a fast wrong
-answer does not count). Exit code 0 = bar (>= 10x) met, 1 = missed or answers differ, 2 = no
-traces or no compiled core.
+answer does not count). DESIGN.md sets no bar of its own for the classifier: it
+serves the ingest bar (benchmarks/bench_ingest.py). Exit code 0 = identical answers, 1 = answers
+differ, 2 = no traces or no compiled core.
 """
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ from loopcore.taxonomy import profiles  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
-BAR = 10.0
 
 
 def shell_commands(traces: pathlib.Path) -> list[str]:
@@ -100,9 +100,9 @@ def main(argv=None) -> int:
     print(f"median of {opts.repeats} alternating runs per twin, uncached, thread CPU time:")
     print(f"  pure twin      {us['py']:8.2f} us/command")
     print(f"  compiled twin  {us['c']:8.2f} us/command")
-    print(f"  ratio          {ratio:8.1f}x   (bar >= {BAR:.0f}x)")
+    print(f"  ratio          {ratio:8.1f}x   (no bar of its own: it serves bench_ingest.py's)")
     print(f"  answers        {'identical' if not differ else f'{differ} DIFFER'} on all {len(commands)} commands")
-    return 0 if ratio >= BAR and not differ else 1
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":
