@@ -9,6 +9,8 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.dict cimport PyDict_GetItemWithError
+from cpython.object cimport PyObject
 from cpython.set cimport PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint8_t, uint64_t
@@ -904,8 +906,11 @@ cdef class Table:
     cdef State _lookup(self, session, run_id):
         cdef State st
         cdef double now
+        cdef PyObject* found
         key = (session, run_id)
-        obj = self._get_fn(key)
+        # the OrderedDict's own dict part: the lookup without a method call
+        found = PyDict_GetItemWithError(self.sessions, key)
+        obj = <object>found if found != NULL else None
         now = self._now()
         if obj is None or (self.ttl > 0 and now - (<State>obj).touched > self.ttl):
             st = State(self.engine.window, self.engine.nbudget)
