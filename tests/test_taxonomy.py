@@ -174,6 +174,18 @@ def test_patch_targets(impl):
     assert parse_patch_targets(text) == ("a.py", "b.py", "c.py")
 
 
+def test_patch_targets_trim_blanks_and_skip_blank_paths(impl):
+    text = "*** Update File: my file.py \t\n*** Add File:    \n*** Move to: \tb.py\r\n"
+    assert impl.shell.parse_patch_targets(text) == ("my file.py", "\tb.py")
+
+
+def test_patch_targets_stay_linear_on_long_blank_runs(impl):
+    # A lazy path pattern re-scanned the blanks at every step: this line took minutes with it
+    # (no timing assertion here; a regression shows as a test that does not finish).
+    text = "*** Update File: x" + " \t" * 50_000 + "y" + " " * 50_000 + "\n"
+    assert impl.shell.parse_patch_targets(text) == ("x" + " \t" * 50_000 + "y",)
+
+
 CALL_CASES = [
     ("claude-code", "Read", {"file_path": "a.ts"}, ("observe", "a.ts")),
     ("claude-code", "Edit", {"file_path": "a.ts", "old_string": "x", "new_string": "y"}, ("mutate", "a.ts")),

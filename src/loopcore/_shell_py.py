@@ -124,7 +124,9 @@ _GIT_PATH_OPERANDS = frozenset({"add", "rm", "mv", "restore", "blame", "annotate
 _MAX_DEPTH = 4
 _DEV_NULL = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M)
+# The path runs to the line's last non-blank character: a greedy `.*\S` finds it in linear time
+# (a lazy `.+?\s*$` re-scanned the trailing blanks at every step, quadratic on a long line).
+_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.*\S)\s*$|^\*\*\* Move to: (.*\S)\s*$", re.M)
 
 
 
