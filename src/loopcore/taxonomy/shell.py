@@ -1,25 +1,14 @@
 """The shell classifier: what a bash command observes or mutates.
 
-``classify_shell("sed -n '1,20p' a.py | grep foo")`` -> ``("observe", "a.py")``. The command is
-lexed the way a POSIX shell splits it (quotes, escapes, ``|``/``&&``/``||``/``;``/newlines,
-subshells, redirections, heredocs, ``$(...)``), each simple command is classified from a table
-of well-known programs, and the parts are combined:
-
-* any part that runs code the classifier cannot read (``python``, ``pytest``, ``make``, any
-  unknown program) makes the whole command ``exec``: its side effects are unknown;
-* otherwise any part that writes (``sed -i``, ``tee``, ``>``/``>>``, ``mv``, ``cp``, ``rm``,
-  ``touch``, ``patch``, ``git apply|checkout|stash``...) makes it ``mutate``, with the written
-  paths as targets, or None when a writer's targets cannot be read (``git stash``);
-* otherwise any reader (``cat``, ``head``, ``tail``, ``nl``, ``sed -n``, ``grep``, ``rg``,
-  ``ls``, ``find``, ``git diff|log|status``...) makes it ``observe`` with the paths it reads;
-* a command of only neutral parts (``cd``, ``echo``, ``export``) is ``other``.
-
-``cd DIR`` earlier in the same command prefixes later relative targets, so ``cd /repo && cat a``
-observes ``/repo/a``. Results are cached per command string: agents repeat commands a lot.
+``classify_shell("sed -n '1,20p' a.py | grep foo")`` -> ``("observe", "a.py")``: the command
+is lexed the way a POSIX shell splits it, each simple command is classified from a table of
+well-known programs (readers observe, writers mutate, anything that runs unknown code is
+exec), and the parts are combined. The rules are documented in full by the pure-Python twin,
+``loopcore._shell_py`` (the reference), and in docs/formats.md.
 
 This module is the dispatcher: the work is done by the compiled twin ``loopcore._native_shell``
-(src/_native/shell.pyx) or by the pure-Python twin ``loopcore._shell_py`` (the reference, which
-documents the rules in full), as ``loopcore._native_flag`` decides.
+(src/_native/shell.pyx) or by the pure twin, as ``loopcore._native_flag`` decides. Results are
+cached per command string here: agents repeat commands a lot.
 """
 from __future__ import annotations
 
