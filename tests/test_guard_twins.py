@@ -195,10 +195,31 @@ def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
     from loopcore import _guard_py, _hashing_py
     from loopcore.policy import DEFAULT_VOLATILE_KEYS
 
-    g = Guard(Policy.openclaw(), implementation="c")
     want = _hashing_py.canonical_hash(_guard_py.strip_send_result(value, DEFAULT_VOLATILE_KEYS), default=repr)
-    assert g._table.send_hash(value) == want
-    assert g.result_hash("message", {"action": "send"}, value) == want
+    for impl in ("c", "py"):
+        g = Guard(Policy.openclaw(), implementation=impl)
+        assert g._table.send_hash(value) == want
+        assert g.result_hash("message", {"action": "send"}, value) == want
+
+
+@needs_c
+@pytest.mark.parametrize("result, copied", [
+    ({"ok": True, "messageId": "m-4711", "ts": 1_700_000_123, "route": {"id": "conv-9"}}, False),
+    ({"details": {"ok": True, "messageId": "m-4711"}, "text": "sent m-4711"}, False),  # only details count
+    ([{"deliveryId": "d-1234"}, "done"], False),
+    ({"ok": True, "messageId": "m-4711", "text": "sent m-4711"}, True),  # kept text restates the id
+    ({"message": {"id": "m-1", "text": "hi", "direction": "out"}}, True),  # a delivery object
+    (None, False),
+])
+def test_send_results_take_the_in_place_hash_unless_a_copy_is_needed(result, copied):
+    # The equality test above would pass even if the in-place path never ran: check both run.
+    from loopcore import _guard_py, _hashing_py
+    from loopcore.policy import DEFAULT_VOLATILE_KEYS
+
+    g = Guard(Policy.openclaw(), implementation="c")
+    assert g._table.send_needs_copy(result) is copied
+    assert g._table.send_hash(result) == _hashing_py.canonical_hash(
+        _guard_py.strip_send_result(result, DEFAULT_VOLATILE_KEYS), default=repr)
 
 
 @needs_c
@@ -246,6 +267,14 @@ def test_cyclic_send_results_never_crash(impl):
     g.record("s", "message", {"action": "send", "text": "hi"}, removed)
     assert g.result_hash("message", {"action": "send"}, removed) == g.result_hash(
         "message", {"action": "send"}, {"ok": True})
+
+
+def test_call_floor_twins_do_nothing(impl):
+    from loopcore import ALLOW
+
+    floor = impl.guard.CallFloor(ALLOW)
+    assert floor.check("s", "read", {"p": 1}, run_id="r") is ALLOW
+    assert floor.record("s", "read", {"p": 1}, "text", tokens=3) is None
 
 
 def test_a_subclass_override_is_respected():

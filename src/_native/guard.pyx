@@ -198,11 +198,7 @@ def strip_send_result(result, volatile_keys):
 
 cdef object _strip_send_result(result, frozenset keys):
     cdef list removed = []
-    if isinstance(result, dict):
-        details = (<dict>result).get("details")
-        if isinstance(details, dict):
-            result = details
-    stripped = _strip_send(result, keys, removed, 0)
+    stripped = _strip_send(_send_body(result), keys, removed, 0)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
     # first, so a longer id is not half-replaced by a shorter one) only when something does.
     if removed and _mentions(stripped, removed, 0):
@@ -250,6 +246,25 @@ cdef bint _mentions_kept(v, frozenset keys, list removed, int depth) except -1:
             if _mentions_kept(x, keys, removed, depth + 1):
                 return True
     return False
+
+
+cdef inline object _send_body(result):
+    # what _strip_send_result strips: structured ``details`` stand for the whole result
+    if isinstance(result, dict):
+        details = (<dict>result).get("details")
+        if isinstance(details, dict):
+            return details
+    return result
+
+
+cdef bint _send_needs_copy(body, frozenset keys) except -1:
+    # Whether _strip_send_result must build its copy for the send result *body* (_send_body):
+    # a delivery object (its bare id goes), a value deeper than MAX_DEPTH, or kept text that
+    # restates a stripped id.
+    cdef list removed = []
+    if _scan_send(body, keys, removed, 0):
+        return True
+    return bool(removed) and _mentions_kept(body, keys, removed, 0)
 
 
 cdef bint _mentions(v, list removed, int depth) except -1:
@@ -1116,26 +1131,25 @@ cdef class Table:
         # stripped copy when it is not needed: the usual send result has no delivery object and
         # no text restating a stripped id, so hashing it with the volatile keys stripped inside
         # the hash gives the same bytes.
-        cdef list removed = []
         cdef uint64_t h = 0
-        cdef frozenset keys = self.volatile_keys
-        if self.c_hash == NULL:
-            return self._hash(_strip_send_result(result, keys))
-        if isinstance(result, dict):
-            details = (<dict>result).get("details")
-            if isinstance(details, dict):
-                result = details
-        if _scan_send(result, keys, removed, 0) or (removed and _mentions_kept(result, keys, removed, 0)):
-            return self._hash(_strip_send_result(result, keys))
+        body = _send_body(result)
+        if self.c_hash == NULL or _send_needs_copy(body, self.volatile_keys):
+            return self._hash(_strip_send_result(result, self.volatile_keys))
         try:
-            self.c_hash(result, keys, None, &h)
+            self.c_hash(body, self.volatile_keys, None, &h)
         except TypeError:
-            self.c_hash(result, keys, repr, &h)
+            self.c_hash(body, self.volatile_keys, repr, &h)
         return h
 
     def send_hash(self, result):
         """The hash record() gives a send-like *result* (tests cross it with the full strip)."""
         return self._send_hash(result)
+
+    def send_needs_copy(self, result):
+        """True when record() hashes a stripped copy of the send-like *result*, False when it
+        hashes it in place with the volatile keys stripped inside the hash (tests check that
+        both paths run)."""
+        return _send_needs_copy(_send_body(result), self.volatile_keys)
 
     cdef uint64_t _outcome_hash(self, ToolInfo t, args, result) except? 0:
         # == self._hash(self._outcome(t, args, result)), with the send strip done in the hash

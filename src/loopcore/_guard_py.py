@@ -687,6 +687,10 @@ class Table:
         rh = self._hash(self.outcome(t, args, result))
         return self.record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot, 0, tokens)
 
+    def send_hash(self, result) -> int:
+        """The hash record() gives a send-like *result*: its stripped copy, hashed."""
+        return self._hash(strip_send_result(result, self.volatile_keys))
+
     def outcome(self, t: "ToolInfo", args, result):
         """The value hashed as *result*'s outcome: exec/poll results projected, send-like stripped."""
         if t.exec or (t.poll_actions is not None and isinstance(args, dict) and args.get("action") in t.poll_actions):
@@ -749,3 +753,19 @@ class Table:
 def bind_fast(table, guard, allow, decision, det_names):
     """None: in pure Python the Guard's own methods are already the fastest path."""
     return None
+
+
+class CallFloor:
+    """A do-nothing check/record pair with Guard's signatures (bench_guard.py's baseline)."""
+
+    def __init__(self, allow) -> None:
+        self.allow = allow
+
+    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
+        """Returns *allow* and does nothing else."""
+        return self.allow
+
+    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
+               tokens=None, kind=None, target=None):
+        """Does nothing."""
+        return None
