@@ -6,6 +6,7 @@ on both twins (the ``impl`` fixture), and the twins must agree on the answer or 
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,9 @@ def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
         h = _native_flag.load("hashing", {impl.name!r})
     """) + textwrap.dedent(body)
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC"):  # a sanitizer run
+        if name in os.environ:
+            env[name] = os.environ[name]
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
 
 
