@@ -7,12 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
-work="$(mktemp -d /tmp/loopcore-debug.XXXXXX)"
-[ "${KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT
+parent="$(mktemp -d /tmp/loopcore-debug.XXXXXX)"
+[ "${KEEP:-}" = 1 ] || trap 'rm -rf "$parent"' EXIT
+work="$parent/loopcore"
+mkdir "$work"
 tar --exclude=.git --exclude=.venv --exclude=build --exclude='*.so' --exclude='src/_native/*.c' \
     --exclude=.hypothesis --exclude=__pycache__ -cf - . | tar -xf - -C "$work"
-# the real traces live beside the checkout: keep them beside the copy too
-[ -d ../shared ] && [ ! -e "$work/../shared" ] && ln -s "$(cd ../shared && pwd)" "$work/../shared" 2>/dev/null || true
+# the real traces live beside the checkout: put them beside the copy too
+if [ -d ../shared ]; then ln -s "$(cd ../shared && pwd)" "$parent/shared"; fi
 cd "$work"
 echo "debug_check: building with LOOPCORE_DEBUG_BUILD=1 in $work"
 LOOPCORE_DEBUG_BUILD=1 "$PY" setup.py -q build_ext --inplace -j 2 >build.log 2>&1 || { tail -40 build.log >&2; exit 1; }
