@@ -31,7 +31,7 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export PYTHONMALLOC=malloc
 export PYTHONPATH=src
 set +e
-"$PY" -m pytest -q -p no:cacheprovider -x \
+"$PY" -m pytest -q -p no:cacheprovider \
     tests/test_hashing.py tests/test_hostile_hashing.py tests/test_guard.py tests/test_guard_state.py \
     tests/test_guard_twins.py tests/test_shell_twins.py >test.log 2>&1
 rc=$?
