@@ -86,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyse", aliases=["analyze"], help="account for the tokens recorded traces wasted",
                        description="Analyse recorded agent traces for wasted tokens.")
     common(a)
-    a.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    a.add_argument("--html", metavar="FILE", help="write a self-contained HTML report (charts, timelines, "
+                   "the guard replay overlaid)")
+    a.add_argument("--html-policy", default="default", metavar="NAME",
+                   help="policy preset of the guard replay overlaid on the HTML report (default: default)")
     a.add_argument("--min-ratio", type=_ratio, default=0.0, metavar="RATIO",
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
@@ -98,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(r)
     r.add_argument("--policy", default="default", metavar="NAME", help="policy preset (default: default)")
     r.add_argument("--fail-on-block", action="store_true", help="exit 1 when the guard would have blocked a call")
+    r.add_argument("--html", metavar="FILE", help="write a self-contained HTML report of the replay and the burn analysis")
     r.set_defaults(run=_run_replay)
     return p
 
@@ -261,7 +265,9 @@ def _write(dest: str, data: bytes | str, what: str) -> None:
             fh.write(data)
     except OSError as exc:
         raise _CliError(f"cannot write the {what} to {dest}: {exc.strerror or exc}") from None
-    print(f"loopcore: wrote the {what} to {dest}", file=sys.stderr)
+    size = len(data)
+    shown = f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} KB"
+    print(f"loopcore: wrote the {what} ({shown}) to {dest}", file=sys.stderr)
 
 
 def _run_analyse(args: argparse.Namespace) -> int:
@@ -270,15 +276,24 @@ def _run_analyse(args: argparse.Namespace) -> int:
     _check_format(args.format)
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
+    if args.html:
+        _check_policy(args.html_policy)
     started = time.perf_counter()
+    html_data = None
     try:
         with _Progress(args.paths, args.progress) as prog:
-            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=prog.callback())
+            on_trace = prog.callback()
+            if args.html:
+                from .htmlreport import HtmlCollector
+
+                html_data = HtmlCollector(policy=args.html_policy)
+                on_trace = _chain(on_trace, html_data)
+            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=on_trace)
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     elapsed = time.perf_counter() - started
     if not report.traces and report.skipped:
-        _write_outputs(args, report, to_json, render_html)
+        _write_outputs(args, report, to_json, render_html, html_data)
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
     if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_text(report, c, top=args.top, min_ratio=args.min_ratio))
@@ -287,7 +302,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
         n = len(report.traces)
         print(f"loopcore: analysed {n:,} trace{'s' if n != 1 else ''}, {report.steps:,} steps in {elapsed:.2f}s",
               file=sys.stderr)
-    _write_outputs(args, report, to_json, render_html)
+    _write_outputs(args, report, to_json, render_html, html_data)
     if args.fail_above is not None and report.overall.waste_ratio > args.fail_above:
         print(f"loopcore: waste ratio {report.overall.waste_ratio:.3f} is above --fail-above {args.fail_above}",
               file=sys.stderr)
@@ -295,11 +310,25 @@ def _run_analyse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any) -> None:
+def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    live = [c for c in callbacks if c is not None]
+
+    def on_trace(trace: Any) -> None:
+        for c in live:
+            c(trace)
+
+    return on_trace
+
+
+def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any, html_data: Any = None) -> None:
     if args.json:
         _write(args.json, to_json(report), "JSON report")
     if getattr(args, "html", None):
-        _write(args.html, render_html(report, top=args.top, min_ratio=args.min_ratio), "HTML report")
+        page = render_html(report, top=args.top, min_ratio=args.min_ratio,
+                           timelines=html_data.timelines if html_data else None,
+                           replays=html_data.replays if html_data else None,
+                           policy=html_data.policy if html_data else None)
+        _write(args.html, page, "HTML report")
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -312,20 +341,36 @@ def _run_replay(args: argparse.Namespace) -> int:
     quiet = logging.NullHandler()
     logger = logging.getLogger("loopcore")
     logger.addHandler(quiet)
+    if args.json == "-" and args.html == "-":
+        raise _CliError("--json - and --html - cannot both write to stdout")
+    html_data = None
     try:
         with _Progress(args.paths, args.progress) as prog:
+            on_trace = prog.callback()
+            if args.html:
+                from .htmlreport import HtmlCollector
+
+                html_data = HtmlCollector(policy=None, burn=True)
+                on_trace = _chain(on_trace, html_data)
             report = collect_replay(args.paths, policy=args.policy, format=args.format,
-                                    keep_going=args.keep_going, on_trace=prog.callback())
+                                    keep_going=args.keep_going, on_trace=on_trace)
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     finally:
         logger.removeHandler(quiet)
     if not report.traces and report.skipped:
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
-    if args.json != "-":
+    if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_replay_text(report, c, top=args.top))
     if args.json:
         _write(args.json, replay_to_json(report), "JSON replay report")
+    if args.html and html_data is not None:
+        from .htmlreport import render_report, replay_as_analysis
+
+        page = render_report(replay_as_analysis(report, html_data.burns), timelines=html_data.timelines,
+                             replays=report.traces, policy=args.policy,
+                             title=f"loopcore guard replay ({args.policy} policy) and burn analysis")
+        _write(args.html, page, "HTML report")
     if args.fail_on_block and report.blocked:
         print(f"loopcore: the guard would have blocked {report.blocked} call(s)", file=sys.stderr)
         return EXIT_FINDINGS
