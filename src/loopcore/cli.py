@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "the guard replay overlaid)")
     a.add_argument("--html-policy", default="default", metavar="NAME",
                    help="policy preset of the guard replay overlaid on the HTML report (default: default)")
+    a.add_argument("--jobs", "-j", type=_count, default=None, metavar="N",
+                   help="analyse files in N processes (default: the cores this process may use, for inputs of "
+                   "4 MB or more; 1 = one process); the report is the same either way")
+    a.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run on the Dask cluster at ADDRESS (tcp://host:8786); needs loopcore[fleet]")
     a.add_argument("--min-ratio", type=_ratio, default=0.0, metavar="RATIO",
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
@@ -271,7 +276,7 @@ def _write(dest: str, data: bytes | str, what: str) -> None:
 
 
 def _run_analyse(args: argparse.Namespace) -> int:
-    from .report import collect, render_html, render_text, to_json
+    from .report import render_html, render_text, to_json
 
     _check_format(args.format)
     if args.json == "-" and args.html == "-":
@@ -282,15 +287,18 @@ def _run_analyse(args: argparse.Namespace) -> int:
     html_data = None
     try:
         with _Progress(args.paths, args.progress) as prog:
-            on_trace = prog.callback()
-            if args.html:
-                from .htmlreport import HtmlCollector
+            from . import fleet
 
-                html_data = HtmlCollector(policy=args.html_policy)
-                on_trace = _chain(on_trace, html_data)
-            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=on_trace)
+            report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
+                                          jobs=args.jobs, scheduler=args.scheduler,
+                                          html_policy=args.html_policy if args.html else None,
+                                          on_unit=prog.callback())
+            if drawn is not None:
+                html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
+    except ImportError as exc:  # --scheduler without the fleet extra
+        raise _CliError(str(exc)) from None
     elapsed = time.perf_counter() - started
     if not report.traces and report.skipped:
         _write_outputs(args, report, to_json, render_html, html_data)
