@@ -108,11 +108,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fail-on-block", action="store_true", help="exit 1 when the guard would have blocked a call")
     r.add_argument("--html", metavar="FILE", help="write a self-contained HTML report of the replay and the burn analysis")
     r.set_defaults(run=_run_replay)
+
+    # `loopcore hook ...` is dispatched in main() before this parser is built (see loopcore.hooks);
+    # the entry here lists it in --help.
+    sub.add_parser("hook", help="the guard as a Claude Code / Codex / Gemini CLI hook (see docs/hooks/)",
+                   add_help=False)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with *argv* (default ``sys.argv[1:]``); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        # A hook runs before every tool call of a coding CLI: dispatch before anything else loads.
+        from .hooks import main as hook_main
+
+        return hook_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)  # SystemExit(2) on usage errors, as argparse does
     try:
