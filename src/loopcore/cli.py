@@ -113,6 +113,24 @@ def build_parser() -> argparse.ArgumentParser:
     # the entry here lists it in --help.
     sub.add_parser("hook", help="the guard as a Claude Code / Codex / Gemini CLI hook (see docs/hooks/)",
                    add_help=False)
+    m = sub.add_parser("mcp-proxy", help="a stdio proxy in front of an MCP server, guarding its tools/call",
+                       description="Start an MCP server and pump its stdio, checking each tools/call with a "
+                       "Guard: a block is answered with isError and never forwarded, a warning is appended "
+                       "to the result, everything else passes through byte for byte. Exits with the "
+                       "server's exit code. See docs/integrations/mcp.md.",
+                       usage="loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]")
+    m.add_argument("--policy", default=None, metavar="NAME|FILE",
+                   help="policy preset or a JSON file of Policy fields (default: default)")
+    m.add_argument("--state", default=None, metavar="FILE",
+                   help="restore the guard from FILE at start, save it there at exit (and every 2 s)")
+    m.add_argument("--session", default=None, metavar="ID",
+                   help="guard session id (default: one per proxy process)")
+    m.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
+                   help="after the client leaves: wait this long for the server before SIGTERM, "
+                   "and again before SIGKILL (default 5)")
+    m.add_argument("--quiet", action="store_true", help="no line on stderr for each warn/block")
+    m.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ARGS", help="the MCP server's command")
+    m.set_defaults(run=_run_mcp_proxy)
     return p
 
 
@@ -394,6 +412,25 @@ def _run_replay(args: argparse.Namespace) -> int:
         print(f"loopcore: the guard would have blocked {report.blocked} call(s)", file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _run_mcp_proxy(args: argparse.Namespace) -> int:
+    from .integrations.mcp_proxy import load_policy, run_cli
+
+    server = list(args.server)
+    if server and server[0] == "--":
+        server = server[1:]
+    if not server:
+        raise _CliError("no MCP server command: loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]")
+    try:
+        load_policy(args.policy)
+    except (ValueError, OSError) as exc:
+        raise _CliError(f"bad --policy {args.policy!r}: {exc}") from None
+    try:
+        return run_cli(server, policy=args.policy, state=args.state, session=args.session, grace=args.grace,
+                       quiet=args.quiet)
+    except OSError as exc:
+        raise _CliError(f"cannot start the MCP server {server[0]!r}: {exc}") from None
 
 
 def _check_policy(name: str) -> None:
