@@ -99,7 +99,32 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--policy", default="default", metavar="NAME", help="policy preset (default: default)")
     r.add_argument("--fail-on-block", action="store_true", help="exit 1 when the guard would have blocked a call")
     r.set_defaults(run=_run_replay)
+
+    f = sub.add_parser("formats", help="list the trace formats and the harness versions each was checked against",
+                       description="The trace formats loopcore reads, and the public samples each was checked "
+                       "against (see docs/formats.md).")
+    f.add_argument("--json", action="store_true", help="print the table as JSON")
+    f.set_defaults(run=_run_formats)
     return p
+
+
+def _run_formats(args: argparse.Namespace) -> int:
+    import json
+
+    from .adapters import format_table
+
+    rows = format_table()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['name']:<17} {r['reads']}")
+        for c in r["checked"]:
+            print(f"{'':<17}   checked: {c.get('harness', '')} {c.get('version', '')} "
+                  f"({c.get('repo', '')}:{c.get('path', '')})")
+        if not r["checked"]:
+            print(f"{'':<17}   checked: the project's own fixtures only")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -271,9 +296,11 @@ def _run_analyse(args: argparse.Namespace) -> int:
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
     started = time.perf_counter()
+    no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
-            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=prog.callback())
+            report = collect(args.paths, format=args.format, keep_going=args.keep_going,
+                             on_trace=_watch_no_steps(prog.callback(), no_steps))
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     elapsed = time.perf_counter() - started
@@ -282,6 +309,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
     if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_text(report, c, top=args.top, min_ratio=args.min_ratio))
+        _warn_no_steps(no_steps)
         if report.skipped:
             print(f"loopcore: skipped {len(report.skipped)} unreadable input(s) (--keep-going)", file=sys.stderr)
         n = len(report.traces)
@@ -293,6 +321,30 @@ def _run_analyse(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _watch_no_steps(callback: Callable[[Any], None] | None, into: list[str]) -> Callable[[Any], None]:
+    """An on_trace callback that notes the traces of non-empty inputs that gave no step."""
+
+    def on_trace(trace: Any) -> None:
+        if trace.meta.get("no_steps"):
+            into.append(trace.source or "<input>")
+        if callback is not None:
+            callback(trace)
+
+    return on_trace
+
+
+def _warn_no_steps(sources: list[str]) -> None:
+    """Say so when inputs of a known format gave no step: a format variant the reader missed
+    must not pass for a clean run."""
+    if not sources:
+        return
+    n = len(sources)
+    shown = ", ".join(sources[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    print(f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
+          f"(see `loopcore formats` and docs/formats.md)")
+    sys.stdout.flush()
 
 
 def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any) -> None:
@@ -312,10 +364,11 @@ def _run_replay(args: argparse.Namespace) -> int:
     quiet = logging.NullHandler()
     logger = logging.getLogger("loopcore")
     logger.addHandler(quiet)
+    no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
             report = collect_replay(args.paths, policy=args.policy, format=args.format,
-                                    keep_going=args.keep_going, on_trace=prog.callback())
+                                    keep_going=args.keep_going, on_trace=_watch_no_steps(prog.callback(), no_steps))
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     finally:
@@ -324,6 +377,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
     if args.json != "-":
         _print_to_stdout(lambda c: render_replay_text(report, c, top=args.top))
+        _warn_no_steps(no_steps)
     if args.json:
         _write(args.json, replay_to_json(report), "JSON replay report")
     if args.fail_on_block and report.blocked:
