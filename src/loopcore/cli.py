@@ -131,7 +131,31 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--quiet", action="store_true", help="no line on stderr for each warn/block")
     m.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ARGS", help="the MCP server's command")
     m.set_defaults(run=_run_mcp_proxy)
+    f = sub.add_parser("formats", help="list the trace formats and the harness versions each was checked against",
+                       description="The trace formats loopcore reads, and the public samples each was checked "
+                       "against (see docs/formats.md).")
+    f.add_argument("--json", action="store_true", help="print the table as JSON")
+    f.set_defaults(run=_run_formats)
     return p
+
+
+def _run_formats(args: argparse.Namespace) -> int:
+    import json
+
+    from .adapters import format_table
+
+    rows = format_table()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['name']:<17} {r['reads']}")
+        for c in r["checked"]:
+            print(f"{'':<17}   checked: {c.get('harness', '')} {c.get('version', '')} "
+                  f"({c.get('repo', '')}:{c.get('path', '')})")
+        if not r["checked"]:
+            print(f"{'':<17}   checked: the project's own fixtures only")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -314,6 +338,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
         _check_policy(args.html_policy)
     started = time.perf_counter()
     html_data = None
+    no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
             from . import fleet
@@ -321,7 +346,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
             report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
                                           jobs=args.jobs, scheduler=args.scheduler,
                                           html_policy=args.html_policy if args.html else None,
-                                          on_unit=prog.callback())
+                                          on_unit=_watch_no_steps(prog.callback(), no_steps))
             if drawn is not None:
                 html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
     except _load_errors() as exc:
@@ -334,6 +359,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
     if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_text(report, c, top=args.top, min_ratio=args.min_ratio))
+        _warn_no_steps(no_steps)
         if report.skipped:
             print(f"loopcore: skipped {len(report.skipped)} unreadable input(s) (--keep-going)", file=sys.stderr)
         n = len(report.traces)
@@ -355,6 +381,30 @@ def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
             c(trace)
 
     return on_trace
+
+
+def _watch_no_steps(callback: Callable[[Any], None] | None, into: list[str]) -> Callable[[Any], None]:
+    """An on_trace callback that notes the traces of non-empty inputs that gave no step."""
+
+    def on_trace(trace: Any) -> None:
+        if trace.meta.get("no_steps"):
+            into.append(trace.source or "<input>")
+        if callback is not None:
+            callback(trace)
+
+    return on_trace
+
+
+def _warn_no_steps(sources: list[str]) -> None:
+    """Say so when inputs of a known format gave no step: a format variant the reader missed
+    must not pass for a clean run."""
+    if not sources:
+        return
+    n = len(sources)
+    shown = ", ".join(sources[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    print(f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
+          f"(see `loopcore formats` and docs/formats.md)")
+    sys.stdout.flush()
 
 
 def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any, html_data: Any = None) -> None:
@@ -381,6 +431,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
     html_data = None
+    no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
             on_trace = prog.callback()
@@ -390,7 +441,7 @@ def _run_replay(args: argparse.Namespace) -> int:
                 html_data = HtmlCollector(policy=None, burn=True)
                 on_trace = _chain(on_trace, html_data)
             report = collect_replay(args.paths, policy=args.policy, format=args.format,
-                                    keep_going=args.keep_going, on_trace=on_trace)
+                                    keep_going=args.keep_going, on_trace=_watch_no_steps(on_trace, no_steps))
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     finally:
@@ -399,6 +450,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
     if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_replay_text(report, c, top=args.top))
+        _warn_no_steps(no_steps)
     if args.json:
         _write(args.json, replay_to_json(report), "JSON replay report")
     if args.html and html_data is not None:

@@ -62,6 +62,8 @@ class UnitResult:
     files: int = 0
     steps: int = 0
     html: Any = None
+    #: (source, steps, no_steps) per trace, for the caller's progress and empty-input notes
+    seen: list[tuple[str, int, bool]] = field(default_factory=list)
 
 
 def _size(item: str | list[str]) -> int:
@@ -114,6 +116,7 @@ def _analyse_unit(unit: Unit, fmt: str, keep_going: bool, html_policy: str | Non
         for t in traces:
             out.results.append(_result(t, t.source or unit.label, analyse_burn(t)))
             out.steps += len(t.steps)
+            out.seen.append((t.source or unit.label, len(t.steps), bool(t.meta.get("no_steps"))))
             if collector is not None:
                 collector(t)
     out.errors = list(stats.errors)
@@ -170,13 +173,21 @@ def _missing(paths_units: list[Any], keep_going: bool) -> list[Any]:
 
 
 class _Done:
-    """What the progress callback is given per finished unit (it reads ``steps`` and ``source``)."""
+    """What the caller's callback is given per trace a worker analysed: the ``source``,
+    ``steps`` and ``meta`` fields a Trace would offer (a progress bar reads them)."""
 
-    __slots__ = ("source", "steps")
+    __slots__ = ("meta", "source", "steps")
 
-    def __init__(self, source: str, steps: int) -> None:
+    def __init__(self, source: str, steps: int, no_steps: bool) -> None:
         self.source = source
         self.steps = range(steps)
+        self.meta = {"no_steps": True} if no_steps else {}
+
+
+def _tell(on_unit: Callable[[Any], None] | None, part: UnitResult) -> None:
+    if on_unit is not None:
+        for source, steps, no_steps in part.seen:
+            on_unit(_Done(source, steps, no_steps))
 
 
 def analyse(
@@ -263,8 +274,7 @@ def _on_processes(work: list[Unit], fmt: str, keep_going: bool, html_policy: str
             for fut in cf.as_completed(futs):
                 i = futs[fut]
                 parts[i] = fut.result()
-                if on_unit is not None:
-                    on_unit(_Done(work[i].label, parts[i].steps))  # type: ignore[union-attr]
+                _tell(on_unit, parts[i])  # type: ignore[arg-type]
         except BaseException:
             for f in futs:
                 f.cancel()
@@ -292,8 +302,7 @@ def _on_dask(work: list[Unit], fmt: str, keep_going: bool, html_policy: str | No
             i = index[fut.key]
             parts[i] = fut.result()
             fut.release()
-            if on_unit is not None:
-                on_unit(_Done(work[i].label, parts[i].steps))  # type: ignore[union-attr]
+            _tell(on_unit, parts[i])  # type: ignore[arg-type]
         return [p for p in parts if p is not None]
     finally:
         if own is not None:
