@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from loopcore import _native_flag
-from conftest import ROOT
+from conftest import ROOT, package_env
 
 
 def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -23,7 +23,7 @@ def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
         from loopcore import _native_flag
         h = _native_flag.load("hashing", {impl.name!r})
     """) + textwrap.dedent(body)
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    env = package_env({"PATH": "/usr/bin:/bin"})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
 
 

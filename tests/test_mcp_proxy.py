@@ -16,6 +16,7 @@ import warnings
 
 import orjson
 import pytest
+from conftest import package_env
 
 import loopcore
 from loopcore.integrations.mcp_proxy import MCPProxy, block_result
@@ -80,10 +81,7 @@ def raw_server(tmp_path):
 
 
 def _env():
-    env = dict(os.environ)
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    if os.path.isdir(os.path.join(src, "loopcore")):
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    env = package_env()
     return env
 
 
