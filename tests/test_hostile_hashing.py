@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from loopcore import _native_flag
-from conftest import ROOT
+from conftest import ROOT, package_env
 
 
 def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -25,7 +25,7 @@ def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
         h = _native_flag.load("hashing", {impl.name!r})
         IMPL = {impl.name!r}
     """) + textwrap.dedent(body)
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    env = package_env({"PATH": "/usr/bin:/bin"})
     for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC"):  # a sanitizer run
         if name in os.environ:
             env[name] = os.environ[name]

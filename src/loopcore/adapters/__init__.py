@@ -16,11 +16,14 @@ from ..trace import Trace
 from . import (
     anthropic,
     claude_code,
+    cline,
+    codex,
     gemini_cli,
     loopcore_steps,
     mini_swe_agent,
     openai_chat,
     openai_responses,
+    opencode,
     openhands,
     otel,
     swe_agent,
@@ -30,24 +33,54 @@ from ._base import LoadStats, TraceFormatError, estimate_tokens
 from ._io import Ctx, Parsed, gunzip, max_file_bytes, parse_bytes, read_bytes
 from ..hashing import canonical_hash
 
-__all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "load"]
+__all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "format_table", "load"]
 
 _MODULES = {
     m.NAME: m
-    for m in (loopcore_steps, openai_chat, openai_responses, anthropic, claude_code, otel, mini_swe_agent,
-              swe_agent, tau_bench, openhands, gemini_cli)
+    for m in (loopcore_steps, openai_chat, openai_responses, codex, anthropic, claude_code, otel, mini_swe_agent,
+              swe_agent, tau_bench, openhands, gemini_cli, opencode, cline)
 }
 #: The format names ``load(..., format=...)`` accepts (besides ``"auto"``).
 FORMATS: tuple[str, ...] = tuple(_MODULES)
 _ALIASES = {
     "jsonl": "loopcore", "steps": "loopcore", "openai": "openai-chat", "chat": "openai-chat",
-    "responses": "openai-responses", "codex": "openai-responses", "claude": "claude-code",
+    "responses": "openai-responses", "codex-cli": "codex", "rollout": "codex", "claude": "claude-code",
     "otlp": "otel", "opentelemetry": "otel", "mini-swe": "mini-swe-agent", "sweagent": "swe-agent",
-    "tau": "tau-bench", "gemini": "gemini-cli",
+    "tau": "tau-bench", "gemini": "gemini-cli", "roo": "cline", "roo-code": "cline", "kilo": "cline",
+    "openhands-v1": "openhands",
 }
+#: What each format reads, and the public samples (harness version, repository, path, commit) it was
+#: checked against; docs/formats.md has the same table. ``loopcore formats`` prints it.
+_READS = {
+    "loopcore": "loopcore's own step JSONL",
+    "openai-chat": "OpenAI chat messages (tool_calls / role tool)",
+    "openai-responses": "OpenAI Responses items and Response objects",
+    "codex": "Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl)",
+    "anthropic": "Anthropic Messages (tool_use / tool_result)",
+    "claude-code": "Claude Code session JSONL and sub-agent files, stream-json",
+    "otel": "OpenTelemetry GenAI spans (OTLP JSON)",
+    "mini-swe-agent": "mini-swe-agent .traj.json (1.x text actions, 2.x tool calls)",
+    "swe-agent": "SWE-agent .traj",
+    "tau-bench": "tau-bench result files",
+    "openhands": "OpenHands V1 event folders / exports, V0 event streams, resolver and eval output.jsonl",
+    "gemini-cli": "gemini-cli chat recordings (session-*.jsonl and the older .json), /chat save checkpoints",
+    "opencode": "opencode storage folders (session / message / part JSON) and `opencode export` files",
+    "cline": "Cline / Roo Code task history (api_conversation_history.json, ui_messages.json)",
+}
+_CHECKED: dict[str, list[dict[str, str]]] = {}
+
+
+def format_table() -> list[dict[str, Any]]:
+    """One row per format (in FORMATS order): ``name``, ``reads`` and ``checked`` (the public
+    samples it was checked against: ``harness``, ``version``, ``repo``, ``path``, ``commit``)."""
+    return [{"name": n, "reads": _READS.get(n, ""), "checked": list(_CHECKED.get(n, ()))} for n in FORMATS]
+
+
 # Files a folder walk reads; anything else (README.md, .yaml, .tsv) is not looked at.
 _TRACE_EXTS = (".json", ".jsonl", ".ndjson", ".traj")
 _EVENT_FILE = re.compile(r"^\d+\.json$")
+# OpenHands V1 (SDK) event files: event-<index, 5+ digits>-<event id>.json, in any folder.
+_V1_EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$")
 
 
 def _resolve_format(fmt: str) -> str:
@@ -85,6 +118,10 @@ def _sniff(doc: Any) -> str | None:
             return gemini_cli.NAME
         if openhands.sniff(doc):
             return openhands.NAME
+        if opencode.sniff(doc):
+            return opencode.NAME
+        if codex.sniff([doc]):
+            return codex.NAME
         if openai_responses.sniff([doc]):
             return openai_responses.NAME
         if claude_code.sniff([doc]):
@@ -107,12 +144,18 @@ def _sniff(doc: Any) -> str | None:
             return tau_bench.NAME
         if claude_code.sniff(doc):
             return claude_code.NAME
+        if codex.sniff(doc):
+            return codex.NAME
+        if gemini_cli.sniff(doc):
+            return gemini_cli.NAME
         if openai_responses.sniff(doc):
             return openai_responses.NAME
         if openhands.sniff(doc):
             return openhands.NAME
-        if gemini_cli.sniff(doc):
-            return gemini_cli.NAME
+        if opencode.sniff(doc):
+            return opencode.NAME
+        if cline.sniff(doc):
+            return cline.NAME
         if anthropic.sniff(doc):
             return anthropic.NAME
         if loopcore_steps.sniff(doc):
@@ -150,14 +193,23 @@ def detect_format(source: Any) -> str:
     return fmt
 
 
-def _walk(folder: str) -> Iterator[str | list[str]]:
-    """Trace files under *folder*, sorted; an OpenHands ``events`` folder of numbered event
-    files comes back as one list (one stream)."""
+def _walk(folder: str) -> Iterator[str | list[str] | tuple[str, str]]:
+    """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
+    V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as
+    ``("opencode", root)``."""
     for root, dirs, files in os.walk(folder):
+        if opencode.is_store(root):
+            # opencode's storage: session / message / part files that only make sense together
+            dirs[:] = []
+            yield (opencode.NAME, root)
+            continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         names = sorted(f for f in files if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS))
         if os.path.basename(root) == "events" and names and all(_EVENT_FILE.match(f) for f in names):
             yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(f.split(".", 1)[0]))]
+            continue
+        if names and all(_V1_EVENT_FILE.match(f) for f in names):
+            yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))]
             continue
         for f in names:
             yield os.path.join(root, f)
@@ -192,6 +244,13 @@ def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, sta
         t.meta["skipped"] = ctx.skipped if k == 0 else 0
         if detected:
             t.meta["format_detected"] = True
+    if not parsed.empty and not any(t.steps for t in traces):
+        # Data of a known format and not one step: say so (an unread variant must not look
+        # like a clean run).
+        for t in traces:
+            t.meta["no_steps"] = True
+        if stats is not None:
+            stats.no_steps.append(path if path is not None else "<object>")
     if stats is not None:
         stats.formats[name] = stats.formats.get(name, 0) + len(traces)
     return traces
@@ -218,8 +277,16 @@ def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
         trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
 
 
-def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any,
-               in_folder: bool) -> list[Trace]:
+def _load_file(item: str | list[str] | tuple[str, str], fmt: str, keep_going: bool, stats: LoadStats | None,
+               profile: Any, in_folder: bool) -> list[Trace]:
+    if isinstance(item, tuple):
+        # An opencode store: one export document per session.
+        root = item[1]
+        docs = opencode.read_store(root)
+        if stats is not None:
+            stats.files += 1
+        return _parse_one(root, Parsed(docs), opencode.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
+                          in_folder)
     if isinstance(item, list):
         # An OpenHands events folder: the numbered files are one stream. An entry that cannot
         # be read (a dangling link, a FIFO...) fails the folder, or with keep_going is a
@@ -255,7 +322,7 @@ def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadSta
 def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
     for path in paths:
         if os.path.isdir(path):
-            items: Iterable[str | list[str]] = _walk(path)
+            items: Iterable[str | list[str] | tuple[str, str]] = _walk(path)
             in_folder = True
         elif os.path.exists(path):
             items = [path]

@@ -5,20 +5,90 @@ Each line is a record: ``type`` (user / assistant / summary / system...), ``uuid
 ``parentUuid``, ``sessionId`` (``session_id`` in stream-json), ``message`` (an Anthropic
 message). One API message is split over several lines, one content block each, all with the
 same ``message.id`` and a copy of ``message.usage``: its usage is counted once (the last copy
-wins, it is the complete one). Sidechain records (``isSidechain``, sub-agents) form their own
-trace, ``<sessionId>/sidechain``.
+wins, it is the complete one). Sidechain records (``isSidechain``, sub-agents) form one trace per
+sub-agent: ``<sessionId>/<agentId>`` (each sub-agent's own file, ``<sessionId>/subagents/
+agent-<agentId>.jsonl``, or its records inline), ``<sessionId>/sidechain`` when the records name
+no agent. Text and thinking blocks are the turn's reply text; a call the harness refused (``No
+such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ._base import Ledger, Trace
+from ._base import Ledger, Trace, text_len
 from ._io import Ctx
-from .anthropic import add_assistant_blocks, add_user_blocks
+from .anthropic import result_content
 
 NAME = "claude-code"
 PROFILE = "claude-code"
 _RECORD_TYPES = frozenset({"user", "assistant"})
+#: Record types that carry no model turn or tool call; any other type is reported.
+KNOWN_TYPES = _RECORD_TYPES | frozenset({"summary", "system", "file-history-snapshot", "queue-operation", "result",
+                                          "progress", "attachment", "custom-title", "tag", "agent-name",
+                                          "last-prompt", "pr-link", "worktree-state", "mode", "permission-mode",
+                                          "ai-title", "stream_event", "control_request", "control_response",
+                                          "keep_alive", "rate_limit_event", "tool_progress", "auth_status"})
+_REFUSALS = ("No such tool available", "InputValidationError", "<tool_use_error>Error: No such tool")
+
+
+def _assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, ref: dict) -> None:
+    if isinstance(content, str):
+        if content:
+            ledger.add_text(content)
+        return
+    if not isinstance(content, list):
+        return
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "tool_use" or t == "server_tool_use":
+            name = b.get("name")
+            if not isinstance(name, str):
+                ctx.bad("a tool_use block without a name", index)
+                continue
+            ledger.call(name, b.get("input"), b.get("id"), ref=ref)
+        elif t == "text" and isinstance(b.get("text"), str):
+            ledger.add_text(b["text"])
+        elif t == "thinking" and isinstance(b.get("thinking"), str):
+            ledger.add_text(b["thinking"])
+
+
+def _user_blocks(content: Any, ledger: Ledger) -> None:
+    if not isinstance(content, list):
+        ledger.context(text_len(content))
+        return
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_result":
+            step = ledger.pair(b.get("tool_use_id"))
+            res = result_content(b)
+            if step is None:
+                ledger.orphans += 1
+                ledger.context(text_len(res))
+                continue
+            err = None
+            if b.get("is_error"):
+                err = res if isinstance(res, str) and res else True
+                if isinstance(res, str) and any(x in res[:300] for x in _REFUSALS):
+                    step.rejected = res
+                    step.kind = "other"
+                    step.target = None
+            ledger.result(step, res, err)
+        else:
+            ledger.context(text_len(b.get("text")))
+
+
+def _key(r: dict, sid: str, stem: str) -> str:
+    if not r.get("isSidechain"):
+        return sid
+    agent = r.get("agentId")
+    if isinstance(agent, str) and agent:
+        return f"{sid}/{agent}"
+    if stem.startswith("agent-"):
+        return f"{sid}/{stem[len('agent-'):]}"
+    return sid + "/sidechain"
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -33,13 +103,17 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         rtype = r.get("type")
         if rtype not in _RECORD_TYPES:
+            if rtype not in KNOWN_TYPES and isinstance(rtype, str) and isinstance(r.get("message"), dict):
+                ctx.bad(f"a record of type {rtype!r} with a message, which this reader does not know; expected "
+                        f"user or assistant", i)
             continue
         msg = r.get("message")
         if not isinstance(msg, dict):
             ctx.bad(f"a {rtype} record without a message object", i)
             continue
         sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
-        key = sid + "/sidechain" if r.get("isSidechain") else sid
+        key = _key(r, sid, ctx.stem)
+        ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
             ledger = ledgers[key] = Ledger(key, profile)
@@ -48,11 +122,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if mid is not None and mid == last_msg_id.get(key) and ledger.turns:
                 ledger.set_usage(msg.get("usage"))
             else:
-                ledger.turn(msg.get("usage"))
+                ledger.turn(msg.get("usage"), text="", ref=ref)
                 last_msg_id[key] = mid
-            add_assistant_blocks(msg.get("content"), ledger, ctx, i)
+            _assistant_blocks(msg.get("content"), ledger, ctx, i, ref)
         else:
-            add_user_blocks(msg.get("content"), ledger, ctx, i)
+            _user_blocks(msg.get("content"), ledger)
     traces = [lg.trace(source=ctx.path, fmt=NAME) for lg in ledgers.values()]
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):

@@ -20,7 +20,8 @@ from typing import Any, Callable, Mapping, Union
 
 from .shell import _SHELLS, classify_shell, parse_patch_targets
 
-__all__ = ["PROFILES", "Profile", "Rule", "classify", "get_profile", "shell_rule"]
+__all__ = ["OUTPUT_NORMALISERS", "PROFILES", "Profile", "Rule", "classify", "get_profile", "normalise_output",
+           "shell_rule"]
 
 Target = Union[str, tuple, None]
 Rule = Union[str, tuple, Callable[[Any], "tuple[str, Target]"]]
@@ -350,8 +351,189 @@ GEMINI_CLI: dict[str, Rule] = {
 
 MINI_SWE_AGENT: dict[str, Rule] = {"bash": shell_rule}
 
+
+def _stdin_rule(args: Any) -> "tuple[str, Target]":
+    """Codex ``write_stdin``: empty ``chars`` polls a running session for output (observes it);
+    any other input drives the process, which may change anything."""
+    sid = args.get("session_id") if isinstance(args, dict) else None
+    target = str(sid) if isinstance(sid, (str, int)) and not isinstance(sid, bool) else None
+    chars = args.get("chars") if isinstance(args, dict) else None
+    if not chars:
+        return ("observe", f"exec-session:{target}" if target is not None else None)
+    return ("exec", None)
+
+
+def _web_search_rule(args: Any) -> "tuple[str, Target]":
+    """A web search observes its query (Codex ``web_search_call`` actions, ``google_web_search``)."""
+    if isinstance(args, dict):
+        for k in ("query", "q", "url", "pattern"):
+            v = args.get(k)
+            if isinstance(v, str) and v:
+                return ("observe", v if k == "url" else f"search:{v}")
+        qs = args.get("queries")
+        if isinstance(qs, list) and qs and all(isinstance(q, str) for q in qs):
+            return ("observe", tuple(f"search:{q}" for q in qs) if len(qs) > 1 else f"search:{qs[0]}")
+    return ("observe", None)
+
+
+CODEX.update({
+    "write_stdin": _stdin_rule,
+    "web_search": _web_search_rule,
+    "web_search_call": _web_search_rule,
+    "view_image": ("observe", "path"),
+})
+
+GEMINI_CLI.update({
+    "read_file": ("observe", ("file_path", "absolute_path", "path")),
+    "grep_search": ("observe", ("dir_path", "path")),
+    "search_file_content": ("observe", ("dir_path", "path")),
+    "glob": ("observe", ("dir_path", "path")),
+    "list_directory": ("observe", ("dir_path", "path")),
+    "read_many_files": ("observe", ("include", "paths")),
+    "web_fetch": ("observe", ("url", "prompt")),
+    "google_web_search": _web_search_rule,
+    "update_topic": "other",
+    "complete_task": "other",
+    "write_todos": "other",
+    "ask_user": "ask",
+    "enter_plan_mode": "other",
+    "exit_plan_mode": "ask",
+    "activate_skill": "other",
+    "get_internal_docs": ("observe", ("path", "topic")),
+    "read_mcp_resource": ("observe", ("uri",)),
+    "list_mcp_resources": "observe",
+    "invoke_agent": "exec",
+    "save_memory": ("mutate", ()),
+})
+for _n in ("tracker_create_task", "tracker_update_task", "tracker_get_task", "tracker_list_tasks",
+           "tracker_add_dependency", "tracker_visualize"):
+    GEMINI_CLI[_n] = "other"
+
+OPENCODE: dict[str, Rule] = {
+    "read": ("observe", ("filePath", "file_path", "path")),
+    "write": ("mutate", ("filePath", "file_path", "path")),
+    "edit": ("mutate", ("filePath", "file_path", "path")),
+    "multiedit": ("mutate", ("filePath", "file_path", "path")),
+    "patch": _patch_rule,
+    "apply_patch": _patch_rule,
+    "glob": ("observe", ("path",)),
+    "grep": ("observe", ("path",)),
+    "list": ("observe", ("path",)),
+    "ls": ("observe", ("path",)),
+    "bash": shell_rule,
+    "webfetch": ("observe", "url"),
+    "websearch": _web_search_rule,
+    "codesearch": _web_search_rule,
+    "todowrite": "other",
+    "todoread": "other",
+    "task": "exec",
+    "skill": "other",
+    "question": "ask",
+    "lsp": ("observe", ("filePath", "path")),
+    "invalid": "other",
+}
+
+CLINE: dict[str, Rule] = {
+    "read_file": ("observe", ("path", "absolutePath")),
+    "write_to_file": ("mutate", ("path", "absolutePath")),
+    "replace_in_file": ("mutate", ("path", "absolutePath")),
+    "apply_diff": ("mutate", ("path",)),
+    "insert_content": ("mutate", ("path",)),
+    "search_and_replace": ("mutate", ("path",)),
+    "apply_patch": _patch_rule,
+    "edit_file": ("mutate", ("path", "target_file")),
+    "search_files": ("observe", ("path",)),
+    "list_files": ("observe", ("path",)),
+    "list_code_definition_names": ("observe", ("path",)),
+    "codebase_search": ("observe", ("path", "query")),
+    "execute_command": shell_rule,
+    "browser_action": "exec",
+    "use_mcp_tool": "exec",
+    "access_mcp_resource": ("observe", ("uri",)),
+    "load_mcp_documentation": "observe",
+    "web_fetch": ("observe", "url"),
+    "web_search": _web_search_rule,
+    "ask_followup_question": "ask",
+    "attempt_completion": "other",
+    "plan_mode_respond": "other",
+    "act_mode_respond": "other",
+    "focus_chain": "other",
+    "update_todo_list": "other",
+    "new_task": "exec",
+    "switch_mode": "other",
+    "condense": "other",
+    "summarize_task": "other",
+    "report_bug": "other",
+    "new_rule": ("mutate", ("path",)),
+    "use_skill": "other",
+    "use_subagents": "exec",
+    "fetch_instructions": "observe",
+    "run_slash_command": "exec",
+    "generate_image": ("mutate", ("path",)),
+}
+
+
+def _strip_codex_headers(text: str) -> "tuple[str, dict]":
+    """Codex prefixes each exec output with a header block (``Chunk ID: ...``, ``Wall time: ...``,
+    ``Process exited with code N``, ``Process running with session ID N``, ``Original token
+    count: N``, ``Exit code: N``, then ``Output:``); the chunk id and wall time differ on every
+    call, so identical outputs only compare equal without them. Returns (body, facts): facts hold
+    ``returncode`` / ``exec_session`` when the header says so."""
+    if not text.startswith(_CODEX_HEADER_STARTS):
+        return text, {}
+    facts: dict = {}
+    pos = 0
+    n = len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        if end < 0:
+            end = n
+        line = text[pos:end]
+        if line == "Output:":
+            return text[end + 1:], facts
+        m = _CODEX_HEADER_RE.match(line)
+        if m is None:
+            return text, {}  # not a header after all: leave the text alone
+        code = m.group("code") or m.group("code2")
+        if code is not None:
+            facts["returncode"] = int(code)
+        elif m.group("sid") is not None:
+            facts["exec_session"] = m.group("sid")
+        pos = end + 1
+    return text, {}
+
+
+_CODEX_HEADER_STARTS = ("Chunk ID:", "Wall time", "Exit code:", "Process exited", "Process running", "Command:",
+                        "Script completed", "Original token count:")
+_CODEX_HEADER_RE = re.compile(
+    r"^(?:Chunk ID: \S*|Wall time:? [\d.]+ ?\w*|Process exited with code (?P<code>-?\d+)|Exit code:? (?P<code2>-?\d+)"
+    r"|Process running with session ID (?P<sid>\S+)|Original token count: \d+|Total output lines: \d+"
+    r"|Command: .*|Script completed)$"
+)
+
+
+#: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
+#: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
+#: noise removed so two identical results compare equal; *facts* are what the noise said
+#: (``returncode``, ``exec_session``). See docs/formats.md.
+OUTPUT_NORMALISERS: dict[str, Callable[[str], "tuple[str, dict]"]] = {
+    "codex": _strip_codex_headers,
+}
+
+
+def normalise_output(profile: "Profile | str | None", text: Any) -> "tuple[Any, dict]":
+    """*text* as the tool returned it, without the harness's per-call wrapper (see
+    OUTPUT_NORMALISERS); non-string results and harnesses without a normaliser pass through."""
+    name = profile.name if isinstance(profile, Profile) else profile
+    if not isinstance(text, str) or not isinstance(name, str):
+        return text, {}
+    fn = OUTPUT_NORMALISERS.get(name.split("+", 1)[0])
+    if fn is None:
+        return text, {}
+    return fn(text)
+
 _GENERIC: dict[str, Rule] = {}
-for _table in (_SHELL_TOOLS, TAU_BENCH, GEMINI_CLI, SWE_AGENT, OPENHANDS, CODEX, CLAUDE_CODE):
+for _table in (_SHELL_TOOLS, CLINE, TAU_BENCH, GEMINI_CLI, SWE_AGENT, OPENHANDS, CODEX, CLAUDE_CODE):
     _GENERIC.update(_table)
 # "edit" in a generic trace is a file edit with an explicit path (SWE-agent's uses the open file).
 _GENERIC["edit"] = ("mutate", ("path", "file_path", "open_file"))
@@ -367,6 +549,8 @@ PROFILES: dict[str, Profile] = {
     "mini-swe-agent": Profile("mini-swe-agent", {**_SHELL_TOOLS, **MINI_SWE_AGENT}),
     "tau-bench": Profile("tau-bench", TAU_BENCH),
     "gemini-cli": Profile("gemini-cli", {**_SHELL_TOOLS, **GEMINI_CLI}),
+    "opencode": Profile("opencode", {**_SHELL_TOOLS, **OPENCODE}),
+    "cline": Profile("cline", {**_SHELL_TOOLS, **CLINE}),
 }
 
 

@@ -1,0 +1,314 @@
+"""The adapters on fixtures in the exact shape of the files harnesses write today (field names,
+nesting, ordering, batching as the harnesses write them; the text is the project's own).
+
+Each test pins a way a real file used to be misread: a folder of OpenHands V1 event files read as
+one trace per file, a 2024 resolver output giving no step, a failed edit counted as a change,
+gemini-cli's JSONL recording not read, a batch of function responses given to the wrong call,
+Codex output headers making identical reads differ, sub-agents of a session sharing one id.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import pytest
+
+import loopcore
+from loopcore.adapters import LoadStats, TraceFormatError, detect_format, load
+from loopcore.taxonomy.profiles import normalise_output
+
+FIX = pathlib.Path(__file__).parent / "fixtures"
+OH_CONV = "5b1e0c2ad9f84e6b9a7c3d2e1f0a9b8c"
+
+
+def calls(t):
+    return [s for s in t if s.name and s.rejected is None]
+
+
+def only(path, **kw):
+    traces = list(load(path, **kw))
+    assert len(traces) == 1, traces
+    return traces[0]
+
+
+# ---- OpenHands V1 ----------------------------------------------------------------------------
+
+def test_openhands_v1_event_folder_is_one_conversation():
+    stats = LoadStats()
+    traces = list(load(FIX / "openhands_v1", stats=stats))
+    assert len(traces) == 1  # 23 event files, one conversation (base_state.json is not a trace)
+    t = traces[0]
+    assert t.format == "openhands" and t.session == OH_CONV and t.meta["generation"] == "v1"
+    assert [s.name for s in t] == ["terminal", "file_editor", "file_editor", "grep_tool", "terminal", "terminal",
+                                   "finish"]
+    assert stats.files == 24 and [p.endswith("base_state.json") for p in stats.ignored] == [True]
+    # every step points back at its event
+    names = sorted(p.name for p in (FIX / "openhands_v1" / OH_CONV / "events").iterdir())
+    for s in t:
+        assert any(n.endswith(f"-{s.ref['event']}.json") for n in names)
+
+
+def test_openhands_v1_folder_under_any_name(tmp_path):
+    src = FIX / "openhands_v1" / OH_CONV / "events"
+    for name in ("events", "conversation-copy"):
+        dst = tmp_path / name / "x" if name == "events" else tmp_path / name
+        shutil.copytree(src, dst if name != "events" else tmp_path / "c1" / "events")
+    a, b = load(tmp_path)
+    assert [s.to_dict()["name"] for s in a] == [s.to_dict()["name"] for s in b]
+    assert a.session == "c1" and b.session == "conversation-copy"
+
+
+def test_openhands_v1_export_matches_the_folder():
+    folder = only(FIX / "openhands_v1")
+    export = only(FIX / "openhands_v1_export.json")
+    strip = lambda t: [{k: v for k, v in s.to_dict().items() if k != "session"} for s in t]
+    assert strip(export) == strip(folder)
+
+
+def test_openhands_v1_failed_edit_rejected_call_and_usage():
+    t = only(FIX / "openhands_v1")
+    grep, bad_edit, edit, refused, run, grep2, finish = t.steps
+    assert (grep.kind, grep.target, grep.meta["returncode"]) == ("observe", "app.py", 0)
+    assert grep.text == "Find the definition first."
+    # "No replacement was performed": a failed call that changed nothing
+    assert bad_edit.kind == "mutate" and bad_edit.error.startswith("No replacement was performed")
+    assert bad_edit.no_op and bad_edit.write_set == ()
+    assert edit.error is None and not edit.no_op and edit.write_set == ("/workspace/proj/app.py",)
+    # an unknown tool: the SDK refused the call, nothing ran
+    assert refused.kind == "other" and refused.rejected.startswith("Tool 'grep_tool' not found")
+    # two calls of one response share its turn; usage comes from the stats updates (deltas)
+    assert run.turn == grep2.turn and run.turn != edit.turn
+    assert grep.tokens_out + grep.tokens_turn == 80 and not grep.tokens_estimated
+    assert grep.tokens_in == (6200 - 3000) - 3000 - 80  # the next prompt grew by the result
+    assert t.meta["tokens_source"] in ("usage", "mixed") and finish.kind == "other"
+
+
+def test_openhands_v1_unknown_event_kind_is_reported(tmp_path):
+    events = json.loads((FIX / "openhands_v1_export.json").read_text())
+    events.insert(3, {"id": "e-new", "timestamp": "t", "source": "agent", "kind": "HologramEvent"})
+    p = tmp_path / "conv.json"
+    p.write_text(json.dumps(events))
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(p))
+    assert "HologramEvent" in str(ei.value) and str(p) in str(ei.value) and "ActionEvent" in str(ei.value)
+    stats = LoadStats()
+    (t,) = load(p, keep_going=True, stats=stats)
+    assert t.meta["skipped"] == 1 and stats.skipped_lines == 1 and len(t) == 7
+
+
+def test_openhands_2024_resolver_output_is_read():
+    assert detect_format(FIX / "openhands_resolver_2024.jsonl") == "openhands"
+    t = only(FIX / "openhands_resolver_2024.jsonl")
+    assert t.session == "acme/tool#7" and t.meta["generation"] == "resolver-2024"
+    run, edit, run2, finish = t.steps
+    assert (run.name, run.kind, run.target, run.meta["returncode"]) == ("run", "observe", "cli.py", 0)
+    assert run.text == "Let me look at the CLI." and "thought" not in run.args
+    assert edit.kind == "mutate" and edit.target == "/workspace/cli.py"
+    assert edit.error.startswith("ERROR:") and edit.no_op
+    assert run2.result == run.result and finish.kind == "other"
+
+
+# ---- gemini-cli ------------------------------------------------------------------------------
+
+def test_gemini_cli_jsonl_recording():
+    path = FIX / "gemini_cli_session.jsonl"
+    assert detect_format(path) == "gemini-cli"
+    t = only(path)
+    assert t.session == "7c2f9e0a-1b3d-4c5e-8f6a-9b0c1d2e3f4a" and t.meta["recording"] == "jsonl"
+    read, glob, topic, refused, replace, reply = t.steps
+    # the batch of two responses is recorded on both calls: each takes its own by id
+    assert read.result == "line one\nline two\n"
+    assert glob.result.startswith("Found 2 file(s)")
+    assert (read.kind, read.target, glob.kind, glob.target) == ("observe", "src/a.ts", "observe", "src")
+    # the message was written three times (calls, results, tokens): read once, with its tokens
+    assert read.ref == glob.ref == {"line": 6} and read.turn == glob.turn == 0
+    assert sum(s.tokens_out + s.tokens_turn for s in (read, glob)) == 40 + 30
+    assert "Look at a.ts" in read.text
+    # update_topic changes no file
+    assert (topic.kind, topic.target, topic.write_set) == ("other", None, ())
+    assert refused.rejected.startswith('Tool "edit_file" not found') and refused.kind == "other"
+    assert (replace.kind, replace.target) == ("mutate", "/p/src/a.ts")
+    # the rewound reply is gone; the last reply is a turn that ran nothing
+    assert reply.name == "" and reply.text.startswith("a.ts now says") and reply.ref == {"line": 13}
+    assert all("rewound" not in (s.text or "") for s in t)
+
+
+def test_gemini_cli_old_json_recording_still_read():
+    t = only(FIX / "gemini_cli_session.json")
+    assert t.meta["recording"] == "json" and [s.name for s in calls(t)] == ["read_file", "run_shell_command"]
+
+
+def test_gemini_cli_unknown_line_is_reported(tmp_path):
+    lines = (FIX / "gemini_cli_session.jsonl").read_text().splitlines()
+    lines.insert(2, json.dumps({"$teleport": "m-u1"}))
+    p = tmp_path / "session-x.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(p))
+    assert ei.value.line == 3 and "$rewindTo" in str(ei.value)
+
+
+# ---- Codex -----------------------------------------------------------------------------------
+
+def test_codex_output_headers_are_normalised():
+    t = only(FIX / "codex_rollout_unified_exec.jsonl")
+    assert t.format == "codex" and t.meta["cli_version"] == "0.63.0"
+    r1, r2, test, poll, search, bad, reply = t.steps
+    # the same read twice: equal results once the per-call header (chunk id, wall time) is gone
+    assert r1.result == r2.result == "def parse(text):\n    return text.split()\n"
+    assert r1.meta["returncode"] == 0 and (r1.kind, r1.target) == ("observe", "src/parser.py")
+    assert test.kind == "exec" and test.meta["exec_session"] == "41"
+    # polling a running command observes its session; it is not a command that changes anything
+    assert (poll.name, poll.kind, poll.target, poll.meta["returncode"]) == ("write_stdin", "observe",
+                                                                            "exec-session:41", 1)
+    assert search.name == "web_search" and search.kind == "observe"
+    assert search.target == "search:python str.split empty string result" and search.error is None
+    assert bad.rejected.startswith("failed to parse function arguments") and bad.kind == "other"
+    assert reply.name == "" and reply.text.startswith("The test expects")
+    assert r1.text == "**Looking at the parser module**"
+    assert [s.ref["line"] for s in t] == [7, 11, 14, 17, 20, 21, 24]
+
+
+def test_codex_normaliser_leaves_other_text_alone():
+    assert normalise_output("codex", "Chunk ID: x\nno output marker") == ("Chunk ID: x\nno output marker", {})
+    assert normalise_output("codex", "Wall time: 0.1 seconds\nOutput:\nok") == ("ok", {})
+    assert normalise_output("codex", "Exit code: 2\nWall time: 1 seconds\nOutput:\n") == ("", {"returncode": 2})
+    assert normalise_output("claude-code", "Chunk ID: x\nOutput:\nok")[0] == "Chunk ID: x\nOutput:\nok"
+    assert normalise_output("codex", {"a": 1}) == ({"a": 1}, {})
+
+
+def test_codex_unknown_record_type_is_reported(tmp_path):
+    lines = (FIX / "codex_rollout_unified_exec.jsonl").read_text().splitlines()
+    lines.insert(4, json.dumps({"timestamp": "t", "type": "hologram", "payload": {}}))
+    p = tmp_path / "rollout.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(p))
+    assert ei.value.line == 5 and "hologram" in str(ei.value) and "response_item" in str(ei.value)
+    stats = LoadStats()
+    (t,) = load(p, keep_going=True, stats=stats)
+    assert len(t) == 7 and stats.skipped_lines == 1
+
+
+# ---- Claude Code -----------------------------------------------------------------------------
+
+def test_claude_code_each_sub_agent_file_is_its_own_trace():
+    traces = list(load(FIX / "claude_code_subagents"))
+    sid = "3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7"
+    assert [t.session for t in traces] == [sid, f"{sid}/a1b2c3d4", f"{sid}/e5f6a7b8"]
+    a, b = traces[1:]
+    assert (a.steps[0].target, b.steps[0].target) == ("/home/dev/lib/src/a.py", "/home/dev/lib/src/b.py")
+
+
+def test_claude_code_refused_tool_and_reply_turns():
+    t = list(load(FIX / "claude_code_subagents"))[0]
+    task, refused, reply = t.steps
+    assert task.text == "Starting two helpers." and task.ref == {"line": 4}
+    assert refused.rejected.startswith("<tool_use_error>") and refused.kind == "other"
+    assert reply.name == "" and reply.text == "Both parts look fine."
+    # only the last turn's result has no next prompt to measure it: the estimate is per step
+    assert not any(s.tokens_estimated for s in t)
+
+
+# ---- opencode --------------------------------------------------------------------------------
+
+def test_opencode_storage_folder_and_export_agree():
+    store = only(FIX / "opencode_storage")
+    export = only(FIX / "opencode_export.json")
+    assert store.format == export.format == "opencode"
+    assert store.session == "ses_7a1b2c3d4e5fABCDEFGHIJ" and store.meta["opencode_version"] == "1.0.107"
+    strip = lambda t: [s.to_dict() for s in t]
+    assert strip(store) == strip(export)
+
+
+def test_opencode_parts():
+    t = only(FIX / "opencode_export.json")
+    grep, read, invalid, edit, reply = t.steps
+    assert (grep.kind, grep.target) == ("observe", "src")
+    assert (read.kind, read.target) == ("observe", "/home/dev/site/src/Footer.tsx")
+    assert read.turn == invalid.turn != grep.turn  # one step-start ... step-finish run
+    assert invalid.rejected.startswith("Model tried to call unavailable tool") and invalid.name == "open_file"
+    assert edit.kind == "mutate" and edit.error == "Error: oldString not found in content"
+    assert reply.name == "" and reply.text.startswith("The link already")
+    # step-finish tokens: output + reasoning of the call, prompt growth for the result
+    assert grep.tokens_out + grep.tokens_turn == 60
+    assert grep.tokens_in == (400 + 3200) - (20 + 3000 + 200) - 60
+    assert grep.ref == {"message": "msg_a1b2c3d40002ZYXWVUTSRQPONM", "part": "prt_a1b2c3d40004ZYXWVUTSRQPONM"}
+    assert t.meta["tokens_source"] == "usage"
+
+
+# ---- Cline / Roo Code ------------------------------------------------------------------------
+
+def test_cline_xml_tool_use_with_ui_messages_usage():
+    t = only(FIX / "cline_task")
+    assert t.format == "cline" and t.session == "1760001234567"
+    read, refused, replace, cmd, done = t.steps
+    assert (read.name, read.kind, read.target) == ("read_file", "observe", "src/util.js")
+    assert read.result.startswith("export const slugify")
+    assert read.text == "<thinking>I need to see the helper first.</thinking>"
+    # a reply with no tool: the harness answered with a format error
+    assert refused.rejected.startswith("[ERROR] You did not use a tool") and refused.name == ""
+    assert (replace.kind, replace.target) == ("mutate", "src/util.js") and "SEARCH" in replace.args["diff"]
+    assert cmd.kind == "exec" and cmd.args["command"] == "npm test -- util"
+    assert done.name == "attempt_completion" and done.kind == "other"
+    # tokens from ui_messages.json: prompt = tokensIn + cacheWrites + cacheReads
+    assert t.meta["tokens_source"] == "usage"
+    assert read.tokens_out + read.tokens_turn == 60
+    assert read.tokens_in + refused.tokens_in == 0 or read.tokens_in > 0
+
+
+def test_roo_native_tool_calls():
+    t = only(FIX / "roo_task")
+    ls, missing, done = t.steps
+    assert (ls.kind, ls.target, ls.result) == ("observe", "config", "app.yaml\ndb.yaml")
+    assert missing.rejected.startswith("Missing value for required parameter") and missing.kind == "other"
+    assert done.kind == "other"
+
+
+# ---- silence ---------------------------------------------------------------------------------
+
+def test_a_file_that_gives_no_step_is_reported(tmp_path):
+    p = tmp_path / "session-1.jsonl"
+    p.write_text(json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t"}) + "\n"
+                 + json.dumps({"id": "u", "timestamp": "t", "type": "user", "content": [{"text": "hi"}]}) + "\n")
+    stats = LoadStats()
+    (t,) = load(p, stats=stats)
+    assert t.format == "gemini-cli" and not t.steps and t.meta["no_steps"] is True
+    assert stats.no_steps == [str(p)]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    stats = LoadStats()
+    list(load(empty, stats=stats))
+    assert stats.no_steps == []  # an empty file is no surprise
+
+
+def test_formats_lists_every_format_with_what_it_was_checked_against():
+    from loopcore.adapters import FORMATS, format_table
+
+    rows = format_table()
+    assert [r["name"] for r in rows] == list(FORMATS)
+    for r in rows:
+        assert r["reads"] and isinstance(r["checked"], list)
+
+
+def test_cli_formats_command(capsys):
+    from loopcore.cli import main
+
+    assert main(["formats"]) == 0
+    out = capsys.readouterr().out
+    for name in loopcore.FORMATS:
+        assert name in out
+
+
+def test_cli_warns_when_a_file_gives_no_step(tmp_path, capsys):
+    from loopcore.cli import main
+
+    p = tmp_path / "session-1.jsonl"
+    p.write_text(json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t"}) + "\n"
+                 + json.dumps({"id": "u", "timestamp": "t", "type": "user", "content": [{"text": "hi"}]}) + "\n")
+    assert main(["analyse", str(p), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "Warning: 1 input of a known format gave no tool call or reply" in out and str(p) in out
+    assert main(["replay", str(p), "--no-progress"]) == 0
+    assert "gave no tool call or reply" in capsys.readouterr().out
