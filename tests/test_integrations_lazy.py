@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+import loopcore
+
 FRAMEWORKS = ("mcp", "langchain", "langchain_core", "langgraph", "agents", "pydantic_ai", "opentelemetry")
 
 # (integration module, the framework module hidden from it, the extra its error must name)
@@ -20,10 +22,8 @@ EXTRAS = [
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    if os.path.isdir(os.path.join(src, "loopcore")):
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    env = dict(os.environ)  # the loopcore this test process imported, first on the path
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(loopcore.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=120)
 

@@ -80,10 +80,9 @@ def raw_server(tmp_path):
 
 
 def _env():
+    """This environment, with the loopcore this test process imported first on the path."""
     env = dict(os.environ)
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    if os.path.isdir(os.path.join(src, "loopcore")):
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(loopcore.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
