@@ -312,3 +312,27 @@ def test_cli_warns_when_a_file_gives_no_step(tmp_path, capsys):
     assert "Warning: 1 input of a known format gave no tool call or reply" in out and str(p) in out
     assert main(["replay", str(p), "--no-progress"]) == 0
     assert "gave no tool call or reply" in capsys.readouterr().out
+
+
+def test_openhands_ipython_agent_skills_are_classified():
+    from loopcore.taxonomy import classify
+
+    assert classify("run_ipython", {"code": "open_file('/w/app.css')"}, "openhands") == ("observe", "/w/app.css")
+    cell = "print(edit_file_by_replace(\n    '/w/a.tsx',\n    to_replace='x',\n    new_content='''y\nz''',\n))"
+    assert classify("run_ipython", {"code": cell}, "openhands") == ("mutate", "/w/a.tsx")
+    assert classify("run_ipython", {"code": "search_dir('needle', '/w')"}, "openhands") == ("observe", "/w")
+    assert classify("run_ipython", {"code": "x = 1\nopen_file('a')"}, "openhands") == ("exec", None)
+    assert classify("execute_ipython_cell", {"code": "import os; os.remove('b')"}, "openhands") == ("exec", None)
+
+
+def test_openhands_edits_the_skills_did_not_make_are_failed_no_ops():
+    events = [
+        {"id": 1, "source": "agent", "action": "run_ipython", "args": {"code": "print(edit_file_by_replace('/w/a.py', to_replace='a', new_content='b'))", "thought": ""}},
+        {"id": 2, "cause": 1, "observation": "run_ipython", "source": "agent", "content": "[No exact match found in /w/a.py for\n```\na\n```\n]", "extras": {}},
+        {"id": 3, "source": "agent", "action": "run", "args": {"command": "ls\nls", "thought": ""}},
+        {"id": 4, "cause": 3, "observation": "error", "source": "user", "content": "Cannot execute multiple commands at once.\nPlease run each command separately", "extras": {}},
+    ]
+    (t,) = load(events, format="openhands")
+    edit, refused = t.steps
+    assert (edit.kind, edit.target, edit.no_op) == ("mutate", "/w/a.py", True) and edit.error.startswith("[No exact")
+    assert refused.rejected.startswith("Cannot execute multiple commands") and refused.kind == "other"

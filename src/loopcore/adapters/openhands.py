@@ -47,6 +47,16 @@ V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "System
                       "HookExecutionEvent", "InterruptEvent", "LLMCompletionLogEvent", "StreamingDeltaEvent",
                       "TokenEvent", "ACPToolCallEvent"})
 _FAILED_EDIT = "No replacement was performed"
+# Observations in which the harness refused to run the call at all (a rejected action).
+_REFUSALS = ("Cannot execute multiple commands at once",)
+
+
+def _refuse(step: Any, content: Any) -> None:
+    """Mark *step* rejected when its observation is a refusal: nothing ran."""
+    if isinstance(content, str) and content.lstrip().startswith(_REFUSALS):
+        step.rejected = content
+        step.kind = "other"
+        step.target = None
 
 
 def _clean(args: Any) -> Any:
@@ -55,21 +65,26 @@ def _clean(args: Any) -> Any:
     return args
 
 
+# Edits that the tool reports it did not make (str_replace_editor; the V0 agent skills, which
+# also revert an edit that breaks the file's syntax).
+_NOT_APPLIED = (_FAILED_EDIT, "[No exact match found in", "[Your proposed edit has introduced new syntax error")
+
+
 def _failed(content: Any) -> bool:
-    """An observation that says the call failed: ``ERROR:`` text (V0 wraps tool errors so) or a
-    failed str_replace edit."""
+    """An observation that says the call failed: ``ERROR:`` text (V0 wraps tool errors so) or an
+    edit that was not made."""
     if not isinstance(content, str):
         return False
     head = content.lstrip()[:200]
-    return head.startswith("ERROR:") or _FAILED_EDIT in head
+    return head.startswith("ERROR:") or any(x in head for x in _NOT_APPLIED)
 
 
 def _mark_failure(step: Any, content: Any) -> Any:
-    """The error of a step whose observation reports a failure (None otherwise); a failed edit
-    changed nothing."""
+    """The error of a step whose observation reports a failure (None otherwise); an edit that was
+    not made changed nothing."""
     if not _failed(content):
         return None
-    if step.kind == "mutate" and _FAILED_EDIT in content[:400]:
+    if step.kind == "mutate" and any(x in content[:400] for x in _NOT_APPLIED):
         step.no_op = True
     return content
 
@@ -135,6 +150,7 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             if rc is not None:
                 step.meta["returncode"] = rc
             err = content if obs == "error" else _mark_failure(step, content)
+            _refuse(step, content)
             ledger.result(step, content, err)
 
 
@@ -250,6 +266,7 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                     step.no_op = True
             else:
                 err = _mark_failure(step, content)
+            _refuse(step, content)
             ledger.result(step, content, err)
         elif kind == "AgentErrorEvent":
             step = ledger.pair(e.get("tool_call_id"), e.get("tool_name"))
