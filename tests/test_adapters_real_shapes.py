@@ -336,3 +336,25 @@ def test_openhands_edits_the_skills_did_not_make_are_failed_no_ops():
     edit, refused = t.steps
     assert (edit.kind, edit.target, edit.no_op) == ("mutate", "/w/a.py", True) and edit.error.startswith("[No exact")
     assert refused.rejected.startswith("Cannot execute multiple commands") and refused.kind == "other"
+
+
+def test_gemini_cli_shell_footer_is_normalised(tmp_path):
+    def call(cid, out):
+        return {"id": cid, "name": "run_shell_command", "args": {"command": "make check"}, "status": "success",
+                "result": [{"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": out}}}]}
+    first = "<untrusted_context>\nOutput: 2 checks failed\nExit Code: 2\nProcess Group PGID: 4101\n</untrusted_context>"
+    again = "<untrusted_context>\nOutput: 2 checks failed\nExit Code: 2\nProcess Group PGID: 4188\n</untrusted_context>"
+    lines = [
+        {"sessionId": "s-f", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
+        {"id": "g1", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call("run_shell_command__1", first)]},
+        # the results come again on the next user record: context the model saw once, not twice
+        {"id": "u1", "timestamp": "t", "type": "user", "content": [
+            {"functionResponse": {"id": "run_shell_command__1", "name": "run_shell_command", "response": {"output": first}}}]},
+        {"id": "g2", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call("run_shell_command__1", again)]},
+    ]
+    p = tmp_path / "session-f.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    a, b = only(p).steps
+    assert a.result == b.result == "Output: 2 checks failed\nExit Code: 2"
+    assert a.meta["returncode"] == b.meta["returncode"] == 2
+    assert normalise_output("gemini-cli", "Output: (empty)\nProcess Group PGID: 1") == ("Output: (empty)", {})

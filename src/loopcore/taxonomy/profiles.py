@@ -553,12 +553,36 @@ _CODEX_HEADER_RE = re.compile(
 )
 
 
+_GEMINI_NOISE = re.compile(r"^(?:Process Group PGID: .*|Background PIDs: .*|</?untrusted_context>)$")
+_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)$")
+
+
+def _strip_gemini_shell_footer(text: str) -> "tuple[str, dict]":
+    """gemini-cli's run_shell_command result ends with per-call lines (``Process Group PGID: N``,
+    ``Background PIDs: ...``) and may be wrapped in ``<untrusted_context>`` tags; the process
+    group differs on every call. Returns (text without them, facts): ``returncode`` from the
+    last ``Exit Code: N`` line."""
+    if "Process Group PGID:" not in text and "untrusted_context>" not in text:
+        return text, {}
+    facts: dict = {}
+    kept = []
+    for line in text.split("\n"):
+        if _GEMINI_NOISE.match(line):
+            continue
+        m = _GEMINI_EXIT.match(line)
+        if m is not None:
+            facts["returncode"] = int(m.group(1))
+        kept.append(line)
+    return "\n".join(kept), facts
+
+
 #: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
 #: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
 #: noise removed so two identical results compare equal; *facts* are what the noise said
 #: (``returncode``, ``exec_session``). See docs/formats.md.
 OUTPUT_NORMALISERS: dict[str, Callable[[str], "tuple[str, dict]"]] = {
     "codex": _strip_codex_headers,
+    "gemini-cli": _strip_gemini_shell_footer,
 }
 
 
