@@ -358,3 +358,31 @@ def test_gemini_cli_shell_footer_is_normalised(tmp_path):
     assert a.result == b.result == "Output: 2 checks failed\nExit Code: 2"
     assert a.meta["returncode"] == b.meta["returncode"] == 2
     assert normalise_output("gemini-cli", "Output: (empty)\nProcess Group PGID: 1") == ("Output: (empty)", {})
+
+
+def test_roo_multi_file_read_names_every_file():
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nCompare the two notes.\n</task>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "<read_file><args><file><path>notes/q&amp;a.md</path></file><file><path>notes/faq.md</path></file></args></read_file>"}]},
+        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'notes/q&a.md', 'notes/faq.md'] Result:"}, {"type": "text", "text": "<files>...</files>"}]},
+    ]
+    (t,) = load(msgs)
+    (read,) = t.steps
+    assert t.format == "cline" and (read.kind, read.target) == ("observe", ("notes/q&a.md", "notes/faq.md"))
+    assert read.result == "<files>...</files>"
+
+
+def test_opencode_run_json_event_stream():
+    sid, mid = "ses_stream0001", "msg_stream0001"
+    part = lambda pid, **kw: {"id": pid, "sessionID": sid, "messageID": mid, **kw}
+    events = [
+        {"type": "step_start", "timestamp": 1, "sessionID": sid, "part": part("prt_1", type="step-start")},
+        {"type": "text", "timestamp": 2, "sessionID": sid, "part": part("prt_2", type="text", text="Checking.")},
+        {"type": "tool_use", "timestamp": 3, "sessionID": sid, "part": part("prt_3", type="tool", tool="list", callID="c1", state={"status": "completed", "input": {"path": "docs"}, "output": "a.md", "title": "docs", "metadata": {}})},
+        {"type": "step_finish", "timestamp": 4, "sessionID": sid, "part": part("prt_4", type="step-finish", reason="tool-calls", cost=0, tokens={"input": 900, "output": 12, "reasoning": 3, "cache": {"read": 0, "write": 0}})},
+    ]
+    assert detect_format(events) == "opencode"
+    (t,) = load(events)
+    (ls,) = t.steps
+    assert (t.session, ls.kind, ls.target, ls.result, ls.text) == (sid, "observe", "docs", "a.md", "Checking.")
+    assert ls.tokens_out + ls.tokens_turn == 15

@@ -19,6 +19,7 @@ Refs are ``{"message": i}``.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 from typing import Any
@@ -44,12 +45,27 @@ TOOLS = frozenset({
 _TOOL_RE = re.compile(r"<(" + "|".join(sorted(TOOLS, key=len, reverse=True)) + r")>(.*?)(?:</\1>|$)", re.S)
 _PARAM_RE = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.S)
 _LONG_PARAMS = ("content", "diff")
+_PATH_RE = re.compile(r"<path>(.*?)</path>", re.S)
 _RESULT_HEAD = re.compile(r"^\[([a-z_]+)(?: for [^\]]*)?\] Result:\s*", re.S)
 _NO_TOOL = "You did not use a tool in your previous response"
 _REFUSED = ("Missing value for required parameter", "was not executed because a tool has already been used")
 
 
 def _params(body: str) -> dict:
+    args = _raw_params(body)
+    nested = args.get("args")
+    if isinstance(nested, str) and "<path>" in nested:
+        # Roo Code's multi-file read: <args><file><path>a</path></file>...</args>
+        paths = [html.unescape(m.group(1).strip()) for m in _PATH_RE.finditer(nested)]
+        if paths:
+            args["path"] = paths[0] if len(paths) == 1 else paths
+    for k, v in list(args.items()):
+        if isinstance(v, str) and k not in _LONG_PARAMS and "&" in v:
+            args[k] = html.unescape(v)
+    return args
+
+
+def _raw_params(body: str) -> dict:
     args: dict = {}
     for k in _LONG_PARAMS:  # file content may itself hold tags: take up to the last closing tag
         start = body.find(f"<{k}>")
