@@ -386,3 +386,32 @@ def test_opencode_run_json_event_stream():
     (ls,) = t.steps
     assert (t.session, ls.kind, ls.target, ls.result, ls.text) == (sid, "observe", "docs", "a.md", "Checking.")
     assert ls.tokens_out + ls.tokens_turn == 15
+
+
+def test_cline_native_calls_answered_by_result_text():
+    """Cline 3.x: several tool_use blocks in a reply, answered by "[tool for 'x'] Result:" text
+    blocks; a label with brackets in it, a task_progress argument, an older call left open."""
+    todo = "- [ ] look\n- [ ] fix"
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nTidy the config.\n</task>"}], "ts": 1},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "ask_followup_question", "input": {"question": "Which file?"}}], "ts": 2,
+         "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}, "metrics": {"tokens": {"prompt": 1000, "completion": 20, "cached": 0}}},
+        {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] This task was interrupted 2 minutes ago."}], "ts": 3},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking at both.", "call_id": ""},
+            {"type": "tool_use", "id": "t1", "name": "search_files", "input": {"path": "cfg", "regex": "key[s]?]", "task_progress": todo}, "call_id": "t1"},
+            {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "cfg/app.ini", "task_progress": todo}, "call_id": "t2"}],
+         "ts": 4, "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}, "metrics": {"tokens": {"prompt": 1100, "completion": 60, "cached": 900}}},
+        {"role": "user", "content": [
+            {"type": "text", "text": "[search_files for 'key[s]?]'] Result:\nFound 1 result."},
+            {"type": "text", "text": "[read_file for 'cfg/app.ini'] Result:\n1 | key=1"},
+            {"type": "text", "text": "\n\n# TODO LIST UPDATE REQUIRED"},
+            {"type": "text", "text": "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"}], "ts": 5},
+    ]
+    (t,) = load(msgs)
+    ask, search, read = t.steps
+    assert ask.result is None  # interrupted: the later results are not its answer
+    assert search.result == "Found 1 result." and read.result == "1 | key=1"
+    assert "task_progress" not in search.args and read.args == {"path": "cfg/app.ini"}
+    assert t.meta["unanswered"] == 1 and t.meta["tokens_source"] in ("usage", "mixed")
+    assert search.text == "Looking at both."
