@@ -290,6 +290,11 @@ def test_formats_lists_every_format_with_what_it_was_checked_against():
     assert [r["name"] for r in rows] == list(FORMATS)
     for r in rows:
         assert r["reads"] and isinstance(r["checked"], list)
+    checked = {r["name"] for r in rows if r["checked"]}
+    assert {"openhands", "gemini-cli", "codex", "claude-code", "cline", "opencode"} <= checked
+    for r in rows:
+        for c in r["checked"]:
+            assert c["repo"].count("/") == 1 and len(c["commit"]) == 40
 
 
 def test_cli_formats_command(capsys):
