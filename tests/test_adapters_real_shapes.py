@@ -420,3 +420,19 @@ def test_cline_native_calls_answered_by_result_text():
     assert "task_progress" not in search.args and read.args == {"path": "cfg/app.ini"}
     assert t.meta["unanswered"] == 1 and t.meta["tokens_source"] in ("usage", "mixed")
     assert search.text == "Looking at both."
+
+
+def test_notes_on_a_command_do_not_make_repeats_differ(tmp_path):
+    """The model's description of a command, and how long to wait for its output, change between
+    two runs of the same command; the arguments compared are what runs."""
+    cc = tmp_path / "cc.jsonl"
+    rec = lambda n, desc: {"type": "assistant", "sessionId": "s", "uuid": f"u{n}", "message": {
+        "id": f"m{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "make lint", "description": desc}}]}}
+    cc.write_text(json.dumps(rec(1, "Run the linter")) + "\n" + json.dumps(rec(2, "Lint again")) + "\n")
+    a, b = only(cc).steps
+    assert a.args == b.args == {"command": "make lint"}
+    lines = (FIX / "codex_rollout_unified_exec.jsonl").read_text().splitlines()
+    t = load([json.loads(x) for x in lines], format="codex")
+    r1, r2, test = next(iter(t)).steps[:3]
+    assert r1.args == r2.args and "yield_time_ms" not in test.args

@@ -28,6 +28,7 @@ KNOWN_TYPES = _RECORD_TYPES | frozenset({"summary", "system", "file-history-snap
                                           "last-prompt", "pr-link", "worktree-state", "mode", "permission-mode",
                                           "ai-title", "stream_event", "control_request", "control_response",
                                           "keep_alive", "rate_limit_event", "tool_progress", "auth_status"})
+_DESCRIBED = frozenset({"Bash"})
 _REFUSALS = ("No such tool available", "InputValidationError", "<tool_use_error>Error: No such tool")
 
 
@@ -47,7 +48,11 @@ def _assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, ref: d
             if not isinstance(name, str):
                 ctx.bad("a tool_use block without a name", index)
                 continue
-            ledger.call(name, b.get("input"), b.get("id"), ref=ref)
+            args = b.get("input")
+            if name in _DESCRIBED and isinstance(args, dict) and "description" in args:
+                # the model's note on the command, different on every repeat of it
+                args = {k: v for k, v in args.items() if k != "description"}
+            ledger.call(name, args, b.get("id"), ref=ref)
         elif t == "text" and isinstance(b.get("text"), str):
             ledger.add_text(b["text"])
         elif t == "thinking" and isinstance(b.get("thinking"), str):

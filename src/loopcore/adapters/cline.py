@@ -48,7 +48,7 @@ _TOOL_RE = re.compile(r"<(" + "|".join(sorted(TOOLS, key=len, reverse=True)) + r
 _PARAM_RE = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.S)
 _LONG_PARAMS = ("content", "diff")
 _PATH_RE = re.compile(r"<path>(.*?)</path>", re.S)
-_NOISE_ARGS = frozenset({"task_progress"})
+_NOISE_ARGS = frozenset({"task_progress", "requires_approval"})
 _RESULT_HEAD = re.compile(r"^\[([a-z_]+)(?: for .*?)?\] Result:[ \t]*\n?")
 _NO_TOOL = "You did not use a tool in your previous response"
 _REFUSED = ("Missing value for required parameter", "was not executed because a tool has already been used")

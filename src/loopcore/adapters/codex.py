@@ -10,7 +10,8 @@ normaliser (taxonomy/profiles.py): the per-call header (``Chunk ID``, ``Wall tim
 exited with code N``, ``Original token count``) is removed, the exit code kept in
 ``meta["returncode"]``. A ``web_search_call`` is an observe step answered inside the API call.
 Arguments that are not JSON, and calls the harness answered "unsupported call", are rejected
-turns (nothing ran). Every step's ``ref`` is ``{"line": N}``.
+turns (nothing ran). ``yield_time_ms``, ``max_output_tokens`` and ``justification`` are dropped
+from the arguments (they shape the answer, not what runs). Every step's ``ref`` is ``{"line": N}``.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 ITEM_TYPES = _CALLS | _OUTPUTS | frozenset({"message", "reasoning", "ghost_snapshot", "compaction",
                                            "compaction_summary", "image_generation_call", "tool_search_call",
                                            "tool_search_output", "other"})
+# Arguments that shape how output comes back, not what runs: dropped so repeats compare equal.
+_NOISE_ARGS = frozenset({"yield_time_ms", "max_output_tokens", "justification"})
 _REJECT_PREFIXES = ("unsupported call", "failed to parse function arguments", "unsupported custom tool call")
 
 
@@ -131,6 +134,8 @@ class _Walker:
                 self.ctx.bad("a function_call without a name", i)
                 return
             args, ok = parse_args(it.get("arguments"))
+            if isinstance(args, dict) and not _NOISE_ARGS.isdisjoint(args):
+                args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
             ledger.call(name, args, cid, meta=None if ok else {"unparsed_args": True}, ref=ref)
         elif t == "custom_tool_call":
             name = it.get("name")

@@ -130,7 +130,10 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             if status == "error" and _NOT_FOUND.search(err_text or ""):
                 ledger.reject(err_text, tc["name"], tc.get("args"), ref=ref)
                 continue
-            step = ledger.call(tc["name"], tc.get("args"), tc.get("id"), ref=ref)
+            args = tc.get("args")
+            if tc["name"] == "run_shell_command" and isinstance(args, dict) and "description" in args:
+                args = {k: v for k, v in args.items() if k != "description"}  # the model's note
+            step = ledger.call(tc["name"], args, tc.get("id"), ref=ref)
             result, facts = normalise_output(PROFILE, result)
             if isinstance(error, str):
                 error, more = normalise_output(PROFILE, error)

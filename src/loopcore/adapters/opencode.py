@@ -102,6 +102,8 @@ def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
         ledger.reject(msg if isinstance(msg, str) and msg else "invalid tool call",
                       args.get("tool") if isinstance(args.get("tool"), str) else "", None, ref=ref)
         return
+    if name == "bash" and "description" in args:
+        args = {k: v for k, v in args.items() if k != "description"}  # the model's note on the command
     step = ledger.call(name, args, p.get("callID"), ref=ref)
     if status == "completed":
         ledger.result(step, state.get("output"))
