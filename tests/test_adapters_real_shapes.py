@@ -436,3 +436,18 @@ def test_notes_on_a_command_do_not_make_repeats_differ(tmp_path):
     t = load([json.loads(x) for x in lines], format="codex")
     r1, r2, test = next(iter(t)).steps[:3]
     assert r1.args == r2.args and "yield_time_ms" not in test.args
+
+
+def test_codex_rollout_before_typed_records():
+    recs = [
+        {"id": "0198-old", "timestamp": "2025-07-01T10:00:00.000Z", "instructions": None, "git": {"branch": "main"}},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "show the readme"}]},
+        {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "cat README.md"]}), "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": json.dumps({"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 0.01}})},
+        {"record_type": "state"},
+    ]
+    assert detect_format(recs) == "codex"
+    (t,) = load(recs)
+    (cat,) = t.steps
+    assert (t.session, cat.kind, cat.target, cat.result, cat.meta["returncode"]) == ("0198-old", "observe", "README.md", "hi\n", 0)

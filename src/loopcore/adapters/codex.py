@@ -185,6 +185,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             session = str(p.get("id") or session)
             version = p.get("cli_version")
             break
+        if _is_old_header(r):
+            session = str(r.get("id") or session)
+            break
     ledger = Ledger(session, ctx.profile(PROFILE))
     w = _Walker(ledger, ctx)
     for i, r in enumerate(records):
@@ -194,8 +197,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         rtype = r.get("type")
         payload = r.get("payload")
         if rtype not in RECORD_TYPES:
-            if rtype is None and ("record_type" in r or ("id" in r and "instructions" in r)):
-                continue  # pre-2025-09 rollouts: a header line and state lines
+            if rtype is None and ("record_type" in r or _is_old_header(r)):
+                continue  # older rollouts: a header line and state lines
             if rtype in ITEM_TYPES:
                 w.item(r, i)  # pre-2025-09 rollouts: bare response items
                 continue
@@ -216,8 +219,18 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
 
 
+def _is_old_header(r: Any) -> bool:
+    """The first line of a rollout written before the typed records (2025): ``{"id",
+    "timestamp", "instructions", "git"?}``."""
+    return isinstance(r, dict) and "id" in r and "timestamp" in r and "instructions" in r and "type" not in r
+
+
 def sniff(records: list) -> bool:
-    """Rollout records: ``{"type": <rollout record type>, "payload": {...}}``."""
+    """Rollout records: ``{"type": <rollout record type>, "payload": {...}}``, or an older
+    rollout's header line followed by bare items."""
+    if records and _is_old_header(records[0]) and any(
+            isinstance(r, dict) and r.get("type") in ITEM_TYPES for r in records[1:50]):
+        return True
     for r in records[:50]:
         if isinstance(r, dict) and r.get("type") in RECORD_TYPES and isinstance(r.get("payload"), dict):
             return True
