@@ -451,3 +451,16 @@ def test_codex_rollout_before_typed_records():
     (t,) = load(recs)
     (cat,) = t.steps
     assert (t.session, cat.kind, cat.target, cat.result, cat.meta["returncode"]) == ("0198-old", "observe", "README.md", "hi\n", 0)
+
+
+def test_folders_that_are_one_unit_analyse_the_same_in_parallel(tmp_path):
+    """An opencode store and a V1 event folder are one unit of work each, for --jobs too."""
+    from loopcore.cli import main
+
+    out1, out2 = tmp_path / "1.json", tmp_path / "2.json"
+    paths = [str(FIX / "openhands_v1"), str(FIX / "opencode_storage")]
+    assert main(["analyse", *paths, "--no-progress", "--json", str(out1)]) == 0
+    assert main(["analyse", *paths, "--no-progress", "--jobs", "2", "--json", str(out2)]) == 0
+    a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
+    assert [t["session"] for t in a["traces"]] == [OH_CONV, "ses_7a1b2c3d4e5fABCDEFGHIJ"]
+    assert a["traces"] == b["traces"]

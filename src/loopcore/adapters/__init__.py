@@ -251,15 +251,22 @@ def detect_format(source: Any) -> str:
     return fmt
 
 
-def _walk(folder: str) -> Iterator[str | list[str] | tuple[str, str]]:
+class StoreFolder(str):
+    """A folder that is one unit of work of its own (an opencode store), as :func:`_walk` yields
+    it: a path (a ``str``), read by the format's own store reader."""
+
+    __slots__ = ()
+
+
+def _walk(folder: str) -> Iterator[str | list[str]]:
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
-    V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as
-    ``("opencode", root)``."""
+    V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
+    :class:`StoreFolder`."""
     for root, dirs, files in os.walk(folder):
         if opencode.is_store(root):
             # opencode's storage: session / message / part files that only make sense together
             dirs[:] = []
-            yield (opencode.NAME, root)
+            yield StoreFolder(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         names = sorted(f for f in files if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS))
@@ -312,11 +319,11 @@ def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, sta
     return traces
 
 
-def _load_file(item: str | list[str] | tuple[str, str], fmt: str, keep_going: bool, stats: LoadStats | None,
+def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None,
                profile: Any, in_folder: bool) -> list[Trace]:
-    if isinstance(item, tuple):
+    if isinstance(item, StoreFolder):
         # An opencode store: one export document per session.
-        root = item[1]
+        root = str(item)
         docs = opencode.read_store(root)
         if stats is not None:
             stats.files += 1
@@ -345,7 +352,7 @@ def _load_file(item: str | list[str] | tuple[str, str], fmt: str, keep_going: bo
 def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
     for path in paths:
         if os.path.isdir(path):
-            items: Iterable[str | list[str] | tuple[str, str]] = _walk(path)
+            items: Iterable[str | list[str]] = _walk(path)
             in_folder = True
         elif os.path.exists(path):
             items = [path]
