@@ -464,3 +464,29 @@ def test_folders_that_are_one_unit_analyse_the_same_in_parallel(tmp_path):
     a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
     assert [t["session"] for t in a["traces"]] == [OH_CONV, "ses_7a1b2c3d4e5fABCDEFGHIJ"]
     assert a["traces"] == b["traces"]
+
+
+def test_claude_code_inline_sidechain_takes_the_agent_id_its_chain_carries(tmp_path):
+    """Claude Code 2.0 writes a sub-agent's records into the session file, agentId on some of them
+    only (here the last); its chain of parentUuid links makes them one sub-agent."""
+    sid = "9a8b7c6d-0000-4000-8000-00000000c0de"
+    base = {"sessionId": sid, "version": "2.0.46", "userType": "external", "cwd": "/w"}
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 0, "output_tokens": 20}
+    recs = [
+        {**base, "parentUuid": None, "isSidechain": False, "uuid": "m1", "type": "assistant", "message": {
+            "id": "msg_m1", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"prompt": "look"}}], "usage": usage}},
+        {**base, "parentUuid": None, "isSidechain": True, "uuid": "s1", "type": "user", "message": {"role": "user", "content": "look"}},
+        {**base, "parentUuid": "s1", "isSidechain": True, "uuid": "s2", "type": "assistant", "message": {
+            "id": "msg_s2", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_g", "name": "Grep", "input": {"pattern": "x", "path": "src"}}], "usage": usage}},
+        {**base, "parentUuid": "s2", "isSidechain": True, "uuid": "s3", "type": "user", "agentId": "ab12cd34", "message": {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_g", "content": "src/a.py"}]}},
+        {**base, "parentUuid": "m1", "isSidechain": False, "uuid": "m2", "type": "user", "agentId": "ab12cd34", "message": {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_task", "content": [{"type": "text", "text": "found it"}]}]}},
+    ]
+    p = tmp_path / f"{sid}.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    main, sub = load(p)
+    assert (main.session, sub.session) == (sid, f"{sid}/ab12cd34")
+    (grep,) = sub.steps
+    assert (grep.kind, grep.target, grep.result) == ("observe", "src", "src/a.py")
+    assert main.steps[0].result == "found it"

@@ -85,15 +85,47 @@ def _user_blocks(content: Any, ledger: Ledger) -> None:
             ledger.context(text_len(b.get("text")))
 
 
-def _key(r: dict, sid: str, stem: str) -> str:
-    if not r.get("isSidechain"):
-        return sid
-    agent = r.get("agentId")
-    if isinstance(agent, str) and agent:
-        return f"{sid}/{agent}"
-    if stem.startswith("agent-"):
-        return f"{sid}/{stem[len('agent-'):]}"
-    return sid + "/sidechain"
+def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
+    """The sub-agent of each sidechain record (by index). Claude Code writes ``agentId`` on some
+    of a sub-agent's records only, so a sidechain's records are grouped by their ``parentUuid``
+    chain and the group takes the ``agentId`` any of them carries."""
+    parent: dict[str, str] = {}
+    index_of: dict[str, int] = {}
+    side = []
+    for i, r in enumerate(records):
+        if isinstance(r, dict) and r.get("isSidechain") and r.get("type") in _RECORD_TYPES:
+            side.append(i)
+            u = r.get("uuid")
+            if isinstance(u, str):
+                index_of[u] = i
+                p = r.get("parentUuid")
+                if isinstance(p, str):
+                    parent[u] = p
+    if not side:
+        return {}
+
+    def root(i: int) -> int:
+        u = records[i].get("uuid")
+        seen = 0
+        while isinstance(u, str) and u in parent and parent[u] in index_of and seen < 100000:
+            u = parent[u]
+            seen += 1
+        return index_of.get(u, i) if isinstance(u, str) else i
+
+    groups: dict[int, list[int]] = {}
+    for i in side:
+        groups.setdefault(root(i), []).append(i)
+    named = {records[i].get("agentId") for i in side if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")}
+    # a group that names no agent: the file's agent (agent-<id>.jsonl), else the one agent the
+    # file's sidechain records name (a chain whose parent is missing), else "sidechain"
+    fallback = stem[len("agent-"):] if stem.startswith("agent-") else next(iter(named)) if len(named) == 1 else "sidechain"
+    out: dict[int, str] = {}
+    for members in groups.values():
+        agent = next((records[i].get("agentId") for i in members
+                      if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")), fallback)
+        for i in members:
+            out[i] = agent
+    return out
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -102,6 +134,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     profile = ctx.profile(PROFILE)
     ledgers: dict[str, Ledger] = {}
     last_msg_id: dict[str, Any] = {}
+    agents = _sidechain_agents(records, ctx.stem)
     for i, r in enumerate(records):
         if not isinstance(r, dict):
             ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
@@ -117,7 +150,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(f"a {rtype} record without a message object", i)
             continue
         sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
-        key = _key(r, sid, ctx.stem)
+        key = f"{sid}/{agents[i]}" if i in agents else sid
         ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
