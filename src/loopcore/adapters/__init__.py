@@ -80,6 +80,8 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
     "claude-code": [
         _c("Claude Code", "1.0.x session JSONL", "daaain/claude-code-log", "test/test_data/representative_messages.jsonl",
            "a641071a154f041b96e9b83ccd42d2f92eaa321a"),
+        _c("Claude Code", "2.0.46 inline sidechain", "daaain/claude-code-log", "test/test_data/sidechain_integrated.jsonl",
+           "579edc0fc04a09fc3df17aed7fb5cdb4d4766565"),
         _c("Claude Code", "2.1.x sub-agent file", "daaain/claude-code-log",
            "test/test_data/minimal_showcase/55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
            "b079f75baabfc07b3ba401643a79e162b18482b0"),

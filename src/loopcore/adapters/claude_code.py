@@ -7,8 +7,8 @@ message). One API message is split over several lines, one content block each, a
 same ``message.id`` and a copy of ``message.usage``: its usage is counted once (the last copy
 wins, it is the complete one). Sidechain records (``isSidechain``, sub-agents) form one trace per
 sub-agent: ``<sessionId>/<agentId>`` (each sub-agent's own file, ``<sessionId>/subagents/
-agent-<agentId>.jsonl``, or its records inline), ``<sessionId>/sidechain`` when the records name
-no agent. Text and thinking blocks are the turn's reply text; a call the harness refused (``No
+agent-<agentId>.jsonl``, or its records inline, grouped by their ``parentUuid`` chain since only
+some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name no agent. Text and thinking blocks are the turn's reply text; a call the harness refused (``No
 such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
 """
 from __future__ import annotations
