@@ -130,7 +130,8 @@ def _blocks(content: Any) -> list:
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from a task's api_conversation_history.json."""
     messages = doc if isinstance(doc, list) else []
-    task = os.path.basename(os.path.dirname(ctx.path)) if ctx.path else ""
+    # tasks/<taskId>/api_conversation_history.json: the task folder names the session
+    task = os.path.basename(os.path.dirname(ctx.path)) if ctx.path and ctx.stem == "api_conversation_history" else ""
     ledger = Ledger(task or ctx.stem, ctx.profile(PROFILE))
     ui_usage = _ui_usage(ctx.path)
     replies = 0
