@@ -490,3 +490,58 @@ def test_claude_code_inline_sidechain_takes_the_agent_id_its_chain_carries(tmp_p
     (grep,) = sub.steps
     assert (grep.kind, grep.target, grep.result) == ("observe", "src", "src/a.py")
     assert main.steps[0].result == "found it"
+
+
+# ---- damaged files ---------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SHAPED = ["codex_rollout_unified_exec.jsonl", "gemini_cli_session.jsonl", "openhands_v1_export.json",
+           "openhands_resolver_2024.jsonl", "opencode_export.json", "cline_task/1760001234567/api_conversation_history.json",
+           "roo_task/019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b/api_conversation_history.json",
+           "claude_code_subagents/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7.jsonl"]
+
+
+def _records(name):
+    data = (FIX / name).read_text()
+    if name.endswith(".jsonl"):
+        return [json.loads(x) for x in data.splitlines() if x.strip()]
+    return json.loads(data)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, prefix + (i,))
+
+
+_junk = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=4), st.just([]), st.just({}),
+                  st.just([None]), st.just({"type": "x"}))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_SHAPED), st.data())
+def test_a_damaged_harness_file_loads_or_says_why(name, data):
+    """Any one value of a real-shaped file replaced by junk: the file loads, or load raises
+    TraceFormatError (naming it); never another exception."""
+    doc = _records(name)
+    paths = [p for p in _paths(doc) if p]
+    path = data.draw(st.sampled_from(paths))
+    junk = data.draw(_junk)
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = junk
+    for fmt in ("auto", detect_format(FIX / name)):
+        try:
+            traces = list(load(doc, fmt, keep_going=data.draw(st.booleans())))
+        except TraceFormatError:
+            continue
+        for t in traces:
+            for s in t:
+                assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0

@@ -93,7 +93,7 @@ def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
     index_of: dict[str, int] = {}
     side = []
     for i, r in enumerate(records):
-        if isinstance(r, dict) and r.get("isSidechain") and r.get("type") in _RECORD_TYPES:
+        if isinstance(r, dict) and r.get("isSidechain") and isinstance(r.get("type"), str) and r["type"] in _RECORD_TYPES:
             side.append(i)
             u = r.get("uuid")
             if isinstance(u, str):
@@ -140,6 +140,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
             continue
         rtype = r.get("type")
+        if rtype is not None and not isinstance(rtype, str):
+            ctx.bad(f"a record whose type is {type(rtype).__name__}, not a string", i)
+            continue
         if rtype not in _RECORD_TYPES:
             if rtype not in KNOWN_TYPES and isinstance(rtype, str) and isinstance(r.get("message"), dict):
                 ctx.bad(f"a record of type {rtype!r} with a message, which this reader does not know; expected "

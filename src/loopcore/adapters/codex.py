@@ -99,6 +99,9 @@ class _Walker:
 
     def item(self, it: dict, i: int) -> None:
         t = it.get("type")
+        if t is not None and not isinstance(t, str):
+            self.ctx.bad(f"a response item whose type is {type(t).__name__}, not a string", i)
+            return
         role = it.get("role")
         if t in _CALLS or t == "reasoning" or (t == "message" and role == "assistant"):
             if not self.model_side:
@@ -196,6 +199,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         rtype = r.get("type")
         payload = r.get("payload")
+        if rtype is not None and not isinstance(rtype, str):
+            ctx.bad(f"a rollout record whose type is {type(rtype).__name__}, not a string", i)
+            continue
         if rtype not in RECORD_TYPES:
             if rtype is None and ("record_type" in r or _is_old_header(r)):
                 continue  # older rollouts: a header line and state lines
@@ -229,9 +235,10 @@ def sniff(records: list) -> bool:
     """Rollout records: ``{"type": <rollout record type>, "payload": {...}}``, or an older
     rollout's header line followed by bare items."""
     if records and _is_old_header(records[0]) and any(
-            isinstance(r, dict) and r.get("type") in ITEM_TYPES for r in records[1:50]):
+            isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in ITEM_TYPES for r in records[1:50]):
         return True
     for r in records[:50]:
-        if isinstance(r, dict) and r.get("type") in RECORD_TYPES and isinstance(r.get("payload"), dict):
+        if isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in RECORD_TYPES \
+                and isinstance(r.get("payload"), dict):
             return True
     return False

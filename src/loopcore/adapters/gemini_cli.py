@@ -118,7 +118,11 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             continue
         reply = "\n".join(x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x)
         ledger.turn(m.get("tokens"), text=reply, ref=ref)
-        for tc in m.get("toolCalls") or []:
+        calls = m.get("toolCalls") or []
+        if not isinstance(calls, list):
+            ctx.bad("toolCalls must be a list", None if "line" in ref else i, ref.get("line"))
+            calls = []
+        for tc in calls:
             if not isinstance(tc, dict) or not isinstance(tc.get("name"), str):
                 ctx.bad("a tool call without a name", None if "line" in ref else i, ref.get("line"))
                 continue

@@ -45,7 +45,8 @@ def _usage(tokens: Any) -> dict | None:
         return None
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
     reasoning = tokens.get("reasoning") if isinstance(tokens.get("reasoning"), int) else 0
-    prompt = inp + (cache.get("read") or 0) + (cache.get("write") or 0)
+    read, write = cache.get("read"), cache.get("write")
+    prompt = inp + (read if isinstance(read, int) else 0) + (write if isinstance(write, int) else 0)
     return {"prompt_tokens": prompt, "completion_tokens": out + reasoning,
             "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
@@ -62,6 +63,9 @@ def _assistant(info: dict, parts: list, ctx: Ctx, ledger: Ledger, index: int) ->
             ctx.bad(f"a part must be an object, got {type(p).__name__}", index)
             continue
         t = p.get("type")
+        if not isinstance(t, str):
+            ctx.bad(f"a part whose type is {type(t).__name__}, not a string", index)
+            continue
         ref = {"message": mid, "part": p.get("id")}
         if t == "step-start":
             ledger.turn(None, text="", ref=ref)
@@ -144,7 +148,8 @@ STREAM_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "too
 
 def _is_stream(doc: Any) -> bool:
     return isinstance(doc, list) and any(
-        isinstance(r, dict) and r.get("type") in STREAM_TYPES and isinstance(r.get("part"), dict) for r in doc[:20])
+        isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in STREAM_TYPES
+        and isinstance(r.get("part"), dict) for r in doc[:20])
 
 
 def _from_stream(records: list, ctx: Ctx) -> list[dict]:
@@ -157,6 +162,9 @@ def _from_stream(records: list, ctx: Ctx) -> list[dict]:
             continue
         t = r.get("type")
         part = r.get("part")
+        if not isinstance(t, str):
+            ctx.bad(f"an event whose type is {type(t).__name__}, not a string", i)
+            continue
         if t == "error" or not isinstance(part, dict):
             if t not in STREAM_TYPES:
                 ctx.bad(f"an opencode event of type {t!r} this reader does not know; expected one of "
