@@ -545,3 +545,18 @@ def test_a_damaged_harness_file_loads_or_says_why(name, data):
         for t in traces:
             for s in t:
                 assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+
+
+def test_openhands_v0_function_call_error_is_a_rejected_turn():
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "fix it"}, "message": "fix it"},
+        {"id": 1, "source": "agent", "observation": "error", "content": "FunctionCallNotExistsError: Tool 'open' is not registered.", "extras": {}},
+        {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
+         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r2", "usage": {"prompt_tokens": 10, "completion_tokens": 5}}}},
+        {"id": 3, "source": "agent", "cause": 2, "observation": "run", "content": "a.py", "extras": {"metadata": {"exit_code": 0}}},
+    ]
+    (t,) = load(events, format="openhands")
+    refused, ls = t.steps
+    assert refused.rejected.startswith("FunctionCallNotExistsError") and refused.ref == {"event": 1}
+    assert (ls.kind, ls.result, ls.meta["returncode"]) == ("observe", "a.py", 0)
+    assert "orphan_results" not in t.meta
