@@ -554,9 +554,11 @@ def test_openhands_v0_function_call_error_is_a_rejected_turn():
         {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
          "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r2", "usage": {"prompt_tokens": 10, "completion_tokens": 5}}}},
         {"id": 3, "source": "agent", "cause": 2, "observation": "run", "content": "a.py", "extras": {"metadata": {"exit_code": 0}}},
+        {"id": 4, "source": "agent", "observation": "error", "content": "Parameter 'command' is expected to be one of ['view', 'create'].", "message": "Parameter 'command' is expected to be one of ['view', 'create']."},
     ]
     (t,) = load(events, format="openhands")
-    refused, ls = t.steps
+    refused, ls, bad_param = t.steps
+    assert bad_param.rejected.startswith("Parameter 'command'") and bad_param.kind == "other"
     assert refused.rejected.startswith("FunctionCallNotExistsError") and refused.ref == {"event": 1}
     assert (ls.kind, ls.result, ls.meta["returncode"]) == ("observe", "a.py", 0)
     assert "orphan_results" not in t.meta

@@ -52,6 +52,17 @@ _FAILED_EDIT = "No replacement was performed"
 _REFUSALS = ("Cannot execute multiple commands at once",)
 
 
+def _refused_call(content: Any) -> bool:
+    """A V0 error observation that answers no action: the agent could not make one of the
+    model's reply (``FunctionCallValidationError``, ``FunctionCallNotExistsError``, a parameter
+    that does not validate: ``Parameter 'command' is expected to be one of [...]``)."""
+    if not isinstance(content, str):
+        return False
+    head = content.lstrip()[:300]
+    return "FunctionCall" in head or head.startswith(("Parameter '", "Missing required")) or \
+        "is not registered" in head
+
+
 def _refuse(step: Any, content: Any) -> None:
     """Mark *step* rejected when its observation is a refusal: nothing ran."""
     if isinstance(content, str) and content.lstrip().startswith(_REFUSALS):
@@ -148,7 +159,7 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 tcm = e.get("tool_call_metadata")
                 step = ledger.pair(tcm.get("tool_call_id") if isinstance(tcm, dict) else None)
             content = e.get("content")
-            if step is None and obs == "error" and isinstance(content, str) and "FunctionCall" in content[:200]:
+            if step is None and obs == "error" and _refused_call(content):
                 # the agent could not turn the model's reply into an action (an unknown tool,
                 # arguments that do not validate): a turn whose action was rejected
                 ledger.turn(None, text="", ref=_ref(e, i))
