@@ -17,6 +17,8 @@ Variants (the first is what ``loopcore hook install`` writes):
 * ``loopcore-hook``: the console script pip installs (when present beside ``--python``).
 * ``-m loopcore.hooks`` and ``-m loopcore hook``: the module entries.
 * the same fast entry on the pure-Python twin (``LOOPCORE_NO_EXTENSIONS=1``).
+* for scale: the bare start with ``-I -S``, ``import loopcore`` as it is now (lazy) and with
+  every module the top level used to import eagerly (numpy through the burn analysis).
 
 Correctness is checked on every run: exit code 0, no stderr, and the allow answer (empty
 stdout). The CPU columns (user + system time of the child) show the work itself; on a loaded
@@ -67,7 +69,11 @@ def _variants(python: str, state: str) -> dict[str, tuple[list[str], dict[str, s
     out["-m loopcore.hooks"] = ([python, "-m", "loopcore.hooks", "claude", "--state", state], env)
     out["-m loopcore hook"] = ([python, "-m", "loopcore", "hook", "claude", "--state", state], env)
     out["fast entry, pure twin"] = (shlex.split(fast), {**env, "LOOPCORE_NO_EXTENSIONS": "1"})
+    # What each start-up saving is worth, on its own:
     out["bare python -I -S -c pass"] = ([python, "-I", "-S", "-c", "pass"], env)
+    out["import loopcore (lazy)"] = ([python, "-c", "import loopcore"], env)
+    out["import loopcore, eager modules"] = ([python, "-c", "import loopcore, loopcore.guard, loopcore.burn, "
+                                              "loopcore.encoded, loopcore.adapters, loopcore.taxonomy"], env)
     return out
 
 
