@@ -222,6 +222,21 @@ def uninstall(harness: str, path: str, *, dry_run: bool = False, out: IO[str] = 
     return _apply(path, harness, None, dry_run, out)
 
 
+def _codex_hooks_disabled(config: str) -> str | None:
+    """A note when the Codex config.toml beside hooks.json switches hooks off, else None."""
+    try:
+        import tomllib
+
+        with open(config, "rb") as f:
+            features = tomllib.load(f).get("features", {})
+    except (OSError, ValueError, ImportError):
+        return None
+    for key in ("hooks", "codex_hooks"):
+        if isinstance(features, dict) and features.get(key) is False:
+            return f"{config} sets [features] {key} = false: Codex runs no hooks until that is removed"
+    return None
+
+
 # -- status ---------------------------------------------------------------------------------
 
 def _iso(t: float | None) -> str | None:
@@ -317,6 +332,10 @@ def main(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
         command = hook_command(args.harness, state=args.state, policy=args.policy, fail_closed=args.fail_closed,
                                base=args.base)
         install(args.harness, path, command, dry_run=args.dry_run, out=out)
+        if args.harness == "codex":
+            note = _codex_hooks_disabled(os.path.join(os.path.dirname(path), "config.toml"))
+            if note:
+                err.write(f"loopcore hook: note: {note}\n")
         return 0
     except InstallError as exc:
         err.write(f"loopcore hook: error: {exc}\n")
