@@ -43,12 +43,14 @@ def cpu_count() -> int:
 class Unit:
     """One piece of work: a file (``item`` a path) or an events folder (``item`` a list of paths)."""
 
-    item: str | list[str]
+    item: str | list[str] | tuple[str, str]
     in_folder: bool
     size: int = 0
 
     @property
     def label(self) -> str:
+        if isinstance(self.item, tuple):  # a store folder read as a whole (opencode): (kind, root)
+            return self.item[1]
         return os.path.dirname(self.item[0]) if isinstance(self.item, list) else self.item
 
 
@@ -66,8 +68,10 @@ class UnitResult:
     seen: list[tuple[str, int, bool]] = field(default_factory=list)
 
 
-def _size(item: str | list[str]) -> int:
+def _size(item: str | list[str] | tuple[str, str]) -> int:
     try:
+        if isinstance(item, tuple):
+            return sum(f.stat().st_size for f in __import__("pathlib").Path(item[1]).rglob("*") if f.is_file())
         if isinstance(item, list):
             return sum(os.stat(p).st_size for p in item)
         return os.stat(item).st_size
