@@ -43,14 +43,12 @@ def cpu_count() -> int:
 class Unit:
     """One piece of work: a file (``item`` a path) or an events folder (``item`` a list of paths)."""
 
-    item: str | list[str] | tuple[str, str]
+    item: str | list[str]
     in_folder: bool
     size: int = 0
 
     @property
     def label(self) -> str:
-        if isinstance(self.item, tuple):  # a store folder read as a whole (opencode): (kind, root)
-            return self.item[1]
         return os.path.dirname(self.item[0]) if isinstance(self.item, list) else self.item
 
 
@@ -68,10 +66,10 @@ class UnitResult:
     seen: list[tuple[str, int, bool]] = field(default_factory=list)
 
 
-def _size(item: str | list[str] | tuple[str, str]) -> int:
+def _size(item: str | list[str]) -> int:
     try:
-        if isinstance(item, tuple):
-            return sum(f.stat().st_size for f in __import__("pathlib").Path(item[1]).rglob("*") if f.is_file())
+        if isinstance(item, str) and os.path.isdir(item):  # a store read as a whole (opencode)
+            return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(item) for f in fs)
         if isinstance(item, list):
             return sum(os.stat(p).st_size for p in item)
         return os.stat(item).st_size

@@ -256,6 +256,47 @@ CODEX: dict[str, Rule] = {
     "write_stdin": "exec",
 }
 
+# OpenHands agent skills called from IPython cells (V0 CodeAct): a cell that is one skill call
+# (``open_file('a.py')``, ``print(edit_file_by_replace('a.py', ...))``) observes or mutates that
+# path; any other cell is arbitrary Python (exec).
+_SKILL_KINDS = {
+    "open_file": "observe", "goto_line": "observe", "scroll_down": "observe", "scroll_up": "observe",
+    "search_file": "observe", "search_dir": "observe", "find_file": "observe", "parse_pdf": "observe",
+    "parse_docx": "observe", "parse_latex": "observe", "parse_pptx": "observe",
+    "create_file": "mutate", "edit_file_by_replace": "mutate", "insert_content_at_line": "mutate",
+    "append_file": "mutate", "edit_file": "mutate",
+}
+# the argument that names the file (search_* / find_file take a term first)
+_SKILL_PATH_ARG = {"search_file": (1, "file_path"), "search_dir": (1, "dir_path"), "find_file": (1, "dir_path")}
+
+
+def _ipython_rule(args: Any) -> "tuple[str, Target]":
+    import ast
+
+    code = args.get("code") if isinstance(args, dict) else args
+    if not isinstance(code, str) or not any(name in code for name in _SKILL_KINDS):
+        return ("exec", None)
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return ("exec", None)
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return ("exec", None)
+    call = body[0].value
+    if isinstance(call.func, ast.Name) and call.func.id == "print" and len(call.args) == 1 \
+            and isinstance(call.args[0], ast.Call):
+        call = call.args[0]
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    kind = _SKILL_KINDS.get(name or "")
+    if kind is None:
+        return ("exec", None)
+    pos, key = _SKILL_PATH_ARG.get(name, (0, "file_name"))
+    node = call.args[pos] if len(call.args) > pos else next(
+        (k.value for k in call.keywords if k.arg in (key, "path", "file_name", "file_path", "dir_path")), None)
+    target = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value else None
+    return (kind, target)
+
+
 OPENHANDS: dict[str, Rule] = {
     "execute_bash": shell_rule,
     "bash": shell_rule,
@@ -263,7 +304,7 @@ OPENHANDS: dict[str, Rule] = {
     "str_replace_editor": _editor_rule,
     "file_editor": _editor_rule,
     "edit_file": ("mutate", "path"),
-    "execute_ipython_cell": "exec",
+    "execute_ipython_cell": _ipython_rule,
     "browser": "exec",
     "web_read": ("observe", "url"),
     "fetch": ("observe", "url"),
@@ -274,9 +315,23 @@ OPENHANDS: dict[str, Rule] = {
     "run": shell_rule,
     "read": ("observe", "path"),
     "write": ("mutate", "path"),
-    "edit": ("mutate", "path"),
-    "run_ipython": "exec",
+    "edit": ("mutate", ("path", "file_path")),
+    "run_ipython": _ipython_rule,
     "browse": ("observe", "url"),
+    # V1 (SDK) tools beside terminal / file_editor
+    "apply_patch": _patch_rule,
+    "planning_file_editor": _editor_rule,
+    "read_file": ("observe", ("file_path", "path")),
+    "write_file": ("mutate", ("file_path", "path")),
+    "list_directory": ("observe", ("dir_path", "path")),
+    "glob": ("observe", ("path",)),
+    "grep": ("observe", ("path",)),
+    "task": "exec",
+    "browser_navigate": ("observe", "url"),
+    "browser_get_content": "observe",
+    "browser_get_state": "observe",
+    "browser_list_tabs": "observe",
+    "browser_get_storage": "observe",
     "browse_interactive": "exec",
     "delegate": "exec",
     "recall": "other",
@@ -512,12 +567,36 @@ _CODEX_HEADER_RE = re.compile(
 )
 
 
+_GEMINI_NOISE = re.compile(r"^(?:Process Group PGID: .*|Background PIDs: .*|</?untrusted_context>)$")
+_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)$")
+
+
+def _strip_gemini_shell_footer(text: str) -> "tuple[str, dict]":
+    """gemini-cli's run_shell_command result ends with per-call lines (``Process Group PGID: N``,
+    ``Background PIDs: ...``) and may be wrapped in ``<untrusted_context>`` tags; the process
+    group differs on every call. Returns (text without them, facts): ``returncode`` from the
+    last ``Exit Code: N`` line."""
+    if "Process Group PGID:" not in text and "untrusted_context>" not in text:
+        return text, {}
+    facts: dict = {}
+    kept = []
+    for line in text.split("\n"):
+        if _GEMINI_NOISE.match(line):
+            continue
+        m = _GEMINI_EXIT.match(line)
+        if m is not None:
+            facts["returncode"] = int(m.group(1))
+        kept.append(line)
+    return "\n".join(kept), facts
+
+
 #: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
 #: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
 #: noise removed so two identical results compare equal; *facts* are what the noise said
 #: (``returncode``, ``exec_session``). See docs/formats.md.
 OUTPUT_NORMALISERS: dict[str, Callable[[str], "tuple[str, dict]"]] = {
     "codex": _strip_codex_headers,
+    "gemini-cli": _strip_gemini_shell_footer,
 }
 
 
