@@ -6,6 +6,7 @@ on both twins (the ``impl`` fixture), and the twins must agree on the answer or 
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import textwrap
 import pytest
 
 from loopcore import _native_flag
-from conftest import ROOT
+from conftest import ROOT, package_env
 
 
 def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -22,8 +23,12 @@ def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
         import sys
         from loopcore import _native_flag
         h = _native_flag.load("hashing", {impl.name!r})
+        IMPL = {impl.name!r}
     """) + textwrap.dedent(body)
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    env = package_env({"PATH": "/usr/bin:/bin"})
+    for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC"):  # a sanitizer run
+        if name in os.environ:
+            env[name] = os.environ[name]
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -118,10 +123,14 @@ def test_big_values_rebound_by_another_thread_while_digesting(impl):
                 d["k%02d" % (i % 40)] = chr(97 + i % 26) * ((1 << 20) + i % 7)
         t = threading.Thread(target=churn)
         t.start()
+        from loopcore import Guard
+        g = Guard(implementation=IMPL)
         try:
-            for _ in range(60):
+            for i in range(60):
                 h.canonical_hash(d)
                 h.canonical_hash([d, d["k01"]])
+                g.check("s", "write", d)
+                g.record("s", "write", d, d, tokens=1)
         finally:
             stop = True
             t.join()
@@ -349,8 +358,9 @@ def test_failing_repr_in_an_error_path_does_not_replace_the_error(impl):
 
 def test_exponentially_shared_lists_raise_a_clear_error(impl):
     out = _ok(_run(impl, """
-        import resource
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        import os, resource
+        if "asan" not in os.environ.get("LD_PRELOAD", ""):  # ASan reserves terabytes of shadow
+            resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
         x = []
         for _ in range(40):
             x = [x, x]
@@ -383,3 +393,34 @@ def test_shared_but_small_structures_keep_their_hash(impl):
     for _ in range(12):
         y = [y, [*y]]  # the same meaning, nothing shared at the top
     assert h.canonical_hash(x) == h.canonical_hash(y)
+
+
+def test_python_code_that_hashes_again_from_strip_or_repr_is_bounded(impl):
+    out = _ok(_run(impl, """
+        armed = []
+        class Key(str):
+            def __hash__(self):
+                if armed:
+                    h.canonical_hash(D, strip={"s"})
+                return str.__hash__(self)
+            __eq__ = str.__eq__
+        D = {Key("x"): 1}
+        armed.append(1)
+        try:
+            h.canonical_hash(D, strip={"s"})
+        except ValueError as exc:
+            print("strip", "nesting deeper than 256" in str(exc))
+        class Loud:
+            def __hash__(self):
+                return 1
+            def __repr__(self):
+                h.canonical_hash([{Loud(): 1}])
+                return "Loud"
+        try:
+            h.canonical_hash({Loud(): 1})
+        except TypeError as exc:
+            print("repr", str(exc))
+    """))
+    strip_line, repr_line = out.strip().splitlines()
+    assert strip_line == "strip True"
+    assert repr_line == "repr canonical_hash: unsupported dict key: unsupported type 'Loud' at value[<Loud>]"

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from conftest import package_env
 from loopcore.htmlreport import clean_text
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -62,8 +63,7 @@ def browser():
 
 
 def _cli(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env = package_env()
     return subprocess.run([sys.executable, "-m", "loopcore", *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=600)
 

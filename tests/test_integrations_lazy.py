@@ -7,6 +7,9 @@ import sys
 import textwrap
 
 import pytest
+from conftest import package_env
+
+import loopcore
 
 FRAMEWORKS = ("mcp", "langchain", "langchain_core", "langgraph", "agents", "pydantic_ai", "opentelemetry")
 
@@ -20,10 +23,7 @@ EXTRAS = [
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    if os.path.isdir(os.path.join(src, "loopcore")):
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    env = package_env()
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=120)
 

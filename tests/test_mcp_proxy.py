@@ -16,6 +16,7 @@ import warnings
 
 import orjson
 import pytest
+from conftest import package_env
 
 import loopcore
 from loopcore.integrations.mcp_proxy import MCPProxy, block_result
@@ -80,10 +81,7 @@ def raw_server(tmp_path):
 
 
 def _env():
-    env = dict(os.environ)
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    if os.path.isdir(os.path.join(src, "loopcore")):
-        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    env = package_env()
     return env
 
 
@@ -417,3 +415,16 @@ def test_sdk_server_crash_fails_the_call_instead_of_hanging(sdk):
         else:
             flat.append(e)
     assert any(isinstance(e, MCPError) and "exited (code 3)" in str(e) for e in flat), flat
+
+
+def test_a_guard_that_fails_never_breaks_the_connection(raw_server):
+    server, log = raw_server
+    depth = loopcore.MAX_DEPTH + 5  # deeper than the guard hashes: check() raises
+    deep = b'{"x":' * depth + b"{}" + b"}" * depth
+    lines = [b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":' + deep + b"}}\n",
+             call(2, {"path": "a.py"})]
+    proc = _run_proxy(server, lines)
+    assert proc.returncode == 0
+    assert sorted(r["id"] for r in responses(proc.stdout)) == [1, 2]
+    assert log.read_bytes() == b"".join(lines)  # forwarded unchecked, byte for byte
+    assert b"could not check 'read_file'" in proc.stderr

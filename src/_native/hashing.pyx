@@ -38,11 +38,12 @@ doc states the same rules as behaviour):
 - The GIL is released only to digest a str/bytes of >= NOGIL_MIN bytes, and only while this
   frame holds its own strong reference to that object (an immutable buffer): another thread
   may rebind the dict slot or list item that held it, the buffer stays alive.
-- Depth counts across re-entrant calls: the ``default=`` converter runs with the thread-local
-  ``loopcore_hash_base`` set to the current depth + 2, and a nested call starts there, so a
-  converter that calls ``canonical_hash`` again without end raises the documented ValueError
-  after at most MAX_DEPTH / 2 nested calls; nested calls keep their Ctx and first buffer on the
-  heap, so each costs a few hundred bytes of C stack.
+- Depth counts across re-entrant calls: the ``default=`` converter and the ``strip``
+  membership tests run with the thread-local ``loopcore_hash_base`` set to the current depth
+  + 2 (error-path ``repr`` with it at MAX_DEPTH), and a nested call starts there, so Python
+  code that calls ``canonical_hash`` again without end raises the documented ValueError after
+  at most MAX_DEPTH / 2 nested calls; nested calls keep their Ctx and first buffer on the heap,
+  so each costs a few hundred bytes of C stack.
 - At most MAX_MEMBERS container members are walked per call (counted as each container is
   entered), which bounds time and the arena for inputs that share references exponentially.
 """
@@ -235,11 +236,17 @@ _repr.maxstring = _repr.maxother = _REPR_MAX
 
 
 def _safe_repr(obj):
-    """A bounded repr for error paths (the twin's): never recurses deeply, never raises."""
+    """A bounded repr for error paths (the twin's): never recurses deeply, never raises. A
+    __repr__ that hashes again starts at MAX_DEPTH: scalars hash, containers raise at once."""
+    global loopcore_hash_base
+    cdef Py_ssize_t saved = loopcore_hash_base
+    loopcore_hash_base = C_MAX_DEPTH
     try:
         text = _repr.repr(obj)
     except Exception:
         return f"<{type(obj).__name__}>"
+    finally:
+        loopcore_hash_base = saved
     if len(text) > _REPR_MAX:
         text = text[: _REPR_MAX - 3] + "..."
     return text
@@ -576,8 +583,9 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
     cdef Py_ssize_t size = PyDict_Size(v), pos = 0, n = 0, kept, i, j
     cdef PyObject* kp
     cdef PyObject* vp
-    cdef Py_ssize_t klen
+    cdef Py_ssize_t klen, saved
     cdef int rc = 0
+    global loopcore_hash_base
     if size > FAST_KEYS:
         return 1
     # 1. the snapshot: no Python code runs in this loop
@@ -599,8 +607,13 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
         # 2. strip (may run Python code: only our copies are read from here on); the array is
         # compacted only once every test has returned, so an exception leaves it whole
         if c.strip != NULL:
-            for i in range(n):
-                drop[i] = PySet_Contains(<object>c.strip, <object>e[i].key)
+            saved = loopcore_hash_base
+            loopcore_hash_base = depth + 2  # a __hash__/__eq__ that hashes again continues the depth
+            try:
+                for i in range(n):
+                    drop[i] = PySet_Contains(<object>c.strip, <object>e[i].key)
+            finally:
+                loopcore_hash_base = saved
             kept = 0
             for i in range(n):
                 if drop[i]:
@@ -669,6 +682,8 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     cdef _RangeList members
     cdef list items
     cdef bint all_str = True
+    cdef Py_ssize_t saved
+    global loopcore_hash_base
     if _open(c, v, depth):
         _reserve(c, 1)
         _u8(c, b"c")
@@ -682,7 +697,12 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     items = PyDict_Items(v)
     _push(c, v, len(items))
     if c.strip != NULL:
-        items = [kv for kv in items if not PySet_Contains(<object>c.strip, (<tuple>kv)[0])]
+        saved = loopcore_hash_base
+        loopcore_hash_base = depth + 2  # as in the fast path
+        try:
+            items = [kv for kv in items if not PySet_Contains(<object>c.strip, (<tuple>kv)[0])]
+        finally:
+            loopcore_hash_base = saved
     for kv in items:
         if not PyUnicode_Check((<tuple>kv)[0]):
             all_str = False

@@ -44,8 +44,11 @@ Hostile input (both twins behave the same; the compiled core relies on it for me
   both twins.
 - a container nested ``MAX_DEPTH`` containers deep raises ValueError naming the path. Depth
   counts across re-entrant calls: a ``default`` converter that calls ``canonical_hash`` again
-  (on the same thread) continues the depth of the call it runs in, plus one, so a converter
-  recursing without end raises this ValueError, never RecursionError or a C stack overflow.
+  (on the same thread) continues the depth of the call it runs in, plus two, and so does one
+  made from a ``strip`` membership test (a key's ``__hash__``, a member's ``__eq__``); one made
+  from an error path's ``repr`` starts at ``MAX_DEPTH``. So Python code recursing through
+  ``canonical_hash`` without end raises this ValueError, never RecursionError or a C stack
+  overflow.
 - one call may walk at most ``MAX_MEMBERS`` container members (list/tuple items, dict pairs
   before stripping, set members, counted as each container is entered, shared references
   counted each time they are reached); past that it raises ValueError naming the container.
@@ -107,10 +110,14 @@ _repr.maxstring = _repr.maxother = _REPR_MAX
 
 def _safe_repr(obj: Any) -> str:
     """A bounded repr for error paths: never recurses deeply, never raises."""
+    saved = getattr(_tls, "base", 0)
+    _tls.base = MAX_DEPTH  # a __repr__ that hashes again: scalars hash, containers raise at once
     try:
         text = _repr.repr(obj)
     except Exception:  # a failing or recursing __repr__ must not replace the real error
         return f"<{type(obj).__name__}>"
+    finally:
+        _tls.base = saved
     if len(text) > _REPR_MAX:
         text = text[: _REPR_MAX - 3] + "..."
     return text
@@ -250,7 +257,15 @@ class _Encoder:
                 i += 1
         elif isinstance(v, dict):
             strip = self.strip
-            items = walk if strip is None else [kv for kv in walk if kv[0] not in strip]
+            if strip is None:
+                items = walk
+            else:
+                saved = getattr(_tls, "base", 0)
+                _tls.base = depth + 2  # a key's __hash__ / a member's __eq__ that hashes again
+                try:
+                    items = [kv for kv in walk if kv[0] not in strip]
+                finally:
+                    _tls.base = saved
             if all(isinstance(k, str) for k, _ in items):
                 # str-keyed dicts are encoded in encoded-key order (stable), so that the first
                 # failing value, and so the error message, is the same in both twins.

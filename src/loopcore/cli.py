@@ -176,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except (MemoryError, RecursionError) as exc:
+        _err(f"the input is too large or too deeply nested to analyse ({type(exc).__name__})")
+        return EXIT_ERROR
     except BrokenPipeError:
         # `loopcore analyse | head`: the reader left; not an error worth a traceback.
         try:
@@ -183,10 +186,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
+    except Exception as exc:  # never a traceback for the user; LOOPCORE_TRACEBACK=1 shows it
+        if os.environ.get("LOOPCORE_TRACEBACK"):
+            raise
+        _err(f"unexpected {type(exc).__name__}: {exc} (set LOOPCORE_TRACEBACK=1 for the traceback)")
+        return EXIT_ERROR
 
 
 def _err(msg: str) -> None:
-    print(f"loopcore: error: {msg}", file=sys.stderr)
+    from .report import terminal_safe
+
+    print(f"loopcore: error: {terminal_safe(msg)}", file=sys.stderr)
 
 
 def _print_to_stdout(render: Callable[[Any], None]) -> None:

@@ -251,6 +251,17 @@ _KIND_SHORT = {
 }
 
 
+# Every C0 and C1 control character and DEL, shown as a visible escape: a session id, path or
+# target from a trace must never reach the terminal as an escape sequence (a window-title OSC,
+# a clear-screen, a cursor move).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def terminal_safe(text: Any) -> str:
+    """*text* as a str with every control character escaped (``\\x1b``): safe to print."""
+    return str(text).translate(_CONTROLS)
+
+
 def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
     if not report.findings:
         return "-"
@@ -258,7 +269,7 @@ def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
     kind = _KIND_SHORT.get(f.kind, f.kind)
     if f.kind == "question_loop":
         return kind
-    what = f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target)
+    what = terminal_safe(f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target))
     return f"{kind} {shorten(what, max(width - len(kind) - 1, 8))}"
 
 
@@ -286,14 +297,15 @@ def render_text(
     from rich.text import Text
 
     if report.example:
-        console.print(f"No path given: analysing the bundled example trace {report.inputs[0]}", markup=False)
+        console.print(f"No path given: analysing the bundled example trace {terminal_safe(report.inputs[0])}",
+                      markup=False)
     rows = _visible(report, min_ratio)
     rows_shown = sorted(rows, key=lambda t: -t.report.wasted_tokens)[:max_rows] if len(rows) > max_rows else rows
     o = report.overall
     cells = [
         (
-            t.label,
-            t.format or "-",
+            terminal_safe(t.label),
+            terminal_safe(t.format or "-"),
             f"{t.steps:,}",
             fmt_tokens(t.report.total_tokens, t.report.tokens_estimated),
             fmt_tokens(t.report.wasted_tokens, t.report.tokens_estimated),
@@ -343,24 +355,25 @@ def render_text(
         for t, f in findings:
             ft.add_row(
                 fmt_tokens(f.tokens, t.report.tokens_estimated),
-                Text.assemble((f.kind, "bold"), "  ", (t.label, "cyan"), "\n", f.message),
+                Text.assemble((terminal_safe(f.kind), "bold"), "  ", (terminal_safe(t.label), "cyan"), "\n",
+                              terminal_safe(f.message)),
             )
         console.print(ft)
     elif report.traces:
         console.print("No waste found: every repeated call had a reason (a change in between, or a new result).")
     if o.top_recommendation:
         console.print()
-        console.print(Text.assemble(("Top recommendation: ", "bold"), o.top_recommendation))
+        console.print(Text.assemble(("Top recommendation: ", "bold"), terminal_safe(o.top_recommendation)))
     if o.tokens_estimated:
         console.print("~ = estimated from text length: the trace has no per-call usage fields.")
     if report.ignored:
         n = len(report.ignored)
         console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "
-                      f"{os.path.basename(report.ignored[0])})", markup=False, highlight=False)
+                      f"{terminal_safe(os.path.basename(report.ignored[0]))})", markup=False, highlight=False)
     if report.skipped:
         console.print(f"[yellow]Skipped {len(report.skipped)} unreadable input{'s' if len(report.skipped) != 1 else ''}:[/yellow]")
         for s in report.skipped[:top or 10]:
-            console.print(f"  {s.where()}: {s.message}", highlight=False, markup=False)
+            console.print(terminal_safe(f"  {s.where()}: {s.message}"), highlight=False, markup=False)
         if len(report.skipped) > (top or 10):
             console.print(f"  ... and {len(report.skipped) - (top or 10)} more (see --json)")
 

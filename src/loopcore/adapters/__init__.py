@@ -7,7 +7,6 @@ walks the parsed objects. See docs/formats.md for every format, the token rule a
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
 from typing import Any, Iterable, Iterator
@@ -31,7 +30,8 @@ from . import (
     tau_bench,
 )
 from ._base import LoadStats, TraceFormatError, estimate_tokens
-from ._io import Ctx, Parsed, parse_bytes, read_bytes
+from ._io import Ctx, Parsed, gunzip, max_file_bytes, parse_bytes, read_bytes
+from ..hashing import canonical_hash
 
 __all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "format_table", "load"]
 
@@ -305,6 +305,8 @@ def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, sta
             raise
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise TraceFormatError(f"not a valid {name} trace ({type(exc).__name__}: {exc})", path) from exc
+        for t in traces:
+            _drop_unhashable_steps(t, ctx)
     for k, t in enumerate(traces):
         t.meta["skipped"] = ctx.skipped if k == 0 else 0
         if detected:
@@ -321,6 +323,27 @@ def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, sta
     return traces
 
 
+def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
+    """A step whose args or outcome the canonical hash refuses (nested deeper than MAX_DEPTH,
+    more than MAX_MEMBERS members: JSON parsers accept 1024 levels) is malformed: an error, or
+    with keep_going a counted skip, and the rest of the trace is analysed as usual."""
+    bad: list[int] = []
+    for i, step in enumerate(trace.steps):
+        try:
+            canonical_hash(step.args, default=repr)
+            if step.result is not None or step.error is not None:
+                canonical_hash([step.result, step.error], default=repr)
+        except ValueError as exc:
+            reason = str(exc).replace("canonical_hash: ", "", 1)
+            if len(reason) > 160:
+                reason = reason[:157] + "..."
+            ctx.bad(f"step {i} ({step.name}) cannot be analysed: {reason}")
+            bad.append(i)
+    if bad:
+        drop = set(bad)
+        trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
+
+
 def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None,
                profile: Any, in_folder: bool) -> list[Trace]:
     if isinstance(item, StoreFolder):
@@ -332,23 +355,35 @@ def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadSta
         return _parse_one(root, Parsed(docs), opencode.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
                           in_folder)
     if isinstance(item, list):
-        # An OpenHands events folder: the numbered files are one stream.
+        # An OpenHands events folder: the numbered files are one stream. An entry that cannot
+        # be read (a dangling link, a FIFO...) fails the folder, or with keep_going is a
+        # counted skip and the rest of the stream is still read.
         path = os.path.dirname(item[0])
         docs = []
-        for p in item:
-            parsed = parse_bytes(read_bytes(p), p)
-            if not parsed.empty:
-                docs.append(parsed.doc)
+        skipped = 0
         if stats is not None:
             stats.files += len(item)
-        return _parse_one(path, Parsed(docs), openhands.NAME if fmt == "auto" else fmt, keep_going, stats, profile, in_folder)
+        for p in item:
+            try:
+                parsed = parse_bytes(read_bytes(p), p)
+            except TraceFormatError as err:
+                if not keep_going:
+                    raise
+                skipped += 1
+                if stats is not None:
+                    stats.errors.append(err)
+                    stats.skipped_files += 1
+                continue
+            if not parsed.empty:
+                docs.append(parsed.doc)
+        traces = _parse_one(path, Parsed(docs), openhands.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
+                            in_folder)
+        if traces and skipped:
+            traces[0].meta["skipped"] += skipped
+        return traces
     if stats is not None:
         stats.files += 1
-    try:
-        data = read_bytes(item)
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", item) from None
-    return _parse_one(item, parse_bytes(data, item), fmt, keep_going, stats, profile, in_folder)
+    return _parse_one(item, parse_bytes(read_bytes(item), item), fmt, keep_going, stats, profile, in_folder)
 
 
 def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
@@ -419,7 +454,7 @@ def load(source: Any, format: str = "auto", *, keep_going: bool = False, profile
 
 def _iter_object_bytes(data: bytes, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        data = gunzip(data, lambda n: b"", None, max_file_bytes())
     for t in _parse_one(None, parse_bytes(data, None), fmt, keep_going, stats, profile, False):
         if stats is not None:
             stats.traces += 1

@@ -72,6 +72,14 @@ def _id_key(msg_id: Any) -> Hashable | None:
     return (type(msg_id) is str, msg_id)
 
 
+def _warn(text: str) -> None:
+    try:
+        sys.stderr.write(f"loopcore mcp-proxy: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _lines(stream: IO[bytes]):
     """The lines of *stream* read with os.read on its descriptor, the last one possibly unended.
 
@@ -176,7 +184,11 @@ class MCPProxy:
         args = params.get("arguments")
         if args is None:
             args = {}
-        d = self.guard.check(self.session, tool, args, call_id=msg["id"])
+        try:
+            d = self.guard.check(self.session, tool, args, call_id=msg["id"])
+        except Exception as exc:  # noqa: BLE001 - the guard failing must never break the connection
+            _warn(f"the guard could not check {tool!r} ({type(exc).__name__}: {exc}); forwarded unchecked")
+            return None
         if d.action == "block":
             self.blocked += 1
             self.guard.record(self.session, tool, args, d, call_id=msg["id"])
@@ -298,16 +310,19 @@ class MCPProxy:
             return False
         guard, d = self.guard, call.decision
         result = msg.get("result")
-        if isinstance(result, dict):
-            if result.get("isError") is True:
-                guard.record(self.session, call.tool, call.args, error=_error_text(result), call_id=msg["id"])
+        try:
+            if isinstance(result, dict):
+                if result.get("isError") is True:
+                    guard.record(self.session, call.tool, call.args, error=_error_text(result), call_id=msg["id"])
+                else:
+                    outcome = {k: v for k, v in result.items() if k != "_meta"}
+                    guard.record(self.session, call.tool, call.args, outcome, call_id=msg["id"])
             else:
-                outcome = {k: v for k, v in result.items() if k != "_meta"}
-                guard.record(self.session, call.tool, call.args, outcome, call_id=msg["id"])
-        else:
-            err = msg.get("error")
-            text = err.get("message") if isinstance(err, dict) else None
-            guard.record(self.session, call.tool, call.args, error=str(text or err or "error"), call_id=msg["id"])
+                err = msg.get("error")
+                text = err.get("message") if isinstance(err, dict) else None
+                guard.record(self.session, call.tool, call.args, error=str(text or err or "error"), call_id=msg["id"])
+        except Exception as exc:  # noqa: BLE001 - the guard failing must never break the connection
+            _warn(f"the guard could not record {call.tool!r} ({type(exc).__name__}: {exc})")
         if self.on_record is not None:
             self.on_record()
         if d.action == "warn":
