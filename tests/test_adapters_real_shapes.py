@@ -562,3 +562,23 @@ def test_openhands_v0_function_call_error_is_a_rejected_turn():
     assert refused.rejected.startswith("FunctionCallNotExistsError") and refused.ref == {"event": 1}
     assert (ls.kind, ls.result, ls.meta["returncode"]) == ("observe", "a.py", 0)
     assert "orphan_results" not in t.meta
+
+
+def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
+    """A ``$set`` of ``messages`` (compression, resume) replaces every message before it, as
+    gemini-cli's loader does; what is appended after it counts on top."""
+    def g(mid, cmd):
+        return {"id": mid, "timestamp": "t", "type": "gemini", "content": "", "tokens": {"input": 100, "output": 5, "cached": 0, "thoughts": 0, "tool": 0, "total": 105},
+                "toolCalls": [{"id": f"{mid}-c", "name": "run_shell_command", "args": {"command": cmd}, "status": "success",
+                               "result": [{"functionResponse": {"id": f"{mid}-c", "name": "run_shell_command", "response": {"output": "Output: ok"}}}]}]}
+    lines = [
+        {"sessionId": "s-set", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
+        g("g-old", "ls old"),
+        {"$set": {"messages": [{"id": "u1", "timestamp": "t", "type": "user", "content": "summary of the work so far"}, g("g-kept", "ls kept")]}},
+        g("g-new", "ls new"),
+    ]
+    p = tmp_path / "session-set.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = only(p)
+    assert [s.args["command"] for s in t] == ["ls kept", "ls new"]
+    assert [s.ref for s in t] == [{"line": 3}, {"line": 4}]
