@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import package_env
 
 import loopcore
 
@@ -22,8 +23,7 @@ EXTRAS = [
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)  # the loopcore this test process imported, first on the path
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(loopcore.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
+    env = package_env()
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           timeout=120)
 

@@ -16,6 +16,7 @@ import warnings
 
 import orjson
 import pytest
+from conftest import package_env
 
 import loopcore
 from loopcore.integrations.mcp_proxy import MCPProxy, block_result
@@ -82,9 +83,7 @@ def raw_server(tmp_path):
 
 
 def _env():
-    """This environment, with the loopcore this test process imported first on the path."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(loopcore.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
+    env = package_env()
     return env
 
 
