@@ -429,6 +429,7 @@ cdef class TextLoopDetector:
         n = PyUnicode_GET_LENGTH(chunk)
         t = _text_of(chunk)
         self._fed += n
+        core.line_start = True  # gemini: a streamed chunk's start is a line start too
         s = 0
         while s < n:
             e = _line_end(t, s, n)
