@@ -55,6 +55,7 @@ N_PARAMS = NP
 DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 cdef enum:
     MAX_DEPTH = 256  # loopcore._hashing_py.MAX_DEPTH: how deep the send-result walks go
 
@@ -205,8 +206,40 @@ def strip_send_result(result, volatile_keys):
                               else frozenset(volatile_keys))
 
 
+cdef enum:
+    MAX_SEND_NODES = 100000  # loopcore._guard_py.MAX_SEND_NODES
+
+
+cdef int _check_send_size(v) except -1:
+    # The send-result walks follow every reference down to MAX_DEPTH: a result holding two
+    # references to itself (or a deep chain of shared sub-objects) would take 2**MAX_DEPTH steps.
+    # Count the containers they would visit first and refuse past MAX_SEND_NODES.
+    cdef list stack = [(v, 0)]
+    cdef int64_t seen = 0
+    cdef int depth
+    while stack:
+        x, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(x, dict):
+            items = (<dict>x).values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        seen += 1
+        if seen > MAX_SEND_NODES:
+            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                             "(shared or self-referential references); it cannot be stripped")
+        for y in items:
+            if isinstance(y, (dict, list, tuple)):
+                stack.append((y, depth + 1))
+    return 0
+
+
 cdef object _strip_send_result(result, frozenset keys):
     cdef list removed = []
+    _check_send_size(_send_body(result))
     stripped = _strip_send(_send_body(result), keys, removed, 0)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
     # first, so a longer id is not half-replaced by a shorter one) only when something does.
@@ -426,9 +459,19 @@ cdef class Engine:
         """A fresh, empty session state."""
         return State(self.window, self.nbudget)
 
+    cdef int _fits(self, State st) except -1:
+        # A State of another engine has another block size: writing into it would go past its end.
+        if st.cap != self.window or st.nbudget != self.nbudget:
+            raise ValueError(f"state of another size: {st.cap} slots and {st.nbudget} budget counters, "
+                             f"this engine has {self.window} and {self.nbudget}")
+        return 0
+
     def check(self, State st, uint64_t tool, uint64_t args, int kind, uint64_t target, uint64_t cid,
               bint poll, bint unknown, int bslot):
-        """Decide on a call before it runs; push it into the ring unless blocked."""
+        """Decide on a call before it runs; push it into the ring unless blocked.
+
+        Raises ValueError for a State made by an engine of another window or budget count."""
+        self._fits(st)
         if bslot >= self.nbudget:
             raise IndexError("budget slot out of range")
         return _check(self, st, tool, args, kind, target, cid, poll, unknown, bslot)
@@ -440,6 +483,7 @@ cdef class Engine:
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
         its block message (ignored only right after blocking this very call), else 0.
         """
+        self._fits(st)
         if bslot >= self.nbudget:
             raise IndexError("budget slot out of range")
         return _record(st, tool, args, result, flags, kind, target, cid, veto)
@@ -456,16 +500,25 @@ cdef class Engine:
             out.extend((st.tool[j], st.args[j], st.res[j], st.flags[j], st.kind[j], st.tgt[j], st.cid[j], st.seq[j]))
         return out
 
+    @cython.boundscheck(True)
+    @cython.wraparound(True)
     def load(self, data):
         """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
         cdef State st
         cdef int i, nb, n, pos, start, j
+        # bounds checks on: a checksum-valid snapshot can still hold a short or empty dump
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"state dump must be a list of ints, not {type(data).__name__}")
         try:
+            if len(data) < 6:
+                raise ValueError(f"state dump is too short ({len(data)} values)")
             if data[0] != DUMP_VERSION:
                 raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
             nb = data[4]
             if nb != self.nbudget:
                 raise ValueError(f"state has {nb} budget counters, this policy has {self.nbudget}")
+            if len(data) < 6 + nb:
+                raise ValueError("state dump is too short for its budget counters")
             st = State(self.window, self.nbudget)
             st.n_steps = data[1]
             st.veto_tool = data[2]
@@ -1126,7 +1179,8 @@ cdef class Table:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
         self.records += 1
-        self.tokens += tokens
+        # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
+        self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
         return _record(st, tool, args, result, flags, kind, target, cid, veto)
 
     cdef uint64_t _hash(self, value) except? 0:
@@ -1249,7 +1303,8 @@ cdef class Table:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
         self.records += 1
-        self.tokens += tokens
+        # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
+        self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
         return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, 0, veto)
 
     cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens):
@@ -1266,6 +1321,7 @@ cdef class Table:
         # the hash gives the same bytes.
         cdef uint64_t h = 0
         body = _send_body(result)
+        _check_send_size(body)
         if self.c_hash == NULL or _send_needs_copy(body, self.volatile_keys):
             return self._hash(_strip_send_result(result, self.volatile_keys))
         try:
@@ -1282,6 +1338,7 @@ cdef class Table:
         """True when record() hashes a stripped copy of the send-like *result*, False when it
         hashes it in place with the volatile keys stripped inside the hash (tests check that
         both paths run)."""
+        _check_send_size(_send_body(result))
         return _send_needs_copy(_send_body(result), self.volatile_keys)
 
     cdef uint64_t _outcome_hash(self, ToolInfo t, args, result) except? 0:
@@ -1319,7 +1376,9 @@ cdef class Table:
         return self._get_fn((session, run_id))
 
     def put(self, session, run_id, State st):
-        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        """Insert a restored state as the most recently used (evicting beyond the cap);
+        ValueError for a state of another engine's size."""
+        self.engine._fits(st)
         self.last_state = None
         self.sessions[(session, run_id)] = st
         self._move_fn((session, run_id))
@@ -1428,7 +1487,7 @@ cdef class _Fast:
                tokens=None, kind=None, target=None):
         """Guard.record (see there)."""
         if error is None and kind is None and target is None and call_id is None and (
-                tokens is None or type(tokens) is int):
+                tokens is None or (type(tokens) is int and 0 <= tokens <= INT64_MAX)):
             if self.table._fast_record(session, tool, args, result, run_id, tokens or 0) >= 0:
                 return None
         return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,

@@ -159,15 +159,45 @@ def _scrub_text(v: Any, removed: tuple, depth: int = 0) -> Any:
     return v
 
 
+#: The most containers a send-like result may hold, counted as the strip walks them (a shared
+#: sub-object counts each time it is reached): two references to itself would take
+#: 2**MAX_DEPTH steps otherwise.
+MAX_SEND_NODES = 100_000
+
+
+def _check_send_size(v: Any) -> None:
+    stack = [(v, 0)]
+    seen = 0
+    while stack:
+        x, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(x, dict):
+            items = x.values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        seen += 1
+        if seen > MAX_SEND_NODES:
+            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                             "(shared or self-referential references); it cannot be stripped")
+        for y in items:
+            if isinstance(y, (dict, list, tuple)):
+                stack.append((y, depth + 1))
+
+
 def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
     """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
     text that restates them); structured ``details`` stand for the whole result when present.
 
     Containers nested deeper than MAX_DEPTH (or a cycle) are left as they are, so hashing the
     projection raises the hash's ValueError for them; this function itself never recurses
-    without bound."""
+    without bound. Raises ValueError when the result holds more than MAX_SEND_NODES containers
+    as the walk counts them (see _check_send_size)."""
     if isinstance(result, dict) and isinstance(result.get("details"), dict):
         result = result["details"]
+    _check_send_size(result)
     removed: set = set()
     stripped = _strip_send(result, volatile_keys, removed)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
@@ -191,16 +221,32 @@ def _mentions(v: Any, removed: tuple, depth: int = 0) -> bool:
 
 
 
+_I64 = (-(1 << 63), 1 << 63)
+_U64 = (0, 1 << 64)
+_I32 = (-(1 << 31), 1 << 31)
+_U8 = (0, 256)
+
+
+def _ranged(x: Any, bounds: tuple[int, int] | None) -> int:
+    # An int (bool included, as C converts it) within *bounds*, else TypeError/ValueError.
+    if not isinstance(x, int):
+        raise TypeError(f"expected an int, got {type(x).__name__}")
+    if bounds is not None and not bounds[0] <= x < bounds[1]:
+        raise ValueError(f"value {x} out of range")
+    return int(x)
+
+
 class State:
     """One session's guard state (ring of recent calls, budget counters, last answer)."""
 
     __slots__ = (
         "tool", "args", "res", "flags", "kind", "tgt", "cid", "seq",
         "budget", "n_steps", "veto_tool", "veto_args",
-        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra",
+        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra", "cap",
     )
 
-    def __init__(self, n_budget: int) -> None:
+    def __init__(self, n_budget: int, cap: int = 0) -> None:
+        self.cap = cap  # the window of the engine that made it
         self.tool: list[int] = []
         self.args: list[int] = []
         self.res: list[int] = []
@@ -243,7 +289,13 @@ class Engine:
 
     def new_state(self) -> State:
         """A fresh, empty session state."""
-        return State(len(self.bwarn))
+        return State(len(self.bwarn), self.window)
+
+    def fits(self, st: State) -> None:
+        """ValueError unless *st* was made by an engine of this window and budget count."""
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            raise ValueError(f"state of another size: {st.cap} slots and {len(st.budget)} budget counters, "
+                             f"this engine has {self.window} and {len(self.bwarn)}")
 
     # -- hot path ---------------------------------------------------------------------------
 
@@ -263,7 +315,11 @@ class Engine:
 
     def check(self, st: State, tool: int, args: int, kind: int, target: int, cid: int,
               poll: int, unknown: int, bslot: int) -> int:
-        """Decide on a call before it runs; push it into the ring unless blocked."""
+        """Decide on a call before it runs; push it into the ring unless blocked.
+
+        Raises ValueError for a State made by an engine of another window or budget count."""
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            self.fits(st)
         p = self.p
         T, A, R, F, K, G, S = st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.seq
         n = len(T)
@@ -547,6 +603,8 @@ class Engine:
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
         its block message (ignored only right after blocking this very call), else 0.
         """
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            self.fits(st)
         if veto == 1 or (veto == 2 and st.veto_tool and st.veto_tool == tool and st.veto_args == args):
             # the guard's own block is not an outcome: hashing it would reset the streak (C8)
             st.veto_tool = 0
@@ -575,33 +633,42 @@ class Engine:
             out.extend((st.tool[i], st.args[i], st.res[i], st.flags[i], st.kind[i], st.tgt[i], st.cid[i], st.seq[i]))
         return out
 
-    def load(self, data: Sequence[int]) -> State:
+    def load(self, data: Sequence[int]) -> State:  # noqa: C901 - one check per field
         """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"state dump must be a list of ints, not {type(data).__name__}")
         try:
+            if len(data) < 6:
+                raise ValueError(f"state dump is too short ({len(data)} values)")
             if data[0] != DUMP_VERSION:
                 raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
             nb = data[4]
+            nb = _ranged(nb, _I32)
             if nb != len(self.bwarn):
                 raise ValueError(f"state has {nb} budget counters, this policy has {len(self.bwarn)}")
-            st = State(nb)
-            st.n_steps, st.veto_tool, st.veto_args = int(data[1]), int(data[2]), int(data[3])
-            st.budget = [int(x) for x in data[5:5 + nb]]
+            if len(data) < 6 + nb:
+                raise ValueError("state dump is too short for its budget counters")
+            st = State(nb, self.window)
+            # the ranges the compiled twin's C fields take (a value outside is a ValueError there)
+            st.n_steps = _ranged(data[1], _I64)
+            st.veto_tool, st.veto_args = _ranged(data[2], _U64), _ranged(data[3], _U64)
+            st.budget = [_ranged(x, _I64) for x in data[5:5 + nb]]
             pos = 5 + nb
-            n = data[pos]
+            n = _ranged(data[pos], _I32)
             pos += 1
             if n < 0 or len(data) != pos + 8 * n:
                 raise ValueError("state dump length does not match its entry count")
             start = max(0, n - self.window)
             for i in range(start, n):
                 e = data[pos + 8 * i:pos + 8 * i + 8]
-                st.tool.append(int(e[0]))
-                st.args.append(int(e[1]) & _MASK64)
-                st.res.append(int(e[2]) & _MASK64)
-                st.flags.append(int(e[3]))
-                st.kind.append(int(e[4]))
-                st.tgt.append(int(e[5]) & _MASK64)
-                st.cid.append(int(e[6]) & _MASK64)
-                st.seq.append(int(e[7]))
+                st.tool.append(_ranged(e[0], None) & _MASK64)
+                st.args.append(_ranged(e[1], None) & _MASK64)
+                st.res.append(_ranged(e[2], None) & _MASK64)
+                st.flags.append(_ranged(e[3], _U8))
+                st.kind.append(_ranged(e[4], _U8))
+                st.tgt.append(_ranged(e[5], None) & _MASK64)
+                st.cid.append(_ranged(e[6], None) & _MASK64)
+                st.seq.append(_ranged(e[7], _I64))
         except (IndexError, TypeError) as exc:
             raise ValueError(f"state dump is malformed: {exc}") from None
         return st
@@ -723,7 +790,8 @@ class Table:
         with self.lock:
             st = self._get(session, run_id)
             self.records += 1
-            self.tokens += tokens
+            # saturating at 2**63 - 1, as the compiled twin's int64 counter does
+            self.tokens = min(self.tokens + tokens, (1 << 63) - 1)
             return self.engine.record(st, tool, args, result, flags, kind, target, cid, bslot, veto)
 
     def _hash(self, value) -> int:
@@ -807,7 +875,9 @@ class Table:
         return self.sessions.get((session, run_id))
 
     def put(self, session, run_id, st: State) -> None:
-        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        """Insert a restored state as the most recently used (evicting beyond the cap);
+        ValueError for a state of another engine's size."""
+        self.engine.fits(st)
         with self.lock:
             self.sessions[(session, run_id)] = st
             self.sessions.move_to_end((session, run_id))
@@ -840,7 +910,10 @@ class Table:
         with self.lock:
             for k in ("checks", "warns", "blocks", "records", "tokens", "evicted"):
                 if k in counts:
-                    setattr(self, k, int(counts[k]))
+                    v = int(counts[k])
+                    if not -(1 << 63) <= v < (1 << 63):  # the compiled twin's int64 counters
+                        raise OverflowError(f"counter {k} out of range: {v}")
+                    setattr(self, k, v)
 
     def __len__(self) -> int:
         return len(self.sessions)

@@ -67,8 +67,42 @@ _UNKNOWN_TOOL_RE = re.compile(
 )
 
 _SNAP_MAGIC = b"LOOPCORE-GUARD\x00\x01"
-_SNAP_VERSION = 2  # 2: event buckets as [code, tool id, pattern hash, bucket] rows
-_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of payload
+# 2: event buckets as [code, tool id, pattern hash, bucket] rows; 3: the checksum covers the
+# version too, and ids JSON cannot hold (ints past 64 bits, lone surrogates) are tagged objects
+_SNAP_VERSION = 3
+_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of (version +) payload
+_TOKENS_LIMIT = 1 << 63  # record(tokens=...) takes 0 <= tokens < 2**63; the total saturates there
+
+
+def _snap_digest(version: int, payload: bytes) -> int:
+    if version >= 3:
+        return xxh3_64_intdigest(struct.pack("<I", version) + payload)
+    return xxh3_64_intdigest(payload)
+
+
+def _enc_id(v: Any) -> Any:
+    # JSON holds str (valid UTF-8) and 64-bit ints; anything else the guard accepted is tagged
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+            return v
+        except UnicodeEncodeError:
+            return {"u": v.encode("utf-8", "surrogatepass").hex()}
+    if isinstance(v, int) and not -(1 << 63) <= v < (1 << 64):
+        return {"i": str(v)}
+    return v
+
+
+def _dec_id(v: Any) -> Any:
+    if isinstance(v, dict):
+        if set(v) == {"u"} and isinstance(v["u"], str):
+            return bytes.fromhex(v["u"]).decode("utf-8", "surrogatepass")
+        if set(v) == {"i"} and isinstance(v["i"], str):
+            return int(v["i"])
+        raise ValueError(f"unknown id encoding {v!r}")
+    if v is not None and (not isinstance(v, (str, int)) or isinstance(v, bool)):
+        raise ValueError(f"an id must be a str, an int or null; got {v!r}")
+    return v
 
 
 class Decision:
@@ -243,6 +277,14 @@ def _engine_params(pol: Policy) -> tuple[int, ...]:
     )
 
 
+def _plain_str(tool: Any) -> str:
+    """The exact str of a str subclass (a str Enum member...) read from its storage: a subclass's
+    own __hash__/__eq__ would miss the tool registry. TypeError for anything else."""
+    if not isinstance(tool, str):
+        raise TypeError(f"tool must be a str, got {type(tool).__name__}")
+    return str.__getitem__(tool, slice(None))
+
+
 def _todo_like(tool: str) -> bool:
     t = tool.lower()
     return "todo" in t or "plan" in t
@@ -328,11 +370,11 @@ class Guard:
     # -- per-call ---------------------------------------------------------------------------
 
     def _tool(self, tool: str) -> _ToolInfo:
+        if type(tool) is not str:
+            tool = _plain_str(tool)
         info = self._tools.get(tool)
         if info is not None:
             return info
-        if not isinstance(tool, str):
-            raise TypeError(f"tool must be a str, got {type(tool).__name__}")
         pol = self.policy
         info = _ToolInfo()
         info.name = tool
@@ -383,6 +425,8 @@ class Guard:
         """
         if self._disabled and session in self._disabled:
             return ALLOW
+        if type(tool) is not str:
+            tool = _plain_str(tool)
         if kind is None and target is None and call_id is None and self.classify is None:
             out = self._fast_check(session, tool, args, run_id)
             if out is None:  # first sight of this tool name: register it and retry
@@ -469,6 +513,12 @@ class Guard:
         """
         if self._disabled and session in self._disabled:
             return None
+        if type(tool) is not str:
+            tool = _plain_str(tool)
+        if tokens is not None and not (type(tokens) is int and 0 <= tokens < _TOKENS_LIMIT):
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < _TOKENS_LIMIT:
+                raise ValueError(f"tokens must be an int in 0..2**63-1; got {tokens!r}")
+            tokens = int(tokens)
         if (error is None and kind is None and target is None and call_id is None and self.classify is None
                 and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
             return
@@ -710,15 +760,17 @@ class Guard:
                     if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
                         raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
                 buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
-                sessions.append([session, run_id, max(0.0, now - st.touched), buckets, self._engine.dump(st)])
+                sessions.append([_enc_id(session), _enc_id(run_id), max(0.0, now - st.touched), buckets,
+                                 self._engine.dump(st)])
             payload = orjson.dumps({
                 "format": "loopcore.guard",
                 "policy": self.policy.to_dict(),
-                "names": [[tid, name] for tid, name in self._names.items()],
+                "names": [[tid, _enc_id(name)] for tid, name in self._names.items()],
                 "counts": self._table.counters(),
                 "sessions": sessions,
             })
-        return _SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), xxh3_64_intdigest(payload)) + payload
+        return (_SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
+                + payload)
 
     @classmethod
     def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> "Guard":
@@ -739,22 +791,32 @@ class Guard:
         if len(head) < _SNAP_HEADER.size:
             raise ValueError("guard snapshot is truncated (the header is incomplete)")
         version, length, digest = _SNAP_HEADER.unpack(head)
-        if version not in (1, _SNAP_VERSION):
+        if version not in (1, 2, _SNAP_VERSION):
             raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
         payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
         if len(payload) != length:
             raise ValueError(f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}")
-        if xxh3_64_intdigest(payload) != digest:
+        if _snap_digest(version, payload) != digest:
             raise ValueError("guard snapshot is corrupted (checksum mismatch)")
         try:
             doc = orjson.loads(payload)
-            if doc.get("format") != "loopcore.guard":
+            if not isinstance(doc, dict) or doc.get("format") != "loopcore.guard":
                 raise ValueError("payload is not a loopcore guard state")
-            guard = cls(policy or Policy.from_dict(doc["policy"]), **kwargs)
+            if policy is None:
+                if not isinstance(doc["policy"], dict):
+                    raise ValueError("the snapshot's policy is not an object")
+                policy = Policy.from_dict(doc["policy"])
+            guard = cls(policy, **kwargs)
             now = guard._table.now()
             for tid, name in doc["names"]:
-                guard._names[int(tid)] = name
-            guard._table.set_counters(doc.get("counts", {}))
+                name = _dec_id(name)
+                if not isinstance(name, str) or not isinstance(tid, int):
+                    raise ValueError(f"a tool name entry must be [int, str]; got {[tid, name]!r}")
+                guard._names[tid] = name
+            counts = doc.get("counts", {})
+            if not isinstance(counts, dict):
+                raise ValueError("the snapshot's counts are not an object")
+            guard._table.set_counters(counts)
             for session, run_id, age, buckets, dump in doc["sessions"]:
                 st = guard._engine.load(dump)
                 st.touched = now - float(age)
@@ -762,8 +824,8 @@ class Guard:
                 # a warning already reported may be reported once more.
                 if version > 1 and buckets:
                     st.extra = {(int(c), int(t), int(x)): int(b) for c, t, x, b in buckets}
-                guard._table.put(session, run_id, st)
-        except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
+                guard._table.put(_dec_id(session), _dec_id(run_id), st)
+        except (KeyError, TypeError, AttributeError, IndexError, OverflowError, orjson.JSONDecodeError) as exc:
             raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
         return guard
 
