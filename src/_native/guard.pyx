@@ -1256,12 +1256,12 @@ cdef class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    cdef int _fast_check(self, session, tool, args, run_id) except -2:
+    cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
         # cur_ah describing the call (the caller reads them before anything can run Python code).
         cdef ToolInfo t
         cdef bint poll
-        cdef uint64_t ah
+        cdef uint64_t ah, cid = 0
         cdef State st
         cdef int code
         info = self.tools.get(tool)
@@ -1269,6 +1269,8 @@ cdef class Table:
             return -1
         t = <ToolInfo>info
         ah = self._hash(args)
+        if call_id is not None:  # Guard.check: the call id's hash, never 0
+            cid = self._hash(call_id) or 1
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last_args = args
@@ -1277,28 +1279,28 @@ cdef class Table:
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = (<dict>args).get("action") in t.poll_actions
         st = self._get(session, run_id)
-        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot))
+        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot))
         self.cur_state = st
         self.cur_info = t
         self.cur_ah = ah
         return code
 
-    cpdef object fast_check(self, session, tool, args, run_id):
+    cpdef object fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
         Returns None when the tool is not registered (the caller takes the full path), else 0
         or the tuple ``check`` returns."""
-        cdef int code = self._fast_check(session, tool, args, run_id)
+        cdef int code = self._fast_check(session, tool, args, run_id, call_id)
         cdef State st
         if code <= 0:
             return None if code < 0 else 0
         st = self.cur_state
         return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, self.cur_ah)
 
-    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens) except -2:
+    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None) except -2:
         # -1: not for the fast path (unregistered tool, a veto-shaped result); else Engine.record's code.
         cdef ToolInfo t
-        cdef uint64_t ah, rh = 0
+        cdef uint64_t ah, rh = 0, cid = 0
         cdef int veto = 0
         cdef object d = None, status = None
         info = self.tools.get(tool)
@@ -1324,6 +1326,8 @@ cdef class Table:
             if result.action != "block":
                 return -1
             veto = 1
+        if call_id is not None:
+            cid = self._hash(call_id) or 1
         if args is self.last_args and args is not None:
             ah = self.last_ah  # the hash of the call as it was checked
         else:
@@ -1340,13 +1344,13 @@ cdef class Table:
         self.records += 1
         # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
         self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
-        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, 0, veto)
+        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, cid, veto)
 
-    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens):
+    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
-        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens)
+        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens, call_id)
         return None if code < 0 else code
 
     cdef uint64_t _send_hash(self, result) except? 0:
@@ -1510,8 +1514,8 @@ cdef class _Fast:
     def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
         """Guard.check (see there)."""
         cdef int code
-        if kind is None and target is None and call_id is None:
-            code = self.table._fast_check(session, tool, args, run_id)
+        if kind is None and target is None:  # call ids ride the fast path too
+            code = self.table._fast_check(session, tool, args, run_id, call_id)
             if code == 0:
                 return self.allow
             if code > 0:
@@ -1521,9 +1525,9 @@ cdef class _Fast:
     def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
                tokens=None, kind=None, target=None):
         """Guard.record (see there)."""
-        if error is None and kind is None and target is None and call_id is None and (
+        if error is None and kind is None and target is None and (
                 tokens is None or (type(tokens) is int and 0 <= tokens <= INT64_MAX)):
-            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0) >= 0:
+            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0, call_id) >= 0:
                 return None
         return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
                                 tokens=tokens, kind=kind, target=target)

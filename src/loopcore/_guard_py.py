@@ -809,7 +809,7 @@ class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    def fast_check(self, session, tool, args, run_id):
+    def fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
         Returns None when the tool is not registered (the caller takes the full path)."""
@@ -823,9 +823,10 @@ class Table:
         poll = t.poll
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = args.get("action") in t.poll_actions
-        return self.check(session, run_id, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot)
+        cid = 0 if call_id is None else (self._hash(call_id) or 1)
+        return self.check(session, run_id, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot)
 
-    def fast_record(self, session, tool, args, result, run_id, tokens: int):
+    def fast_record(self, session, tool, args, result, run_id, tokens: int, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
@@ -843,7 +844,8 @@ class Table:
         last_args, last_ah = self.last
         ah = last_ah if args is last_args and args is not None else self._hash(args)  # the call as checked
         rh = self._hash(self.outcome(t, args, result))
-        return self.record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot, 0, tokens)
+        cid = 0 if call_id is None else (self._hash(call_id) or 1)
+        return self.record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, cid, t.bslot, 0, tokens)
 
     def send_hash(self, result) -> int:
         """The hash record() gives a send-like *result*: its stripped copy, hashed."""

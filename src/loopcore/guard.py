@@ -264,11 +264,11 @@ class Guard:
             return ALLOW
         if type(tool) is not str:
             tool = _plain_str(tool)
-        if kind is None and target is None and call_id is None and self.classify is None:
-            out = self._fast_check(session, tool, args, run_id)
+        if kind is None and target is None and self.classify is None:
+            out = self._fast_check(session, tool, args, run_id, call_id)
             if out is None:  # first sight of this tool name: register it and retry
                 self._tool(tool)
-                out = self._fast_check(session, tool, args, run_id)
+                out = self._fast_check(session, tool, args, run_id, call_id)
         else:
             info = self._tools.get(tool) or self._tool(tool)
             ah = self._hash(args, default=repr)
@@ -356,8 +356,8 @@ class Guard:
             if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < _TOKENS_LIMIT:
                 raise ValueError(f"tokens must be an int in 0..2**63-1; got {tokens!r}")
             tokens = int(tokens)
-        if (error is None and kind is None and target is None and call_id is None and self.classify is None
-                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
+        if (error is None and kind is None and target is None and self.classify is None
+                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0), call_id) is not None):
             return
         info = self._tools.get(tool) or self._tool(tool)
         ah = self._table.hash_checked(args)
