@@ -1307,25 +1307,14 @@ cdef class Table:
         if info is None:
             return -1
         t = <ToolInfo>info
-        # The common results (str, dict) first: a Decision is never one of them (its __slots__
-        # forbid str/dict subclasses), so the isinstance against it runs only for the rest.
-        if isinstance(result, str):
-            # (the first character decides for nearly every result, before the method call)
-            if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
-                    and (<str>result).startswith("BLOCKED:")):
-                return -1
-        elif isinstance(result, dict):
+        veto = _block_veto(result, self.veto_type)
+        if veto == 2:
+            return -1  # the block message as the tool's output: Guard.record decides on it
+        if not veto and t.exec and isinstance(result, dict):
             d = (<dict>result).get("details")
             if not isinstance(d, dict):
                 d = result
             status = (<dict>d).get("status")
-            if status == "blocked":
-                return -1
-        elif isinstance(result, self.veto_type):
-            # the guard's own block handed back as the call's result: a veto, as in Guard.record
-            if result.action != "block":
-                return -1
-            veto = 1
         if call_id is not None:
             cid = self._hash(call_id) or 1
         if args is self.last_args and args is not None:
@@ -1451,6 +1440,37 @@ cdef class Table:
 
     def __len__(self):
         return len(self.sessions)
+
+
+cdef int _block_veto(result, veto_type) except -1:
+    # The one place the compiled twin recognises a block handed back as a call's result:
+    # 1 the guard's own veto (a block Decision, or OpenClaw's tool-loop denial), 2 text that
+    # starts like the guard's block message (a veto only right after blocking this very call),
+    # 0 an ordinary result. The common results (str, dict) are tested first: a Decision is never
+    # one of them (its __slots__ forbid str/dict subclasses).
+    cdef object d
+    if isinstance(result, str):
+        # (the first character decides for nearly every result, before the method call)
+        if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
+                and (<str>result).startswith("BLOCKED:")):
+            return 2
+        return 0
+    if isinstance(result, dict):
+        d = (<dict>result).get("details")
+        if not isinstance(d, dict):
+            d = result
+        if (<dict>d).get("status") == "blocked" and (<dict>d).get("deniedReason") == "tool-loop":
+            return 1
+        return 0
+    if isinstance(result, veto_type):
+        return 1 if result.action == "block" else 0
+    return 0
+
+
+def block_veto(result, veto_type):
+    """1 when *result* is the guard's own block (a block *veto_type* Decision, or OpenClaw's
+    tool-loop denial), 2 when it is text starting with the block message's "BLOCKED:", else 0."""
+    return _block_veto(result, veto_type if veto_type is not None else ())
 
 
 cdef extern from "Python.h":

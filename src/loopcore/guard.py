@@ -67,17 +67,6 @@ def _error_text(error: Any) -> str:
     return repr(error)
 
 
-def _is_veto(result: Any) -> bool:
-    """The guard's own block (a Decision, or OpenClaw's tool-loop denial shape)."""
-    if isinstance(result, Decision):
-        return result.action == "block"
-    if isinstance(result, dict):
-        d = result.get("details")
-        d = d if isinstance(d, dict) else result
-        return d.get("status") == "blocked" and d.get("deniedReason") == "tool-loop"
-    return False
-
-
 #: The result projections of the process-wide twin (the Guard uses its own twin's).
 project_exec = _native_flag.load("guard").project_exec
 strip_send_result = _native_flag.load("guard").strip_send_result
@@ -146,6 +135,7 @@ class Guard:
         )
         self._fast_check = self._table.fast_check
         self._fast_record = self._table.fast_record
+        self._block_veto = self._mod.block_veto
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = {}
         self._disabled: set = set()  # sessions with detection switched off (disable())
@@ -333,14 +323,12 @@ class Guard:
             flags = _F_ERROR
             if info.unknown or _UNKNOWN_TOOL_RE.search(text):
                 flags |= _F_UNKNOWN
-        elif _is_veto(result):
-            rh, veto = 0, 1
-        elif isinstance(result, str) and result.startswith("BLOCKED:"):
-            # the block message recorded as the tool's output: a veto if this call was just blocked
-            rh, veto = self._result_hash(info, args, result), 2
         else:
-            rh = self._result_hash(info, args, result)
-            if info.unknown:
+            # 1: the guard's own block; 2: its block message as the tool's output, a veto only if
+            # this very call was just blocked (the engine decides); 0: an ordinary outcome
+            veto = self._block_veto(result, Decision)
+            rh = 0 if veto == 1 else self._result_hash(info, args, result)
+            if not veto and info.unknown:
                 flags = _F_UNKNOWN
         if kind is None and target is None and self.classify is None:
             k = tg = 0
