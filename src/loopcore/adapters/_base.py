@@ -180,7 +180,7 @@ class Ledger:
     """Builds the steps of one session: API calls (turns), the tool calls each issued, their
     results, then the token accounting of the module docstring in :meth:`finish`."""
 
-    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_args_chars", "_results",
+    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_access", "_args_chars", "_results",
                  "_replies")
 
     def __init__(self, session: str, profile: Profile) -> None:
@@ -190,6 +190,7 @@ class Ledger:
         self.turns: list[list] = []
         self.orphans = 0
         self._classify = profile.classify
+        self._access = profile.access
         # Per step, by index: the characters of its arguments (name included).
         self._args_chars: list[int] = []
         # Per answered step, by id(step): its result's characters when the result entered the
@@ -258,7 +259,12 @@ class Ledger:
         if not turns:
             self.turn(None)
         if kind is None:
-            kind, target = self._classify(name, args if classify_args is None else classify_args)
+            kind, target, r, w, nop = self._access(name, args if classify_args is None else classify_args)
+            if reads is None:
+                reads = r
+            if writes is None:
+                writes = w
+            no_op = no_op or nop
         step = Step(self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id)
         if meta:
             step.meta = meta
