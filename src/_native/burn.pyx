@@ -11,9 +11,7 @@ import numpy as np
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from loopcore import _burn_py as _ref
-
-__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "repeated_chars"]
+__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
 
 cdef enum:
     OBSERVE = 0
@@ -423,8 +421,3 @@ def analyse_columns(
 
     return finding_a, of_a, charge_a, total_a, wasted_a, bkt_a, bks_a
 
-
-def repeated_chars(text):
-    """Characters of *text* that repeat an immediately preceding chunk; the pure twin's
-    ``repeated_chars`` documents the rule (this twin runs the same scan, compiled)."""
-    return _ref.repeated_chars(text)

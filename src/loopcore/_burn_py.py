@@ -30,7 +30,7 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
 5. ``question_loop``: the asks of the 2nd and later turns of a run of at least
    QUESTION_LOOP_MIN_TURNS consecutive ask-only turns (a second pass).
 6. ``degenerate_output``: the repeated part of a reply that loops on itself (``degen`` tokens,
-   computed from the text by loopcore.textrepeat), on a step nothing else charged.
+   computed by encode() from the reply text with loopcore.textloop.repeated_spans), on a step nothing else charged.
 
 "Written since j" for a step whose ``reads`` column is the set R (what it reads and what it
 writes: writing a file again matters once something else changed it): a write of a member of
@@ -356,82 +356,3 @@ def _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge):
             run_len = 0
         g_start = g_end
 
-
-# ------------------------------------------------------------------------------------------
-# Degenerate replies: text that repeats one chunk over and over
-
-#: A chunk must come back at least this many times in a row to be a loop (the first
-#: occurrence is never charged) ...
-REPEAT_MIN_COUNT = 10
-#: ... and the repeats must hold at least this many characters (9 repeats of a 50-character
-#: chunk): a word said ten times is not a stuck model.
-REPEAT_MIN_CHARS = 450
-#: The probe: a window of this many characters is looked for again within REPEAT_MAX_PERIOD.
-REPEAT_CHUNK = 50
-REPEAT_MAX_PERIOD = 2000
-
-
-def _prose(text):
-    """The reply without what may legitimately repeat: code fences and their contents, table
-    rows, list items, headings and dividers (one line each, joined by newlines)."""
-    out = []
-    fenced = False
-    for line in text.split("\n"):
-        s = line.strip()
-        if s.startswith("```") or s.startswith("~~~"):
-            fenced = not fenced
-            continue
-        if fenced or not s:
-            if not fenced:
-                out.append("")
-            continue
-        c = s[0]
-        if c in "|#>" or (c in "-*+" and (len(s) == 1 or s[1] == " " or s == c * len(s))) or (c == "=" and s == c * len(s)):
-            continue
-        if c.isdigit():
-            d = 1
-            while d < len(s) and s[d].isdigit():
-                d += 1
-            if d < len(s) and s[d] in ".)" and (d + 1 == len(s) or s[d + 1] == " "):
-                continue
-        out.append(line)
-    return "\n".join(out)
-
-
-def repeated_chars(text):
-    """Characters of *text* that repeat an immediately preceding chunk (a reply stuck in a
-    loop), outside code fences, tables, lists, headings and dividers; 0 when none.
-
-    A run counts when some chunk (a period of 1 to REPEAT_MAX_PERIOD characters holding at
-    least two different non-blank characters) comes back at least REPEAT_MIN_COUNT times in a
-    row and the repeats hold at least REPEAT_MIN_CHARS characters; the first occurrence of the
-    chunk is not counted. Probes are REPEAT_CHUNK-character windows every REPEAT_CHUNK
-    characters, so a run is measured from the first probe inside it.
-    """
-    if not isinstance(text, str) or len(text) < REPEAT_MIN_CHARS:
-        return 0
-    s = _prose(text)
-    n = len(s)
-    total = 0
-    i = 0
-    while i + REPEAT_CHUNK <= n:
-        w = s[i:i + REPEAT_CHUNK]
-        j = s.find(w, i + 1, i + REPEAT_CHUNK + REPEAT_MAX_PERIOD)
-        if j < 0:
-            i += REPEAT_CHUNK
-            continue
-        p = j - i
-        # the run: every character equals the one p before it, from i + p on
-        e = i + p
-        while e + p <= n and s[e:e + p] == s[e - p:e]:
-            e += p
-        while e < n and s[e] == s[e - p]:
-            e += 1
-        unit = s[i:i + p]
-        rep = e - (i + p)
-        if (e - i) // p >= REPEAT_MIN_COUNT and rep >= REPEAT_MIN_CHARS and len(set(unit) - set(" \t\n\r")) >= 2:
-            total += rep
-            i = e
-        else:
-            i += REPEAT_CHUNK
-    return total

@@ -62,12 +62,12 @@ from ._native_flag import load
 from .hashing import canonical_hash
 from .trace import KINDS, Step, Trace
 
+from .textloop import repeated_spans
+
 if TYPE_CHECKING:
-    from ._burn_py import analyse_columns, repeated_chars
+    from ._burn_py import analyse_columns
 else:
-    _kernel = load("burn")
-    analyse_columns = _kernel.analyse_columns
-    repeated_chars = _kernel.repeated_chars
+    analyse_columns = load("burn").analyse_columns
 
 __all__ = [
     "ABSOLUTE",
@@ -101,7 +101,8 @@ ABSOLUTE = 16  # a write of a whole known content: its result does not depend on
 NO_OP = 32  # a mutation that provably changes nothing (it writes nothing)
 
 _NOTHING, _ANYTHING = -1, -2
-_REPEAT_MIN_CHARS = 450  # loopcore._burn_py.REPEAT_MIN_CHARS: shorter texts never loop
+# A loop needs a 50-character chunk seen 10 times at distinct positions: 59 characters at least.
+_LOOP_MIN_CHARS = 59
 
 _REPLACE_KEYS = (
     ("old_string", "new_string"),
@@ -492,16 +493,18 @@ def _as_traces(traces: Trace | Iterable[Trace]) -> list[Trace]:
 
 
 def degenerate_tokens(step: Step) -> int:
-    """Tokens of the repeated part of *step*'s reply text (see ``repeated_chars``): that share
-    of the turn's output the step holds (``tokens_turn``, or ``tokens_out`` for a step that ran
-    nothing)."""
+    """Tokens of the repeated part of *step*'s reply text (``loopcore.textloop.repeated_spans``:
+    the repeats of a looping chunk, its first occurrence excluded): that share of the turn's
+    output the step holds (``tokens_turn``, or ``tokens_out`` for a step that ran nothing)."""
     text = step.text
-    if not text or len(text) < _REPEAT_MIN_CHARS:
+    if not text or len(text) < _LOOP_MIN_CHARS:
         return 0
     out = step.tokens_turn or (step.tokens_out if not step.name or step.rejected is not None else 0)
     if not out:
         return 0
-    rep = repeated_chars(text)
+    rep = 0
+    for a, b in repeated_spans(text):
+        rep += b - a
     return min(out, out * rep // len(text)) if rep else 0
 
 
