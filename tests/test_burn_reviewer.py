@@ -66,11 +66,20 @@ def test_f2_different_commands_with_identical_short_output_are_never_a_finding(i
 
 def test_f2_the_substantial_size_is_a_setting(impl):
     steps = [sh(0, "cat a.py", A_PY), sh(1, "sed -n '1,400p' a.py", A_PY)]
-    assert BurnSettings().substantial_chars == 200 and BurnSettings().substantial_lines == 3
+    assert BurnSettings().substantial_chars == 400 and BurnSettings().substantial_lines == 10
     assert analyse(impl, steps, BurnSettings(substantial_chars=10**6)).findings == ()
     small = [sh(0, "cat b.py", "x = 1\ny = 2\nz = 3"), sh(1, "head b.py", "x = 1\ny = 2\nz = 3")]
     assert analyse(impl, small).findings == ()
-    assert charged(analyse(impl, small, BurnSettings(substantial_chars=5))) == {1: ("redundant_observation", 0)}
+    loose = BurnSettings(substantial_chars=5, substantial_lines=3)
+    assert charged(analyse(impl, small, loose)) == {1: ("redundant_observation", 0)}
+
+
+def test_f2_two_searches_with_the_same_hits_are_two_pieces_of_work(impl):
+    # a narrower pattern finding the same lines proves there are no others: new knowledge
+    hits = "\n".join(f"src/m{i}.py:{i}: self.query.combined_queries = ()" for i in range(40))
+    r = analyse(impl, [sh(0, 'grep -rn "combined_queries" src/', hits),
+                       sh(1, 'grep -rn "self.query.combined_queries" src/', hits)])
+    assert r.findings == ()
 
 
 # ------------------------------------------------------------------ F3, F4, F7: reads and writes
@@ -291,3 +300,10 @@ def test_f12_wasted_never_exceeds_total_and_total_counts_every_turn(impl):
         r = analyse(impl, steps, cfg)
         assert 0 <= r.wasted_tokens <= r.total_tokens == 110 + 2000 + 110 + 2000 + 2010 + 2000
         assert 0 <= r.waste_ratio <= 1
+
+
+def test_f2_two_regions_with_the_same_text_are_two_pieces_of_work(impl):
+    region = "\n".join(f"            return self.value_{i}  # the same shape in two places" for i in range(12))
+    r = analyse(impl, [sh(0, "sed -n '1310,1321p' related.py", region), sh(1, "sed -n '1330,1341p' related.py", region),
+                       sh(2, "tail -n 12 related.py", region)])
+    assert r.findings == ()

@@ -53,6 +53,7 @@ whose old and new are equal changes nothing (NO_OP: it writes nothing).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
@@ -123,15 +124,19 @@ class BurnSettings:
 
     * ``substantial_chars`` / ``substantial_lines``: an outcome is *substantial* when its text
       has at least this many characters and this many non-empty lines. Only a substantial
-      outcome makes a *different* command on the same target a redundant observation (``cat
-      a.py`` then ``sed -n '1,400p' a.py`` with the same text); two different commands whose
-      identical output is short (empty, a line or two) are two pieces of work.
+      outcome of a *content read* (a file printed from its start: ``cat``, ``head``, ``nl``,
+      ``sed -n '1,Np'``, a Read/view tool; not a search, not a region such as ``tail`` or
+      ``sed -n '260,270p'``) makes a *different* command on the same target a
+      redundant observation (``cat a.py`` then ``sed -n '1,400p' a.py`` with the same text);
+      two different commands whose identical output is short (empty, a line or two), and two
+      different searches with the same hits (a narrower pattern proves there are no others),
+      are two pieces of work.
     * ``charge_turn_output``: charge a wasted call's ``tokens_turn`` (the rest of its turn's
       output: reasoning, reply text) too; by default it is reported beside the charge.
     """
 
-    substantial_chars: int = 200
-    substantial_lines: int = 3
+    substantial_chars: int = 400
+    substantial_lines: int = 10
     charge_turn_output: bool = False
 
     def __post_init__(self) -> None:
@@ -218,6 +223,37 @@ def _shell_full_write(cmd: str) -> bool:
     return "$" not in text and "`" not in text
 
 
+_READER_PROGRAMS = frozenset({"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "view"})
+_READER_WORDS = ("read", "view", "open", "cat", "show")
+_FROM_START = re.compile(r"1(,\$?\d*)?p")
+
+
+def _content_read(name: str, args: Any) -> bool:
+    """A call that prints a file's content (not a search or a filter of it): a shell command of
+    one reader program (``cat``, ``head``, ``tail``, ``sed``, ``nl``..., after any ``cd``), an
+    editor's ``view``, or a tool whose name says it reads (Read, read_file, open, view...)."""
+    cmd = args.get("command", args.get("cmd")) if args.__class__ is dict else None
+    if cmd.__class__ is str:
+        if cmd == "view":
+            return True
+        from ._shell_py import lex
+
+        parts = [words for words, _r, _h in lex(cmd) if words and words[0] != "cd"]
+        if len(parts) != 1:
+            return False
+        words = parts[0]
+        prog = words[0].rsplit("/", 1)[-1]
+        if prog == "tail":
+            return False  # the end of a file: a region, compared only with the same call
+        if prog == "sed":
+            # "sed -n '1,400p' f" prints the file from its start; "sed -n '260,270p' f" a region,
+            # which may hold the same text as another region without repeating anything
+            return any(_FROM_START.fullmatch(w) for w in words[1:])
+        return prog in _READER_PROGRAMS
+    low = name.lower()
+    return any(w in low for w in _READER_WORDS)
+
+
 class StepFacts(NamedTuple):
     """What the burn rules need to know about one step, hashed (built by :func:`step_facts`)."""
 
@@ -297,7 +333,8 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     if has_outcome and kind == OBSERVE and targets:
         chars, lines = _text_size(result)
         e_chars, e_lines = _text_size(error) if error is not None and error is not True else (0, 0)
-        substantial = chars + e_chars >= settings.substantial_chars and lines + e_lines >= settings.substantial_lines
+        substantial = (chars + e_chars >= settings.substantial_chars and lines + e_lines >= settings.substantial_lines
+                       and _content_read(step.name, args))
     return StepFacts(kind, targets, call, has_outcome, outcome, failed, edit, state, reads, writes, flags, substantial)
 
 

@@ -29,7 +29,8 @@ import orjson
 from ..taxonomy.profiles import Profile
 from ..trace import Step, Trace
 
-__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "text_of", "usage_of", "parse_args"]
+__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "record_ref", "text_of", "usage_of",
+           "parse_args"]
 
 
 class TraceFormatError(ValueError):
@@ -116,6 +117,14 @@ def parse_args(raw: Any) -> tuple[Any, bool]:
         except orjson.JSONDecodeError:
             return raw, False
     return raw, True
+
+
+def record_ref(lines: list[int] | None, index: int) -> dict:
+    """The ref of record *index* of a source: its 1-based line in a JSONL file (*lines* maps
+    records to lines), else its index in the document's list."""
+    if lines is not None and 0 <= index < len(lines):
+        return {"line": lines[index]}
+    return {"message": index}
 
 
 def _int(v: Any) -> int | None:
@@ -212,11 +221,12 @@ class Ledger:
         return len(turns) - 1
 
     def add_text(self, text: str) -> None:
-        """Append reply text to the current turn (a turn whose text comes in several blocks)."""
+        """Append reply text to the current turn (a turn whose text comes in several blocks,
+        joined by newlines)."""
         if not self.turns:
             self.turn(None)
         t = self.turns[-1]
-        t[_TEXT] = text if t[_TEXT] is None else t[_TEXT] + text
+        t[_TEXT] = text if not t[_TEXT] else t[_TEXT] + "\n" + text
 
     def reject(self, message: str, name: str = "", args: Any = None, *, args_len: int | None = None,
                ref: dict | None = None, chars: int | None = None) -> Step:
