@@ -307,3 +307,24 @@ def test_f2_two_regions_with_the_same_text_are_two_pieces_of_work(impl):
     r = analyse(impl, [sh(0, "sed -n '1310,1321p' related.py", region), sh(1, "sed -n '1330,1341p' related.py", region),
                        sh(2, "tail -n 12 related.py", region)])
     assert r.findings == ()
+
+
+def test_f8_swe_agent_format_errors_are_rejected_turns(impl):
+    from loopcore import load
+
+    doc = {"trajectory": [], "info": {}, "history": [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "assistant", "content": "I will look around.\n```\nls\n```", "action": "ls"},
+        {"role": "user", "content": "a.py b.py"},
+        {"role": "assistant", "content": "Let me think about what to do next without a command."},
+        {"role": "user", "content": "Your output was not formatted correctly. You must always include one discussion "
+                                    "and one command as part of your response."},
+        {"role": "assistant", "content": "Sorry.\n```\ncat a.py\n```", "action": "cat a.py"},
+        {"role": "user", "content": "print(1)"},
+    ]}
+    (t,) = load(doc)
+    assert [(s.name, bool(s.rejected), s.ref) for s in t] == [
+        ("bash", False, {"message": 1}), ("", True, {"message": 3}), ("bash", False, {"message": 5})]
+    r = analyse(impl, t)
+    (f,) = r.findings
+    assert f.kind == "rejected_action" and f.steps == (1,) and f.refs == ({"message": 3},)
