@@ -328,3 +328,20 @@ def test_f8_swe_agent_format_errors_are_rejected_turns(impl):
     r = analyse(impl, t)
     (f,) = r.findings
     assert f.kind == "rejected_action" and f.steps == (1,) and f.refs == ({"message": 3},)
+
+
+def test_f5_reverting_a_fix_to_run_a_baseline_then_reapplying_it_is_not_waste(impl):
+    fix = "sed -i 's/except E:/except (E, V):/g' a.py"
+    check = "grep -n 'except (E, V):' a.py"
+    steps = [
+        sh(0, "cp a.py a.py.backup"),
+        sh(1, fix),
+        sh(2, check, "142: except (E, V):"),
+        sh(3, "python3 test_one.py", "ok"),
+        sh(4, "cp a.py.backup a.py"),  # the fix taken out on purpose ...
+        sh(5, "python3 -m pytest tests/", "1 failed"),  # ... to see the tests fail without it
+        sh(6, fix),
+        sh(7, check, "142: except (E, V):"),
+        sh(8, "python3 test_all.py", "ok"),  # and then something new
+    ]
+    assert analyse(impl, steps).findings == ()

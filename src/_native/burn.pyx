@@ -255,7 +255,7 @@ def analyse_columns(
     cdef int64_t g_start, g_end, g_last_ask, run_len, run_g1_last, run_g2_start, run_g2_end
     cdef int64_t t_turn, n_ask
     cdef int64_t run_g2_last, prev_last
-    cdef bint g_ask, g_work, absolute, confirmed, seen
+    cdef bint g_ask, g_work, absolute, confirmed, seen, other
     cdef uint8_t k, f_i
     cdef int8_t code
     cdef int32_t ts, u, sk, w, cl, ob, t
@@ -312,6 +312,7 @@ def analyse_columns(
                                                      and undo_p[und] == edit_p[j])
                             length = 0
                             seen = False
+                            other = False
                             while i + length + 1 < s1 and j + length + 1 < i:
                                 a = i + length + 1
                                 b = j + length + 1
@@ -321,8 +322,10 @@ def analyse_columns(
                                     break
                                 if kind_p[a] == OBSERVE and (flags_p[a] & F_OUTCOME) and _member(&o, reads_p[a], t):
                                     seen = True
+                                else:
+                                    other = True
                                 length += 1
-                            if confirmed or seen:
+                            if confirmed or (seen and other):
                                 code = OSCILLATION
                                 for q in range(1, length + 1):
                                     _charge(&o, seg, i + q, OSCILLATION, j, s0)
