@@ -290,6 +290,11 @@ def test_formats_lists_every_format_with_what_it_was_checked_against():
     assert [r["name"] for r in rows] == list(FORMATS)
     for r in rows:
         assert r["reads"] and isinstance(r["checked"], list)
+    checked = {r["name"] for r in rows if r["checked"]}
+    assert {"openhands", "gemini-cli", "codex", "claude-code", "cline", "opencode"} <= checked
+    for r in rows:
+        for c in r["checked"]:
+            assert c["repo"].count("/") == 1 and len(c["commit"]) == 40
 
 
 def test_cli_formats_command(capsys):
@@ -312,3 +317,268 @@ def test_cli_warns_when_a_file_gives_no_step(tmp_path, capsys):
     assert "Warning: 1 input of a known format gave no tool call or reply" in out and str(p) in out
     assert main(["replay", str(p), "--no-progress"]) == 0
     assert "gave no tool call or reply" in capsys.readouterr().out
+
+
+def test_openhands_ipython_agent_skills_are_classified():
+    from loopcore.taxonomy import classify
+
+    assert classify("run_ipython", {"code": "open_file('/w/app.css')"}, "openhands") == ("observe", "/w/app.css")
+    cell = "print(edit_file_by_replace(\n    '/w/a.tsx',\n    to_replace='x',\n    new_content='''y\nz''',\n))"
+    assert classify("run_ipython", {"code": cell}, "openhands") == ("mutate", "/w/a.tsx")
+    assert classify("run_ipython", {"code": "search_dir('needle', '/w')"}, "openhands") == ("observe", "/w")
+    assert classify("run_ipython", {"code": "x = 1\nopen_file('a')"}, "openhands") == ("exec", None)
+    assert classify("execute_ipython_cell", {"code": "import os; os.remove('b')"}, "openhands") == ("exec", None)
+
+
+def test_openhands_edits_the_skills_did_not_make_are_failed_no_ops():
+    events = [
+        {"id": 1, "source": "agent", "action": "run_ipython", "args": {"code": "print(edit_file_by_replace('/w/a.py', to_replace='a', new_content='b'))", "thought": ""}},
+        {"id": 2, "cause": 1, "observation": "run_ipython", "source": "agent", "content": "[No exact match found in /w/a.py for\n```\na\n```\n]", "extras": {}},
+        {"id": 3, "source": "agent", "action": "run", "args": {"command": "ls\nls", "thought": ""}},
+        {"id": 4, "cause": 3, "observation": "error", "source": "user", "content": "Cannot execute multiple commands at once.\nPlease run each command separately", "extras": {}},
+    ]
+    (t,) = load(events, format="openhands")
+    edit, refused = t.steps
+    assert (edit.kind, edit.target, edit.no_op) == ("mutate", "/w/a.py", True) and edit.error.startswith("[No exact")
+    assert refused.rejected.startswith("Cannot execute multiple commands") and refused.kind == "other"
+
+
+def test_gemini_cli_shell_footer_is_normalised(tmp_path):
+    def call(cid, out):
+        return {"id": cid, "name": "run_shell_command", "args": {"command": "make check"}, "status": "success",
+                "result": [{"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": out}}}]}
+    first = "<untrusted_context>\nOutput: 2 checks failed\nExit Code: 2\nProcess Group PGID: 4101\n</untrusted_context>"
+    again = "<untrusted_context>\nOutput: 2 checks failed\nExit Code: 2\nProcess Group PGID: 4188\n</untrusted_context>"
+    lines = [
+        {"sessionId": "s-f", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
+        {"id": "g1", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call("run_shell_command__1", first)]},
+        # the results come again on the next user record: context the model saw once, not twice
+        {"id": "u1", "timestamp": "t", "type": "user", "content": [
+            {"functionResponse": {"id": "run_shell_command__1", "name": "run_shell_command", "response": {"output": first}}}]},
+        {"id": "g2", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call("run_shell_command__1", again)]},
+    ]
+    p = tmp_path / "session-f.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    a, b = only(p).steps
+    assert a.result == b.result == "Output: 2 checks failed\nExit Code: 2"
+    assert a.meta["returncode"] == b.meta["returncode"] == 2
+    assert normalise_output("gemini-cli", "Output: (empty)\nProcess Group PGID: 1") == ("Output: (empty)", {})
+
+
+def test_roo_multi_file_read_names_every_file():
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nCompare the two notes.\n</task>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "<read_file><args><file><path>notes/q&amp;a.md</path></file><file><path>notes/faq.md</path></file></args></read_file>"}]},
+        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'notes/q&a.md', 'notes/faq.md'] Result:"}, {"type": "text", "text": "<files>...</files>"}]},
+    ]
+    (t,) = load(msgs)
+    (read,) = t.steps
+    assert t.format == "cline" and (read.kind, read.target) == ("observe", ("notes/q&a.md", "notes/faq.md"))
+    assert read.result == "<files>...</files>"
+
+
+def test_opencode_run_json_event_stream():
+    sid, mid = "ses_stream0001", "msg_stream0001"
+    part = lambda pid, **kw: {"id": pid, "sessionID": sid, "messageID": mid, **kw}
+    events = [
+        {"type": "step_start", "timestamp": 1, "sessionID": sid, "part": part("prt_1", type="step-start")},
+        {"type": "text", "timestamp": 2, "sessionID": sid, "part": part("prt_2", type="text", text="Checking.")},
+        {"type": "tool_use", "timestamp": 3, "sessionID": sid, "part": part("prt_3", type="tool", tool="list", callID="c1", state={"status": "completed", "input": {"path": "docs"}, "output": "a.md", "title": "docs", "metadata": {}})},
+        {"type": "step_finish", "timestamp": 4, "sessionID": sid, "part": part("prt_4", type="step-finish", reason="tool-calls", cost=0, tokens={"input": 900, "output": 12, "reasoning": 3, "cache": {"read": 0, "write": 0}})},
+    ]
+    assert detect_format(events) == "opencode"
+    (t,) = load(events)
+    (ls,) = t.steps
+    assert (t.session, ls.kind, ls.target, ls.result, ls.text) == (sid, "observe", "docs", "a.md", "Checking.")
+    assert ls.tokens_out + ls.tokens_turn == 15
+
+
+def test_cline_native_calls_answered_by_result_text():
+    """Cline 3.x: several tool_use blocks in a reply, answered by "[tool for 'x'] Result:" text
+    blocks; a label with brackets in it, a task_progress argument, an older call left open."""
+    todo = "- [ ] look\n- [ ] fix"
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nTidy the config.\n</task>"}], "ts": 1},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "ask_followup_question", "input": {"question": "Which file?"}}], "ts": 2,
+         "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}, "metrics": {"tokens": {"prompt": 1000, "completion": 20, "cached": 0}}},
+        {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] This task was interrupted 2 minutes ago."}], "ts": 3},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking at both.", "call_id": ""},
+            {"type": "tool_use", "id": "t1", "name": "search_files", "input": {"path": "cfg", "regex": "key[s]?]", "task_progress": todo}, "call_id": "t1"},
+            {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "cfg/app.ini", "task_progress": todo}, "call_id": "t2"}],
+         "ts": 4, "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}, "metrics": {"tokens": {"prompt": 1100, "completion": 60, "cached": 900}}},
+        {"role": "user", "content": [
+            {"type": "text", "text": "[search_files for 'key[s]?]'] Result:\nFound 1 result."},
+            {"type": "text", "text": "[read_file for 'cfg/app.ini'] Result:\n1 | key=1"},
+            {"type": "text", "text": "\n\n# TODO LIST UPDATE REQUIRED"},
+            {"type": "text", "text": "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"}], "ts": 5},
+    ]
+    (t,) = load(msgs)
+    ask, search, read = t.steps
+    assert ask.result is None  # interrupted: the later results are not its answer
+    assert search.result == "Found 1 result." and read.result == "1 | key=1"
+    assert "task_progress" not in search.args and read.args == {"path": "cfg/app.ini"}
+    assert t.meta["unanswered"] == 1 and t.meta["tokens_source"] in ("usage", "mixed")
+    assert search.text == "Looking at both."
+
+
+def test_notes_on_a_command_do_not_make_repeats_differ(tmp_path):
+    """The model's description of a command, and how long to wait for its output, change between
+    two runs of the same command; the arguments compared are what runs."""
+    cc = tmp_path / "cc.jsonl"
+    rec = lambda n, desc: {"type": "assistant", "sessionId": "s", "uuid": f"u{n}", "message": {
+        "id": f"m{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "make lint", "description": desc}}]}}
+    cc.write_text(json.dumps(rec(1, "Run the linter")) + "\n" + json.dumps(rec(2, "Lint again")) + "\n")
+    a, b = only(cc).steps
+    assert a.args == b.args == {"command": "make lint"}
+    lines = (FIX / "codex_rollout_unified_exec.jsonl").read_text().splitlines()
+    t = load([json.loads(x) for x in lines], format="codex")
+    r1, r2, test = next(iter(t)).steps[:3]
+    assert r1.args == r2.args and "yield_time_ms" not in test.args
+
+
+def test_codex_rollout_before_typed_records():
+    recs = [
+        {"id": "0198-old", "timestamp": "2025-07-01T10:00:00.000Z", "instructions": None, "git": {"branch": "main"}},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "show the readme"}]},
+        {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "cat README.md"]}), "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": json.dumps({"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 0.01}})},
+        {"record_type": "state"},
+    ]
+    assert detect_format(recs) == "codex"
+    (t,) = load(recs)
+    (cat,) = t.steps
+    assert (t.session, cat.kind, cat.target, cat.result, cat.meta["returncode"]) == ("0198-old", "observe", "README.md", "hi\n", 0)
+
+
+def test_folders_that_are_one_unit_analyse_the_same_in_parallel(tmp_path):
+    """An opencode store and a V1 event folder are one unit of work each, for --jobs too."""
+    from loopcore.cli import main
+
+    out1, out2 = tmp_path / "1.json", tmp_path / "2.json"
+    paths = [str(FIX / "openhands_v1"), str(FIX / "opencode_storage")]
+    assert main(["analyse", *paths, "--no-progress", "--json", str(out1)]) == 0
+    assert main(["analyse", *paths, "--no-progress", "--jobs", "2", "--json", str(out2)]) == 0
+    a, b = json.loads(out1.read_text()), json.loads(out2.read_text())
+    assert [t["session"] for t in a["traces"]] == [OH_CONV, "ses_7a1b2c3d4e5fABCDEFGHIJ"]
+    assert a["traces"] == b["traces"]
+
+
+def test_claude_code_inline_sidechain_takes_the_agent_id_its_chain_carries(tmp_path):
+    """Claude Code 2.0 writes a sub-agent's records into the session file, agentId on some of them
+    only (here the last); its chain of parentUuid links makes them one sub-agent."""
+    sid = "9a8b7c6d-0000-4000-8000-00000000c0de"
+    base = {"sessionId": sid, "version": "2.0.46", "userType": "external", "cwd": "/w"}
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 0, "output_tokens": 20}
+    recs = [
+        {**base, "parentUuid": None, "isSidechain": False, "uuid": "m1", "type": "assistant", "message": {
+            "id": "msg_m1", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"prompt": "look"}}], "usage": usage}},
+        {**base, "parentUuid": None, "isSidechain": True, "uuid": "s1", "type": "user", "message": {"role": "user", "content": "look"}},
+        {**base, "parentUuid": "s1", "isSidechain": True, "uuid": "s2", "type": "assistant", "message": {
+            "id": "msg_s2", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_g", "name": "Grep", "input": {"pattern": "x", "path": "src"}}], "usage": usage}},
+        {**base, "parentUuid": "s2", "isSidechain": True, "uuid": "s3", "type": "user", "agentId": "ab12cd34", "message": {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_g", "content": "src/a.py"}]}},
+        {**base, "parentUuid": "m1", "isSidechain": False, "uuid": "m2", "type": "user", "agentId": "ab12cd34", "message": {
+            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_task", "content": [{"type": "text", "text": "found it"}]}]}},
+    ]
+    p = tmp_path / f"{sid}.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    main, sub = load(p)
+    assert (main.session, sub.session) == (sid, f"{sid}/ab12cd34")
+    (grep,) = sub.steps
+    assert (grep.kind, grep.target, grep.result) == ("observe", "src", "src/a.py")
+    assert main.steps[0].result == "found it"
+
+
+# ---- damaged files ---------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SHAPED = ["codex_rollout_unified_exec.jsonl", "gemini_cli_session.jsonl", "openhands_v1_export.json",
+           "openhands_resolver_2024.jsonl", "opencode_export.json", "cline_task/1760001234567/api_conversation_history.json",
+           "roo_task/019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b/api_conversation_history.json",
+           "claude_code_subagents/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7.jsonl"]
+
+
+def _records(name):
+    data = (FIX / name).read_text()
+    if name.endswith(".jsonl"):
+        return [json.loads(x) for x in data.splitlines() if x.strip()]
+    return json.loads(data)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, prefix + (i,))
+
+
+_junk = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=4), st.just([]), st.just({}),
+                  st.just([None]), st.just({"type": "x"}))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_SHAPED), st.data())
+def test_a_damaged_harness_file_loads_or_says_why(name, data):
+    """Any one value of a real-shaped file replaced by junk: the file loads, or load raises
+    TraceFormatError (naming it); never another exception."""
+    doc = _records(name)
+    paths = [p for p in _paths(doc) if p]
+    path = data.draw(st.sampled_from(paths))
+    junk = data.draw(_junk)
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = junk
+    for fmt in ("auto", detect_format(FIX / name)):
+        try:
+            traces = list(load(doc, fmt, keep_going=data.draw(st.booleans())))
+        except TraceFormatError:
+            continue
+        for t in traces:
+            for s in t:
+                assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+
+
+def test_openhands_v0_function_call_error_is_a_rejected_turn():
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "fix it"}, "message": "fix it"},
+        {"id": 1, "source": "agent", "observation": "error", "content": "FunctionCallNotExistsError: Tool 'open' is not registered.", "extras": {}},
+        {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
+         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r2", "usage": {"prompt_tokens": 10, "completion_tokens": 5}}}},
+        {"id": 3, "source": "agent", "cause": 2, "observation": "run", "content": "a.py", "extras": {"metadata": {"exit_code": 0}}},
+        {"id": 4, "source": "agent", "observation": "error", "content": "Parameter 'command' is expected to be one of ['view', 'create'].", "message": "Parameter 'command' is expected to be one of ['view', 'create']."},
+    ]
+    (t,) = load(events, format="openhands")
+    refused, ls, bad_param = t.steps
+    assert bad_param.rejected.startswith("Parameter 'command'") and bad_param.kind == "other"
+    assert refused.rejected.startswith("FunctionCallNotExistsError") and refused.ref == {"event": 1}
+    assert (ls.kind, ls.result, ls.meta["returncode"]) == ("observe", "a.py", 0)
+    assert "orphan_results" not in t.meta
+
+
+def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
+    """A ``$set`` of ``messages`` (compression, resume) replaces every message before it, as
+    gemini-cli's loader does; what is appended after it counts on top."""
+    def g(mid, cmd):
+        return {"id": mid, "timestamp": "t", "type": "gemini", "content": "", "tokens": {"input": 100, "output": 5, "cached": 0, "thoughts": 0, "tool": 0, "total": 105},
+                "toolCalls": [{"id": f"{mid}-c", "name": "run_shell_command", "args": {"command": cmd}, "status": "success",
+                               "result": [{"functionResponse": {"id": f"{mid}-c", "name": "run_shell_command", "response": {"output": "Output: ok"}}}]}]}
+    lines = [
+        {"sessionId": "s-set", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
+        g("g-old", "ls old"),
+        {"$set": {"messages": [{"id": "u1", "timestamp": "t", "type": "user", "content": "summary of the work so far"}, g("g-kept", "ls kept")]}},
+        g("g-new", "ls new"),
+    ]
+    p = tmp_path / "session-set.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = only(p)
+    assert [s.args["command"] for s in t] == ["ls kept", "ls new"]
+    assert [s.ref for s in t] == [{"line": 3}, {"line": 4}]

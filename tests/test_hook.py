@@ -5,10 +5,13 @@ import json
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hook_events import Claude, Codex, Gemini, run_inproc, run_proc
 from loopcore import Guard, Policy
 from loopcore import hooks
+from loopcore.taxonomy import PROFILES
 
 # -- Codex's published hook schemas ------------------------------------------------------------
 # Written from the JSON Schemas Codex generates for its command hooks (openai/codex,
@@ -423,3 +426,52 @@ def test_real_hook_processes_answer_like_in_process(tmp_path, impl):
     g = Gemini()
     p = run_proc("gemini", g.pre("read_file", {"absolute_path": "/x"}), state, impl_name=impl.name)
     assert p.stdout == b"{}\n"
+
+
+# -- the hook is the guard -----------------------------------------------------------------------
+
+_CALLS = [
+    ("Read", {"file_path": "/home/dev/shop/cart.py"}),
+    ("Read", {"file_path": "/home/dev/shop/tax.py"}),
+    ("Edit", {"file_path": "/home/dev/shop/cart.py", "old_string": "0", "new_string": "1", "replace_all": False}),
+    ("Bash", {"command": "pytest -q tests/test_cart.py", "description": "Run the cart tests"}),
+    ("Bash", {"command": "cat /home/dev/shop/tax.py", "description": "Show tax.py"}),
+    ("Grep", {"pattern": "def total", "path": "/home/dev/shop"}),
+]
+_OUTCOMES = [{"stdout": "1 failed", "stderr": "", "interrupted": False, "isImage": False},
+             {"stdout": "2 passed", "stderr": "", "interrupted": False, "isImage": False}, None]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_CALLS) - 1), st.integers(0, len(_OUTCOMES) - 1)),
+                min_size=1, max_size=40))
+def test_the_hook_decides_what_a_guard_fed_the_same_calls_decides(tmp_path_factory, impl, steps):
+    """Random Claude Code sessions: every answer equals one in-process guard's decision."""
+    hooks._IMPLEMENTATION = impl.name
+    try:
+        state = tmp_path_factory.mktemp("state")
+        c = Claude()
+        ref = Guard(Policy.default(), implementation=impl.name)
+        prof = PROFILES["claude-code"]
+        for i, o in steps:
+            tool, args = _CALLS[i]
+            kind, target = prof.classify(tool, args)
+            ev = c.pre(tool, args)
+            d = ref.check(c.session, tool, args, kind=kind, target=target, call_id=ev["tool_use_id"])
+            _rc, out, _err = run_inproc("claude", ev, state)
+            hso = json.loads(out)["hookSpecificOutput"] if out else None
+            got = "allow" if hso is None else ("block" if "permissionDecision" in hso else "warn")
+            assert got == d.action
+            if hso is not None:
+                assert hso.get("permissionDecisionReason", hso.get("additionalContext")) == d.message
+            if d.action == "block":
+                continue
+            if _OUTCOMES[o] is None:
+                ref.record(c.session, tool, args, error="Command exited with non-zero status code 1", kind=kind,
+                           target=target, call_id=ev["tool_use_id"])
+                run_inproc("claude", c.failure(tool, args, "Command exited with non-zero status code 1"), state)
+            else:
+                ref.record(c.session, tool, args, _OUTCOMES[o], kind=kind, target=target, call_id=ev["tool_use_id"])
+                run_inproc("claude", c.post(tool, args, _OUTCOMES[o]), state)
+    finally:
+        hooks._IMPLEMENTATION = None

@@ -171,3 +171,11 @@ def test_the_installed_command_runs(tmp_path, impl, harness, event):
     assert p.returncode == 0 and p.stderr == b""
     assert p.stdout == (b"{}\n" if harness == "gemini" else b"")
     assert (tmp_path / "state" / "hooks.sqlite3").is_file()
+
+
+def test_codex_install_notes_hooks_switched_off(tmp_path):
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('model = "gpt-5.1-codex"\n\n[features]\nhooks = false\n')
+    rc, _out, err = _hook("install", "codex", "--dir", str(tmp_path))
+    assert rc == 0 and "[features] hooks = false" in err
+    assert len(_ours(json.loads((tmp_path / ".codex" / "hooks.json").read_text()), "codex")) == 2

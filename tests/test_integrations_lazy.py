@@ -9,6 +9,8 @@ import textwrap
 import pytest
 from conftest import package_env
 
+import loopcore
+
 FRAMEWORKS = ("mcp", "langchain", "langchain_core", "langgraph", "agents", "pydantic_ai", "opentelemetry")
 
 # (integration module, the framework module hidden from it, the extra its error must name)

@@ -1,6 +1,8 @@
 """The pydantic-ai capability, with the real package and its FunctionModel / TestModel."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 pytest.importorskip("pydantic_ai.capabilities", reason="the pydantic-ai extra is not installed: pip install 'loopcore[pydantic-ai]'")
@@ -12,6 +14,16 @@ from pydantic_ai.models.test import TestModel  # noqa: E402
 
 import loopcore  # noqa: E402
 from loopcore.integrations.pydantic_ai import LoopGuard  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def event_loop_for_run_sync():
+    """run_sync keeps the event loop it finds (or makes and sets one): give it one, close it after."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    loop.close()
+    asyncio.set_event_loop(None)
 
 
 def looping(n, name="read_file", args=None):

@@ -11,9 +11,10 @@ the guard's path must not pay for numpy (the burn analysis) or the trace adapter
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from ._native_flag import NO_EXTENSIONS, implementation
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers take the name)
 
 __version__ = "0.1.0"
 
@@ -47,12 +48,13 @@ __all__ += ["ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", 
 # --- end guard ---
 
 # --- burn analysis: import from .burn / .encoded only ---
-_LAZY.update(dict.fromkeys(("BurnReport", "Finding", "RepeatCheck", "analyse_burn", "analyse_many", "would_repeat"),
+_LAZY.update(dict.fromkeys(("BurnReport", "BurnSettings", "Finding", "RepeatCheck", "analyse_burn", "analyse_many", "would_repeat"),
                            ".burn"))
 _LAZY.update(dict.fromkeys(("EncodedAnalysis", "EncodedTrace", "analyse_encoded", "encode"), ".encoded"))
 
 __all__ += [
     "BurnReport",
+    "BurnSettings",
     "EncodedAnalysis",
     "EncodedTrace",
     "Finding",
@@ -74,6 +76,8 @@ __all__ += ["FORMATS", "LoadStats", "PROFILES", "Profile", "TraceFormatError", "
 # --- end adapters ---
 
 if TYPE_CHECKING:  # type checkers and IDEs see plain imports
+    from typing import Any
+
     from .adapters import FORMATS, LoadStats, TraceFormatError, detect_format, load
     from .burn import BurnReport, Finding, RepeatCheck, analyse_burn, analyse_many, would_repeat
     from .encoded import EncodedAnalysis, EncodedTrace, analyse_encoded, encode
@@ -82,6 +86,7 @@ if TYPE_CHECKING:  # type checkers and IDEs see plain imports
     from .policy import DETECTORS, Policy, PolicyError
     from .taxonomy import PROFILES, Profile, classify, classify_shell
     from .trace import KINDS, Step, Trace
+del TYPE_CHECKING
 
 
 def __getattr__(name: str) -> Any:

@@ -68,6 +68,8 @@ class UnitResult:
 
 def _size(item: str | list[str]) -> int:
     try:
+        if isinstance(item, str) and os.path.isdir(item):  # a store read as a whole (opencode)
+            return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(item) for f in fs)
         if isinstance(item, list):
             return sum(os.stat(p).st_size for p in item)
         return os.stat(item).st_size

@@ -67,7 +67,67 @@ _READS = {
     "opencode": "opencode storage folders (session / message / part JSON) and `opencode export` files",
     "cline": "Cline / Roo Code task history (api_conversation_history.json, ui_messages.json)",
 }
-_CHECKED: dict[str, list[dict[str, str]]] = {}
+def _c(harness: str, version: str, repo: str, path: str, commit: str) -> dict[str, str]:
+    return {"harness": harness, "version": version, "repo": repo, "path": path, "commit": commit}
+
+
+_CHECKED: dict[str, list[dict[str, str]]] = {
+    "codex": [
+        _c("Codex CLI", "rollout format of 0.5x-0.6x (session_meta / response_item / event_msg)", "daaain/claude-code-log",
+           "test/test_data/codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+           "774584014df7879465279911f363b5fab9eb37ad"),
+    ],
+    "claude-code": [
+        _c("Claude Code", "1.0.x session JSONL", "daaain/claude-code-log", "test/test_data/representative_messages.jsonl",
+           "a641071a154f041b96e9b83ccd42d2f92eaa321a"),
+        _c("Claude Code", "2.0.46 inline sidechain", "daaain/claude-code-log", "test/test_data/sidechain_integrated.jsonl",
+           "579edc0fc04a09fc3df17aed7fb5cdb4d4766565"),
+        _c("Claude Code", "2.1.x sub-agent file", "daaain/claude-code-log",
+           "test/test_data/minimal_showcase/55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
+           "b079f75baabfc07b3ba401643a79e162b18482b0"),
+    ],
+    "mini-swe-agent": [
+        _c("mini-swe-agent", "2.x (trajectory_format mini-swe-agent-1.1)", "SWE-agent/mini-swe-agent",
+           "output/deepseek_chat_test_1-100/**, output/deepseek_reasoner_dev/** (refs/pull/816/head)",
+           "e5e0fbca1c60561bde25fa473b78717aa4b3f9ec"),
+        _c("mini-swe-agent", "1.x text actions", "gruckion/mini-swe-agent",
+           "swebench_results/20251118_gemini-3-pro-74pct/trajs/**", "d12a71affd95403b036b2bdbd827349b77bfffb9"),
+    ],
+    "swe-agent": [
+        _c("SWE-agent", "1.x demonstrations", "SWE-agent/SWE-agent", "trajectories/demonstrations/**/*.traj",
+           "3ea751c087f32b16e039a2233dd6eefecef325d5"),
+    ],
+    "tau-bench": [
+        _c("tau-bench", "historical trajectories", "sierra-research/tau-bench",
+           "historical_trajectories/gpt-4o-airline.json", "59a200c6d575d595120f1cb70fea53cef0632f6b"),
+    ],
+    "openhands": [
+        _c("OpenHands SDK", "1.43 (V1 events)", "OpenHands/software-agent-sdk",
+           "tests/sdk/conversation/goal/fixtures/events.jsonl", "611629e6999ad398dc49c761721eefe18d5e6bd9"),
+        _c("OpenHands", "0.2x V0 trajectory", "All-Hands-AI/OpenHands", "tests/runtime/trajs/basic.json",
+           "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+        _c("OpenHands", "V0 evaluation output.jsonl", "All-Hands-AI/OpenHands",
+           "evaluation/benchmarks/multi_swe_bench/examples/output.jsonl", "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+        _c("openhands-resolver", "2024 resolver output", "All-Hands-AI/OpenHands",
+           "tests/unit/resolver/mock_output/output.jsonl", "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+    ],
+    "gemini-cli": [
+        _c("gemini-cli", "0.56.0-nightly (JSONL recording: writer and loader)", "google-gemini/gemini-cli",
+           "packages/core/src/services/chatRecordingService.ts, chatRecordingTypes.ts",
+           "5411f113cafae26161b4969b0237b8e1e024e2c2"),
+    ],
+    "opencode": [
+        _c("opencode", "1.x part schema", "anomalyco/opencode", "packages/opencode/src/session/message-v2.ts",
+           "007a9409bafea06d6b9084ff1f6d1fe9f5e3a803"),
+    ],
+    "cline": [
+        _c("Cline", "3.x task history (native tool calls, metrics)", "mike4567/MRA04242026",
+           "api_conversation_history.json", "764491384379e43f9b25ab332f4d000b7727788b"),
+        _c("Cline", "4.1.13 storage message and tool names", "cline/cline",
+           "apps/vscode/src/shared/messages/content.ts, apps/vscode/src/shared/tools.ts",
+           "21cb8d2525bcedf1f4b6890b27a74a14fe7451e4"),
+    ],
+}
 
 
 def format_table() -> list[dict[str, Any]]:
@@ -193,15 +253,22 @@ def detect_format(source: Any) -> str:
     return fmt
 
 
-def _walk(folder: str) -> Iterator[str | list[str] | tuple[str, str]]:
+class StoreFolder(str):
+    """A folder that is one unit of work of its own (an opencode store), as :func:`_walk` yields
+    it: a path (a ``str``), read by the format's own store reader."""
+
+    __slots__ = ()
+
+
+def _walk(folder: str) -> Iterator[str | list[str]]:
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
-    V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as
-    ``("opencode", root)``."""
+    V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
+    :class:`StoreFolder`."""
     for root, dirs, files in os.walk(folder):
         if opencode.is_store(root):
             # opencode's storage: session / message / part files that only make sense together
             dirs[:] = []
-            yield (opencode.NAME, root)
+            yield StoreFolder(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         names = sorted(f for f in files if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS))
@@ -277,11 +344,11 @@ def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
         trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
 
 
-def _load_file(item: str | list[str] | tuple[str, str], fmt: str, keep_going: bool, stats: LoadStats | None,
+def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None,
                profile: Any, in_folder: bool) -> list[Trace]:
-    if isinstance(item, tuple):
+    if isinstance(item, StoreFolder):
         # An opencode store: one export document per session.
-        root = item[1]
+        root = str(item)
         docs = opencode.read_store(root)
         if stats is not None:
             stats.files += 1
@@ -322,7 +389,7 @@ def _load_file(item: str | list[str] | tuple[str, str], fmt: str, keep_going: bo
 def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
     for path in paths:
         if os.path.isdir(path):
-            items: Iterable[str | list[str] | tuple[str, str]] = _walk(path)
+            items: Iterable[str | list[str]] = _walk(path)
             in_folder = True
         elif os.path.exists(path):
             items = [path]

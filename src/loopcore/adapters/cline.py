@@ -4,8 +4,10 @@ The file is the list of Anthropic-style messages the extension sent (``{"role", 
 "metrics": {"tokens": {"prompt", "completion", "cached"}}, "modelInfo"}``; the extra fields
 only in newer versions). Tools come in two shapes:
 
-* native tool calling (Cline 3.3x on, Roo Code 3.3x on): ``tool_use`` blocks answered by
-  ``tool_result`` blocks, paired by id;
+* native tool calling (Cline 3.3x on, Roo Code 3.3x on): ``tool_use`` blocks (several per reply)
+  answered by ``tool_result`` blocks paired by id, or (Cline) by text blocks ``[read_file for
+  'a.py'] Result:\n...`` paired with the open call of that name; ``task_progress`` (the todo list
+  Cline sends with every call) is dropped from the arguments;
 * XML tool use in the reply text (earlier versions): ``<read_file><path>a.py</path></read_file>``;
   the harness runs the first tool of a reply and answers in the next user message with a text
   block ``[read_file for 'a.py'] Result:`` followed by the result. A reply without a tool
@@ -19,6 +21,7 @@ Refs are ``{"message": i}``.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 from typing import Any
@@ -44,12 +47,28 @@ TOOLS = frozenset({
 _TOOL_RE = re.compile(r"<(" + "|".join(sorted(TOOLS, key=len, reverse=True)) + r")>(.*?)(?:</\1>|$)", re.S)
 _PARAM_RE = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.S)
 _LONG_PARAMS = ("content", "diff")
-_RESULT_HEAD = re.compile(r"^\[([a-z_]+)(?: for [^\]]*)?\] Result:\s*", re.S)
+_PATH_RE = re.compile(r"<path>(.*?)</path>", re.S)
+_NOISE_ARGS = frozenset({"task_progress", "requires_approval"})
+_RESULT_HEAD = re.compile(r"^\[([a-z_]+)(?: for .*?)?\] Result:[ \t]*\n?")
 _NO_TOOL = "You did not use a tool in your previous response"
 _REFUSED = ("Missing value for required parameter", "was not executed because a tool has already been used")
 
 
 def _params(body: str) -> dict:
+    args = _raw_params(body)
+    nested = args.get("args")
+    if isinstance(nested, str) and "<path>" in nested:
+        # Roo Code's multi-file read: <args><file><path>a</path></file>...</args>
+        paths = [html.unescape(m.group(1).strip()) for m in _PATH_RE.finditer(nested)]
+        if paths:
+            args["path"] = paths[0] if len(paths) == 1 else paths
+    for k, v in list(args.items()):
+        if isinstance(v, str) and k not in _LONG_PARAMS and "&" in v:
+            args[k] = html.unescape(v)
+    return args
+
+
+def _raw_params(body: str) -> dict:
     args: dict = {}
     for k in _LONG_PARAMS:  # file content may itself hold tags: take up to the last closing tag
         start = body.find(f"<{k}>")
@@ -59,6 +78,14 @@ def _params(body: str) -> dict:
             body = body[:start] + body[end + len(k) + 3:]
     for m in _PARAM_RE.finditer(body):
         args.setdefault(m.group(1), m.group(2).strip())
+    return args
+
+
+def _clean(args: Any) -> Any:
+    """The call's arguments without the harness's bookkeeping (``task_progress``, the todo list
+    Cline asks for on every call, changes between identical calls)."""
+    if isinstance(args, dict) and any(k in args for k in _NOISE_ARGS):
+        return {k: v for k, v in args.items() if k not in _NOISE_ARGS}
     return args
 
 
@@ -103,7 +130,8 @@ def _blocks(content: Any) -> list:
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from a task's api_conversation_history.json."""
     messages = doc if isinstance(doc, list) else []
-    task = os.path.basename(os.path.dirname(ctx.path)) if ctx.path else ""
+    # tasks/<taskId>/api_conversation_history.json: the task folder names the session
+    task = os.path.basename(os.path.dirname(ctx.path)) if ctx.path and ctx.stem == "api_conversation_history" else ""
     ledger = Ledger(task or ctx.stem, ctx.profile(PROFILE))
     ui_usage = _ui_usage(ctx.path)
     replies = 0
@@ -127,13 +155,13 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 t = b.get("type")
                 if t == "tool_use" and isinstance(b.get("name"), str):
                     native = True
-                    ledger.call(b["name"], b.get("input"), b.get("id"), ref=ref)
+                    ledger.call(b["name"], _clean(b.get("input")), b.get("id"), ref=ref)
                 elif t == "text" and isinstance(b.get("text"), str):
                     text = b["text"]
                     if not native and xml_open is None:
                         tm = _TOOL_RE.search(text)
                         if tm is not None:
-                            xml_open = ledger.call(tm.group(1), _params(tm.group(2)), None, ref=ref,
+                            xml_open = ledger.call(tm.group(1), _clean(_params(tm.group(2))), None, ref=ref,
                                                    args_len=len(tm.group(0)))
                             # the tool's XML is the call's own output, the rest is the reply
                             text = (text[:tm.start()] + text[tm.end():]).strip()
@@ -168,21 +196,39 @@ def _user(blocks: list, ledger: Ledger, xml_open: Any) -> Any:
             k += 1
             continue
         head = _RESULT_HEAD.match(text)
-        if head is not None and xml_open is not None and head.group(1) == xml_open.name:
-            # "[tool for 'x'] Result:" then the result, in this block or the next ones up to the
+        step = None
+        if head is not None:
+            label = head.group(1)
+            if xml_open is not None and label == xml_open.name:
+                step = xml_open
+            elif xml_open is None:
+                # native tool calls answered with "[tool for 'x'] Result:" text (Cline 3.x):
+                # the open call of that name, else the one whose name holds the label
+                # ("[subagents]" answers use_subagents), else the oldest open call
+                opens = ledger.open_calls()
+                if opens:  # the latest reply's calls: an older call left unanswered takes nothing
+                    latest = opens[-1].turn
+                    opens = [s for s in opens if s.turn == latest]
+                step = next((s for s in opens if s.name == label), None) or next(
+                    (s for s in opens if label in s.name), None) or (opens[0] if opens else None)
+        if step is not None:
+            # the result: the rest of this block, or (older Cline) the blocks after it up to the
             # next "[...] Result:" / environment details block
-            body = [text[head.end():]] if text[head.end():].strip() else []
+            rest = text[head.end():]
+            body = [rest] if rest.strip() else []
             k += 1
-            while k < len(blocks):
-                nb = blocks[k]
-                nt = nb.get("text") if nb.get("type") == "text" else None
-                if not isinstance(nt, str) or _RESULT_HEAD.match(nt) or nt.lstrip().startswith("<environment_details>"):
-                    break
-                body.append(nt)
-                k += 1
+            if not body:
+                while k < len(blocks):
+                    nb = blocks[k]
+                    nt = nb.get("text") if nb.get("type") == "text" else None
+                    if not isinstance(nt, str) or _RESULT_HEAD.match(nt) or nt.lstrip().startswith("<environment_details>"):
+                        break
+                    body.append(nt)
+                    k += 1
             res = "\n".join(body)
-            _answer(ledger, xml_open, res, res.lstrip().startswith(("The tool execution failed", "[ERROR]", "Error")))
-            xml_open = None
+            _answer(ledger, step, res, res.lstrip().startswith(("The tool execution failed", "[ERROR]", "Error")))
+            if step is xml_open:
+                xml_open = None
             continue
         if _NO_TOOL in text[:300]:
             ledger.reject(text, "")

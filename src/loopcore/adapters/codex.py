@@ -10,7 +10,8 @@ normaliser (taxonomy/profiles.py): the per-call header (``Chunk ID``, ``Wall tim
 exited with code N``, ``Original token count``) is removed, the exit code kept in
 ``meta["returncode"]``. A ``web_search_call`` is an observe step answered inside the API call.
 Arguments that are not JSON, and calls the harness answered "unsupported call", are rejected
-turns (nothing ran). Every step's ``ref`` is ``{"line": N}``.
+turns (nothing ran). ``yield_time_ms``, ``max_output_tokens`` and ``justification`` are dropped
+from the arguments (they shape the answer, not what runs). Every step's ``ref`` is ``{"line": N}``.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 ITEM_TYPES = _CALLS | _OUTPUTS | frozenset({"message", "reasoning", "ghost_snapshot", "compaction",
                                            "compaction_summary", "image_generation_call", "tool_search_call",
                                            "tool_search_output", "other"})
+# Arguments that shape how output comes back, not what runs: dropped so repeats compare equal.
+_NOISE_ARGS = frozenset({"yield_time_ms", "max_output_tokens", "justification"})
 _REJECT_PREFIXES = ("unsupported call", "failed to parse function arguments", "unsupported custom tool call")
 
 
@@ -96,6 +99,9 @@ class _Walker:
 
     def item(self, it: dict, i: int) -> None:
         t = it.get("type")
+        if t is not None and not isinstance(t, str):
+            self.ctx.bad(f"a response item whose type is {type(t).__name__}, not a string", i)
+            return
         role = it.get("role")
         if t in _CALLS or t == "reasoning" or (t == "message" and role == "assistant"):
             if not self.model_side:
@@ -131,6 +137,8 @@ class _Walker:
                 self.ctx.bad("a function_call without a name", i)
                 return
             args, ok = parse_args(it.get("arguments"))
+            if isinstance(args, dict) and not _NOISE_ARGS.isdisjoint(args):
+                args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
             ledger.call(name, args, cid, meta=None if ok else {"unparsed_args": True}, ref=ref)
         elif t == "custom_tool_call":
             name = it.get("name")
@@ -180,6 +188,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             session = str(p.get("id") or session)
             version = p.get("cli_version")
             break
+        if _is_old_header(r):
+            session = str(r.get("id") or session)
+            break
     ledger = Ledger(session, ctx.profile(PROFILE))
     w = _Walker(ledger, ctx)
     for i, r in enumerate(records):
@@ -188,9 +199,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         rtype = r.get("type")
         payload = r.get("payload")
+        if rtype is not None and not isinstance(rtype, str):
+            ctx.bad(f"a rollout record whose type is {type(rtype).__name__}, not a string", i)
+            continue
         if rtype not in RECORD_TYPES:
-            if rtype is None and ("record_type" in r or ("id" in r and "instructions" in r)):
-                continue  # pre-2025-09 rollouts: a header line and state lines
+            if rtype is None and ("record_type" in r or _is_old_header(r)):
+                continue  # older rollouts: a header line and state lines
             if rtype in ITEM_TYPES:
                 w.item(r, i)  # pre-2025-09 rollouts: bare response items
                 continue
@@ -211,9 +225,20 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
 
 
+def _is_old_header(r: Any) -> bool:
+    """The first line of a rollout written before the typed records (2025): ``{"id",
+    "timestamp", "instructions", "git"?}``."""
+    return isinstance(r, dict) and "id" in r and "timestamp" in r and "instructions" in r and "type" not in r
+
+
 def sniff(records: list) -> bool:
-    """Rollout records: ``{"type": <rollout record type>, "payload": {...}}``."""
+    """Rollout records: ``{"type": <rollout record type>, "payload": {...}}``, or an older
+    rollout's header line followed by bare items."""
+    if records and _is_old_header(records[0]) and any(
+            isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in ITEM_TYPES for r in records[1:50]):
+        return True
     for r in records[:50]:
-        if isinstance(r, dict) and r.get("type") in RECORD_TYPES and isinstance(r.get("payload"), dict):
+        if isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in RECORD_TYPES \
+                and isinstance(r.get("payload"), dict):
             return True
     return False

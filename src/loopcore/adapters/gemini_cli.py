@@ -12,7 +12,10 @@
   ``thoughts``, ``tool``, ``total``) and ``toolCalls`` (``{"id", "name", "args", "result",
   "status"}``). A call's ``result`` can hold the function responses of its whole batch: each
   call takes the response with its own id. ``status: "error"`` / ``"cancelled"`` marks a failed
-  call; a call to a tool the registry does not have is a rejected turn.
+  call; a call to a tool the registry does not have is a rejected turn. Results go through the
+``gemini-cli`` output normaliser (taxonomy/profiles.py): the shell tool's per-call footer
+(``Process Group PGID``, ``Background PIDs``) and ``<untrusted_context>`` wrapper are removed and
+its ``Exit Code`` kept in ``meta["returncode"]``.
 * Checkpoint: ``[{"role": "user"|"model", "parts": [{"text"} | {"functionCall": {"id",
   "name", "args"}} | {"functionResponse": {"id", "name", "response": {"output"|"error"}}}]}]``.
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..taxonomy.profiles import normalise_output
 from ._base import Ledger, Trace, text_len, text_of
 from ._io import Ctx
 
@@ -110,11 +114,16 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
                     f"{', '.join(sorted(MESSAGE_TYPES))}", None if "line" in ref else i, ref.get("line"))
             continue
         if mtype != "gemini":
-            ledger.context(len(_content_text(m.get("content"))))
+            if mtype == "user":  # info / error / warning messages are shown, never sent to the model
+                ledger.context(len(_content_text(m.get("content"))))
             continue
         reply = "\n".join(x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x)
         ledger.turn(m.get("tokens"), text=reply, ref=ref)
-        for tc in m.get("toolCalls") or []:
+        calls = m.get("toolCalls") or []
+        if not isinstance(calls, list):
+            ctx.bad("toolCalls must be a list", None if "line" in ref else i, ref.get("line"))
+            calls = []
+        for tc in calls:
             if not isinstance(tc, dict) or not isinstance(tc.get("name"), str):
                 ctx.bad("a tool call without a name", None if "line" in ref else i, ref.get("line"))
                 continue
@@ -126,7 +135,16 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             if status == "error" and _NOT_FOUND.search(err_text or ""):
                 ledger.reject(err_text, tc["name"], tc.get("args"), ref=ref)
                 continue
-            step = ledger.call(tc["name"], tc.get("args"), tc.get("id"), ref=ref)
+            args = tc.get("args")
+            if tc["name"] == "run_shell_command" and isinstance(args, dict) and "description" in args:
+                args = {k: v for k, v in args.items() if k != "description"}  # the model's note
+            step = ledger.call(tc["name"], args, tc.get("id"), ref=ref)
+            result, facts = normalise_output(PROFILE, result)
+            if isinstance(error, str):
+                error, more = normalise_output(PROFILE, error)
+                facts = facts or more
+            if facts.get("returncode") is not None:
+                step.meta["returncode"] = facts["returncode"]
             ledger.result(step, result, error)
 
 

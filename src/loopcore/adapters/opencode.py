@@ -9,7 +9,9 @@ file per object, ``session/<projectID>/<sessionID>.json`` (the session: ``id``, 
 ``compaction``). A folder holding ``message/`` and ``part/`` is read as a store: one trace per
 session, messages and parts in id order (opencode's ids sort by creation). The export is the
 same data as one document: ``{"info": <session>, "messages": [{"info": <message>, "parts":
-[...]}]}``.
+[...]}]}``; ``opencode run --format json`` prints the parts as events (``{"type": "step_start" |
+"text" | "tool_use" | "step_finish", "sessionID", "part": {...}}``), read the same way. opencode
+1.1 and later keep sessions in SQLite (``opencode.db``), which is not read: export them.
 
 A ``step-start`` ... ``step-finish`` run of an assistant message is one API call; the
 ``step-finish`` part carries its ``tokens`` (``input`` + ``cache.read`` + ``cache.write`` is the
@@ -43,7 +45,8 @@ def _usage(tokens: Any) -> dict | None:
         return None
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
     reasoning = tokens.get("reasoning") if isinstance(tokens.get("reasoning"), int) else 0
-    prompt = inp + (cache.get("read") or 0) + (cache.get("write") or 0)
+    read, write = cache.get("read"), cache.get("write")
+    prompt = inp + (read if isinstance(read, int) else 0) + (write if isinstance(write, int) else 0)
     return {"prompt_tokens": prompt, "completion_tokens": out + reasoning,
             "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
@@ -60,6 +63,9 @@ def _assistant(info: dict, parts: list, ctx: Ctx, ledger: Ledger, index: int) ->
             ctx.bad(f"a part must be an object, got {type(p).__name__}", index)
             continue
         t = p.get("type")
+        if not isinstance(t, str):
+            ctx.bad(f"a part whose type is {type(t).__name__}, not a string", index)
+            continue
         ref = {"message": mid, "part": p.get("id")}
         if t == "step-start":
             ledger.turn(None, text="", ref=ref)
@@ -100,6 +106,8 @@ def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
         ledger.reject(msg if isinstance(msg, str) and msg else "invalid tool call",
                       args.get("tool") if isinstance(args.get("tool"), str) else "", None, ref=ref)
         return
+    if name == "bash" and "description" in args:
+        args = {k: v for k, v in args.items() if k != "description"}  # the model's note on the command
     step = ledger.call(name, args, p.get("callID"), ref=ref)
     if status == "completed":
         ledger.result(step, state.get("output"))
@@ -135,8 +143,47 @@ def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> 
     return ledger.trace(source=source, fmt=NAME, meta=meta or None)
 
 
+STREAM_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "tool_use", "error"})
+
+
+def _is_stream(doc: Any) -> bool:
+    return isinstance(doc, list) and any(
+        isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in STREAM_TYPES
+        and isinstance(r.get("part"), dict) for r in doc[:20])
+
+
+def _from_stream(records: list, ctx: Ctx) -> list[dict]:
+    """``opencode run --format json`` events (``{"type", "sessionID", "part"}``) as export
+    documents: the parts grouped by session and message, a re-sent part replacing its copy."""
+    sessions: dict[str, dict[str, dict]] = {}
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            ctx.bad(f"an event must be an object, got {type(r).__name__}", i)
+            continue
+        t = r.get("type")
+        part = r.get("part")
+        if not isinstance(t, str):
+            ctx.bad(f"an event whose type is {type(t).__name__}, not a string", i)
+            continue
+        if t == "error" or not isinstance(part, dict):
+            if t not in STREAM_TYPES:
+                ctx.bad(f"an opencode event of type {t!r} this reader does not know; expected one of "
+                        f"{', '.join(sorted(STREAM_TYPES))}", i)
+            continue
+        sid = str(r.get("sessionID") or part.get("sessionID") or ctx.stem)
+        mid = str(part.get("messageID") or "message")
+        msgs = sessions.setdefault(sid, {})
+        parts = msgs.setdefault(mid, {})
+        parts[str(part.get("id") or f"#{i}")] = part
+    return [{"info": {"id": sid}, "messages": [{"info": {"id": mid, "role": "assistant"}, "parts": list(p.values())}
+                                               for mid, p in msgs.items()]} for sid, msgs in sessions.items()]
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
-    """One trace per session: an export document, or a list of them (what a store folder reads as)."""
+    """One trace per session: an export document, a list of them (what a store folder reads as),
+    or a ``--format json`` event stream."""
+    if _is_stream(doc):
+        doc = _from_stream(doc, ctx)
     docs = doc if isinstance(doc, list) else [doc]
     traces = []
     for n, d in enumerate(docs):
@@ -204,7 +251,10 @@ def read_store(root: str) -> list[dict]:
 
 
 def sniff(doc: Any) -> bool:
-    """An export: ``{"info": {...}, "messages": [{"info": {"role"...}, "parts": [...]}]}``."""
+    """An export: ``{"info": {...}, "messages": [{"info": {"role"...}, "parts": [...]}]}``, or a
+    ``--format json`` event stream."""
+    if _is_stream(doc):
+        return True
     if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) or not isinstance(doc.get("messages"), list):
         return False
     msgs = doc["messages"]

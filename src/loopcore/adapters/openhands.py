@@ -6,7 +6,8 @@
   ``kind``: ``ActionEvent`` (``tool_name``, ``tool_call_id``, ``action`` with the arguments,
   ``thought`` / ``reasoning_content``, ``llm_response_id``), ``ObservationEvent`` (``action_id``,
   ``observation`` with ``content`` and ``is_error``), ``AgentErrorEvent`` (a call the SDK
-  refused: unknown tool, bad arguments), ``MessageEvent``, and ``ConversationStateUpdateEvent``
+  refused: unknown tool, bad arguments; V0 says so with an ``error`` observation naming a
+  ``FunctionCall...Error``), ``MessageEvent``, and ``ConversationStateUpdateEvent``
   whose ``stats`` carry the accumulated token usage (each call's usage is the growth since the
   update before).
 * **V0** (the ``/events`` API, trajectory exports, evaluation ``output.jsonl``): actions
@@ -47,6 +48,27 @@ V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "System
                       "HookExecutionEvent", "InterruptEvent", "LLMCompletionLogEvent", "StreamingDeltaEvent",
                       "TokenEvent", "ACPToolCallEvent"})
 _FAILED_EDIT = "No replacement was performed"
+# Observations in which the harness refused to run the call at all (a rejected action).
+_REFUSALS = ("Cannot execute multiple commands at once",)
+
+
+def _refused_call(content: Any) -> bool:
+    """A V0 error observation that answers no action: the agent could not make one of the
+    model's reply (``FunctionCallValidationError``, ``FunctionCallNotExistsError``, a parameter
+    that does not validate: ``Parameter 'command' is expected to be one of [...]``)."""
+    if not isinstance(content, str):
+        return False
+    head = content.lstrip()[:300]
+    return "FunctionCall" in head or head.startswith(("Parameter '", "Missing required")) or \
+        "is not registered" in head
+
+
+def _refuse(step: Any, content: Any) -> None:
+    """Mark *step* rejected when its observation is a refusal: nothing ran."""
+    if isinstance(content, str) and content.lstrip().startswith(_REFUSALS):
+        step.rejected = content
+        step.kind = "other"
+        step.target = None
 
 
 def _clean(args: Any) -> Any:
@@ -55,28 +77,38 @@ def _clean(args: Any) -> Any:
     return args
 
 
+# Edits that the tool reports it did not make (str_replace_editor; the V0 agent skills, which
+# also revert an edit that breaks the file's syntax).
+_NOT_APPLIED = (_FAILED_EDIT, "[No exact match found in", "[Your proposed edit has introduced new syntax error")
+
+
 def _failed(content: Any) -> bool:
-    """An observation that says the call failed: ``ERROR:`` text (V0 wraps tool errors so) or a
-    failed str_replace edit."""
+    """An observation that says the call failed: ``ERROR:`` text (V0 wraps tool errors so) or an
+    edit that was not made."""
     if not isinstance(content, str):
         return False
     head = content.lstrip()[:200]
-    return head.startswith("ERROR:") or _FAILED_EDIT in head
+    return head.startswith("ERROR:") or any(x in head for x in _NOT_APPLIED)
 
 
 def _mark_failure(step: Any, content: Any) -> Any:
-    """The error of a step whose observation reports a failure (None otherwise); a failed edit
-    changed nothing."""
+    """The error of a step whose observation reports a failure (None otherwise); an edit that was
+    not made changed nothing."""
     if not _failed(content):
         return None
-    if step.kind == "mutate" and _FAILED_EDIT in content[:400]:
+    if step.kind == "mutate" and any(x in content[:400] for x in _NOT_APPLIED):
         step.no_op = True
     return content
 
 
 def _ref(e: dict, i: int) -> dict:
     eid = e.get("id")
-    return {"event": eid} if eid is not None and not isinstance(eid, (dict, list)) else {"event": i}
+    return {"event": eid} if isinstance(eid, (str, int)) and not isinstance(eid, bool) else {"event": i}
+
+
+def _key(v: Any) -> Any:
+    """An event id usable as a dict key (a list or object id is no id)."""
+    return v if isinstance(v, (str, int, float, type(None))) else None
 
 
 def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
@@ -88,6 +120,9 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             continue
         if "action" in e:
             action = e.get("action")
+            if not isinstance(action, str):
+                ctx.bad(f"an action that is {type(action).__name__}, not a name", i)
+                continue
             tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else None
             args_in = e.get("args") if isinstance(e.get("args"), dict) else {}
             resp = tcm.get("model_response") if tcm else None
@@ -114,16 +149,23 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             kind, target = ledger.profile.classify(action if by_action else name, args)
             step = ledger.call(name, args, tcm.get("tool_call_id") if tcm else None, kind=kind, target=target,
                                ref=_ref(e, i))
-            by_id[e.get("id")] = step
+            by_id[_key(e.get("id"))] = step
         elif "observation" in e:
             obs = e.get("observation")
-            if obs in _SKIP_OBS:
+            if not isinstance(obs, str) or obs in _SKIP_OBS:
                 continue
-            step = by_id.pop(e.get("cause"), None) if e.get("cause") is not None else None
+            step = by_id.pop(_key(e.get("cause")), None) if e.get("cause") is not None else None
             if step is None:
                 tcm = e.get("tool_call_metadata")
                 step = ledger.pair(tcm.get("tool_call_id") if isinstance(tcm, dict) else None)
             content = e.get("content")
+            if step is None and obs == "error" and _refused_call(content):
+                # the agent could not turn the model's reply into an action (an unknown tool,
+                # arguments that do not validate): a turn whose action was rejected
+                ledger.turn(None, text="", ref=_ref(e, i))
+                ledger.reject(content, ref=_ref(e, i))
+                last_response = None
+                continue
             if step is None:
                 if e.get("source") == "agent" or obs == "error":
                     ledger.orphans += 1
@@ -135,6 +177,7 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             if rc is not None:
                 step.meta["returncode"] = rc
             err = content if obs == "error" else _mark_failure(step, content)
+            _refuse(step, content)
             ledger.result(step, content, err)
 
 
@@ -153,6 +196,9 @@ def _flat(events: list, ctx: Ctx, ledger: Ledger) -> None:
         ref = {"event": i}
         if "action" in e:
             action = e.get("action")
+            if not isinstance(action, str):
+                ctx.bad(f"an action that is {type(action).__name__}, not a name", i)
+                continue
             if action == "message":
                 # agent and user messages look alike here: context, except a reply the agent made
                 ledger.context(text_len(e.get("content")))
@@ -167,7 +213,7 @@ def _flat(events: list, ctx: Ctx, ledger: Ledger) -> None:
             ledger.call(action, args, None, kind=kind, target=target, ref=ref)
         elif "observation" in e:
             obs = e.get("observation")
-            if obs in _SKIP_OBS:
+            if not isinstance(obs, str) or obs in _SKIP_OBS:
                 continue
             content = e.get("content")
             step = ledger.pair(None)
@@ -221,6 +267,9 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
             ctx.bad(f"an event must be an object, got {type(e).__name__}", i)
             continue
         kind = e.get("kind")
+        if not isinstance(kind, str):
+            ctx.bad(f"an event whose kind is {type(kind).__name__}, not a string", i)
+            continue
         ref = _ref(e, i)
         if kind == "ActionEvent":
             rid = e.get("llm_response_id")
@@ -228,12 +277,12 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 ledger.turn(pending, text=_thought_text(e), ref=ref)
                 pending = None
                 last_response = rid
-            name = e.get("tool_name") or "unknown"
+            name = e.get("tool_name") if isinstance(e.get("tool_name"), str) and e.get("tool_name") else "unknown"
             args = _clean(e.get("action") or {})
             step = ledger.call(name, args, e.get("tool_call_id"), ref=ref)
-            by_id[e.get("id")] = step
+            by_id[_key(e.get("id"))] = step
         elif kind in ("ObservationEvent", "UserRejectObservation"):
-            step = by_id.pop(e.get("action_id"), None) or ledger.pair(e.get("tool_call_id"), e.get("tool_name"))
+            step = by_id.pop(_key(e.get("action_id")), None) or ledger.pair(_key(e.get("tool_call_id")), e.get("tool_name") if isinstance(e.get("tool_name"), str) else None)
             obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
             content = text_of(obs.get("content", obs.get("output"))) if obs else e.get("rejection_reason")
             if step is None:
@@ -250,6 +299,7 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                     step.no_op = True
             else:
                 err = _mark_failure(step, content)
+            _refuse(step, content)
             ledger.result(step, content, err)
         elif kind == "AgentErrorEvent":
             step = ledger.pair(e.get("tool_call_id"), e.get("tool_name"))
@@ -263,7 +313,7 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 pending = None
                 last_response = e.get("llm_response_id")
             ledger.reject(error if isinstance(error, str) and error else "the call was refused",
-                          e.get("tool_name") or "", ref=ref)
+                          e.get("tool_name") if isinstance(e.get("tool_name"), str) else "", ref=ref)
         elif kind == "MessageEvent":
             msg = e.get("llm_message") if isinstance(e.get("llm_message"), dict) else {}
             text = text_of(msg.get("content"))
@@ -337,7 +387,7 @@ def _parse_stream(doc: Any, ctx: Ctx) -> Trace:
             events = [doc]
     ledger = Ledger(session, ctx.profile(PROFILE))
     head = [e for e in events[:50] if isinstance(e, dict)]
-    if any("kind" in e and "action" not in e and "observation" not in e or e.get("kind") in V1_KINDS for e in head):
+    if any("kind" in e and "action" not in e and "observation" not in e or _is_event(e) and "kind" in e for e in head):
         gen = "v1"
         _v1(events, ctx, ledger)
     elif head and all(_is_flat_event(e) for e in head):
@@ -352,7 +402,7 @@ def _parse_stream(doc: Any, ctx: Ctx) -> Trace:
 def _is_event(e: Any) -> bool:
     if not isinstance(e, dict):
         return False
-    if e.get("kind") in V1_KINDS:
+    if isinstance(e.get("kind"), str) and e["kind"] in V1_KINDS:
         return True
     return ("action" in e and "args" in e and "source" in e) or ("observation" in e and ("cause" in e or "content" in e))
 

@@ -30,6 +30,8 @@ _MAX_PENDING = 32
 # The engine twin for tests that drive hooks in-process (None: the process-wide choice, which
 # LOOPCORE_NO_EXTENSIONS sets for hook subprocesses).
 _IMPLEMENTATION: str | None = None
+# True in a real hook process (main reading the real stdin): it ends with os._exit.
+_EXIT_FAST = False
 
 _USAGE = """usage: loopcore hook {claude,codex,gemini} [--state DIR] [--policy NAME|FILE] [--fail-closed]
                      [--budget SECONDS] [--ttl SECONDS] [--max-sessions N]
@@ -231,6 +233,10 @@ def _classify(h: Any, ev: Any) -> tuple[Any, Any]:
     return prof.classify(ev.tool, args)
 
 
+# Connections a hook process leaves open on purpose (see main: the process ends with os._exit).
+_KEEP: list[Any] = []
+
+
 def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadline: float) -> str:
     """The answer text, after one transaction on the session's row; raises _StateError."""
     import sqlite3
@@ -300,7 +306,7 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
             raise
     except sqlite3.DatabaseError as exc:
         text = str(exc)
-        if not isinstance(exc, sqlite3.OperationalError) or "malformed" in text or "not a database" in text:
+        if type(exc) is sqlite3.DatabaseError or "malformed" in text or "not a database" in text:
             try:
                 dest = store.quarantine()
             except OSError as exc2:
@@ -312,6 +318,12 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
     except OSError as exc:
         raise _StateError(f"state directory {store.directory}: {exc}") from None
     finally:
+        if _EXIT_FAST and store.con is not None and not store.con.in_transaction:
+            # Closing the last connection checkpoints the WAL into the database and fsyncs it, a
+            # large part of a hook call's time (benchmarks/bench_hook.py). The transaction is
+            # committed; SQLite checkpoints the WAL itself every wal_autocheckpoint pages.
+            _KEEP.append(store.con)
+            store.con = None
         store.close()
     if events:
         try:
@@ -329,7 +341,10 @@ def _call_key(guard: Any, ev: Any) -> str:
 
 def main(argv: Sequence[str] | None = None, *, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
          stderr: IO[str] | None = None) -> int:
-    """``loopcore hook ...`` with *argv* (default ``sys.argv[1:]``); returns the exit code."""
+    """``loopcore hook ...`` with *argv* (default ``sys.argv[1:]``); returns the exit code.
+
+    A hook call on the real stdin (*stdin* None) ends the process itself once it has answered.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
@@ -354,4 +369,16 @@ def main(argv: Sequence[str] | None = None, *, stdin: IO[bytes] | None = None, s
         if harness == "gemini":
             out.write("{}\n")
         return 0
-    return run_hook(opts, (stdin if stdin is not None else sys.stdin.buffer).read, out, err, watchdog=stdin is None)
+    if stdin is not None:
+        return run_hook(opts, stdin.read, out, err, watchdog=False)
+    global _EXIT_FAST
+    _EXIT_FAST = True
+    rc = run_hook(opts, sys.stdin.buffer.read, out, err)
+    # The answer is written: end here. Interpreter teardown (freeing every module) and the
+    # database close would add their cost to every tool call of the harness.
+    for stream in (out, err):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(rc)

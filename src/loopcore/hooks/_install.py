@@ -30,7 +30,8 @@ __all__ = ["hook_command", "install", "main", "settings_path", "uninstall"]
 HOOK_TIMEOUT = 10
 
 # A handler is loopcore's when its command runs the hook for that harness, however it was started.
-_OURS = re.compile(r"(?:loopcore-hook|-m\s+loopcore\.hooks|loopcore(?:\.exe)?['\"]?\s+hook)['\"]?\s+(claude|codex|gemini)\b")
+_OURS = re.compile(r"(?:loopcore-hook|loopcore\.hooks(?: import main;sys\.exit\(main\(\)\))?|loopcore(?:\.exe)?['\"]?\s+hook)"
+                   r"['\"]?\s+(claude|codex|gemini)\b")
 
 
 class InstallError(Exception):
@@ -51,13 +52,35 @@ def settings_path(harness: str, *, user: bool, directory: str | None = None) -> 
     raise InstallError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
 
 
+def fast_entry() -> str:
+    """``python -I -S -c ...`` that imports loopcore.hooks from where this install has it.
+
+    ``-S`` skips ``site`` (the .pth files of every installed package) and ``-c`` skips runpy:
+    the two cost more than the hook's own work (benchmarks/bench_hook.py). The directories of
+    loopcore and of its two imports on the hook path (orjson, xxhash) go on ``sys.path`` by
+    hand. ``-I`` also keeps the project directory the harness runs in (and PYTHONPATH) off
+    ``sys.path``, so nothing there can shadow a module. Run ``install`` again after moving the
+    environment.
+    """
+    import importlib.util
+
+    dirs: list[str] = []
+    for name in ("loopcore", "orjson", "xxhash"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise InstallError(f"cannot find the {name} package of this Python ({sys.executable})")
+        d = os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+        if d not in dirs:
+            dirs.append(d)
+    code = f"import sys;sys.path[:0]={json.dumps(dirs)};from loopcore.hooks import main;sys.exit(main())"
+    return shlex.join([sys.executable, "-I", "-S", "-c", code])
+
+
 def hook_command(harness: str, *, state: str | None = None, policy: str | None = None,
                  fail_closed: bool = False, base: str | None = None) -> str:
-    """The shell command the harness runs: this interpreter's ``loopcore-hook`` script (or
-    ``python -m loopcore.hooks``), the harness, and the options given."""
+    """The shell command the harness runs: :func:`fast_entry` (or *base*), the harness, and the options given."""
     if base is None:
-        script = os.path.join(os.path.dirname(sys.executable), "loopcore-hook")
-        base = shlex.quote(script) if os.path.isfile(script) else shlex.join([sys.executable, "-m", "loopcore.hooks"])
+        base = fast_entry()
     parts = [harness]
     if state:
         parts += ["--state", os.path.abspath(os.path.expanduser(state))]
@@ -199,6 +222,21 @@ def uninstall(harness: str, path: str, *, dry_run: bool = False, out: IO[str] = 
     return _apply(path, harness, None, dry_run, out)
 
 
+def _codex_hooks_disabled(config: str) -> str | None:
+    """A note when the Codex config.toml beside hooks.json switches hooks off, else None."""
+    try:
+        import tomllib
+
+        with open(config, "rb") as f:
+            features = tomllib.load(f).get("features", {})
+    except (OSError, ValueError, ImportError):
+        return None
+    for key in ("hooks", "codex_hooks"):
+        if isinstance(features, dict) and features.get(key) is False:
+            return f"{config} sets [features] {key} = false: Codex runs no hooks until that is removed"
+    return None
+
+
 # -- status ---------------------------------------------------------------------------------
 
 def _iso(t: float | None) -> str | None:
@@ -294,6 +332,10 @@ def main(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
         command = hook_command(args.harness, state=args.state, policy=args.policy, fail_closed=args.fail_closed,
                                base=args.base)
         install(args.harness, path, command, dry_run=args.dry_run, out=out)
+        if args.harness == "codex":
+            note = _codex_hooks_disabled(os.path.join(os.path.dirname(path), "config.toml"))
+            if note:
+                err.write(f"loopcore hook: note: {note}\n")
         return 0
     except InstallError as exc:
         err.write(f"loopcore hook: error: {exc}\n")

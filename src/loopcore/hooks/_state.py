@@ -21,6 +21,7 @@ DB_NAME = "hooks.sqlite3"
 EVENTS_NAME = "events.jsonl"
 SCHEMA_VERSION = 1
 MAX_EVENTS_BYTES = 1 << 20
+WAL_LIMIT = 4 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -91,6 +92,7 @@ class Store:
                     con.execute("ROLLBACK")
                     raise
             con.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never corrupt
+            con.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")  # the WAL shrinks back after a checkpoint
         except BaseException:
             con.close()
             raise

@@ -18,7 +18,7 @@ import re
 import shlex
 from typing import Any, Callable, Mapping, Union
 
-from .shell import _SHELLS, classify_shell, parse_patch_targets
+from .shell import _SHELLS, classify_shell, classify_shell_access, parse_patch_targets
 
 __all__ = ["OUTPUT_NORMALISERS", "PROFILES", "Profile", "Rule", "classify", "get_profile", "normalise_output",
            "shell_rule"]
@@ -92,6 +92,26 @@ def shell_rule(args: Any) -> "tuple[str, Target]":
     if text is None:
         return ("exec", None)
     return classify_shell(text)
+
+
+def _shell_access(args: Any) -> tuple:
+    """(kind, target, reads, writes, no_op) of a shell tool's call (see classify_shell_access)."""
+    if args.__class__ is dict:
+        cmd = args.get("command")
+        if cmd is None:
+            cmd = args.get("cmd", args.get("script"))
+    else:
+        cmd = args
+    if cmd.__class__ is not str:
+        cmd = _command_text(cmd)
+        if cmd is None:
+            return ("exec", None, None, None, False)
+    return classify_shell_access(cmd)
+
+
+# A rule may carry an ``access(args) -> (kind, target, reads, writes, no_op)`` attribute: what
+# the call reads and writes when that is more than its kind and target say (Profile.access).
+shell_rule.access = _shell_access  # type: ignore[attr-defined]
 
 
 def _patch_rule(args: Any) -> "tuple[str, Target]":
@@ -208,6 +228,20 @@ class Profile:
             return kind, _first_target(args)
         return kind, None
 
+    def access(self, name: str, args: Any = None) -> tuple:
+        """(kind, target, reads, writes, no_op) of a call: :meth:`classify` plus what it reads and
+        writes where the rule knows more than its kind and target (shell commands); reads and
+        writes None otherwise, which the Step derives from kind and target."""
+        fn = self._cache.get(name, _MISSING)
+        if fn is _MISSING:
+            fn = self._lookup(name)
+        acc = getattr(fn, "access", None) if fn is not None else None
+        if acc is not None:
+            kind, target, reads, writes, no_op = acc(args)
+            return kind, target, reads, writes, no_op
+        kind, target = self.classify(name, args)
+        return kind, target, None, None, False
+
     def __repr__(self) -> str:
         return f"<Profile {self.name!r}: {len(self.rules)} tools>"
 
@@ -256,6 +290,47 @@ CODEX: dict[str, Rule] = {
     "write_stdin": "exec",
 }
 
+# OpenHands agent skills called from IPython cells (V0 CodeAct): a cell that is one skill call
+# (``open_file('a.py')``, ``print(edit_file_by_replace('a.py', ...))``) observes or mutates that
+# path; any other cell is arbitrary Python (exec).
+_SKILL_KINDS = {
+    "open_file": "observe", "goto_line": "observe", "scroll_down": "observe", "scroll_up": "observe",
+    "search_file": "observe", "search_dir": "observe", "find_file": "observe", "parse_pdf": "observe",
+    "parse_docx": "observe", "parse_latex": "observe", "parse_pptx": "observe",
+    "create_file": "mutate", "edit_file_by_replace": "mutate", "insert_content_at_line": "mutate",
+    "append_file": "mutate", "edit_file": "mutate",
+}
+# the argument that names the file (search_* / find_file take a term first)
+_SKILL_PATH_ARG = {"search_file": (1, "file_path"), "search_dir": (1, "dir_path"), "find_file": (1, "dir_path")}
+
+
+def _ipython_rule(args: Any) -> "tuple[str, Target]":
+    import ast
+
+    code = args.get("code") if isinstance(args, dict) else args
+    if not isinstance(code, str) or not any(name in code for name in _SKILL_KINDS):
+        return ("exec", None)
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return ("exec", None)
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return ("exec", None)
+    call = body[0].value
+    if isinstance(call.func, ast.Name) and call.func.id == "print" and len(call.args) == 1 \
+            and isinstance(call.args[0], ast.Call):
+        call = call.args[0]
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    kind = _SKILL_KINDS.get(name or "")
+    if kind is None:
+        return ("exec", None)
+    pos, key = _SKILL_PATH_ARG.get(name, (0, "file_name"))
+    node = call.args[pos] if len(call.args) > pos else next(
+        (k.value for k in call.keywords if k.arg in (key, "path", "file_name", "file_path", "dir_path")), None)
+    target = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value else None
+    return (kind, target)
+
+
 OPENHANDS: dict[str, Rule] = {
     "execute_bash": shell_rule,
     "bash": shell_rule,
@@ -263,7 +338,7 @@ OPENHANDS: dict[str, Rule] = {
     "str_replace_editor": _editor_rule,
     "file_editor": _editor_rule,
     "edit_file": ("mutate", "path"),
-    "execute_ipython_cell": "exec",
+    "execute_ipython_cell": _ipython_rule,
     "browser": "exec",
     "web_read": ("observe", "url"),
     "fetch": ("observe", "url"),
@@ -274,9 +349,23 @@ OPENHANDS: dict[str, Rule] = {
     "run": shell_rule,
     "read": ("observe", "path"),
     "write": ("mutate", "path"),
-    "edit": ("mutate", "path"),
-    "run_ipython": "exec",
+    "edit": ("mutate", ("path", "file_path")),
+    "run_ipython": _ipython_rule,
     "browse": ("observe", "url"),
+    # V1 (SDK) tools beside terminal / file_editor
+    "apply_patch": _patch_rule,
+    "planning_file_editor": _editor_rule,
+    "read_file": ("observe", ("file_path", "path")),
+    "write_file": ("mutate", ("file_path", "path")),
+    "list_directory": ("observe", ("dir_path", "path")),
+    "glob": ("observe", ("path",)),
+    "grep": ("observe", ("path",)),
+    "task": "exec",
+    "browser_navigate": ("observe", "url"),
+    "browser_get_content": "observe",
+    "browser_get_state": "observe",
+    "browser_list_tabs": "observe",
+    "browser_get_storage": "observe",
     "browse_interactive": "exec",
     "delegate": "exec",
     "recall": "other",
@@ -512,12 +601,36 @@ _CODEX_HEADER_RE = re.compile(
 )
 
 
+_GEMINI_NOISE = re.compile(r"^(?:Process Group PGID: .*|Background PIDs: .*|</?untrusted_context>)$")
+_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)$")
+
+
+def _strip_gemini_shell_footer(text: str) -> "tuple[str, dict]":
+    """gemini-cli's run_shell_command result ends with per-call lines (``Process Group PGID: N``,
+    ``Background PIDs: ...``) and may be wrapped in ``<untrusted_context>`` tags; the process
+    group differs on every call. Returns (text without them, facts): ``returncode`` from the
+    last ``Exit Code: N`` line."""
+    if "Process Group PGID:" not in text and "untrusted_context>" not in text:
+        return text, {}
+    facts: dict = {}
+    kept = []
+    for line in text.split("\n"):
+        if _GEMINI_NOISE.match(line):
+            continue
+        m = _GEMINI_EXIT.match(line)
+        if m is not None:
+            facts["returncode"] = int(m.group(1))
+        kept.append(line)
+    return "\n".join(kept), facts
+
+
 #: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
 #: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
 #: noise removed so two identical results compare equal; *facts* are what the noise said
 #: (``returncode``, ``exec_session``). See docs/formats.md.
 OUTPUT_NORMALISERS: dict[str, Callable[[str], "tuple[str, dict]"]] = {
     "codex": _strip_codex_headers,
+    "gemini-cli": _strip_gemini_shell_footer,
 }
 
 
