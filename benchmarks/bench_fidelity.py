@@ -140,14 +140,24 @@ def step_refs(trace: Any, doc: Any) -> list[dict[str, int]]:
 
 
 def trace_refs(trace: Any, doc_cache: dict[str, Any]) -> list[dict[str, Any] | None]:
-    """Each step's coordinate: ``Step.ref`` when the adapter set it, else :func:`step_refs`."""
+    """Each step's coordinate: ``Step.ref`` when the adapter set it, else :func:`step_refs`.
+
+    When an adapter sets ``ref`` on some steps only, the others stay None (unmatched) unless the
+    rebuilt coordinates line up with the steps one for one.
+    """
     own = [getattr(s, "ref", None) for s in trace.steps]
-    if trace.steps and all(r is not None for r in own):
+    if all(r is not None for r in own):
         return own
     path = trace.source.rpartition("#")[0] if "#" in trace.source else trace.source
     if path not in doc_cache:
         doc_cache[path] = _read_doc(path)
-    return step_refs(trace, doc_cache[path])
+    try:
+        rebuilt = step_refs(trace, doc_cache[path])
+    except ValueError:
+        if any(r is not None for r in own):
+            return own
+        raise
+    return [r if r is not None else b for r, b in zip(own, rebuilt)]
 
 
 # ----------------------------------------------------------------------------- analysis
