@@ -110,32 +110,35 @@ def _messages_of(trace: Any, doc: Any) -> tuple[list, bool]:
     return doc.get("history") or [], False
 
 
+def _issues_call(m: dict, text: bool) -> bool:
+    if text:
+        content = m.get("content")
+        return isinstance(content, str) and len(_ACTION_RE.findall(content)) == 1
+    calls = m.get("tool_calls")
+    return bool(isinstance(calls, list) and calls) or bool(isinstance(m.get("action"), str) and m["action"].strip()) \
+        or isinstance(m.get("function_call"), dict)
+
+
 def step_refs(trace: Any, doc: Any) -> list[dict[str, int]]:
     """``{"message": i}`` for every step of *trace*, rebuilt from its parsed file *doc*.
 
-    Knows the layouts in ../shared/traces: chat tool calls (mini-swe-agent 2.x, tau-bench), one
-    fenced bash block per turn (mini-swe-agent 1.x) and SWE-agent history actions. Raises
-    ValueError when the count differs from the trace's steps (an adapter that also makes steps
-    of turns that ran nothing must set ``Step.ref`` itself).
+    A step's ``turn`` counts the model turns (assistant messages) of its trace, so turn k is the
+    k-th assistant message of ``messages`` (mini-swe-agent), ``history`` (SWE-agent, demo
+    messages aside) or the tau-bench entry's ``traj``; that also places the steps an adapter makes
+    of turns that ran nothing. Raises ValueError when a tool-call step lands on a turn that
+    issued no call (the layout is not one this knows: the adapter must set ``Step.ref``).
     """
     messages, text = _messages_of(trace, doc)
+    turns = [i for i, m in enumerate(messages)
+             if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")]
     refs: list[dict[str, int]] = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") != "assistant" or m.get("is_demo"):
-            continue
-        calls = m.get("tool_calls")
-        if text:
-            content = m.get("content")
-            if isinstance(content, str) and len(_ACTION_RE.findall(content)) == 1:
-                refs.append({"message": i})
-        elif isinstance(calls, list) and calls:
-            refs.extend({"message": i} for _ in calls)
-        elif isinstance(m.get("action"), str) and m["action"].strip():
-            refs.append({"message": i})
-        elif isinstance(m.get("function_call"), dict):
-            refs.append({"message": i})
-    if len(refs) != len(trace.steps):
-        raise ValueError(f"{trace.source}: {len(refs)} tool calls found, the trace has {len(trace.steps)} steps")
+    for s in trace.steps:
+        if not 0 <= s.turn < len(turns):
+            raise ValueError(f"{trace.source}: step of turn {s.turn}, the trace has {len(turns)} model turns")
+        i = turns[s.turn]
+        if s.name and getattr(s, "rejected", None) is None and not _issues_call(messages[i], text):
+            raise ValueError(f"{trace.source}: the call {s.name!r} of turn {s.turn} is not at messages[{i}]")
+        refs.append({"message": i})
     return refs
 
 
@@ -192,9 +195,12 @@ def _rel(path: str, root: str) -> str:
 
 def _finding_refs(finding: Any, refs: list) -> tuple[list, Any]:
     d = finding.to_dict()
-    if "refs" in d and "of_ref" in d:  # the analysis names its coordinates itself
-        return list(d["refs"]), d["of_ref"]
-    return [refs[s] for s in finding.steps], refs[finding.of_step]
+    own = d.get("refs") or [None] * len(finding.steps)  # the analysis names its coordinates itself
+    step_refs_ = [r if r is not None else refs[s] for r, s in zip(own, finding.steps)]
+    of_ref = d.get("of_ref")
+    if of_ref is None and finding.of_step is not None and 0 <= finding.of_step < len(refs):
+        of_ref = refs[finding.of_step]
+    return step_refs_, of_ref
 
 
 def run_analysis(traces_dir: str, impl: str, labelled: Iterable[tuple[str, str | None]] = (),
