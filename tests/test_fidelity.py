@@ -27,7 +27,6 @@ _SPEC.loader.exec_module(fidelity)
 LABELS = fidelity.load_labels()
 KNOWN_WRONG = "the analysis gets this label wrong today (known_wrong_today in tests/labels/shared_traces.json)"
 
-pytestmark = pytest.mark.traces
 
 
 def _params(labels: list[dict]) -> list:
@@ -65,6 +64,7 @@ def _describe(label: dict) -> str:
     return f"{label['id']} {label['file']}{session} {where}: {label['reason']}"
 
 
+@pytest.mark.traces
 @pytest.mark.parametrize("case", _params(LABELS["cases"]))
 def test_labelled_step(run, case):
     right, what = fidelity.judge_case(run, case)
@@ -72,6 +72,7 @@ def test_labelled_step(run, case):
     assert right, f"labelled {expected}, {what} -- {_describe(case)}"
 
 
+@pytest.mark.traces
 @pytest.mark.parametrize("loop", _params(LABELS["loops"]))
 def test_labelled_loop_found(run, loop):
     found, _ = fidelity.judge_loop(run, loop)
@@ -96,6 +97,7 @@ def _messages(traces_dir: pathlib.Path, label: dict) -> list:
     return doc["messages"] if "messages" in doc else doc["history"]
 
 
+@pytest.mark.traces
 def test_every_coordinate_names_a_turn_of_its_trace(traces_dir):
     """Each labelled coordinate is a model turn of that trace (or, for a rejected turn whose
     reply the trace does not keep, the harness's error message)."""
@@ -111,9 +113,40 @@ def test_every_coordinate_names_a_turn_of_its_trace(traces_dir):
             assert m["role"] == "assistant" or d.get("kind") == "rejected_action", (d["id"], coord)
 
 
+@pytest.mark.traces
 def test_coordinates_cover_every_step(loaded, traces_dir):
     """Every step of every trace gets a coordinate (Step.ref, or the rebuilt one)."""
     docs: dict = {}
     for trace in loaded:
         refs = fidelity.trace_refs(trace, docs)
         assert len(refs) == len(trace.steps) and all(r is not None for r in refs), trace.source
+
+
+def test_matching_rules_on_a_made_up_run():
+    """The judging itself, without the traces: coordinates match on the label's keys, a waste
+    label needs one of its kinds, a not-waste label no charge at all, a loop one charged step."""
+    Charge = fidelity.Charge
+    run = fidelity.Run("py", charges={
+        ("a.json", None): [Charge("duplicate_call", {"message": 4, "file": "a.json"}, {"message": 2}),
+                           Charge("oscillation", {"message": 9}, {"message": 5})],
+    })
+    waste = {"id": "x1", "file": "a.json", "at": {"message": 4}, "verdict": "waste",
+             "kind": ["redundant_observation", "duplicate_call"], "reason": "r"}
+    wrong_kind = dict(waste, id="x2", kind="redundant_observation")
+    clean = {"id": "x3", "file": "a.json", "at": {"message": 6}, "verdict": "not_waste", "reason": "r"}
+    charged = dict(clean, id="x4", at={"message": 9})
+    other_trace = dict(waste, id="x5", file="b.json")
+    assert fidelity.judge_case(run, waste) == (True, "charged as duplicate_call")
+    assert fidelity.judge_case(run, wrong_kind) == (False, "charged as duplicate_call")
+    assert fidelity.judge_case(run, clean) == (True, "not charged")
+    assert fidelity.judge_case(run, charged) == (False, "charged as oscillation")
+    assert fidelity.judge_case(run, other_trace) == (False, "not charged")
+    loop = {"id": "l1", "file": "a.json", "kind": "oscillation", "steps": [{"message": 5}, {"message": 9}],
+            "charged": [{"message": 9}, {"message": 11}], "reason": "r"}
+    assert fidelity.judge_loop(run, loop) == (True, 1)
+    assert fidelity.judge_loop(run, dict(loop, kind="duplicate_call")) == (False, 0)
+    s = fidelity.score(run, {"cases": [waste, wrong_kind, clean, charged, other_trace], "loops": [loop]})
+    # charged labelled steps: x1, x2 (waste) and x4 (not waste) -> precision 2/3
+    assert (s.charged_labelled, s.charged_waste, s.precision) == (3, 2, 2 / 3)
+    assert (s.loops, s.loops_found, s.recall) == (1, 1, 1.0)
+    assert [ident for ident, _ in s.wrong] == ["x2", "x4", "x5"]
