@@ -35,6 +35,7 @@ __all__ += ["ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", 
 # --- burn analysis (issue 4): owned by the burn work; import from .burn / .encoded only ---
 from .burn import (
     BurnReport,
+    BurnSettings,
     Finding,
     RepeatCheck,
     analyse_burn,
@@ -45,6 +46,7 @@ from .encoded import EncodedAnalysis, EncodedTrace, analyse_encoded, encode
 
 __all__ += [
     "BurnReport",
+    "BurnSettings",
     "EncodedAnalysis",
     "EncodedTrace",
     "Finding",

@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
                    help="exit 1 when the overall waste ratio is above RATIO (for CI)")
+    a.add_argument("--charge-turn-output", action="store_true",
+                   help="charge a wasted call's whole turn (its reasoning and reply text too); by default that "
+                        "is reported beside the charge")
     a.set_defaults(run=_run_analyse)
 
     r = sub.add_parser("replay", help="run the Guard over recorded calls: what would it have warned or blocked?",
@@ -273,7 +276,8 @@ def _run_analyse(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         with _Progress(args.paths, args.progress) as prog:
-            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=prog.callback())
+            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=prog.callback(),
+                             charge_turn_output=getattr(args, "charge_turn_output", False))
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     elapsed = time.perf_counter() - started

@@ -133,6 +133,7 @@ def collect(
     format: str = "auto",
     keep_going: bool = False,
     on_trace: Callable[["Trace"], None] | None = None,
+    charge_turn_output: bool = False,
 ) -> AnalysisReport:
     """Load every trace under *paths* and analyse it; raises TraceFormatError on bad input
     (ValueError for an unknown *format*) unless *keep_going*, in which case the bad files and
@@ -140,14 +141,17 @@ def collect(
 
     An empty *paths* analyses the bundled example trace (``report.example`` is then True).
     ``on_trace`` is called after each trace is analysed (the CLI drives its progress bar with it).
+    ``charge_turn_output`` charges a wasted call's whole turn (``BurnSettings``).
     """
-    from .burn import BurnReport, analyse_burn
+    from .burn import BurnReport, BurnSettings, analyse_burn
+
+    settings = BurnSettings(charge_turn_output=charge_turn_output)
 
     results: list[TraceResult] = []
     stats = _stats()
     with bulk_gc():
         for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
-            results.append(_result(trace, src, analyse_burn(trace)))
+            results.append(_result(trace, src, analyse_burn(trace, settings)))
             if on_trace is not None:
                 on_trace(trace)
     overall = BurnReport.combine([r.report for r in results])
@@ -223,6 +227,14 @@ def fmt_tokens(n: int, estimated: bool = False) -> str:
     return f"{'~' if estimated and n else ''}{n:,}"
 
 
+def _step_cite(i: int, ref: Any) -> str:
+    """A charged step as ``48 (messages[116])``: its index and the trace's own coordinate."""
+    from .burn import ref_text
+
+    r = ref_text(ref)
+    return f"{i} ({r})" if r else str(i)
+
+
 def fmt_ratio(r: float) -> str:
     """A waste ratio as a percentage with one decimal."""
     return f"{r * 100:.1f}%"
@@ -249,6 +261,8 @@ _KIND_SHORT = {
     "duplicate_call": "repeat",
     "oscillation": "undo/redo",
     "question_loop": "questions",
+    "rejected_action": "rejected",
+    "degenerate_output": "looping reply",
 }
 
 
@@ -257,7 +271,7 @@ def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
         return "-"
     f = max(report.findings, key=lambda f: f.tokens)
     kind = _KIND_SHORT.get(f.kind, f.kind)
-    if f.kind == "question_loop":
+    if f.kind in ("question_loop", "rejected_action", "degenerate_output"):
         return kind
     what = f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target)
     return f"{kind} {shorten(what, max(width - len(kind) - 1, 8))}"
@@ -297,14 +311,14 @@ def render_text(
             t.format or "-",
             f"{t.steps:,}",
             fmt_tokens(t.report.total_tokens, t.report.tokens_estimated),
-            fmt_tokens(t.report.wasted_tokens, t.report.tokens_estimated),
+            fmt_tokens(t.report.wasted_tokens, t.report.wasted_estimated),
             fmt_ratio(t.report.waste_ratio),
             t.report,
         )
         for t in rows_shown
     ]
     total = ("overall", "", f"{report.steps:,}", fmt_tokens(o.total_tokens, o.tokens_estimated),
-             fmt_tokens(o.wasted_tokens, o.tokens_estimated), fmt_ratio(o.waste_ratio), o)
+             fmt_tokens(o.wasted_tokens, o.wasted_estimated), fmt_ratio(o.waste_ratio), o)
     heads = ("trace", "format", "steps", "tokens", "wasted", "ratio")
     widths = [max(len(h), *(len(c[i]) for c in [*cells, total])) for i, h in enumerate(heads)]
     widths[0] = min(widths[0], 30)
@@ -342,9 +356,11 @@ def render_text(
         ft.add_column(justify="right", no_wrap=True)
         ft.add_column()
         for t, f in findings:
+            beside = (f"\n(+{fmt_tokens(f.turn_output_tokens, f.tokens_estimated)} tokens of the same turns' "
+                      "reasoning and reply text, not charged)") if f.turn_output_tokens else ""
             ft.add_row(
-                fmt_tokens(f.tokens, t.report.tokens_estimated),
-                Text.assemble((f.kind, "bold"), "  ", (t.label, "cyan"), "\n", f.message),
+                fmt_tokens(f.tokens, f.tokens_estimated),
+                Text.assemble((f.kind, "bold"), "  ", (t.label, "cyan"), "\n", f.message, beside),
             )
         console.print(ft)
     elif report.traces:
@@ -353,7 +369,8 @@ def render_text(
         console.print()
         console.print(Text.assemble(("Top recommendation: ", "bold"), o.top_recommendation))
     if o.tokens_estimated:
-        console.print("~ = estimated from text length: the trace has no per-call usage fields.")
+        console.print("~ = estimated from text length: marks the counts that rest on estimates (the trace has "
+                      "no per-call usage fields there).")
     if report.ignored:
         n = len(report.ignored)
         console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "
@@ -418,7 +435,7 @@ def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{e(_title(report))}</h1>",
         f'<p class="muted">{report.steps:,} steps in {len(report.traces):,} traces; '
-        f"{fmt_tokens(o.wasted_tokens, o.tokens_estimated)} of {fmt_tokens(o.total_tokens, o.tokens_estimated)} "
+        f"{fmt_tokens(o.wasted_tokens, o.wasted_estimated)} of {fmt_tokens(o.total_tokens, o.tokens_estimated)} "
         f"tokens wasted ({e(fmt_ratio(o.waste_ratio))}).</p>",
     ]
     if o.top_recommendation:
@@ -431,14 +448,14 @@ def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0
         out.append(
             f"<tr><td>{e(t.label)}</td><td class=\"muted\">{e(t.source)}</td><td>{e(t.format or '-')}</td>"
             f'<td class="n">{t.steps:,}</td><td class="n">{fmt_tokens(r.total_tokens, r.tokens_estimated)}</td>'
-            f'<td class="n">{fmt_tokens(r.wasted_tokens, r.tokens_estimated)}</td>'
+            f'<td class="n">{fmt_tokens(r.wasted_tokens, r.wasted_estimated)}</td>'
             f'<td class="n">{e(fmt_ratio(r.waste_ratio))} {_bar(r.waste_ratio)}</td>'
             f"<td>{e(_top_finding_text(r))}</td></tr>"
         )
     out.append(
         f'<tr class="total"><td>overall</td><td></td><td></td><td class="n">{report.steps:,}</td>'
         f'<td class="n">{fmt_tokens(o.total_tokens, o.tokens_estimated)}</td>'
-        f'<td class="n">{fmt_tokens(o.wasted_tokens, o.tokens_estimated)}</td>'
+        f'<td class="n">{fmt_tokens(o.wasted_tokens, o.wasted_estimated)}</td>'
         f'<td class="n">{e(fmt_ratio(o.waste_ratio))} {_bar(o.waste_ratio)}</td><td></td></tr></tbody></table>'
     )
     findings = report.top_findings(top)
@@ -446,10 +463,13 @@ def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0
         out.append(f"<h2>Top {len(findings)} findings</h2><table><thead><tr><th>tokens</th><th>kind</th>"
                    "<th>target</th><th>trace</th><th>steps</th><th>what happened</th></tr></thead><tbody>")
         for t, f in findings:
-            steps = ", ".join(str(s) for s in (f.steps or ()))
+            steps = ", ".join(_step_cite(s, r) for s, r in zip(f.steps or (), f.refs or (None,) * len(f.steps)))
+            beside = (f" (+{fmt_tokens(f.turn_output_tokens, f.tokens_estimated)} tokens of the same turns' reasoning "
+                      "and reply text, not charged)") if f.turn_output_tokens else ""
             out.append(
-                f'<tr><td class="n">{fmt_tokens(f.tokens, t.report.tokens_estimated)}</td><td>{e(f.kind)}</td>'
-                f"<td>{e(fmt_target(f.target))}</td><td>{e(t.label)}</td><td>{e(steps)}</td><td>{e(f.message)}</td></tr>"
+                f'<tr><td class="n">{fmt_tokens(f.tokens, f.tokens_estimated)}</td><td>{e(f.kind)}</td>'
+                f"<td>{e(fmt_target(f.target))}</td><td>{e(t.label)}</td><td>{e(steps)}</td>"
+                f"<td>{e(f.message + beside)}</td></tr>"
             )
         out.append("</tbody></table>")
     else:
@@ -459,7 +479,8 @@ def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0
         out.extend(f"<li>{e(s.where())}: {e(s.message)}</li>" for s in report.skipped)
         out.append("</ul>")
     if o.tokens_estimated:
-        out.append('<p class="muted">~ = estimated from text length: the trace has no per-call usage fields.</p>')
+        out.append('<p class="muted">~ = estimated from text length: marks the counts that rest on estimates '
+                   '(the trace has no per-call usage fields there).</p>')
     from . import __version__
 
     out.append(f'<p class="muted">loopcore {e(__version__)}</p></body></html>')

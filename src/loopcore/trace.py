@@ -1,7 +1,8 @@
 """The data model shared by the burn analysis, the trace adapters and replay.
 
-A :class:`Step` is one tool call with its outcome; a :class:`Trace` is the steps of one
-session, in the order they ran. Adapters produce them, ``analyse_burn`` and ``encode`` read
+A :class:`Step` is one tool call with its outcome (or a model turn that ran nothing: a plain
+reply, or an action the harness rejected); a :class:`Trace` is the steps of one session, in the
+order they ran. Adapters produce them, ``analyse_burn`` and ``encode`` read
 them, ``loopcore replay`` feeds them to a Guard.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ KINDS = ("observe", "mutate", "exec", "ask", "other")
 _KIND_SET = frozenset(KINDS)
 _tokens_in = attrgetter("tokens_in")
 _tokens_out = attrgetter("tokens_out")
+_tokens_turn = attrgetter("tokens_turn")
 _tokens_estimated = attrgetter("tokens_estimated")
 
 
@@ -30,8 +32,28 @@ class Step:
     when the call touches several (``cat a b``, ``mv a b``), or None when unknown. A ``mutate``
     or ``exec`` step with target None changes everything as far as the analysis knows.
     ``tokens_in`` is what the call's result put into the context, ``tokens_out`` what the
-    model generated to issue it; ``tokens_estimated`` says they were estimated from text
-    length rather than read from the trace's usage fields.
+    model generated to issue it (the call's name and arguments); ``tokens_estimated`` says they
+    were estimated from text length rather than read from the trace's usage fields.
+
+    The keyword fields after ``meta``:
+
+    * ``reads`` / ``writes``: the targets the step reads and writes. None derives them from
+      ``kind`` and ``target`` (see :attr:`read_set` / :attr:`write_set`); a shell pipeline can
+      do both (``git diff -- a.py > p.txt`` reads ``("a.py",)`` and writes ``("p.txt",)``).
+    * ``ref``: the trace's own coordinate of the step, JSON-ready: ``{"message": 116}`` (index
+      into a messages list), ``{"line": 42}`` (1-based JSONL line), ``{"event": "<id>"}``,
+      optionally with ``"file"``.
+    * ``text``: the model's reply text (visible output and reasoning as the trace holds it) of
+      the turn that issued the step; set on the first step of a turn, None on the others.
+    * ``rejected``: the harness's message when it rejected the turn's action (format error,
+      arguments that are not JSON, unknown tool): nothing ran.
+    * ``no_op``: the call provably changed nothing (``sed -i 's/x/x/'``, an edit with
+      old == new), so it does not count as a change of what it writes.
+    * ``tokens_turn``: the rest of the turn's output (reasoning, reply text) attributed to this
+      step, beside ``tokens_out``; counted in :attr:`Trace.total_tokens`.
+
+    A model turn that ran nothing is a step too, ``kind="other"``: with ``name=""`` for a plain
+    reply, or with ``rejected`` set (and the attempted tool's name, if any).
     """
 
     session: str
@@ -47,12 +69,23 @@ class Step:
     tokens_estimated: bool = False
     call_id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    reads: tuple[str, ...] | None = None
+    writes: tuple[str, ...] | None = None
+    ref: dict[str, Any] | None = None
+    text: str | None = None
+    rejected: str | None = None
+    tokens_turn: int = 0
+    no_op: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in _KIND_SET:
             raise ValueError(f"Step.kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
         if isinstance(self.target, list):
             self.target = tuple(self.target)
+        if self.reads is not None and not isinstance(self.reads, tuple):
+            self.reads = (self.reads,) if isinstance(self.reads, str) else tuple(self.reads)
+        if self.writes is not None and not isinstance(self.writes, tuple):
+            self.writes = (self.writes,) if isinstance(self.writes, str) else tuple(self.writes)
 
     @property
     def tokens(self) -> int:
@@ -68,6 +101,39 @@ class Step:
         if isinstance(t, tuple):
             return t
         return (t,)
+
+    @property
+    def read_set(self) -> tuple[str, ...] | None:
+        """What the step reads: a tuple of targets, or None for "anything" (an ``exec``, a
+        search without a target). Derived when ``reads`` is None: an ``observe`` or ``mutate``
+        reads its targets (an edit depends on the text it replaces); an ``exec``, an ``ask`` and
+        an ``other`` step read anything (what they depend on is unknown)."""
+        r = self.reads
+        if r is not None:
+            return r
+        kind = self.kind
+        if kind == "observe" or kind == "mutate":
+            t = self.targets
+            return t if t else None
+        return None
+
+    @property
+    def write_set(self) -> tuple[str, ...] | None:
+        """What the step writes: a tuple of targets, or None for "everything" (an ``exec``, a
+        ``mutate`` without known targets). Derived when ``writes`` is None: a ``mutate``
+        writes its targets; ``observe``, ``ask`` and ``other`` write nothing. A provable no-op
+        (``no_op``) writes nothing."""
+        if self.no_op:
+            return ()
+        w = self.writes
+        if w is not None:
+            return w
+        kind = self.kind
+        if kind == "mutate":
+            return self.targets or None
+        if kind == "exec":
+            return None
+        return ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; the loopcore JSONL step schema (see loopcore.adapters)."""
@@ -89,7 +155,56 @@ class Step:
             d["call_id"] = self.call_id
         if self.meta:
             d["meta"] = self.meta
+        if self.reads is not None:
+            d["reads"] = list(self.reads)
+        if self.writes is not None:
+            d["writes"] = list(self.writes)
+        if self.ref is not None:
+            d["ref"] = self.ref
+        if self.text is not None:
+            d["text"] = self.text
+        if self.rejected is not None:
+            d["rejected"] = self.rejected
+        if self.tokens_turn:
+            d["tokens_turn"] = self.tokens_turn
+        if self.no_op:
+            d["no_op"] = True
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], **defaults: Any) -> "Step":
+        """The inverse of :meth:`to_dict` (fields missing from *d* come from *defaults*, then
+        from the field defaults). Raises ValueError on a field of the wrong type."""
+        kw: dict[str, Any] = {}
+        for name in _FIELDS:
+            if name in d:
+                kw[name] = d[name]
+            elif name in defaults:
+                kw[name] = defaults[name]
+        for name in ("reads", "writes"):
+            v = kw.get(name)
+            if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                raise ValueError(f"{name} must be a list of strings or null")
+        for name in ("text", "rejected"):
+            v = kw.get(name)
+            if v is not None and not isinstance(v, str):
+                raise ValueError(f"{name} must be a string or null")
+        ref = kw.get("ref")
+        if ref is not None and not isinstance(ref, dict):
+            raise ValueError("ref must be an object or null")
+        tt = kw.get("tokens_turn", 0)
+        if not (isinstance(tt, int) and not isinstance(tt, bool) and tt >= 0):
+            raise ValueError("tokens_turn must be an integer >= 0")
+        if "meta" in kw:
+            kw["meta"] = dict(kw["meta"]) if isinstance(kw["meta"], dict) else {}
+        if "tokens_estimated" in kw:
+            kw["tokens_estimated"] = bool(kw["tokens_estimated"])
+        if "no_op" in kw:
+            kw["no_op"] = bool(kw["no_op"])
+        return cls(**kw)
+
+
+_FIELDS = tuple(Step.__dataclass_fields__)
 
 
 @dataclass(slots=True)
@@ -119,10 +234,11 @@ class Trace:
 
     @property
     def total_tokens(self) -> int:
-        """Sum of every step's tokens."""
-        # sum(s.tokens_in + s.tokens_out for s in steps), with the loop in C (once per trace analysed)
+        """Sum of every step's tokens: ``tokens_in + tokens_out + tokens_turn``, so every model
+        turn counts, the ones that ran nothing included."""
+        # the loops in C (once per trace analysed)
         steps = self.steps
-        return sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps)))
+        return sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps))) + sum(map(_tokens_turn, steps))
 
     @property
     def tokens_estimated(self) -> bool:

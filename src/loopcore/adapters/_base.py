@@ -3,7 +3,14 @@
 Token rule (documented in docs/formats.md):
 
 * ``tokens_out`` of a call is the completion tokens of the API call that issued it, split
-  evenly among the calls that call issued;
+  evenly among the calls that call issued. When the adapter gives the turn's reply text
+  (``Ledger.turn(text=...)`` / ``add_text``), the call gets only its own share instead: the
+  visible completion (completion minus reasoning tokens) split over the reply text and the
+  calls in proportion to their characters; the rest of the turn's output goes to
+  ``tokens_turn`` of the turn's first step (estimated: ``ceil(chars / 4)`` of the text);
+* a turn that issued no call, whose reply text the adapter gave ("" included), is a step of its
+  own (``kind="other"``, ``name=""``), with the turn's output as ``tokens_out``; a rejected action
+  (``Ledger.reject``) is a step with ``rejected`` set, its error message as its result tokens;
 * ``tokens_in`` of a call is what its result added to the context: when the prompt sizes of
   the issuing API call (P) and of the next one (P') are known, the growth
   ``P' - P - visible completion`` is split among the results (and any other messages in the
@@ -22,7 +29,8 @@ import orjson
 from ..taxonomy.profiles import Profile
 from ..trace import Step, Trace
 
-__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "text_of", "usage_of", "parse_args"]
+__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "record_ref", "text_of", "usage_of",
+           "parse_args"]
 
 
 class TraceFormatError(ValueError):
@@ -111,6 +119,14 @@ def parse_args(raw: Any) -> tuple[Any, bool]:
     return raw, True
 
 
+def record_ref(lines: list[int] | None, index: int) -> dict:
+    """The ref of record *index* of a source: its 1-based line in a JSONL file (*lines* maps
+    records to lines), else its index in the document's list."""
+    if lines is not None and 0 <= index < len(lines):
+        return {"line": lines[index]}
+    return {"message": index}
+
+
 def _int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
@@ -162,9 +178,10 @@ def usage_of(u: Any) -> tuple[int | None, int | None, int] | None:
 
 # A turn is a list, not an object (this runs once per API call of every trace loaded):
 # [prompt tokens, completion tokens, reasoning tokens, index of its first step, other chars,
-#  its calls still waiting for a result (Step objects, oldest first)]. A call always belongs to
+#  its calls still waiting for a result (Step objects, oldest first), its reply text (None: the
+#  adapter did not say), its ref]. A call always belongs to
 # the latest turn, so the steps of turn t are the run steps[turns[t][_START]:turns[t + 1][_START]].
-_P, _C, _R, _START, _EXTRA, _OPEN = range(6)
+_P, _C, _R, _START, _EXTRA, _OPEN, _TEXT, _REF = range(8)
 _NO_USAGE = (None, None, 0)
 
 
@@ -172,7 +189,8 @@ class Ledger:
     """Builds the steps of one session: API calls (turns), the tool calls each issued, their
     results, then the token accounting of the module docstring in :meth:`finish`."""
 
-    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_args_chars", "_results")
+    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_access", "_args_chars", "_results",
+                 "_replies")
 
     def __init__(self, session: str, profile: Profile) -> None:
         self.session = session
@@ -181,6 +199,7 @@ class Ledger:
         self.turns: list[list] = []
         self.orphans = 0
         self._classify = profile.classify
+        self._access = profile.access
         # Per step, by index: the characters of its arguments (name included).
         self._args_chars: list[int] = []
         # Per answered step, by id(step): its result's characters when the result entered the
@@ -188,14 +207,44 @@ class Ledger:
         # (Keyed by identity: the steps stay alive in self.steps, and a result is attached to
         # the step object an adapter holds, so no index needs to be looked up for it.)
         self._results: dict[int, int | None] = {}
+        self._replies = 0  # steps finish() added for the turns that ran nothing
 
     # -- building -----------------------------------------------------------------------
-    def turn(self, usage: Any = None) -> int:
-        """Start the next API call; *usage* is a raw usage dict (any known schema) or None."""
+    def turn(self, usage: Any = None, *, text: str | None = None, ref: dict | None = None) -> int:
+        """Start the next API call; *usage* is a raw usage dict (any known schema) or None.
+        *text* is the turn's reply text as the trace holds it ("" for none; None when the
+        adapter does not read it), *ref* the trace's coordinate of the turn (its calls get it
+        unless they are given their own)."""
         u = _NO_USAGE if usage is None else (usage_of(usage) or _NO_USAGE)
         turns = self.turns
-        turns.append([u[0], u[1], u[2], len(self.steps), 0, []])
+        turns.append([u[0], u[1], u[2], len(self.steps), 0, [], text, ref])
         return len(turns) - 1
+
+    def add_text(self, text: str) -> None:
+        """Append reply text to the current turn (a turn whose text comes in several blocks,
+        joined by newlines)."""
+        if not self.turns:
+            self.turn(None)
+        t = self.turns[-1]
+        t[_TEXT] = text if not t[_TEXT] else t[_TEXT] + "\n" + text
+
+    def reject(self, message: str, name: str = "", args: Any = None, *, args_len: int | None = None,
+               ref: dict | None = None, chars: int | None = None) -> Step:
+        """Record that the harness rejected the current turn's action (nothing ran): *message*
+        is the harness's answer (or a short description), whose tokens are the step's result
+        tokens; *name* / *args* the attempted call, if any (its characters count as the call's
+        own output)."""
+        turns = self.turns
+        if not turns:
+            self.turn(None)
+        step = Step(self.session, len(turns) - 1, "other", name, None, args, None, None, 0, 0, False, None,
+                    ref=ref if ref is not None else turns[-1][_REF], rejected=message)
+        self.steps.append(step)
+        if args_len is None:
+            args_len = (text_len(args) + len(name)) if (args is not None or name) else 0
+        self._args_chars.append(args_len)
+        self._results[id(step)] = len(message) if chars is None else chars
+        return step
 
     def set_usage(self, usage: Any, turn: int = -1) -> None:
         """Replace the usage of a turn (the last one by default): Claude Code repeats it per line."""
@@ -206,21 +255,38 @@ class Ledger:
 
     def call(self, name: str, args: Any, call_id: str | None = None, *, args_len: int | None = None,
              kind: str | None = None, target: Any = None, classify_args: Any = None,
-             meta: dict | None = None) -> Step:
+             meta: dict | None = None, ref: dict | None = None, reads: Any = None, writes: Any = None,
+             no_op: bool = False) -> Step:
         """Record a tool call issued by the current turn (a turn is opened if there is none).
 
         *args_len* is the characters of the call as the model wrote it (name included) when the
         adapter knows it (else the JSON text of *args* is measured); *kind* and *target* skip the
-        profile's classification, *classify_args* classifies other args than the ones stored.
+        profile's classification, *classify_args* classifies other args than the ones stored;
+        *ref* is the call's coordinate in the trace (default: the turn's), *reads* / *writes* /
+        *no_op* the Step fields of the same names.
         """
         turns = self.turns
         if not turns:
             self.turn(None)
         if kind is None:
-            kind, target = self._classify(name, args if classify_args is None else classify_args)
+            kind, target, r, w, nop = self._access(name, args if classify_args is None else classify_args)
+            if reads is None:
+                reads = r
+            if writes is None:
+                writes = w
+            no_op = no_op or nop
         step = Step(self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id)
         if meta:
             step.meta = meta
+        r = turns[-1][_REF] if ref is None else ref
+        if r is not None:
+            step.ref = r
+        if reads is not None:
+            step.reads = tuple(reads)
+        if writes is not None:
+            step.writes = tuple(writes)
+        if no_op:
+            step.no_op = True
         self.steps.append(step)
         self._args_chars.append(text_len(args) + len(name) if args_len is None else args_len)
         turns[-1][_OPEN].append(step)
@@ -299,9 +365,29 @@ class Ledger:
         # the next prompt size tells what its results added. The last turn is followed by a
         # stand-in without usage that begins after the last step.
         following = turns[1:]
-        following.append([None, None, 0, len(steps), 0, []])
-        for (prompt, completion, reasoning, lo, extra, _open), after in zip(turns, following):
+        following.append([None, None, 0, len(steps), 0, [], None, None])
+        replies: list[tuple[int, Step]] = []  # (position, step) of the turns that ran nothing
+        for t, ((prompt, completion, reasoning, lo, extra, _open, text, ref), after) in enumerate(zip(turns, following)):
             hi = after[_START]
+            if text is not None or lo == hi:
+                if lo == hi:
+                    if text is None:
+                        continue  # the adapter does not read reply text: nothing to say of the turn
+                    s = Step(self.session, t, "other", "", None, None, None, None, 0, 0, False, None, ref=ref,
+                             text=text)
+                    if completion is not None and completion >= 0:
+                        s.tokens_out = completion
+                        used += 1
+                    else:
+                        s.tokens_out = (len(text) + 3) >> 2 if text else 0
+                        s.tokens_estimated = True
+                        estimated += 1
+                    replies.append((lo, s))
+                    continue
+                u, e = self._split_turn(lo, hi, prompt, completion, reasoning, extra, text, after[_P])
+                used += u
+                estimated += e
+                continue
             if hi - lo == 1:
                 # The common case, one call per API call: the same arithmetic as below
                 # without the per-turn lists and loops.
@@ -373,6 +459,16 @@ class Ledger:
                         s.tokens_in = (chars + 3) >> 2
                         s.tokens_estimated = True
                 estimated += 1
+        if replies:
+            merged: list[Step] = []
+            prev = 0
+            for pos, s in replies:
+                merged.extend(steps[prev:pos])
+                merged.append(s)
+                prev = pos
+            merged.extend(steps[prev:])
+            steps[:] = merged
+            self._replies = len(replies)
         if not steps:
             source = "none"
         elif used and estimated:
@@ -383,10 +479,77 @@ class Ledger:
             source = "estimate"
         return steps, source
 
+    def _split_turn(self, lo: int, hi: int, prompt: int | None, completion: int | None, reasoning: int,
+                    extra: int, text: str | None, nxt: int | None) -> tuple[int, int]:
+        """The tokens of a turn whose reply text is known (steps[lo:hi], at least one): each
+        step its own share of the output, the rest of the output as tokens_turn of the first
+        (tokens_out when no step has a call of its own); returns (used, estimated) counts."""
+        steps = self.steps
+        args_chars = self._args_chars
+        results = self._results
+        used = estimated = 0
+        tchars = len(text) if text else 0
+        own = args_chars[lo:hi]
+        first = steps[lo]
+        first.text = text
+        if completion is not None and completion >= 0:
+            visible = completion - reasoning if completion > reasoning else 0
+            denom = tchars + sum(own)
+            given = 0
+            for k in range(hi - lo):
+                v = visible * own[k] // denom if denom else 0
+                steps[lo + k].tokens_out = v
+                given += v
+            rest = completion - given
+            if any(own):
+                first.tokens_turn = rest
+            else:
+                first.tokens_out += rest
+            used += 1
+        else:
+            for k in range(hi - lo):
+                s = steps[lo + k]
+                s.tokens_out = (own[k] + 3) >> 2
+                s.tokens_estimated = True
+            rest = (tchars + 3) >> 2
+            if any(own):
+                first.tokens_turn = rest
+            else:
+                first.tokens_out += rest
+            estimated += 1
+        answered = []
+        for i in range(lo, hi):
+            s = steps[i]
+            chars = results.get(id(s))
+            if chars is not None:
+                answered.append((s, chars))
+        if not answered:
+            return used, estimated
+        growth = None
+        if prompt is not None and nxt is not None:
+            visible = (completion or 0) - reasoning
+            g = nxt - prompt - (visible if visible > 0 else 0)
+            if g >= 0:
+                growth = g
+        if growth is not None:
+            total = extra
+            for _, chars in answered:
+                total += chars
+            for s, chars in answered:
+                s.tokens_in = growth * chars // total if total else 0
+            used += 1
+        else:
+            for s, chars in answered:
+                if chars:
+                    s.tokens_in = (chars + 3) >> 2
+                    s.tokens_estimated = True
+            estimated += 1
+        return used, estimated
+
     def trace(self, *, source: str | None, fmt: str, meta: dict | None = None) -> Trace:
         """The finished Trace (tokens filled in, meta tokens_source/unanswered set)."""
         steps, tokens_source = self.finish()
-        m = {"tokens_source": tokens_source, "unanswered": len(steps) - len(self._results)}
+        m = {"tokens_source": tokens_source, "unanswered": len(steps) - self._replies - len(self._results)}
         if self.orphans:
             m["orphan_results"] = self.orphans
         if meta:

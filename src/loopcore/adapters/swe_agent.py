@@ -8,7 +8,9 @@ action text (``"edit 6:6\\n...\\nend_of_edit"``, ``"python x.py"``), whose obser
 SWE-agent command (open, edit, search_dir...) or ``bash`` for anything else. Commands that act
 on the open file (edit, goto, scroll_down...) get it as their target, tracked from ``open`` and
 from the ``(Open file: ...)`` line SWE-agent appends to observations. Only aggregate token
-counts exist (``info.model_stats``), so per-step tokens are estimated.
+counts exist (``info.model_stats``), so per-step tokens are estimated. Every step's ``ref`` is
+``{"message": i}``, the index of its assistant message in ``history``; the first step of a turn
+carries the message's text (an assistant message without an action is a step of its own).
 """
 from __future__ import annotations
 
@@ -85,7 +87,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ledger.context(text_len(m.get("content")))
             continue
         if role == "assistant":
-            ledger.turn(None)
+            text = text_of(m.get("content"))
+            thought = m.get("thought")
+            if not isinstance(text, str) or not text:
+                text = thought if isinstance(thought, str) else ""
+            ledger.turn(None, text=text, ref={"message": i})
             action = m.get("action")
             calls = m.get("tool_calls")
             pending = []
