@@ -307,3 +307,41 @@ def test_f2_two_regions_with_the_same_text_are_two_pieces_of_work(impl):
     r = analyse(impl, [sh(0, "sed -n '1310,1321p' related.py", region), sh(1, "sed -n '1330,1341p' related.py", region),
                        sh(2, "tail -n 12 related.py", region)])
     assert r.findings == ()
+
+
+def test_f8_swe_agent_format_errors_are_rejected_turns(impl):
+    from loopcore import load
+
+    doc = {"trajectory": [], "info": {}, "history": [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "assistant", "content": "I will look around.\n```\nls\n```", "action": "ls"},
+        {"role": "user", "content": "a.py b.py"},
+        {"role": "assistant", "content": "Let me think about what to do next without a command."},
+        {"role": "user", "content": "Your output was not formatted correctly. You must always include one discussion "
+                                    "and one command as part of your response."},
+        {"role": "assistant", "content": "Sorry.\n```\ncat a.py\n```", "action": "cat a.py"},
+        {"role": "user", "content": "print(1)"},
+    ]}
+    (t,) = load(doc)
+    assert [(s.name, bool(s.rejected), s.ref) for s in t] == [
+        ("bash", False, {"message": 1}), ("", True, {"message": 3}), ("bash", False, {"message": 5})]
+    r = analyse(impl, t)
+    (f,) = r.findings
+    assert f.kind == "rejected_action" and f.steps == (1,) and f.refs == ({"message": 3},)
+
+
+def test_f5_reverting_a_fix_to_run_a_baseline_then_reapplying_it_is_not_waste(impl):
+    fix = "sed -i 's/except E:/except (E, V):/g' a.py"
+    check = "grep -n 'except (E, V):' a.py"
+    steps = [
+        sh(0, "cp a.py a.py.backup"),
+        sh(1, fix),
+        sh(2, check, "142: except (E, V):"),
+        sh(3, "python3 test_one.py", "ok"),
+        sh(4, "cp a.py.backup a.py"),  # the fix taken out on purpose ...
+        sh(5, "python3 -m pytest tests/", "1 failed"),  # ... to see the tests fail without it
+        sh(6, fix),
+        sh(7, check, "142: except (E, V):"),
+        sh(8, "python3 test_all.py", "ok"),  # and then something new
+    ]
+    assert analyse(impl, steps).findings == ()

@@ -161,3 +161,28 @@ def test_findings_cite_the_traces_own_coordinates_in_text_json_and_html(tmp_path
     assert "1 (messages[116])" in html
     charged = collect([str(path)], charge_turn_output=True).overall.findings[0]
     assert charged.tokens == 3510 and charged.turn_output_tokens == 0
+
+
+def test_cli_findings_are_the_same_on_either_twin(tmp_path):
+    # the CLI runs analyse_burn, which runs the live kernel: a pure run gives the same findings
+    import json as _json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    fixtures = pathlib.Path(__file__).parent / "fixtures"
+    inputs = [str(fixtures / name) for name in ("mini_swe_agent_v1.json", "mini_swe_agent_v2.json", "openai_chat.json",
+                                                  "loopcore_steps.jsonl", "swe_agent_text.json")]
+    out = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, LOOPCORE_NO_EXTENSIONS=flag, PYTHONPATH=str(pathlib.Path(__file__).parent.parent / "src"))
+        path = tmp_path / f"report{flag}.json"
+        subprocess.run([sys.executable, "-m", "loopcore", "analyse", *inputs, "--json", str(path)], env=env, check=True,
+                       capture_output=True)
+        data = _json.loads(path.read_text())
+        out[flag] = (data["traces"], data["overall"], data["implementation"])
+    assert out["0"][0] == out["1"][0] and out["0"][1] == out["1"][1]
+    assert out["1"][2] == "py"
+    assert out["0"][1]["by_kind"]["rejected_action"]["steps"] >= 2  # there is something to compare
+    assert all("refs" in f and "of_ref" in f for t in out["0"][0] for f in t["findings"])

@@ -110,20 +110,73 @@ cdef inline bint _changed(K* o, int64_t j, int32_t r, int64_t last_any, int64_t 
     return False
 
 
-cdef int _check_ids(const int32_t[::1] col, int64_t low, int64_t size) noexcept nogil:
+cdef int _validate(Py_ssize_t n, const uint8_t* kind, const int32_t* target, const int32_t* reads,
+                   const int32_t* writes, const int32_t* call, const int32_t* obs, const int32_t* skey,
+                   const int32_t* sval, const int32_t* edit, const int32_t* undo, const int64_t* tokens,
+                   const int64_t* turn_tokens, const int64_t* degen, int64_t n_sets, int64_t n_calls,
+                   int64_t n_obs, int64_t n_skeys, int64_t n_svals, int64_t n_edits) noexcept nogil:
+    # Out-of-range ids would index past the scratch tables: reject them before the loop, in one
+    # pass of branch-free OR reductions. An id in [low, size) is (uint32)(id - low) < size - low.
     cdef Py_ssize_t i
-    cdef int bad = 0
-    for i in range(col.shape[0]):
-        bad |= (col[i] < low) | (col[i] >= size)
-    return bad
+    cdef uint32_t bk = 0, bt = 0, br = 0, bw = 0, bc = 0, bo = 0, bs = 0, bv = 0, be = 0, bx = 0, bn = 0
+    cdef uint32_t lt = <uint32_t>(n_sets + 1), lr = <uint32_t>(n_sets + 2), lc = <uint32_t>(n_calls + 1)
+    cdef uint32_t lo = <uint32_t>(n_obs + 1), ls = <uint32_t>(n_skeys + 1), lv = <uint32_t>(n_svals + 1)
+    cdef uint32_t le = <uint32_t>(n_edits + 1)
+    if n_sets > 0x7ffffff0 or n_calls > 0x7ffffff0 or n_obs > 0x7ffffff0 or n_skeys > 0x7ffffff0 \
+            or n_svals > 0x7ffffff0 or n_edits > 0x7ffffff0:
+        return 12
+    for i in range(n):
+        bk |= kind[i] > OTHER
+        bt |= <uint32_t>(target[i] + 1) >= lt
+        br |= <uint32_t>(reads[i] + 2) >= lr
+        bw |= <uint32_t>(writes[i] + 2) >= lr
+        bc |= <uint32_t>(call[i] + 1) >= lc
+        bo |= <uint32_t>(obs[i] + 1) >= lo
+        bs |= <uint32_t>(skey[i] + 1) >= ls
+        bv |= <uint32_t>(sval[i] + 1) >= lv
+        be |= (<uint32_t>(edit[i] + 1) >= le) | (<uint32_t>(undo[i] + 1) >= le)
+        # a state key and its state come together, and only on a step with targets
+        bx |= ((skey[i] >= 0) ^ (sval[i] >= 0)) | ((skey[i] >= 0) & (target[i] < 0))
+        bn |= (tokens[i] < 0) | (turn_tokens[i] < 0) | (degen[i] < 0)
+    if bk:
+        return 1
+    if bt:
+        return 2
+    if br:
+        return 3
+    if bw:
+        return 4
+    if bc:
+        return 5
+    if bo:
+        return 6
+    if bs:
+        return 7
+    if bv:
+        return 8
+    if be:
+        return 9
+    if bx:
+        return 10
+    if bn:
+        return 11
+    return 0
 
 
-cdef int _check_tokens(const int64_t[::1] col) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef int bad = 0
-    for i in range(col.shape[0]):
-        bad |= col[i] < 0
-    return bad
+_INVALID = {
+    1: "kind holds a code outside 0..4",
+    2: "column target holds an id outside [-1, n_target_sets)",
+    3: "column reads holds an id outside [-2, n_target_sets)",
+    4: "column writes holds an id outside [-2, n_target_sets)",
+    5: "column call holds an id outside [-1, n_calls)",
+    6: "column obs holds an id outside [-1, n_obs)",
+    7: "column skey holds an id outside [-1, n_skeys)",
+    8: "column sval holds an id outside [-1, n_svals)",
+    9: "column edit or undo holds an id outside [-1, n_edits)",
+    10: "skey and sval must be both set or both -1, and a state key needs a target set",
+    11: "token columns must be >= 0",
+    12: "an id space is larger than int32 ids can address",
+}
 
 
 def analyse_columns(
@@ -165,21 +218,13 @@ def analyse_columns(
     for m in range(target_members.shape[0]):
         if target_members[m] < 0 or target_members[m] >= n_targets:
             raise ValueError("target_members holds an id outside [0, n_targets)")
-    for c in range(n):
-        if kind[c] > OTHER:
-            raise ValueError("kind holds a code outside 0..4")
-    for name, col, low, size in (("target", target, -1, n_sets), ("reads", reads, -2, n_sets),
-                                 ("writes", writes, -2, n_sets), ("call", call, -1, n_calls),
-                                 ("obs", obs, -1, n_obs), ("skey", skey, -1, n_skeys),
-                                 ("sval", sval, -1, n_svals), ("edit", edit, -1, n_edits),
-                                 ("undo", undo, -1, n_edits)):
-        if n and _check_ids(col, low, size):
-            raise ValueError(f"column {name} holds an id outside [{low}, {size})")
-    for c in range(n):
-        if ((skey[c] >= 0) != (sval[c] >= 0)) or (skey[c] >= 0 and target[c] < 0):
-            raise ValueError("skey and sval must be both set or both -1, and a state key needs a target set")
-    if n and (_check_tokens(tokens) or _check_tokens(turn_tokens) or _check_tokens(degen)):
-        raise ValueError("token columns must be >= 0")
+    if n:
+        with nogil:
+            bad = _validate(n, &kind[0], &target[0], &reads[0], &writes[0], &call[0], &obs[0], &skey[0], &sval[0],
+                            &edit[0], &undo[0], &tokens[0], &turn_tokens[0], &degen[0], n_sets, n_calls, n_obs,
+                            n_skeys, n_svals, n_edits)
+        if bad:
+            raise ValueError(_INVALID[bad])
     if n > 0x7fffffff:
         # step indices live in int32 tables (half the cache footprint of int64)
         raise ValueError("at most 2**31 - 1 steps per call; analyse bigger encodings in parts")
@@ -255,7 +300,7 @@ def analyse_columns(
     cdef int64_t g_start, g_end, g_last_ask, run_len, run_g1_last, run_g2_start, run_g2_end
     cdef int64_t t_turn, n_ask
     cdef int64_t run_g2_last, prev_last
-    cdef bint g_ask, g_work, absolute, confirmed, seen
+    cdef bint g_ask, g_work, absolute, confirmed, seen, other
     cdef uint8_t k, f_i
     cdef int8_t code
     cdef int32_t ts, u, sk, w, cl, ob, t
@@ -312,6 +357,7 @@ def analyse_columns(
                                                      and undo_p[und] == edit_p[j])
                             length = 0
                             seen = False
+                            other = False
                             while i + length + 1 < s1 and j + length + 1 < i:
                                 a = i + length + 1
                                 b = j + length + 1
@@ -321,8 +367,10 @@ def analyse_columns(
                                     break
                                 if kind_p[a] == OBSERVE and (flags_p[a] & F_OUTCOME) and _member(&o, reads_p[a], t):
                                     seen = True
+                                else:
+                                    other = True
                                 length += 1
-                            if confirmed or seen:
+                            if confirmed or (seen and other):
                                 code = OSCILLATION
                                 for q in range(1, length + 1):
                                     _charge(&o, seg, i + q, OSCILLATION, j, s0)

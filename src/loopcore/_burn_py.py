@@ -19,7 +19,7 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
       lands on the earlier result: the call writes a whole known content (flag ABSOLUTE), the
       undo was the exact inverse edit, or the steps after the redo replay the steps after the
       first application (same calls, same outcomes) and that replay includes an observation of
-      the target. Charged: the redo, its replay, and for a redo whose result depends on the
+      the target and some other repeated work (a re-run that taught nothing new). Charged: the redo, its replay, and for a redo whose result depends on the
       state it was applied to, the undo (it returned the target to that state); all of them
       with ``of_step`` the first application. Exec steps do
       not break this form: the evidence is what the agent saw.
@@ -226,7 +226,7 @@ def analyse_columns(
                         # the replay: steps after the redo repeating the steps after the first
                         # application, call for call and outcome for outcome
                         length = 0
-                        seen = False
+                        seen = other = False
                         while i + length + 1 < s1 and j + length + 1 < i:
                             a = i + length + 1
                             b = j + length + 1
@@ -235,8 +235,12 @@ def analyse_columns(
                                 break
                             if kind_l[a] == OBSERVE and flags_l[a] & HAS_OUTCOME and _member(reads_l[a], t, toff, tmem):
                                 seen = True
+                            else:
+                                other = True
                             length += 1
-                        if confirmed or seen:
+                        # a replay proves the redo when it shows the target as before and repeats
+                        # other work too (a re-run with the same output: nothing was learned)
+                        if confirmed or (seen and other):
                             code = OSCILLATION
                             for q in range(1, length + 1):
                                 charge(seg, i + q, OSCILLATION, j, s0)

@@ -186,14 +186,15 @@ def _text_size(value: Any, depth: int = 0) -> tuple[int, int]:
 def _norm_command(args: Any) -> Any:
     """A shell call's args with the command's blanks normalised (runs of blanks to one space,
     none at the ends), so ``cat  a.py`` and ``cat a.py`` are one call."""
-    if args.__class__ is dict:
+    if args.__class__ is dict and ("command" in args or "cmd" in args or "script" in args):
         for key in _COMMAND_KEYS:
             cmd = args.get(key)
             if cmd.__class__ is str:
-                norm = " ".join(cmd.split())
-                if norm != cmd:
-                    args = dict(args)
-                    args[key] = norm
+                if "  " in cmd or "\n" in cmd or "\t" in cmd or cmd[:1].isspace() or cmd[-1:].isspace():
+                    norm = " ".join(cmd.split())
+                    if norm != cmd:
+                        args = dict(args)
+                        args[key] = norm
                 return args
     return args
 
@@ -271,6 +272,11 @@ class StepFacts(NamedTuple):
     substantial: bool  # the outcome is substantial (see BurnSettings)
 
 
+# StepFacts(...) runs a Python-level __new__; building the tuple directly is the same object
+# without that extra call (step_facts runs once per step of every trace analysed).
+_new_facts = tuple.__new__
+
+
 def _set(t: tuple[str, ...] | None) -> tuple[str, ...] | None:
     if t is None or len(t) <= 1:
         return t
@@ -295,7 +301,8 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
     if step.rejected is not None:
         flags |= REJECTED
-        return StepFacts(kind, targets, None, has_outcome, outcome, error is not None, None, None, (), (), flags, False)
+        return _new_facts(StepFacts, (kind, targets, None, has_outcome, outcome, error is not None, None, None, (), (),
+                                      flags, False))
     args = step.args
     call = (step.name, canonical_hash(_norm_command(args), default=repr)) if step.name else None
     failed = error is not None
@@ -335,7 +342,8 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
         e_chars, e_lines = _text_size(error) if error is not None and error is not True else (0, 0)
         substantial = (chars + e_chars >= settings.substantial_chars and lines + e_lines >= settings.substantial_lines
                        and _content_read(step.name, args))
-    return StepFacts(kind, targets, call, has_outcome, outcome, failed, edit, state, reads, writes, flags, substantial)
+    return _new_facts(StepFacts, (kind, targets, call, has_outcome, outcome, failed, edit, state, reads, writes, flags,
+                                  substantial))
 
 
 class _Interner:

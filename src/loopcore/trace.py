@@ -89,7 +89,8 @@ class Step:
 
     @property
     def tokens(self) -> int:
-        """tokens_in + tokens_out: what this step cost."""
+        """tokens_in + tokens_out: what the call cost, and what it is charged when it was
+        wasted (the rest of its turn's output is ``tokens_turn``)."""
         return self.tokens_in + self.tokens_out
 
     @property
