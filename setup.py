@@ -5,6 +5,10 @@ Every ``src/_native/NAME.pyx`` compiles into ``loopcore._native_NAME``.
 Environment (one truthiness rule, shared with ``loopcore._native_flag``):
   LOOPCORE_NO_EXTENSIONS=1  build and install the pure-Python twins only.
   LOOPCORE_DEBUG_BUILD=1    -O0 -g, bounds and wraparound checks back on.
+  LOOPCORE_SANITIZE=address,undefined   build with those -fsanitize= checks (-O1 -g); run the
+                            result with the sanitizer runtime preloaded (tools/sanitize_check.sh).
+A pure build records itself in the package (``loopcore/_build_flags.py``), so it imports as pure
+without the variable at run time.
 A compiler failure fails the build: there is no silent pure-Python fallback.
 """
 import os
@@ -13,6 +17,7 @@ import sys
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).parent
 NATIVE = HERE / "src" / "_native"
@@ -26,6 +31,7 @@ def env_flag(name):
 
 NO_EXTENSIONS = env_flag("LOOPCORE_NO_EXTENSIONS") or sys.implementation.name != "cpython"
 DEBUG = env_flag("LOOPCORE_DEBUG_BUILD")
+SANITIZE = [s.strip() for s in os.environ.get("LOOPCORE_SANITIZE", "").split(",") if s.strip()]
 
 
 def target_is_x86():
@@ -62,6 +68,12 @@ def extensions(only=None):
         cflags = ["-O0", "-g", "-UNDEBUG"]
     else:
         cflags = ["-O3"]
+    ldflags = []
+    if SANITIZE:
+        san = "-fsanitize=" + ",".join(SANITIZE)
+        cflags = [f for f in cflags if not f.startswith("-O")] + [
+            "-O1", "-g", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", san]
+        ldflags = [san]
     native = NATIVE.relative_to(HERE)
     vendor = pathlib.Path("third_party") / "xxhash"  # vendored xxHash, BSD-2 (its LICENSE beside it)
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
@@ -78,6 +90,7 @@ def extensions(only=None):
             include_dirs=[str(native), str(vendor), numpy.get_include()],
             define_macros=macros,
             extra_compile_args=cflags,
+            extra_link_args=ldflags,
         )
         for name in native_sources(only)
     ]
@@ -116,8 +129,21 @@ class StrictBuildExt(build_ext):
             ) from exc
 
 
+class MarkedBuildPy(build_py):
+    """build_py that writes loopcore/_build_flags.py: which kind of build this install is."""
+
+    def run(self):
+        super().run()
+        target = pathlib.Path(self.build_lib) / "loopcore" / "_build_flags.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(
+            '"""Written by setup.py at build time: which kind of build this install is."""\n'
+            f"PURE_BUILD = {bool(NO_EXTENSIONS)!r}\n"
+        )
+
+
 if __name__ == "__main__":  # setuptools.build_meta runs this file as __main__
     if NO_EXTENSIONS:
-        setup(ext_modules=[])
+        setup(ext_modules=[], cmdclass={"build_py": MarkedBuildPy})
     else:
-        setup(ext_modules=extensions(), cmdclass={"build_ext": StrictBuildExt})
+        setup(ext_modules=extensions(), cmdclass={"build_ext": StrictBuildExt, "build_py": MarkedBuildPy})

@@ -54,3 +54,19 @@ def shared_traces() -> pathlib.Path:
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"real traces not found at {SHARED_TRACES} (they live beside the checkout, never in it)")
     return SHARED_TRACES
+
+
+def package_env(base: dict | None = None) -> dict:
+    """An environment for a child interpreter that imports the same loopcore as this test run.
+
+    That is the installed package in CI (a clean clone's ``src/`` holds no compiled twin) and
+    ``src/`` in an in-place developer build (``PYTHONPATH=src``); never a guess at ``src/``.
+    """
+    import os
+
+    import loopcore
+
+    env = dict(os.environ if base is None else base)
+    where = os.path.dirname(os.path.dirname(os.path.abspath(loopcore.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [where, env.get("PYTHONPATH")]))
+    return env

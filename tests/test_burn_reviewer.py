@@ -345,3 +345,32 @@ def test_f5_reverting_a_fix_to_run_a_baseline_then_reapplying_it_is_not_waste(im
         sh(8, "python3 test_all.py", "ok"),  # and then something new
     ]
     assert analyse(impl, steps).findings == ()
+
+
+def test_f3_a_write_under_an_absolute_path_changes_the_relative_one(impl):
+    # the working folder is not recorded: patch.txt and /testbed/patch.txt may be one file
+    steps = [sh(0, "cat patch.txt", A_PY), sh(1, "cd /testbed && git diff HEAD -- a.py > patch.txt"),
+             sh(2, "cat patch.txt", A_PY)]
+    assert steps[1].writes == ("/testbed/patch.txt",)
+    assert analyse(impl, steps).findings == ()
+
+
+def test_blanks_are_normalised_in_observe_commands_only(impl):
+    body = "cat > fix.py <<'EOF'\nx = 1\n{}y = 2\nEOF"
+    first, second = sh(0, body.format("")), sh(2, body.format("\n"))  # one more blank line: new content
+    steps = [first, sh(1, "rm fix.py"), second]
+    assert analyse(impl, steps).findings == ()
+
+
+def test_f5_an_insert_redone_right_after_restoring_the_backup(impl):
+    # nothing ran between the undo and the redo that could have told the agent something new
+    steps = [
+        sh(0, "cp enums.py enums.py.bak"),
+        sh(1, "sed -i '1i import enum' enums.py"),
+        sh(2, "python -m pytest tests/", "1 failed"),
+        sh(3, "cp enums.py.bak enums.py"),
+        sh(4, "sed -i '1i import enum' enums.py"),
+    ]
+    r = analyse(impl, steps)
+    (f,) = r.findings
+    assert (f.kind, f.steps, f.of_step) == ("oscillation", (3, 4), 1)

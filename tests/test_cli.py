@@ -130,10 +130,14 @@ def test_html_is_self_contained_and_escaped(tmp_path, capsys):
     assert rc == EXIT_OK
     page = dest.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert "<script" not in page and "<b>sess" not in page
+    # two script elements, both the page's own: the escaped data block and the renderer
+    assert page.count("<script") == 2 and "<script>alert" not in page and "<b>sess" not in page
+    assert '<script type="application/json" id="lc-data">' in page
     assert "&lt;script&gt;" in page and "&lt;b&gt;sess&lt;/b&gt;" in page
+    assert "\\u003cscript\\u003ealert" in page  # the same string inside the JSON block
+    offline = page.replace("http://www.w3.org/2000/svg", "")  # the SVG namespace name, not a load
     for external in ("http://", "https://", "<link", "src=", "@import"):
-        assert external not in page
+        assert external not in offline
 
 
 def test_top_limits_the_findings_listed(tmp_path, capsys):

@@ -63,3 +63,31 @@ def test_compiler_failure_fails_the_build_loudly(tmp_path):
     assert "Refusing to fall back to pure Python silently" in out or "compiling the Cython core failed" in out
     assert "(CompileError: Command '['false'" in out  # the compiler failed, not a missing source
     assert not list((tmp_path / "wheels").glob("*.whl"))
+
+
+def _installed_implementation(tmp_path, whl, env_extra):
+    target = tmp_path / "site"
+    res = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target),
+                          str(whl)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("LOOPCORE_NO_EXTENSIONS", "PYTHONPATH")}
+    env.update(env_extra)
+    # the deps come from this interpreter's site-packages; loopcore only from the install
+    env["PYTHONPATH"] = str(target)
+    return subprocess.run(
+        [sys.executable, "-c", "import loopcore; print(loopcore.implementation(), loopcore.__file__)"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+
+
+def test_pure_build_imports_as_pure_without_the_variable(tmp_path):
+    src = _copy_tree(tmp_path)
+    res = _wheel(src, tmp_path / "wheels", {"LOOPCORE_NO_EXTENSIONS": "1"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    (whl,) = (tmp_path / "wheels").glob("loopcore-*.whl")
+    assert "loopcore/_build_flags.py" in zipfile.ZipFile(whl).namelist()
+    for env in ({}, {"LOOPCORE_NO_EXTENSIONS": "0"}):
+        run = _installed_implementation(tmp_path, whl, env)
+        assert run.returncode == 0, run.stderr
+        impl, where = run.stdout.split()
+        assert impl == "py" and where.startswith(str(tmp_path / "site"))

@@ -94,6 +94,24 @@ cdef inline bint _member(K* o, int32_t r, int32_t t) noexcept nogil:
     return False
 
 
+cdef bint _undone_then_redone(K* o, int64_t j, int64_t i, int32_t t, const int32_t* writes) noexcept nogil:
+    # between the first application j of a mutation of t and its redo i: the first write of t
+    # after j (the undo) is followed by no exec before i
+    cdef int64_t k = j + 1, q
+    cdef int32_t w
+    while k < i:
+        w = writes[k]
+        if (w == ANYTHING and o.kind[k] == MUTATE) or _member(o, w, t):
+            break
+        k += 1
+    if k >= i:
+        return False
+    for q in range(k + 1, i):
+        if o.kind[q] == EXEC:
+            return False
+    return True
+
+
 cdef inline bint _changed(K* o, int64_t j, int32_t r, int64_t last_any, int64_t last_global,
                           const int32_t* last_mut) noexcept nogil:
     # was anything the reads r depend on written strictly after step j?
@@ -300,7 +318,7 @@ def analyse_columns(
     cdef int64_t g_start, g_end, g_last_ask, run_len, run_g1_last, run_g2_start, run_g2_end
     cdef int64_t t_turn, n_ask
     cdef int64_t run_g2_last, prev_last
-    cdef bint g_ask, g_work, absolute, confirmed, seen, other
+    cdef bint g_ask, g_work, absolute, confirmed, seen, other, disproved
     cdef uint8_t k, f_i
     cdef int8_t code
     cdef int32_t ts, u, sk, w, cl, ob, t
@@ -346,8 +364,8 @@ def analyse_columns(
                                 if mut_t > j:
                                     code = OSCILLATION
                     # oscillation c: a redo of an earlier mutation after an undo
-                    if (code == 0 and k == MUTATE and not (f_i & F_ERROR) and ts >= 0 and writes_p[i] == ts
-                            and toff[ts + 1] - toff[ts] == 1 and cl >= 0):
+                    if (code == 0 and k == MUTATE and not (f_i & F_ERROR) and ts >= 0 and toff[ts + 1] - toff[ts] == 1
+                            and cl >= 0 and _member(&o, writes_p[i], tmem[toff[ts]])):
                         j = last_call[cl]
                         t = tmem[toff[ts]]
                         und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
@@ -358,18 +376,24 @@ def analyse_columns(
                             length = 0
                             seen = False
                             other = False
+                            disproved = False
                             while i + length + 1 < s1 and j + length + 1 < i:
                                 a = i + length + 1
                                 b = j + length + 1
                                 if (call_p[a] < 0 or call_p[a] != call_p[b] or finding_p[a] != 0
                                         or ((flags_p[a] ^ flags_p[b]) & (F_OUTCOME | F_REJECTED))
                                         or result_p[a] != result_p[b]):
+                                    # the same look at the target showing something else: not redone
+                                    disproved = (call_p[a] >= 0 and call_p[a] == call_p[b] and kind_p[a] == OBSERVE
+                                                 and _member(&o, reads_p[a], t))
                                     break
                                 if kind_p[a] == OBSERVE and (flags_p[a] & F_OUTCOME) and _member(&o, reads_p[a], t):
                                     seen = True
                                 else:
                                     other = True
                                 length += 1
+                            if not confirmed and not absolute and not (seen and other) and not disproved:
+                                confirmed = _undone_then_redone(&o, j, i, t, writes_p)
                             if confirmed or (seen and other):
                                 code = OSCILLATION
                                 for q in range(1, length + 1):

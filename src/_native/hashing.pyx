@@ -13,6 +13,39 @@ How it stays fast and safe:
   (the GIL is released for large immutable buffers);
 - recursion depth is bounded by MAX_DEPTH, so no input can overflow the C stack; the path to a
   failing value is kept as a stack of (container, key/index) so errors name it without unwinding.
+
+Memory-safety audit (every call into Python code and every GIL release; the pure twin's module
+doc states the same rules as behaviour):
+- Python code can run in the middle of a hash only through (a) ``strip`` membership tests
+  (``PySet_Contains`` calls the key's ``__hash__`` and, on a hash collision, a member's
+  ``__eq__``), (b) the ``default=`` converter, (c) building an error message (``repr``). No
+  subclass override is ever called: ints are read with ``PyLong_AsLongLongAndOverflow`` and,
+  past int64, copied with ``int.__int__`` (base storage), floats with ``PyFloat_AsDouble``,
+  str/bytes/list/tuple/dict through their storage macros, sets through ``set.__iter__`` /
+  ``frozenset.__iter__``.
+- Every dict is snapshotted before (a) or (b) can run: the fast path copies its (<= FAST_KEYS)
+  pairs into an on-stack array with a strong reference to each key and value, in a
+  ``PyDict_Next`` loop that calls no Python code, and filters ``strip`` only afterwards; the
+  general path takes ``PyDict_Items`` (a list of owned pairs). Sets are copied into a list.
+  So a callback that clears, grows or rebinds the container frees nothing we still read, and
+  the container's size is never trusted after such a call.
+- Lists are read live (the twin does the same): the size is re-read before every item and the
+  item is held by an owned reference while it is encoded. Tuples are immutable and held by
+  their owner (an owned local or snapshot higher up); the root is held by the caller.
+- Path segments (``seg_key``) and cycle ancestors (``anc``) are borrowed pointers, valid
+  because every object they name is held by a snapshot or owned local of a frame that is
+  still open.
+- The GIL is released only to digest a str/bytes of >= NOGIL_MIN bytes, and only while this
+  frame holds its own strong reference to that object (an immutable buffer): another thread
+  may rebind the dict slot or list item that held it, the buffer stays alive.
+- Depth counts across re-entrant calls: the ``default=`` converter and the ``strip``
+  membership tests run with the thread-local ``loopcore_hash_base`` set to the current depth
+  + 2 (error-path ``repr`` with it at MAX_DEPTH), and a nested call starts there, so Python
+  code that calls ``canonical_hash`` again without end raises the documented ValueError after
+  at most MAX_DEPTH / 2 nested calls; nested calls keep their Ctx and first buffer on the heap,
+  so each costs a few hundred bytes of C stack.
+- At most MAX_MEMBERS container members are walked per call (counted as each container is
+  entered), which bounds time and the arena for inputs that share references exponentially.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
@@ -40,8 +73,23 @@ cdef extern from "xxh_inline.h":
     uint64_t XXH_readLE64(const void* p) nogil
     int XXH_CPU_LITTLE_ENDIAN
 
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #define LOOPCORE_TLS __declspec(thread)
+    #else
+    #define LOOPCORE_TLS _Thread_local
+    #endif
+    /* the depth a re-entrant call (from a default= converter) starts at, per thread */
+    static LOOPCORE_TLS Py_ssize_t loopcore_hash_base = 0;
+    """
+    Py_ssize_t loopcore_hash_base
+
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*)
+    object PyUnicode_AsEncodedString(object, const char*, const char*)
+    object PyDict_Items(object)
+    bint PyFrozenSet_Check(object)
     void PyErr_Clear()
     bint PyUnicode_Check(object)
     bint PyUnicode_CheckExact(object)
@@ -65,12 +113,20 @@ cdef extern from "Python.h":
 
 HASH_FORMAT_VERSION = 1
 MAX_DEPTH = 256
+MAX_MEMBERS = 1 << 20
 INLINE_MAX = 128
+_REPR_MAX = 80
+
+_int_base = int.__int__
+_str_base = str.__str__
+_set_iter = set.__iter__
+_frozenset_iter = frozenset.__iter__
 
 cdef enum:
     C_MAX_DEPTH = 256
     C_INLINE_MAX = 128
     STACK_BUF = 4096
+    C_MAX_MEMBERS = 1 << 20
     NOGIL_MIN = 1 << 20
 
 cdef enum SegKind:
@@ -87,6 +143,7 @@ ctypedef struct Ctx:
     PyObject* strip          # borrowed; NULL when nothing is stripped
     PyObject* default        # borrowed; NULL when no converter
     Py_ssize_t nopen         # containers currently being encoded
+    Py_ssize_t members       # container members walked so far (bounded by MAX_MEMBERS)
     PyObject* anc[C_MAX_DEPTH]
     Py_ssize_t seg_index[C_MAX_DEPTH]
     PyObject* seg_key[C_MAX_DEPTH]
@@ -166,6 +223,35 @@ cdef inline void _u64(Ctx* c, uint64_t v) noexcept:
 
 # ---------------------------------------------------------------- errors with a path
 
+import reprlib as _reprlib
+
+class _Repr(_reprlib.Repr):
+    def repr_instance(self, x, level):  # let a failing __repr__ raise: _safe_repr names the type
+        return repr(x)
+
+
+_repr = _Repr()
+_repr.maxlevel = 3
+_repr.maxstring = _repr.maxother = _REPR_MAX
+
+
+def _safe_repr(obj):
+    """A bounded repr for error paths (the twin's): never recurses deeply, never raises. A
+    __repr__ that hashes again starts at MAX_DEPTH: scalars hash, containers raise at once."""
+    global loopcore_hash_base
+    cdef Py_ssize_t saved = loopcore_hash_base
+    loopcore_hash_base = C_MAX_DEPTH
+    try:
+        text = _repr.repr(obj)
+    except Exception:
+        return f"<{type(obj).__name__}>"
+    finally:
+        loopcore_hash_base = saved
+    if len(text) > _REPR_MAX:
+        text = text[: _REPR_MAX - 3] + "..."
+    return text
+
+
 cdef object _path(Ctx* c):
     cdef Py_ssize_t i
     parts = ["value"]
@@ -176,13 +262,13 @@ cdef object _path(Ctx* c):
         elif kind == SEG_VALUE:
             key = <object>c.seg_key[i]
             if isinstance(key, str):
-                parts.append("[" + _json.dumps(str(key), ensure_ascii=False) + "]")
+                parts.append("[" + _json.dumps(_str_base(key), ensure_ascii=False) + "]")
             else:
-                parts.append(f"[{key!r}]")
+                parts.append(f"[{_safe_repr(key)}]")
         elif kind == SEG_KEY:
-            parts.append(f"[{(<object>c.seg_key[i])!r}]")
+            parts.append(f"[{_safe_repr(<object>c.seg_key[i])}]")
         else:
-            parts.append("{" + repr(<object>c.seg_key[i]) + "}")
+            parts.append("{" + _safe_repr(<object>c.seg_key[i]) + "}")
     return "".join(parts)
 
 
@@ -221,7 +307,8 @@ cdef inline int _enc_int(Ctx* c, object v) except -1:
     cdef int overflow = 0
     cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow:
-        return _enc_bigint(c, int(v))
+        # an exact int copy of the base storage: a subclass's __int__/__neg__/__lt__ never run
+        return _enc_bigint(c, v if PyLong_CheckExact(v) else _int_base(v))
     # x == -1 is a legal value: the call cannot fail for an int, so no error check is needed
     return _enc_i64(c, x)
 
@@ -241,9 +328,12 @@ cdef int _enc_double(Ctx* c, double x) except -1:
     return 0
 
 
-cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, bint immutable) except -1:
+cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, bint immutable,
+                       object owner) except -1:
     cdef uint64_t h
-    if immutable and n >= NOGIL_MIN:
+    cdef object keep
+    if immutable and n >= NOGIL_MIN and owner is not None:
+        keep = owner  # our own strong reference keeps the buffer alive without the GIL
         with nogil:
             h = loopcore_xxh3_large(p, n)
     else:
@@ -255,9 +345,9 @@ cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, b
 
 
 cdef inline int _enc_blob(Ctx* c, unsigned char small, unsigned char big,
-                          const char* p, Py_ssize_t n, bint immutable) except -1:
+                          const char* p, Py_ssize_t n, bint immutable, object owner) except -1:
     if n > C_INLINE_MAX:
-        return _enc_big_blob(c, big, p, n, immutable)
+        return _enc_big_blob(c, big, p, n, immutable, owner)
     _reserve(c, 5 + n)
     _tag_u32_bytes(c, small, p, n)
     return 0
@@ -266,7 +356,7 @@ cdef inline int _enc_blob(Ctx* c, unsigned char small, unsigned char big,
 cdef inline int _enc_str(Ctx* c, object s) except -1:
     if PyUnicode_IS_COMPACT_ASCII(s):
         # ASCII is its own UTF-8: read the characters in place
-        return _enc_blob(c, b"s", b"S", <const char*>PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s), True)
+        return _enc_blob(c, b"s", b"S", <const char*>PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s), True, s)
     return _enc_str_utf8(c, s)
 
 
@@ -276,17 +366,17 @@ cdef int _enc_str_utf8(Ctx* c, object s) except -1:
     cdef bytes b
     p = PyUnicode_AsUTF8AndSize(s, &n)
     if p != NULL:
-        return _enc_blob(c, b"s", b"S", p, n, True)
+        return _enc_blob(c, b"s", b"S", p, n, True, s)
     # Lone surrogates cannot be strict UTF-8; pass them through, as the twin does.
     PyErr_Clear()
-    b = (<str>s).encode("utf-8", "surrogatepass")
-    return _enc_blob(c, b"s", b"S", PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), True)
+    b = PyUnicode_AsEncodedString(s, b"utf-8", b"surrogatepass")
+    return _enc_blob(c, b"s", b"S", PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), True, b)
 
 
 # ---------------------------------------------------------------- containers
 
 cdef inline int _open(Ctx* c, object v, Py_ssize_t depth) except -1:
-    """Push container *v*; return 1 if it is already open (a cycle), else 0."""
+    """Return 1 if container *v* is already open (a cycle), else 0; check the depth."""
     cdef Py_ssize_t i
     cdef PyObject* p = <PyObject*>v
     for i in range(c.nopen):
@@ -294,7 +384,15 @@ cdef inline int _open(Ctx* c, object v, Py_ssize_t depth) except -1:
             return 1
     if depth >= C_MAX_DEPTH:
         _fail(c, ValueError, f"nesting deeper than {C_MAX_DEPTH} levels")
-    c.anc[c.nopen] = p
+    return 0
+
+
+cdef inline int _push(Ctx* c, object v, Py_ssize_t n) except -1:
+    """Count the *n* members of container *v* against MAX_MEMBERS, then push it."""
+    c.members += n
+    if c.members > C_MAX_MEMBERS:
+        _fail(c, ValueError, f"more than {C_MAX_MEMBERS} container members in one value")
+    c.anc[c.nopen] = <PyObject*>v
     c.nopen += 1
     return 0
 
@@ -306,9 +404,10 @@ cdef int _enc_list(Ctx* c, object v, Py_ssize_t depth) except -1:
         _reserve(c, 1)
         _u8(c, b"c")
         return 0
+    n = PyList_GET_SIZE(v) if is_list else PyTuple_GET_SIZE(v)
+    _push(c, v, n)
     slot = c.nopen - 1
     c.seg_kind[slot] = SEG_INDEX
-    n = PyList_GET_SIZE(v) if is_list else PyTuple_GET_SIZE(v)
     _reserve(c, 5)
     _tag_u32(c, b"l", <uint32_t>n)
     i = 0
@@ -473,28 +572,28 @@ cdef enum:
 
 cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot) except -1:
     """Dicts whose keys are all short ASCII/UTF-8 str (almost every tool payload): sort the
-    keys first, then stream the pairs in order - no member moves. Returns 1 if not applicable."""
+    keys first, then stream the pairs in order - no member moves. Returns 1 if not applicable.
+
+    The pairs are copied (strong references) before ``strip`` is consulted: a membership test
+    can run Python code (see the audit at the top)."""
     cdef KeyEntry stack_e[FAST_KEYS]
     cdef KeyEntry* e = stack_e
     cdef KeyEntry tmp
-    cdef Py_ssize_t size = PyDict_Size(v), pos = 0, n = 0, i, j
+    cdef bint drop[FAST_KEYS]
+    cdef Py_ssize_t size = PyDict_Size(v), pos = 0, n = 0, kept, i, j
     cdef PyObject* kp
     cdef PyObject* vp
-    cdef const char* data
-    cdef Py_ssize_t klen
+    cdef Py_ssize_t klen, saved
     cdef int rc = 0
+    global loopcore_hash_base
     if size > FAST_KEYS:
         return 1
+    # 1. the snapshot: no Python code runs in this loop
     while PyDict_Next(v, &pos, &kp, &vp):
-        if not (PyUnicode_CheckExact(<object>kp) and PyUnicode_IS_COMPACT_ASCII(<object>kp)):
+        if n == FAST_KEYS or not (PyUnicode_CheckExact(<object>kp) and PyUnicode_IS_COMPACT_ASCII(<object>kp)):
             rc = 1
             break
-        if c.strip != NULL and PySet_Contains(<object>c.strip, <object>kp):
-            continue
         klen = PyUnicode_GET_LENGTH(<object>kp)
-        if klen > C_INLINE_MAX:
-            rc = 1
-            break
         Py_INCREF(<object>kp)
         Py_INCREF(<object>vp)
         e[n].key = kp
@@ -505,6 +604,29 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
     try:
         if rc:
             return 1
+        # 2. strip (may run Python code: only our copies are read from here on); the array is
+        # compacted only once every test has returned, so an exception leaves it whole
+        if c.strip != NULL:
+            saved = loopcore_hash_base
+            loopcore_hash_base = depth + 2  # a __hash__/__eq__ that hashes again continues the depth
+            try:
+                for i in range(n):
+                    drop[i] = PySet_Contains(<object>c.strip, <object>e[i].key)
+            finally:
+                loopcore_hash_base = saved
+            kept = 0
+            for i in range(n):
+                if drop[i]:
+                    Py_DECREF(<object>e[i].key)
+                    Py_DECREF(<object>e[i].value)
+                else:
+                    e[kept] = e[i]
+                    kept += 1
+            n = kept
+        for i in range(n):
+            if e[i].n > C_INLINE_MAX:
+                return 1
+        _push(c, v, size)
         for i in range(1, n):
             tmp = e[i]
             j = i - 1
@@ -527,6 +649,23 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
             Py_DECREF(<object>e[i].value)
 
 
+def _pair_key_bytes(kv):
+    """The encoded key of a (str key, value) pair: the sort key of a str-keyed dict."""
+    b = PyUnicode_AsEncodedString(kv[0], b"utf-8", b"surrogatepass")
+    n = len(b)
+    if n <= C_INLINE_MAX:
+        return b"s" + n.to_bytes(4, "little") + b
+    return b"S" + n.to_bytes(8, "little") + _xxh3_bytes(b).to_bytes(8, "little")
+
+
+cdef uint64_t _xxh3_raw(bytes b):
+    return loopcore_xxh3_large(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+def _xxh3_bytes(bytes b):
+    return _xxh3_raw(b)
+
+
 cdef int _enc_pair(Ctx* c, _RangeList members, Py_ssize_t slot, object key, object val,
                    Py_ssize_t depth) except -1:
     c.seg_key[slot] = <PyObject*>key
@@ -539,36 +678,44 @@ cdef int _enc_pair(Ctx* c, _RangeList members, Py_ssize_t slot, object key, obje
 
 
 cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
-    cdef Py_ssize_t pos = 0, slot, count_at
-    cdef PyObject* kp
-    cdef PyObject* vp
+    cdef Py_ssize_t slot, count_at
     cdef _RangeList members
+    cdef list items
+    cdef bint all_str = True
+    cdef Py_ssize_t saved
+    global loopcore_hash_base
     if _open(c, v, depth):
         _reserve(c, 1)
         _u8(c, b"c")
         return 0
-    slot = c.nopen - 1
+    slot = c.nopen  # the slot _push will fill
     if _enc_dict_str_keys(c, v, depth, slot) == 0:
         c.nopen -= 1
         return 0
-    # general path: any key types; encode every pair, then sort the pairs bytewise
+    # general path: any key types. The snapshot (owned pairs, the storage's iteration order)
+    # is taken before strip or default= can run Python code; see the audit at the top.
+    items = PyDict_Items(v)
+    _push(c, v, len(items))
+    if c.strip != NULL:
+        saved = loopcore_hash_base
+        loopcore_hash_base = depth + 2  # as in the fast path
+        try:
+            items = [kv for kv in items if not PySet_Contains(<object>c.strip, (<tuple>kv)[0])]
+        finally:
+            loopcore_hash_base = saved
+    for kv in items:
+        if not PyUnicode_Check((<tuple>kv)[0]):
+            all_str = False
+            break
+    if all_str:
+        items.sort(key=_pair_key_bytes)  # encoded-key order, as the twin (same first failure)
     members = _RangeList()
     _reserve(c, 5)
     _u8(c, b"m")
     count_at = c.len
     c.len += 4
-    if c.default != NULL:
-        # a default= callback may run Python code that mutates this dict: walk a snapshot,
-        # exactly as the pure twin does
-        for key, val in list((<dict>v).items()):
-            if c.strip != NULL and PySet_Contains(<object>c.strip, key):
-                continue
-            _enc_pair(c, members, slot, key, val, depth)
-    else:
-        while PyDict_Next(v, &pos, &kp, &vp):
-            if c.strip != NULL and PySet_Contains(<object>c.strip, <object>kp):
-                continue
-            _enc_pair(c, members, slot, <object>kp, <object>vp, depth)
+    for kv in items:
+        _enc_pair(c, members, slot, (<tuple>kv)[0], (<tuple>kv)[1], depth)
     _put_count(c, count_at, members.n)
     _sort_members(c, members, count_at + 4)
     c.nopen -= 1
@@ -578,10 +725,14 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
 cdef int _enc_set(Ctx* c, object v, Py_ssize_t depth) except -1:
     cdef Py_ssize_t slot, count_at
     cdef _RangeList members
+    cdef list snap
     if _open(c, v, depth):
         _reserve(c, 1)
         _u8(c, b"c")
         return 0
+    # the base type's iterator (an __iter__ override never runs), copied before any callback
+    snap = list(_frozenset_iter(v) if PyFrozenSet_Check(v) else _set_iter(v))
+    _push(c, v, len(snap))
     slot = c.nopen - 1
     members = _RangeList()
     c.seg_kind[slot] = SEG_ITEM
@@ -589,7 +740,7 @@ cdef int _enc_set(Ctx* c, object v, Py_ssize_t depth) except -1:
     _u8(c, b"e")
     count_at = c.len
     c.len += 4
-    for item in v:
+    for item in snap:
         c.seg_key[slot] = <PyObject*>item
         members.push(c.len)
         _enc(c, item, depth + 1)
@@ -654,19 +805,26 @@ cdef int _enc(Ctx* c, object v, Py_ssize_t depth) except -1:
     if PyUnicode_Check(v):
         return _enc_str(c, v)
     if PyBytes_Check(v):
-        return _enc_blob(c, b"b", b"B", PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), True)
+        return _enc_blob(c, b"b", b"B", PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), True, v)
     if PyByteArray_Check(v):
-        return _enc_blob(c, b"b", b"B", PyByteArray_AS_STRING(v), PyByteArray_GET_SIZE(v), False)
+        return _enc_blob(c, b"b", b"B", PyByteArray_AS_STRING(v), PyByteArray_GET_SIZE(v), False, None)
     if PyList_Check(v) or PyTuple_Check(v):
         return _enc_list(c, v, depth)
     if PyDict_Check(v):
         return _enc_dict(c, v, depth)
     if PyAnySet_Check(v):
         return _enc_set(c, v, depth)
+    global loopcore_hash_base
+    cdef Py_ssize_t saved
     if c.default != NULL:
-        converted = (<object>c.default)(v)
-        if depth + 1 >= C_MAX_DEPTH:
+        if depth + 1 >= C_MAX_DEPTH:  # checked before the call: a recursing converter stops here
             _fail(c, ValueError, f"nesting deeper than {C_MAX_DEPTH} levels (default= conversions count)")
+        saved = loopcore_hash_base
+        loopcore_hash_base = depth + 2  # a re-entrant canonical_hash continues this depth
+        try:
+            converted = (<object>c.default)(v)
+        finally:
+            loopcore_hash_base = saved
         return _enc(c, converted, depth + 1)
     return _fail(c, TypeError, f"unsupported type {type(v).__name__!r}")
 
@@ -682,13 +840,13 @@ cdef object _strip_set(object strip):
 
 
 cdef int _run(Ctx* c, object value, object strip, object default) except -1:
+    # c.buf/c.cap/c.buf_heap are set by the caller (a stack buffer, or the heap when nested)
     c.len = 0
-    c.cap = STACK_BUF
-    c.buf_heap = False
     c.nopen = 0
+    c.members = 0
     c.strip = NULL if strip is None else <PyObject*>strip
     c.default = NULL if default is None else <PyObject*>default
-    return _enc(c, value, 0)
+    return _enc(c, value, loopcore_hash_base)
 
 
 cdef inline void _release(Ctx* c) noexcept:
@@ -696,18 +854,62 @@ cdef inline void _release(Ctx* c) noexcept:
         free(c.buf)
 
 
+cdef object _nested(object value, object strip, object default, uint64_t* out, bint want_bytes):
+    """A call made from inside a default= converter: the Ctx lives on the heap (see the audit)."""
+    cdef Ctx* c = <Ctx*>malloc(sizeof(Ctx))
+    result = None
+    if c == NULL:
+        raise MemoryError()
+    c.buf = NULL
+    c.buf_heap = False
+    try:
+        c.buf = <unsigned char*>malloc(STACK_BUF)
+        if c.buf == NULL:
+            raise MemoryError()
+        c.buf_heap = True
+        c.cap = STACK_BUF
+        _run(c, value, strip, default)
+        if want_bytes:
+            result = PyBytes_FromStringAndSize(<char*>c.buf, c.len)
+        else:
+            out[0] = XXH3_64bits(c.buf, c.len)
+    finally:
+        _release(c)
+        free(c)
+    return result
+
+
+cdef object _top(object value, object strip, object default, uint64_t* out, bint want_bytes):
+    """A top-level call: the Ctx and the first arena block live on the C stack."""
+    cdef Ctx c
+    cdef unsigned char stack_buf[STACK_BUF]
+    result = None
+    c.buf = stack_buf
+    c.cap = STACK_BUF
+    c.buf_heap = False
+    try:
+        _run(&c, value, strip, default)
+        if want_bytes:
+            result = PyBytes_FromStringAndSize(<char*>c.buf, c.len)
+        else:
+            out[0] = XXH3_64bits(c.buf, c.len)
+    finally:
+        _release(&c)
+    return result
+
+
+cdef inline object _compute(object value, object strip, object default, uint64_t* out, bint want_bytes):
+    # the two paths are separate functions so that a nested call's frame holds no Ctx
+    if loopcore_hash_base:
+        return _nested(value, strip, default, out, want_bytes)
+    return _top(value, strip, default, out, want_bytes)
+
+
 cdef int _c_hash(object value, object strip, object default, uint64_t* out) except -1:
     # The C entry other compiled modules call through the _C_HASH capsule (the guard hashes
     # every call's args and outcome: no Python call, no argument parsing). *strip* must be
     # None or a frozenset; otherwise the same as canonical_hash.
-    cdef Ctx c
-    cdef unsigned char stack_buf[STACK_BUF]
-    c.buf = stack_buf
-    try:
-        _run(&c, value, strip, default)
-        out[0] = XXH3_64bits(c.buf, c.len)
-    finally:
-        _release(&c)
+    _compute(value, strip, default, out, False)
     return 0
 
 
@@ -725,19 +927,13 @@ def canonical_hash(value, *, strip=None, default=None):
 
     Key order, 1 vs 1.0, -0.0 vs 0.0, NaN payloads and tuple vs list never change it; ``strip``
     drops dict keys at every depth. Raises TypeError (unsupported type, unless ``default``
-    converts it) or ValueError (nesting deeper than MAX_DEPTH), naming the path.
+    converts it) or ValueError (nesting deeper than MAX_DEPTH, more than MAX_MEMBERS members),
+    naming the path.
     """
-    cdef Ctx c
-    cdef unsigned char stack_buf[STACK_BUF]
     cdef uint64_t h
-    c.buf = stack_buf
     if strip is not None:
         strip = _strip_set(strip)
-    try:
-        _run(&c, value, strip, default)
-        h = XXH3_64bits(c.buf, c.len)
-    finally:
-        _release(&c)
+    _compute(value, strip, default, &h, False)
     return h
 
 
@@ -745,17 +941,9 @@ def canonical_hash(value, *, strip=None, default=None):
 def canonical_bytes(value, *, strip=None, default=None):
     """The canonical byte encoding that canonical_hash digests (see loopcore._hashing_py).
 
-    Raises TypeError for unsupported types and ValueError for nesting deeper than MAX_DEPTH,
-    both naming the path.
+    Raises TypeError for unsupported types and ValueError for nesting deeper than MAX_DEPTH
+    or more than MAX_MEMBERS members, both naming the path.
     """
-    cdef Ctx c
-    cdef unsigned char stack_buf[STACK_BUF]
-    c.buf = stack_buf
     if strip is not None:
         strip = _strip_set(strip)
-    try:
-        _run(&c, value, strip, default)
-        out = PyBytes_FromStringAndSize(<char*>c.buf, c.len)
-    finally:
-        _release(&c)
-    return out
+    return _compute(value, strip, default, NULL, True)

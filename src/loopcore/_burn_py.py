@@ -19,7 +19,9 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
       lands on the earlier result: the call writes a whole known content (flag ABSOLUTE), the
       undo was the exact inverse edit, or the steps after the redo replay the steps after the
       first application (same calls, same outcomes) and that replay includes an observation of
-      the target and some other repeated work (a re-run that taught nothing new). Charged: the redo, its replay, and for a redo whose result depends on the
+      the target and some other repeated work (a re-run that taught nothing new), or the
+      undo (the first write of the target after the first application) was followed by the
+      redo with no exec in between (nothing ran that could have told the agent something). Charged: the redo, its replay, and for a redo whose result depends on the
       state it was applied to, the undo (it returned the target to that state); all of them
       with ``of_step`` the first application. Exec steps do
       not break this form: the evidence is what the agent saw.
@@ -215,8 +217,8 @@ def analyse_columns(
                             if mut_t > j:
                                 code = OSCILLATION
                 # oscillation c: a redo of an earlier mutation after an undo
-                if code == 0 and k_i == MUTATE and not f_i & ERROR and ts >= 0 and writes_l[i] == ts \
-                        and toff[ts + 1] - toff[ts] == 1 and call_l[i] >= 0:
+                if code == 0 and k_i == MUTATE and not f_i & ERROR and ts >= 0 and toff[ts + 1] - toff[ts] == 1 \
+                        and call_l[i] >= 0 and _member(writes_l[i], tmem[toff[ts]], toff, tmem):
                     j = last_call[call_l[i]]
                     t = tmem[toff[ts]]
                     und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
@@ -226,12 +228,15 @@ def analyse_columns(
                         # the replay: steps after the redo repeating the steps after the first
                         # application, call for call and outcome for outcome
                         length = 0
-                        seen = other = False
+                        seen = other = disproved = False
                         while i + length + 1 < s1 and j + length + 1 < i:
                             a = i + length + 1
                             b = j + length + 1
                             if (call_l[a] < 0 or call_l[a] != call_l[b] or finding[a] != 0
                                     or (flags_l[a] ^ flags_l[b]) & (HAS_OUTCOME | F_REJECTED) or res_l[a] != res_l[b]):
+                                # the same look at the target showing something else: not redone
+                                disproved = (call_l[a] >= 0 and call_l[a] == call_l[b] and kind_l[a] == OBSERVE
+                                             and _member(reads_l[a], t, toff, tmem))
                                 break
                             if kind_l[a] == OBSERVE and flags_l[a] & HAS_OUTCOME and _member(reads_l[a], t, toff, tmem):
                                 seen = True
@@ -239,7 +244,11 @@ def analyse_columns(
                                 other = True
                             length += 1
                         # a replay proves the redo when it shows the target as before and repeats
-                        # other work too (a re-run with the same output: nothing was learned)
+                        # other work too (a re-run with the same output: nothing was learned); so
+                        # does an undo followed by the redo with nothing run in between that could
+                        # have told the agent something new
+                        if not confirmed and not absolute and not (seen and other) and not disproved:
+                            confirmed = _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem)
                         if confirmed or (seen and other):
                             code = OSCILLATION
                             for q in range(1, length + 1):
@@ -303,6 +312,23 @@ def analyse_columns(
         np.asarray(bk_tokens, dtype=np.int64).reshape(n_traces, N_KINDS),
         np.asarray(bk_steps, dtype=np.int64).reshape(n_traces, N_KINDS),
     )
+
+
+def _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem):
+    """Between the first application j of a mutation of target t and its redo i: the first
+    write of t after j (the undo) is followed by no exec before i."""
+    k = j + 1
+    while k < i:
+        w = writes_l[k]
+        if (w == ANYTHING and kind_l[k] == MUTATE) or _member(w, t, toff, tmem):
+            break
+        k += 1
+    else:
+        return False
+    for q in range(k + 1, i):
+        if kind_l[q] == EXEC:
+            return False
+    return True
 
 
 def _member(r, t, toff, tmem):

@@ -2,7 +2,9 @@
 
 ``LOOPCORE_NO_EXTENSIONS`` is read with the same truthiness rule as ``setup.py`` uses at
 build time: unset, empty, ``0``, ``false``, ``no`` and ``off`` (any case) are false, anything
-else is true. Off CPython the pure twins are always used.
+else is true. Off CPython the pure twins are always used, and so are they in an install built
+with ``LOOPCORE_NO_EXTENSIONS=1`` (setup.py records that in ``loopcore/_build_flags.py``), with
+or without the variable at run time.
 
 When the flag is false the compiled modules must import: a missing or broken build is an
 ``ImportError`` that says so, never a silent fallback.
@@ -14,7 +16,7 @@ import os
 import sys
 from types import ModuleType
 
-__all__ = ["NO_EXTENSIONS", "env_flag", "implementation", "load"]
+__all__ = ["NO_EXTENSIONS", "env_flag", "implementation", "load", "pure_build"]
 
 _FALSY = frozenset({"", "0", "false", "no", "off"})
 
@@ -24,7 +26,16 @@ def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in _FALSY
 
 
-NO_EXTENSIONS: bool = env_flag("LOOPCORE_NO_EXTENSIONS") or sys.implementation.name != "cpython"
+def pure_build() -> bool:
+    """True when this install was built pure (setup.py's ``_build_flags`` marker says so)."""
+    try:
+        from ._build_flags import PURE_BUILD  # type: ignore[import-not-found]
+    except ImportError:  # a source checkout or an in-place build: no marker
+        return False
+    return bool(PURE_BUILD)
+
+
+NO_EXTENSIONS: bool = env_flag("LOOPCORE_NO_EXTENSIONS") or pure_build() or sys.implementation.name != "cpython"
 
 
 def implementation() -> str:

@@ -86,7 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyse", aliases=["analyze"], help="account for the tokens recorded traces wasted",
                        description="Analyse recorded agent traces for wasted tokens.")
     common(a)
-    a.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    a.add_argument("--html", metavar="FILE", help="write a self-contained HTML report (charts, timelines, "
+                   "the guard replay overlaid)")
+    a.add_argument("--html-policy", default="default", metavar="NAME",
+                   help="policy preset of the guard replay overlaid on the HTML report (default: default)")
+    a.add_argument("--jobs", "-j", type=_count, default=None, metavar="N",
+                   help="analyse files in N processes (default: the cores this process may use, for inputs of "
+                   "4 MB or more; 1 = one process); the report is the same either way")
+    a.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run on the Dask cluster at ADDRESS (tcp://host:8786); needs loopcore[fleet]")
     a.add_argument("--min-ratio", type=_ratio, default=0.0, metavar="RATIO",
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
@@ -101,12 +109,66 @@ def build_parser() -> argparse.ArgumentParser:
     common(r)
     r.add_argument("--policy", default="default", metavar="NAME", help="policy preset (default: default)")
     r.add_argument("--fail-on-block", action="store_true", help="exit 1 when the guard would have blocked a call")
+    r.add_argument("--html", metavar="FILE", help="write a self-contained HTML report of the replay and the burn analysis")
     r.set_defaults(run=_run_replay)
+
+    # `loopcore hook ...` is dispatched in main() before this parser is built (see loopcore.hooks);
+    # the entry here lists it in --help.
+    sub.add_parser("hook", help="the guard as a Claude Code / Codex / Gemini CLI hook (see docs/hooks/)",
+                   add_help=False)
+    m = sub.add_parser("mcp-proxy", help="a stdio proxy in front of an MCP server, guarding its tools/call",
+                       description="Start an MCP server and pump its stdio, checking each tools/call with a "
+                       "Guard: a block is answered with isError and never forwarded, a warning is appended "
+                       "to the result, everything else passes through byte for byte. Exits with the "
+                       "server's exit code. See docs/integrations/mcp.md.",
+                       usage="loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]")
+    m.add_argument("--policy", default=None, metavar="NAME|FILE",
+                   help="policy preset or a JSON file of Policy fields (default: default)")
+    m.add_argument("--state", default=None, metavar="FILE",
+                   help="restore the guard from FILE at start, save it there at exit (and every 2 s)")
+    m.add_argument("--session", default=None, metavar="ID",
+                   help="guard session id (default: one per proxy process)")
+    m.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
+                   help="after the client leaves: wait this long for the server before SIGTERM, "
+                   "and again before SIGKILL (default 5)")
+    m.add_argument("--quiet", action="store_true", help="no line on stderr for each warn/block")
+    m.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ARGS", help="the MCP server's command")
+    m.set_defaults(run=_run_mcp_proxy)
+    f = sub.add_parser("formats", help="list the trace formats and the harness versions each was checked against",
+                       description="The trace formats loopcore reads, and the public samples each was checked "
+                       "against (see docs/formats.md).")
+    f.add_argument("--json", action="store_true", help="print the table as JSON")
+    f.set_defaults(run=_run_formats)
     return p
+
+
+def _run_formats(args: argparse.Namespace) -> int:
+    import json
+
+    from .adapters import format_table
+
+    rows = format_table()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['name']:<17} {r['reads']}")
+        for c in r["checked"]:
+            print(f"{'':<17}   checked: {c.get('harness', '')} {c.get('version', '')} "
+                  f"({c.get('repo', '')}:{c.get('path', '')})")
+        if not r["checked"]:
+            print(f"{'':<17}   checked: the project's own fixtures only")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with *argv* (default ``sys.argv[1:]``); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        # A hook runs before every tool call of a coding CLI: dispatch before anything else loads.
+        from .hooks import main as hook_main
+
+        return hook_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)  # SystemExit(2) on usage errors, as argparse does
     try:
@@ -117,6 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except (MemoryError, RecursionError) as exc:
+        _err(f"the input is too large or too deeply nested to analyse ({type(exc).__name__})")
+        return EXIT_ERROR
     except BrokenPipeError:
         # `loopcore analyse | head`: the reader left; not an error worth a traceback.
         try:
@@ -124,10 +189,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
+    except Exception as exc:  # never a traceback for the user; LOOPCORE_TRACEBACK=1 shows it
+        if os.environ.get("LOOPCORE_TRACEBACK"):
+            raise
+        _err(f"unexpected {type(exc).__name__}: {exc} (set LOOPCORE_TRACEBACK=1 for the traceback)")
+        return EXIT_ERROR
 
 
 def _err(msg: str) -> None:
-    print(f"loopcore: error: {msg}", file=sys.stderr)
+    from .report import terminal_safe
+
+    print(f"loopcore: error: {terminal_safe(msg)}", file=sys.stderr)
 
 
 def _print_to_stdout(render: Callable[[Any], None]) -> None:
@@ -264,34 +336,56 @@ def _write(dest: str, data: bytes | str, what: str) -> None:
             fh.write(data)
     except OSError as exc:
         raise _CliError(f"cannot write the {what} to {dest}: {exc.strerror or exc}") from None
-    print(f"loopcore: wrote the {what} to {dest}", file=sys.stderr)
+    size = len(data)
+    shown = f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} KB"
+    print(f"loopcore: wrote the {what} ({shown}) to {dest}", file=sys.stderr)
 
 
 def _run_analyse(args: argparse.Namespace) -> int:
-    from .report import collect, render_html, render_text, to_json
+    from .report import render_html, render_text, to_json
 
     _check_format(args.format)
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
+    if args.html:
+        _check_policy(args.html_policy)
     started = time.perf_counter()
+    html_data = None
+    no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
-            report = collect(args.paths, format=args.format, keep_going=args.keep_going, on_trace=prog.callback(),
-                             charge_turn_output=getattr(args, "charge_turn_output", False))
+            if getattr(args, "charge_turn_output", False):
+                # the whole turn charged: analysed in this process, with that setting
+                from .report import collect
+
+                report = collect(args.paths, format=args.format, keep_going=args.keep_going,
+                                 on_trace=_watch_no_steps(prog.callback(), no_steps), charge_turn_output=True)
+            else:
+                from . import fleet
+
+                report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
+                                              jobs=args.jobs, scheduler=args.scheduler,
+                                              html_policy=args.html_policy if args.html else None,
+                                              on_unit=_watch_no_steps(prog.callback(), no_steps))
+                if drawn is not None:
+                    html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
+    except ImportError as exc:  # --scheduler without the fleet extra
+        raise _CliError(str(exc)) from None
     elapsed = time.perf_counter() - started
     if not report.traces and report.skipped:
-        _write_outputs(args, report, to_json, render_html)
+        _write_outputs(args, report, to_json, render_html, html_data)
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
     if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_text(report, c, top=args.top, min_ratio=args.min_ratio))
+        _warn_no_steps(no_steps)
         if report.skipped:
             print(f"loopcore: skipped {len(report.skipped)} unreadable input(s) (--keep-going)", file=sys.stderr)
         n = len(report.traces)
         print(f"loopcore: analysed {n:,} trace{'s' if n != 1 else ''}, {report.steps:,} steps in {elapsed:.2f}s",
               file=sys.stderr)
-    _write_outputs(args, report, to_json, render_html)
+    _write_outputs(args, report, to_json, render_html, html_data)
     if args.fail_above is not None and report.overall.waste_ratio > args.fail_above:
         print(f"loopcore: waste ratio {report.overall.waste_ratio:.3f} is above --fail-above {args.fail_above}",
               file=sys.stderr)
@@ -299,11 +393,49 @@ def _run_analyse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any) -> None:
+def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    live = [c for c in callbacks if c is not None]
+
+    def on_trace(trace: Any) -> None:
+        for c in live:
+            c(trace)
+
+    return on_trace
+
+
+def _watch_no_steps(callback: Callable[[Any], None] | None, into: list[str]) -> Callable[[Any], None]:
+    """An on_trace callback that notes the traces of non-empty inputs that gave no step."""
+
+    def on_trace(trace: Any) -> None:
+        if trace.meta.get("no_steps"):
+            into.append(trace.source or "<input>")
+        if callback is not None:
+            callback(trace)
+
+    return on_trace
+
+
+def _warn_no_steps(sources: list[str]) -> None:
+    """Say so when inputs of a known format gave no step: a format variant the reader missed
+    must not pass for a clean run."""
+    if not sources:
+        return
+    n = len(sources)
+    shown = ", ".join(sources[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    print(f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
+          f"(see `loopcore formats` and docs/formats.md)")
+    sys.stdout.flush()
+
+
+def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any, html_data: Any = None) -> None:
     if args.json:
         _write(args.json, to_json(report), "JSON report")
     if getattr(args, "html", None):
-        _write(args.html, render_html(report, top=args.top, min_ratio=args.min_ratio), "HTML report")
+        page = render_html(report, top=args.top, min_ratio=args.min_ratio,
+                           timelines=html_data.timelines if html_data else None,
+                           replays=html_data.replays if html_data else None,
+                           policy=html_data.policy if html_data else None)
+        _write(args.html, page, "HTML report")
 
 
 def _run_replay(args: argparse.Namespace) -> int:
@@ -316,24 +448,61 @@ def _run_replay(args: argparse.Namespace) -> int:
     quiet = logging.NullHandler()
     logger = logging.getLogger("loopcore")
     logger.addHandler(quiet)
+    if args.json == "-" and args.html == "-":
+        raise _CliError("--json - and --html - cannot both write to stdout")
+    html_data = None
+    no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
+            on_trace = prog.callback()
+            if args.html:
+                from .htmlreport import HtmlCollector
+
+                html_data = HtmlCollector(policy=None, burn=True)
+                on_trace = _chain(on_trace, html_data)
             report = collect_replay(args.paths, policy=args.policy, format=args.format,
-                                    keep_going=args.keep_going, on_trace=prog.callback())
+                                    keep_going=args.keep_going, on_trace=_watch_no_steps(on_trace, no_steps))
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     finally:
         logger.removeHandler(quiet)
     if not report.traces and report.skipped:
         raise _CliError(f"nothing could be read: all {len(report.skipped)} input(s) were skipped")
-    if args.json != "-":
+    if args.json != "-" and args.html != "-":
         _print_to_stdout(lambda c: render_replay_text(report, c, top=args.top))
+        _warn_no_steps(no_steps)
     if args.json:
         _write(args.json, replay_to_json(report), "JSON replay report")
+    if args.html and html_data is not None:
+        from .htmlreport import render_report, replay_as_analysis
+
+        page = render_report(replay_as_analysis(report, html_data.burns), timelines=html_data.timelines,
+                             replays=report.traces, policy=args.policy,
+                             title=f"loopcore guard replay ({args.policy} policy) and burn analysis")
+        _write(args.html, page, "HTML report")
     if args.fail_on_block and report.blocked:
         print(f"loopcore: the guard would have blocked {report.blocked} call(s)", file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _run_mcp_proxy(args: argparse.Namespace) -> int:
+    from .integrations.mcp_proxy import load_policy, run_cli
+
+    server = list(args.server)
+    if server and server[0] == "--":
+        server = server[1:]
+    if not server:
+        raise _CliError("no MCP server command: loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]")
+    try:
+        load_policy(args.policy)
+    except (ValueError, OSError) as exc:
+        raise _CliError(f"bad --policy {args.policy!r}: {exc}") from None
+    try:
+        return run_cli(server, policy=args.policy, state=args.state, session=args.session, grace=args.grace,
+                       quiet=args.quiet)
+    except OSError as exc:
+        raise _CliError(f"cannot start the MCP server {server[0]!r}: {exc}") from None
 
 
 def _check_policy(name: str) -> None:

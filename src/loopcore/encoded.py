@@ -304,7 +304,9 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
         return _new_facts(StepFacts, (kind, targets, None, has_outcome, outcome, error is not None, None, None, (), (),
                                       flags, False))
     args = step.args
-    call = (step.name, canonical_hash(_norm_command(args), default=repr)) if step.name else None
+    # blanks are normalised in an observe command only: a write's text (a heredoc) is its content
+    call = (step.name, canonical_hash(_norm_command(args) if kind == OBSERVE else args, default=repr)) \
+        if step.name else None
     failed = error is not None
     edit = None
     state = None
@@ -553,6 +555,40 @@ def degenerate_tokens(step: Step) -> int:
     return min(out, out * rep // len(text)) if rep else 0
 
 
+def _path_aliases(facts: list[StepFacts]) -> dict[str, tuple[str, ...]]:
+    """Targets of one trace that may name the same file: a relative path and an absolute one
+    ending with it (``patch.txt`` and ``/testbed/patch.txt``, the working folder unknown). A
+    write of either is taken as a write of both, so a repeat never spans a write it cannot see."""
+    names: set[str] = set()
+    for f in facts:
+        names.update(f.targets)
+        if f.writes:
+            names.update(f.writes)
+        if f.reads:
+            names.update(f.reads)
+    if len(names) < 2:
+        return {}
+    out: dict[str, list[str]] = {}
+    for name in names:
+        if "/" not in name or name.startswith("git:"):
+            continue
+        k = name.find("/", 1 if name[0] == "/" else 0)
+        while k >= 0:
+            tail = name[k + 1:]
+            if tail in names:
+                out.setdefault(name, []).append(tail)
+                out.setdefault(tail, []).append(name)
+            k = name.find("/", k + 1)
+    return {n: tuple(v) for n, v in out.items()}
+
+
+def _widen(writes: tuple[str, ...], alias: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    extra = [a for w in writes for a in alias.get(w, ())]
+    if not extra:
+        return writes
+    return tuple(sorted(set(writes).union(extra)))
+
+
 def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None) -> EncodedTrace:
     """Encode one Trace or many into numpy columns for the bulk kernels (see the module doc).
 
@@ -590,8 +626,13 @@ def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None
         return tset_of(ts)
 
     for k, trace in enumerate(traces):
-        for step in trace.steps:
-            f = step_facts(step, settings)
+        facts = [step_facts(step, settings) for step in trace.steps]
+        alias = _path_aliases(facts)
+        for step, f in zip(trace.steps, facts):
+            if alias and f.writes:
+                wider = _widen(f.writes, alias)
+                if wider is not f.writes:
+                    f = f._replace(writes=wider)
             tool = tools(step.name)
             tset = tset_of(f.targets) if f.targets else -1
             call = calls((tool, f.call[1])) if f.call is not None else -1

@@ -13,6 +13,7 @@ if TYPE_CHECKING or NO_EXTENSIONS:
         HASH_FORMAT_VERSION,
         INLINE_MAX,
         MAX_DEPTH,
+        MAX_MEMBERS,
         canonical_bytes,
         canonical_hash,
     )
@@ -21,8 +22,9 @@ else:
         HASH_FORMAT_VERSION,
         INLINE_MAX,
         MAX_DEPTH,
+        MAX_MEMBERS,
         canonical_bytes,
         canonical_hash,
     )
 
-__all__ = ["HASH_FORMAT_VERSION", "INLINE_MAX", "MAX_DEPTH", "canonical_bytes", "canonical_hash"]
+__all__ = ["HASH_FORMAT_VERSION", "INLINE_MAX", "MAX_DEPTH", "MAX_MEMBERS", "canonical_bytes", "canonical_hash"]

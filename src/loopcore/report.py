@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import html
 import os
 import pathlib
 from dataclasses import dataclass, field
@@ -227,14 +226,6 @@ def fmt_tokens(n: int, estimated: bool = False) -> str:
     return f"{'~' if estimated and n else ''}{n:,}"
 
 
-def _step_cite(i: int, ref: Any) -> str:
-    """A charged step as ``48 (messages[116])``: its index and the trace's own coordinate."""
-    from .burn import ref_text
-
-    r = ref_text(ref)
-    return f"{i} ({r})" if r else str(i)
-
-
 def fmt_ratio(r: float) -> str:
     """A waste ratio as a percentage with one decimal."""
     return f"{r * 100:.1f}%"
@@ -266,6 +257,17 @@ _KIND_SHORT = {
 }
 
 
+# Every C0 and C1 control character and DEL, shown as a visible escape: a session id, path or
+# target from a trace must never reach the terminal as an escape sequence (a window-title OSC,
+# a clear-screen, a cursor move).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def terminal_safe(text: Any) -> str:
+    """*text* as a str with every control character escaped (``\\x1b``): safe to print."""
+    return str(text).translate(_CONTROLS)
+
+
 def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
     if not report.findings:
         return "-"
@@ -273,7 +275,7 @@ def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
     kind = _KIND_SHORT.get(f.kind, f.kind)
     if f.kind in ("question_loop", "rejected_action", "degenerate_output"):
         return kind
-    what = f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target)
+    what = terminal_safe(f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target))
     return f"{kind} {shorten(what, max(width - len(kind) - 1, 8))}"
 
 
@@ -301,14 +303,15 @@ def render_text(
     from rich.text import Text
 
     if report.example:
-        console.print(f"No path given: analysing the bundled example trace {report.inputs[0]}", markup=False)
+        console.print(f"No path given: analysing the bundled example trace {terminal_safe(report.inputs[0])}",
+                      markup=False)
     rows = _visible(report, min_ratio)
     rows_shown = sorted(rows, key=lambda t: -t.report.wasted_tokens)[:max_rows] if len(rows) > max_rows else rows
     o = report.overall
     cells = [
         (
-            t.label,
-            t.format or "-",
+            terminal_safe(t.label),
+            terminal_safe(t.format or "-"),
             f"{t.steps:,}",
             fmt_tokens(t.report.total_tokens, t.report.tokens_estimated),
             fmt_tokens(t.report.wasted_tokens, t.report.wasted_estimated),
@@ -360,25 +363,26 @@ def render_text(
                       "reasoning and reply text, not charged)") if f.turn_output_tokens else ""
             ft.add_row(
                 fmt_tokens(f.tokens, f.tokens_estimated),
-                Text.assemble((f.kind, "bold"), "  ", (t.label, "cyan"), "\n", f.message, beside),
+                Text.assemble((terminal_safe(f.kind), "bold"), "  ", (terminal_safe(t.label), "cyan"), "\n",
+                              terminal_safe(f.message), beside),
             )
         console.print(ft)
     elif report.traces:
         console.print("No waste found: every repeated call had a reason (a change in between, or a new result).")
     if o.top_recommendation:
         console.print()
-        console.print(Text.assemble(("Top recommendation: ", "bold"), o.top_recommendation))
+        console.print(Text.assemble(("Top recommendation: ", "bold"), terminal_safe(o.top_recommendation)))
     if o.tokens_estimated:
         console.print("~ = estimated from text length: marks the counts that rest on estimates (the trace has "
                       "no per-call usage fields there).")
     if report.ignored:
         n = len(report.ignored)
         console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "
-                      f"{os.path.basename(report.ignored[0])})", markup=False, highlight=False)
+                      f"{terminal_safe(os.path.basename(report.ignored[0]))})", markup=False, highlight=False)
     if report.skipped:
         console.print(f"[yellow]Skipped {len(report.skipped)} unreadable input{'s' if len(report.skipped) != 1 else ''}:[/yellow]")
         for s in report.skipped[:top or 10]:
-            console.print(f"  {s.where()}: {s.message}", highlight=False, markup=False)
+            console.print(terminal_safe(f"  {s.where()}: {s.message}"), highlight=False, markup=False)
         if len(report.skipped) > (top or 10):
             console.print(f"  ... and {len(report.skipped) - (top or 10)} more (see --json)")
 
@@ -403,86 +407,13 @@ def _json_default(o: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# HTML: one self-contained file (inline CSS, no scripts, no external assets); every piece of
-# trace-derived text goes through html.escape because traces are untrusted input.
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d232a}
-h1{font-size:1.35rem}h2{font-size:1.1rem;margin-top:2rem}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}
-th,td{padding:.3rem .6rem;border-bottom:1px solid #e3e6ea;text-align:left;vertical-align:top}
-th{background:#f4f6f8}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr.total td{font-weight:600;border-top:2px solid #9aa3ad}
-.rec{background:#fff7e0;border-left:4px solid #e0a800;padding:.6rem 1rem}
-.muted{color:#68737d}.bar{background:#e3e6ea;height:.5rem;width:6rem;display:inline-block}
-.bar span{background:#d9534f;height:.5rem;display:block}
-"""
+# HTML: see loopcore.htmlreport (charts, timelines, the guard overlay; everything escaped)
 
 
-def _bar(ratio: float) -> str:
-    pct = max(0.0, min(1.0, ratio)) * 100
-    return f'<span class="bar"><span style="width:{pct:.1f}%"></span></span>'
+def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0, timelines: Any = None,
+                replays: Any = None, policy: str | None = None) -> str:
+    """The report as one self-contained HTML page (see :mod:`loopcore.htmlreport`): the *top*
+    costliest findings listed on the page itself, every trace in its table."""
+    from .htmlreport import render_report
 
-
-def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0) -> str:
-    """The report as one self-contained HTML page (inline CSS, no scripts, everything escaped)."""
-    e = html.escape
-    o = report.overall
-    out: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(_title(report))}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>{e(_title(report))}</h1>",
-        f'<p class="muted">{report.steps:,} steps in {len(report.traces):,} traces; '
-        f"{fmt_tokens(o.wasted_tokens, o.wasted_estimated)} of {fmt_tokens(o.total_tokens, o.tokens_estimated)} "
-        f"tokens wasted ({e(fmt_ratio(o.waste_ratio))}).</p>",
-    ]
-    if o.top_recommendation:
-        out.append(f'<p class="rec"><strong>Top recommendation:</strong> {e(o.top_recommendation)}</p>')
-    out.append("<h2>Traces</h2><table><thead><tr><th>trace</th><th>source</th><th>format</th>"
-               "<th>steps</th><th>tokens</th><th>wasted</th><th>ratio</th><th>top finding</th></tr></thead><tbody>")
-    # Most waste first: the page is read top-down, and the input order is in the JSON.
-    for t in sorted(_visible(report, min_ratio), key=lambda t: -t.report.wasted_tokens):
-        r = t.report
-        out.append(
-            f"<tr><td>{e(t.label)}</td><td class=\"muted\">{e(t.source)}</td><td>{e(t.format or '-')}</td>"
-            f'<td class="n">{t.steps:,}</td><td class="n">{fmt_tokens(r.total_tokens, r.tokens_estimated)}</td>'
-            f'<td class="n">{fmt_tokens(r.wasted_tokens, r.wasted_estimated)}</td>'
-            f'<td class="n">{e(fmt_ratio(r.waste_ratio))} {_bar(r.waste_ratio)}</td>'
-            f"<td>{e(_top_finding_text(r))}</td></tr>"
-        )
-    out.append(
-        f'<tr class="total"><td>overall</td><td></td><td></td><td class="n">{report.steps:,}</td>'
-        f'<td class="n">{fmt_tokens(o.total_tokens, o.tokens_estimated)}</td>'
-        f'<td class="n">{fmt_tokens(o.wasted_tokens, o.wasted_estimated)}</td>'
-        f'<td class="n">{e(fmt_ratio(o.waste_ratio))} {_bar(o.waste_ratio)}</td><td></td></tr></tbody></table>'
-    )
-    findings = report.top_findings(top)
-    if findings:
-        out.append(f"<h2>Top {len(findings)} findings</h2><table><thead><tr><th>tokens</th><th>kind</th>"
-                   "<th>target</th><th>trace</th><th>steps</th><th>what happened</th></tr></thead><tbody>")
-        for t, f in findings:
-            steps = ", ".join(_step_cite(s, r) for s, r in zip(f.steps or (), f.refs or (None,) * len(f.steps)))
-            beside = (f" (+{fmt_tokens(f.turn_output_tokens, f.tokens_estimated)} tokens of the same turns' reasoning "
-                      "and reply text, not charged)") if f.turn_output_tokens else ""
-            out.append(
-                f'<tr><td class="n">{fmt_tokens(f.tokens, f.tokens_estimated)}</td><td>{e(f.kind)}</td>'
-                f"<td>{e(fmt_target(f.target))}</td><td>{e(t.label)}</td><td>{e(steps)}</td>"
-                f"<td>{e(f.message + beside)}</td></tr>"
-            )
-        out.append("</tbody></table>")
-    else:
-        out.append("<p>No waste found.</p>")
-    if report.skipped:
-        out.append(f"<h2>Skipped inputs ({len(report.skipped)})</h2><ul>")
-        out.extend(f"<li>{e(s.where())}: {e(s.message)}</li>" for s in report.skipped)
-        out.append("</ul>")
-    if o.tokens_estimated:
-        out.append('<p class="muted">~ = estimated from text length: marks the counts that rest on estimates '
-                   '(the trace has no per-call usage fields there).</p>')
-    from . import __version__
-
-    out.append(f'<p class="muted">loopcore {e(__version__)}</p></body></html>')
-    return "\n".join(out) + "\n"
-
+    return render_report(report, timelines=timelines, replays=replays, policy=policy, min_ratio=min_ratio, top=top)

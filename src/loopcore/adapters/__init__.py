@@ -7,7 +7,6 @@ walks the parsed objects. See docs/formats.md for every format, the token rule a
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
 from typing import Any, Iterable, Iterator
@@ -17,37 +16,131 @@ from ..trace import Trace
 from . import (
     anthropic,
     claude_code,
+    cline,
+    codex,
     gemini_cli,
     loopcore_steps,
     mini_swe_agent,
     openai_chat,
     openai_responses,
+    opencode,
     openhands,
     otel,
     swe_agent,
     tau_bench,
 )
 from ._base import LoadStats, TraceFormatError, estimate_tokens
-from ._io import Ctx, Parsed, parse_bytes, read_bytes
+from ._io import Ctx, Parsed, gunzip, max_file_bytes, parse_bytes, read_bytes
+from ..hashing import canonical_hash
 
-__all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "load"]
+__all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "format_table", "load"]
 
 _MODULES = {
     m.NAME: m
-    for m in (loopcore_steps, openai_chat, openai_responses, anthropic, claude_code, otel, mini_swe_agent,
-              swe_agent, tau_bench, openhands, gemini_cli)
+    for m in (loopcore_steps, openai_chat, openai_responses, codex, anthropic, claude_code, otel, mini_swe_agent,
+              swe_agent, tau_bench, openhands, gemini_cli, opencode, cline)
 }
 #: The format names ``load(..., format=...)`` accepts (besides ``"auto"``).
 FORMATS: tuple[str, ...] = tuple(_MODULES)
 _ALIASES = {
     "jsonl": "loopcore", "steps": "loopcore", "openai": "openai-chat", "chat": "openai-chat",
-    "responses": "openai-responses", "codex": "openai-responses", "claude": "claude-code",
+    "responses": "openai-responses", "codex-cli": "codex", "rollout": "codex", "claude": "claude-code",
     "otlp": "otel", "opentelemetry": "otel", "mini-swe": "mini-swe-agent", "sweagent": "swe-agent",
-    "tau": "tau-bench", "gemini": "gemini-cli",
+    "tau": "tau-bench", "gemini": "gemini-cli", "roo": "cline", "roo-code": "cline", "kilo": "cline",
+    "openhands-v1": "openhands",
 }
+#: What each format reads, and the public samples (harness version, repository, path, commit) it was
+#: checked against; docs/formats.md has the same table. ``loopcore formats`` prints it.
+_READS = {
+    "loopcore": "loopcore's own step JSONL",
+    "openai-chat": "OpenAI chat messages (tool_calls / role tool)",
+    "openai-responses": "OpenAI Responses items and Response objects",
+    "codex": "Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl)",
+    "anthropic": "Anthropic Messages (tool_use / tool_result)",
+    "claude-code": "Claude Code session JSONL and sub-agent files, stream-json",
+    "otel": "OpenTelemetry GenAI spans (OTLP JSON)",
+    "mini-swe-agent": "mini-swe-agent .traj.json (1.x text actions, 2.x tool calls)",
+    "swe-agent": "SWE-agent .traj",
+    "tau-bench": "tau-bench result files",
+    "openhands": "OpenHands V1 event folders / exports, V0 event streams, resolver and eval output.jsonl",
+    "gemini-cli": "gemini-cli chat recordings (session-*.jsonl and the older .json), /chat save checkpoints",
+    "opencode": "opencode storage folders (session / message / part JSON) and `opencode export` files",
+    "cline": "Cline / Roo Code task history (api_conversation_history.json, ui_messages.json)",
+}
+def _c(harness: str, version: str, repo: str, path: str, commit: str) -> dict[str, str]:
+    return {"harness": harness, "version": version, "repo": repo, "path": path, "commit": commit}
+
+
+_CHECKED: dict[str, list[dict[str, str]]] = {
+    "codex": [
+        _c("Codex CLI", "rollout format of 0.5x-0.6x (session_meta / response_item / event_msg)", "daaain/claude-code-log",
+           "test/test_data/codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+           "774584014df7879465279911f363b5fab9eb37ad"),
+    ],
+    "claude-code": [
+        _c("Claude Code", "1.0.x session JSONL", "daaain/claude-code-log", "test/test_data/representative_messages.jsonl",
+           "a641071a154f041b96e9b83ccd42d2f92eaa321a"),
+        _c("Claude Code", "2.0.46 inline sidechain", "daaain/claude-code-log", "test/test_data/sidechain_integrated.jsonl",
+           "579edc0fc04a09fc3df17aed7fb5cdb4d4766565"),
+        _c("Claude Code", "2.1.x sub-agent file", "daaain/claude-code-log",
+           "test/test_data/minimal_showcase/55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
+           "b079f75baabfc07b3ba401643a79e162b18482b0"),
+    ],
+    "mini-swe-agent": [
+        _c("mini-swe-agent", "2.x (trajectory_format mini-swe-agent-1.1)", "SWE-agent/mini-swe-agent",
+           "output/deepseek_chat_test_1-100/**, output/deepseek_reasoner_dev/** (refs/pull/816/head)",
+           "e5e0fbca1c60561bde25fa473b78717aa4b3f9ec"),
+        _c("mini-swe-agent", "1.x text actions", "gruckion/mini-swe-agent",
+           "swebench_results/20251118_gemini-3-pro-74pct/trajs/**", "d12a71affd95403b036b2bdbd827349b77bfffb9"),
+    ],
+    "swe-agent": [
+        _c("SWE-agent", "1.x demonstrations", "SWE-agent/SWE-agent", "trajectories/demonstrations/**/*.traj",
+           "3ea751c087f32b16e039a2233dd6eefecef325d5"),
+    ],
+    "tau-bench": [
+        _c("tau-bench", "historical trajectories", "sierra-research/tau-bench",
+           "historical_trajectories/gpt-4o-airline.json", "59a200c6d575d595120f1cb70fea53cef0632f6b"),
+    ],
+    "openhands": [
+        _c("OpenHands SDK", "1.43 (V1 events)", "OpenHands/software-agent-sdk",
+           "tests/sdk/conversation/goal/fixtures/events.jsonl", "611629e6999ad398dc49c761721eefe18d5e6bd9"),
+        _c("OpenHands", "0.2x V0 trajectory", "All-Hands-AI/OpenHands", "tests/runtime/trajs/basic.json",
+           "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+        _c("OpenHands", "V0 evaluation output.jsonl", "All-Hands-AI/OpenHands",
+           "evaluation/benchmarks/multi_swe_bench/examples/output.jsonl", "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+        _c("openhands-resolver", "2024 resolver output", "All-Hands-AI/OpenHands",
+           "tests/unit/resolver/mock_output/output.jsonl", "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+    ],
+    "gemini-cli": [
+        _c("gemini-cli", "0.56.0-nightly (JSONL recording: writer and loader)", "google-gemini/gemini-cli",
+           "packages/core/src/services/chatRecordingService.ts, chatRecordingTypes.ts",
+           "5411f113cafae26161b4969b0237b8e1e024e2c2"),
+    ],
+    "opencode": [
+        _c("opencode", "1.x part schema", "anomalyco/opencode", "packages/opencode/src/session/message-v2.ts",
+           "007a9409bafea06d6b9084ff1f6d1fe9f5e3a803"),
+    ],
+    "cline": [
+        _c("Cline", "3.x task history (native tool calls, metrics)", "mike4567/MRA04242026",
+           "api_conversation_history.json", "764491384379e43f9b25ab332f4d000b7727788b"),
+        _c("Cline", "4.1.13 storage message and tool names", "cline/cline",
+           "apps/vscode/src/shared/messages/content.ts, apps/vscode/src/shared/tools.ts",
+           "21cb8d2525bcedf1f4b6890b27a74a14fe7451e4"),
+    ],
+}
+
+
+def format_table() -> list[dict[str, Any]]:
+    """One row per format (in FORMATS order): ``name``, ``reads`` and ``checked`` (the public
+    samples it was checked against: ``harness``, ``version``, ``repo``, ``path``, ``commit``)."""
+    return [{"name": n, "reads": _READS.get(n, ""), "checked": list(_CHECKED.get(n, ()))} for n in FORMATS]
+
+
 # Files a folder walk reads; anything else (README.md, .yaml, .tsv) is not looked at.
 _TRACE_EXTS = (".json", ".jsonl", ".ndjson", ".traj")
 _EVENT_FILE = re.compile(r"^\d+\.json$")
+# OpenHands V1 (SDK) event files: event-<index, 5+ digits>-<event id>.json, in any folder.
+_V1_EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$")
 
 
 def _resolve_format(fmt: str) -> str:
@@ -85,6 +178,10 @@ def _sniff(doc: Any) -> str | None:
             return gemini_cli.NAME
         if openhands.sniff(doc):
             return openhands.NAME
+        if opencode.sniff(doc):
+            return opencode.NAME
+        if codex.sniff([doc]):
+            return codex.NAME
         if openai_responses.sniff([doc]):
             return openai_responses.NAME
         if claude_code.sniff([doc]):
@@ -107,12 +204,18 @@ def _sniff(doc: Any) -> str | None:
             return tau_bench.NAME
         if claude_code.sniff(doc):
             return claude_code.NAME
+        if codex.sniff(doc):
+            return codex.NAME
+        if gemini_cli.sniff(doc):
+            return gemini_cli.NAME
         if openai_responses.sniff(doc):
             return openai_responses.NAME
         if openhands.sniff(doc):
             return openhands.NAME
-        if gemini_cli.sniff(doc):
-            return gemini_cli.NAME
+        if opencode.sniff(doc):
+            return opencode.NAME
+        if cline.sniff(doc):
+            return cline.NAME
         if anthropic.sniff(doc):
             return anthropic.NAME
         if loopcore_steps.sniff(doc):
@@ -150,14 +253,30 @@ def detect_format(source: Any) -> str:
     return fmt
 
 
+class StoreFolder(str):
+    """A folder that is one unit of work of its own (an opencode store), as :func:`_walk` yields
+    it: a path (a ``str``), read by the format's own store reader."""
+
+    __slots__ = ()
+
+
 def _walk(folder: str) -> Iterator[str | list[str]]:
-    """Trace files under *folder*, sorted; an OpenHands ``events`` folder of numbered event
-    files comes back as one list (one stream)."""
+    """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
+    V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
+    :class:`StoreFolder`."""
     for root, dirs, files in os.walk(folder):
+        if opencode.is_store(root):
+            # opencode's storage: session / message / part files that only make sense together
+            dirs[:] = []
+            yield StoreFolder(root)
+            continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         names = sorted(f for f in files if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS))
         if os.path.basename(root) == "events" and names and all(_EVENT_FILE.match(f) for f in names):
             yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(f.split(".", 1)[0]))]
+            continue
+        if names and all(_V1_EVENT_FILE.match(f) for f in names):
+            yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))]
             continue
         for f in names:
             yield os.path.join(root, f)
@@ -186,35 +305,85 @@ def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, sta
             raise
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise TraceFormatError(f"not a valid {name} trace ({type(exc).__name__}: {exc})", path) from exc
+        for t in traces:
+            _drop_unhashable_steps(t, ctx)
     for k, t in enumerate(traces):
         t.meta["skipped"] = ctx.skipped if k == 0 else 0
         if detected:
             t.meta["format_detected"] = True
+    if not parsed.empty and not any(t.steps for t in traces):
+        # Data of a known format and not one step: say so (an unread variant must not look
+        # like a clean run).
+        for t in traces:
+            t.meta["no_steps"] = True
+        if stats is not None:
+            stats.no_steps.append(path if path is not None else "<object>")
     if stats is not None:
         stats.formats[name] = stats.formats.get(name, 0) + len(traces)
     return traces
 
 
-def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any,
-               in_folder: bool) -> list[Trace]:
+def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
+    """A step whose args or outcome the canonical hash refuses (nested deeper than MAX_DEPTH,
+    more than MAX_MEMBERS members: JSON parsers accept 1024 levels) is malformed: an error, or
+    with keep_going a counted skip, and the rest of the trace is analysed as usual."""
+    bad: list[int] = []
+    for i, step in enumerate(trace.steps):
+        try:
+            canonical_hash(step.args, default=repr)
+            if step.result is not None or step.error is not None:
+                canonical_hash([step.result, step.error], default=repr)
+        except ValueError as exc:
+            reason = str(exc).replace("canonical_hash: ", "", 1)
+            if len(reason) > 160:
+                reason = reason[:157] + "..."
+            ctx.bad(f"step {i} ({step.name}) cannot be analysed: {reason}")
+            bad.append(i)
+    if bad:
+        drop = set(bad)
+        trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
+
+
+def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None,
+               profile: Any, in_folder: bool) -> list[Trace]:
+    if isinstance(item, StoreFolder):
+        # An opencode store: one export document per session.
+        root = str(item)
+        docs = opencode.read_store(root)
+        if stats is not None:
+            stats.files += 1
+        return _parse_one(root, Parsed(docs), opencode.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
+                          in_folder)
     if isinstance(item, list):
-        # An OpenHands events folder: the numbered files are one stream.
+        # An OpenHands events folder: the numbered files are one stream. An entry that cannot
+        # be read (a dangling link, a FIFO...) fails the folder, or with keep_going is a
+        # counted skip and the rest of the stream is still read.
         path = os.path.dirname(item[0])
         docs = []
-        for p in item:
-            parsed = parse_bytes(read_bytes(p), p)
-            if not parsed.empty:
-                docs.append(parsed.doc)
+        skipped = 0
         if stats is not None:
             stats.files += len(item)
-        return _parse_one(path, Parsed(docs), openhands.NAME if fmt == "auto" else fmt, keep_going, stats, profile, in_folder)
+        for p in item:
+            try:
+                parsed = parse_bytes(read_bytes(p), p)
+            except TraceFormatError as err:
+                if not keep_going:
+                    raise
+                skipped += 1
+                if stats is not None:
+                    stats.errors.append(err)
+                    stats.skipped_files += 1
+                continue
+            if not parsed.empty:
+                docs.append(parsed.doc)
+        traces = _parse_one(path, Parsed(docs), openhands.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
+                            in_folder)
+        if traces and skipped:
+            traces[0].meta["skipped"] += skipped
+        return traces
     if stats is not None:
         stats.files += 1
-    try:
-        data = read_bytes(item)
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", item) from None
-    return _parse_one(item, parse_bytes(data, item), fmt, keep_going, stats, profile, in_folder)
+    return _parse_one(item, parse_bytes(read_bytes(item), item), fmt, keep_going, stats, profile, in_folder)
 
 
 def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
@@ -285,7 +454,7 @@ def load(source: Any, format: str = "auto", *, keep_going: bool = False, profile
 
 def _iter_object_bytes(data: bytes, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        data = gunzip(data, lambda n: b"", None, max_file_bytes())
     for t in _parse_one(None, parse_bytes(data, None), fmt, keep_going, stats, profile, False):
         if stats is not None:
             stats.traces += 1

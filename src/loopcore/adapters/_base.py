@@ -55,7 +55,8 @@ class LoadStats:
 
     ``errors`` holds every :class:`TraceFormatError` that ``keep_going=True`` skipped past
     (malformed lines and malformed files); ``ignored`` the files of a folder that hold JSON but
-    no known trace format (``preds.json`` next to trajectories), which are never errors.
+    no known trace format (``preds.json`` next to trajectories), which are never errors;
+    ``no_steps`` the non-empty sources whose traces have no step at all.
     """
 
     files: int = 0
@@ -66,6 +67,9 @@ class LoadStats:
     errors: list = field(default_factory=list)
     ignored: list = field(default_factory=list)
     formats: dict = field(default_factory=dict)
+    #: Sources that held data of a known format yet gave no step (a session with no tool call
+    #: or reply, or a format variant the reader missed): worth a warning, never silence.
+    no_steps: list = field(default_factory=list)
 
 
 def estimate_tokens(chars: int) -> int:

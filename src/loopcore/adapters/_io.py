@@ -1,37 +1,131 @@
-"""Reading a source once: bytes (gunzipped when needed), one orjson parse, JSONL line by line."""
+"""Reading a source once: bytes (gunzipped when needed), one orjson parse, JSONL line by line.
+
+Only regular files are read (a FIFO, a device such as /dev/zero, a socket or a folder named
+``x.jsonl`` is a TraceFormatError, checked on the opened descriptor, never by waiting on it),
+and what one file may expand to is capped: ``LOOPCORE_MAX_FILE_BYTES`` (bytes, default
+``DEFAULT_MAX_FILE_BYTES`` = 1 GiB) bounds both a plain file and the gunzipped content of a
+``.gz``; gzip is inflated in bounded steps, so a gzip bomb ends in a TraceFormatError naming
+the file and the limit, never in MemoryError. See docs/formats.md.
+"""
 from __future__ import annotations
 
 import os
+import stat
 import zlib
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 import orjson
 
 from ..taxonomy.profiles import Profile, get_profile
 from ._base import LoadStats, TraceFormatError
 
-__all__ = ["Ctx", "Parsed", "parse_bytes", "read_bytes", "stem_of"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES", "Ctx", "Parsed", "gunzip", "max_file_bytes", "parse_bytes", "read_bytes", "stem_of",
+]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: What one file may hold, or expand to when gzipped, unless LOOPCORE_MAX_FILE_BYTES says otherwise.
+DEFAULT_MAX_FILE_BYTES = 1 << 30
+_CHUNK = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
 
-def read_bytes(path: str) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by content, not by name)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            # wbits 31 = gzip container; a decompressobj handles concatenated members too.
-            out = []
-            while data:
+def max_file_bytes() -> int:
+    """The per-file limit in bytes: ``LOOPCORE_MAX_FILE_BYTES`` when set, else the default."""
+    raw = os.environ.get("LOOPCORE_MAX_FILE_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise TraceFormatError(f"LOOPCORE_MAX_FILE_BYTES={raw!r} is not a positive number of bytes", None)
+    return n
+
+
+def _too_big(path: str | None, limit: int, gz: bool) -> TraceFormatError:
+    what = "expands to more than" if gz else "is larger than"
+    return TraceFormatError(
+        f"{what} {limit:,} bytes, the per-file limit (set LOOPCORE_MAX_FILE_BYTES to raise it)", path
+    )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def gunzip(first: bytes, read: Callable[[int], bytes], path: str | None, limit: int) -> bytes:
+    """Inflate a gzip stream (concatenated members too) that starts with *first* and continues
+    with ``read(n)``, never holding more than *limit* bytes of output."""
+    parts: list[bytes] = []
+    total = 0
+    d = zlib.decompressobj(31)  # wbits 31 = the gzip container
+    in_member = False
+    pending = first
+    try:
+        while True:
+            if not pending:
+                pending = read(_CHUNK)
+                if not pending:
+                    break
+            in_member = True
+            out = d.decompress(pending, limit - total + 1)
+            total += len(out)
+            if total > limit:
+                raise _too_big(path, limit, True)
+            parts.append(out)
+            pending = d.unconsumed_tail
+            if d.eof:
+                pending = d.unused_data
                 d = zlib.decompressobj(31)
-                out.append(d.decompress(data))
-                data = d.unused_data
-                if not d.eof:
-                    raise TraceFormatError("truncated gzip stream", path)
-            data = b"".join(out)
-        except zlib.error as exc:
-            raise TraceFormatError(f"not a readable gzip file ({exc})", path) from None
+                in_member = False
+    except zlib.error as exc:
+        raise TraceFormatError(f"not a readable gzip file ({exc})", path) from None
+    if in_member:
+        raise TraceFormatError("truncated gzip stream", path)
+    return b"".join(parts)
+
+
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The file's bytes, gunzipped when it is gzip (by content, not by name).
+
+    Raises TraceFormatError when the path cannot be opened, is not a regular file, or holds
+    (or expands to) more than *limit* bytes (default: :func:`max_file_bytes`)."""
+    limit = max_file_bytes() if limit is None else limit
+    try:
+        fd = os.open(path, _OPEN_FLAGS)  # O_NONBLOCK: opening a FIFO never waits for a writer
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise TraceFormatError(f"{_kind(mode)}, not a regular file: only regular files are read", path)
+        f: BinaryIO = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        with f:
+            head = f.read(2)
+            if head == _GZIP_MAGIC:
+                return gunzip(head, f.read, path, limit)
+            f.seek(0)  # a regular file: read it whole in one buffer, no concatenation copy
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path) from None
+    if len(data) > limit:
+        raise _too_big(path, limit, False)
     return data
 
 

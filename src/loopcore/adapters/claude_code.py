@@ -5,20 +5,127 @@ Each line is a record: ``type`` (user / assistant / summary / system...), ``uuid
 ``parentUuid``, ``sessionId`` (``session_id`` in stream-json), ``message`` (an Anthropic
 message). One API message is split over several lines, one content block each, all with the
 same ``message.id`` and a copy of ``message.usage``: its usage is counted once (the last copy
-wins, it is the complete one). Sidechain records (``isSidechain``, sub-agents) form their own
-trace, ``<sessionId>/sidechain``.
+wins, it is the complete one). Sidechain records (``isSidechain``, sub-agents) form one trace per
+sub-agent: ``<sessionId>/<agentId>`` (each sub-agent's own file, ``<sessionId>/subagents/
+agent-<agentId>.jsonl``, or its records inline, grouped by their ``parentUuid`` chain since only
+some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name no agent. Text and thinking blocks are the turn's reply text; a call the harness refused (``No
+such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ._base import Ledger, Trace
+from ._base import Ledger, Trace, text_len
 from ._io import Ctx
-from .anthropic import add_assistant_blocks, add_user_blocks
+from .anthropic import result_content
 
 NAME = "claude-code"
 PROFILE = "claude-code"
 _RECORD_TYPES = frozenset({"user", "assistant"})
+#: Record types that carry no model turn or tool call; any other type is reported.
+KNOWN_TYPES = _RECORD_TYPES | frozenset({"summary", "system", "file-history-snapshot", "queue-operation", "result",
+                                          "progress", "attachment", "custom-title", "tag", "agent-name",
+                                          "last-prompt", "pr-link", "worktree-state", "mode", "permission-mode",
+                                          "ai-title", "stream_event", "control_request", "control_response",
+                                          "keep_alive", "rate_limit_event", "tool_progress", "auth_status"})
+_DESCRIBED = frozenset({"Bash"})
+_REFUSALS = ("No such tool available", "InputValidationError", "<tool_use_error>Error: No such tool")
+
+
+def _assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, ref: dict) -> None:
+    if isinstance(content, str):
+        if content:
+            ledger.add_text(content)
+        return
+    if not isinstance(content, list):
+        return
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "tool_use" or t == "server_tool_use":
+            name = b.get("name")
+            if not isinstance(name, str):
+                ctx.bad("a tool_use block without a name", index)
+                continue
+            args = b.get("input")
+            if name in _DESCRIBED and isinstance(args, dict) and "description" in args:
+                # the model's note on the command, different on every repeat of it
+                args = {k: v for k, v in args.items() if k != "description"}
+            ledger.call(name, args, b.get("id"), ref=ref)
+        elif t == "text" and isinstance(b.get("text"), str):
+            ledger.add_text(b["text"])
+        elif t == "thinking" and isinstance(b.get("thinking"), str):
+            ledger.add_text(b["thinking"])
+
+
+def _user_blocks(content: Any, ledger: Ledger) -> None:
+    if not isinstance(content, list):
+        ledger.context(text_len(content))
+        return
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_result":
+            step = ledger.pair(b.get("tool_use_id"))
+            res = result_content(b)
+            if step is None:
+                ledger.orphans += 1
+                ledger.context(text_len(res))
+                continue
+            err = None
+            if b.get("is_error"):
+                err = res if isinstance(res, str) and res else True
+                if isinstance(res, str) and any(x in res[:300] for x in _REFUSALS):
+                    step.rejected = res
+                    step.kind = "other"
+                    step.target = None
+            ledger.result(step, res, err)
+        else:
+            ledger.context(text_len(b.get("text")))
+
+
+def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
+    """The sub-agent of each sidechain record (by index). Claude Code writes ``agentId`` on some
+    of a sub-agent's records only, so a sidechain's records are grouped by their ``parentUuid``
+    chain and the group takes the ``agentId`` any of them carries."""
+    parent: dict[str, str] = {}
+    index_of: dict[str, int] = {}
+    side = []
+    for i, r in enumerate(records):
+        if isinstance(r, dict) and r.get("isSidechain") and isinstance(r.get("type"), str) and r["type"] in _RECORD_TYPES:
+            side.append(i)
+            u = r.get("uuid")
+            if isinstance(u, str):
+                index_of[u] = i
+                p = r.get("parentUuid")
+                if isinstance(p, str):
+                    parent[u] = p
+    if not side:
+        return {}
+
+    def root(i: int) -> int:
+        u = records[i].get("uuid")
+        seen = 0
+        while isinstance(u, str) and u in parent and parent[u] in index_of and seen < 100000:
+            u = parent[u]
+            seen += 1
+        return index_of.get(u, i) if isinstance(u, str) else i
+
+    groups: dict[int, list[int]] = {}
+    for i in side:
+        groups.setdefault(root(i), []).append(i)
+    named = {records[i].get("agentId") for i in side if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")}
+    # a group that names no agent: the file's agent (agent-<id>.jsonl), else the one agent the
+    # file's sidechain records name (a chain whose parent is missing), else "sidechain"
+    fallback = stem[len("agent-"):] if stem.startswith("agent-") else next(iter(named)) if len(named) == 1 else "sidechain"
+    out: dict[int, str] = {}
+    for members in groups.values():
+        agent = next((records[i].get("agentId") for i in members
+                      if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")), fallback)
+        for i in members:
+            out[i] = agent
+    return out
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -27,19 +134,27 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     profile = ctx.profile(PROFILE)
     ledgers: dict[str, Ledger] = {}
     last_msg_id: dict[str, Any] = {}
+    agents = _sidechain_agents(records, ctx.stem)
     for i, r in enumerate(records):
         if not isinstance(r, dict):
             ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
             continue
         rtype = r.get("type")
+        if rtype is not None and not isinstance(rtype, str):
+            ctx.bad(f"a record whose type is {type(rtype).__name__}, not a string", i)
+            continue
         if rtype not in _RECORD_TYPES:
+            if rtype not in KNOWN_TYPES and isinstance(rtype, str) and isinstance(r.get("message"), dict):
+                ctx.bad(f"a record of type {rtype!r} with a message, which this reader does not know; expected "
+                        f"user or assistant", i)
             continue
         msg = r.get("message")
         if not isinstance(msg, dict):
             ctx.bad(f"a {rtype} record without a message object", i)
             continue
         sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
-        key = sid + "/sidechain" if r.get("isSidechain") else sid
+        key = f"{sid}/{agents[i]}" if i in agents else sid
+        ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
             ledger = ledgers[key] = Ledger(key, profile)
@@ -48,11 +163,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if mid is not None and mid == last_msg_id.get(key) and ledger.turns:
                 ledger.set_usage(msg.get("usage"))
             else:
-                ledger.turn(msg.get("usage"))
+                ledger.turn(msg.get("usage"), text="", ref=ref)
                 last_msg_id[key] = mid
-            add_assistant_blocks(msg.get("content"), ledger, ctx, i)
+            _assistant_blocks(msg.get("content"), ledger, ctx, i, ref)
         else:
-            add_user_blocks(msg.get("content"), ledger, ctx, i)
+            _user_blocks(msg.get("content"), ledger)
     traces = [lg.trace(source=ctx.path, fmt=NAME) for lg in ledgers.values()]
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):

@@ -1,22 +1,40 @@
-"""gemini-cli trajectories: the chat recording (``~/.gemini/tmp/<project>/chats/session-*.json``)
-and ``/chat save`` checkpoints (a list of Gemini ``Content``).
+"""gemini-cli trajectories: the chat recording, both generations, and ``/chat save`` checkpoints.
 
-Recording: ``{"sessionId", "projectHash", "messages": [{"type": "user"|"gemini", "content",
-"toolCalls": [{"id", "name", "args", "result", "status"}], "tokens": {"input", "output",
-"cached", "thoughts", "tool", "total"}}]}``; each gemini message is one API call whose tool
-calls carry their own results; ``status: "error"`` (or "cancelled") marks a failed call.
-Checkpoint: ``[{"role": "user"|"model", "parts": [{"text"} | {"functionCall": {"id", "name",
-"args"}} | {"functionResponse": {"id", "name", "response": {"output"|"error"}}}]}]``.
+* JSONL recording (``~/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl``, gemini-cli
+  0.2x on): a metadata line ``{"sessionId", "projectHash", "startTime", ...}``, then one line per
+  message write: a message record (``{"id", "timestamp", "type", "content", ...}``; a later line
+  with the same ``id`` replaces the message in place, as gemini-cli's own loader does), ``{"$set":
+  {...}}`` metadata updates (a ``$set`` of ``messages`` replaces them all) and ``{"$rewindTo":
+  <id>}``, which drops that message and every later one.
+* JSON recording (older): ``{"sessionId", "projectHash", "messages": [...]}``.
+* Messages: ``type`` user / gemini / info / error / warning; a gemini message is one API call:
+  ``content`` (its reply text), ``thoughts``, ``tokens`` (``input``, ``output``, ``cached``,
+  ``thoughts``, ``tool``, ``total``) and ``toolCalls`` (``{"id", "name", "args", "result",
+  "status"}``). A call's ``result`` can hold the function responses of its whole batch: each
+  call takes the response with its own id. ``status: "error"`` / ``"cancelled"`` marks a failed
+  call; a call to a tool the registry does not have is a rejected turn. Results go through the
+``gemini-cli`` output normaliser (taxonomy/profiles.py): the shell tool's per-call footer
+(``Process Group PGID``, ``Background PIDs``) and ``<untrusted_context>`` wrapper are removed and
+its ``Exit Code`` kept in ``meta["returncode"]``.
+* Checkpoint: ``[{"role": "user"|"model", "parts": [{"text"} | {"functionCall": {"id",
+  "name", "args"}} | {"functionResponse": {"id", "name", "response": {"output"|"error"}}}]}]``.
+
+Refs: ``{"line": N}`` (JSONL, the line of the message's last write) or ``{"message": i}``.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ._base import Ledger, Trace, text_len
+from ..taxonomy.profiles import normalise_output
+from ._base import Ledger, Trace, text_len, text_of
 from ._io import Ctx
 
 NAME = "gemini-cli"
 PROFILE = "gemini-cli"
+
+MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+_NOT_FOUND = re.compile(r'Tool "[^"]*" not found')
 
 
 def _response_value(resp: Any) -> tuple[Any, Any]:
@@ -29,13 +47,25 @@ def _response_value(resp: Any) -> tuple[Any, Any]:
     return resp, None
 
 
-def _result_parts(result: Any) -> tuple[Any, Any]:
-    """A recorded tool result (a PartListUnion) as (result, error)."""
+def _result_parts(result: Any, call_id: Any = None, name: Any = None) -> tuple[Any, Any]:
+    """A recorded tool result (a PartListUnion) as (result, error): the functionResponse with the
+    call's id (a batch of responses can be recorded on each call of the batch), else the one
+    with its name, else the first; text parts otherwise."""
     parts = result if isinstance(result, list) else [result]
+    responses = [p["functionResponse"] for p in parts
+                 if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+    if responses:
+        chosen = None
+        if call_id is not None:
+            chosen = next((r for r in responses if r.get("id") == call_id), None)
+        if chosen is None and name is not None:
+            named = [r for r in responses if r.get("name") == name]
+            chosen = named[0] if len(named) == 1 else None
+        if chosen is None:
+            chosen = responses[0]
+        return _response_value(chosen.get("response"))
     texts = []
     for p in parts:
-        if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict):
-            return _response_value(p["functionResponse"].get("response"))
         if isinstance(p, dict) and isinstance(p.get("text"), str):
             texts.append(p["text"])
         elif isinstance(p, str):
@@ -45,25 +75,121 @@ def _result_parts(result: Any) -> tuple[Any, Any]:
     return result, None
 
 
-def _recording(doc: dict, ctx: Ctx, ledger: Ledger) -> None:
-    for i, m in enumerate(doc.get("messages") or []):
+def _content_text(content: Any) -> str:
+    """The text of a message's content (a string or a list of parts); function parts left out."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    out = []
+    if isinstance(content, list):
+        for p in content:
+            if isinstance(p, str):
+                out.append(p)
+            elif isinstance(p, dict) and isinstance(p.get("text"), str):
+                out.append(p["text"])
+    return "\n".join(out)
+
+
+def _thoughts_text(thoughts: Any) -> str:
+    out = []
+    if isinstance(thoughts, list):
+        for t in thoughts:
+            if isinstance(t, dict):
+                s = " ".join(x for x in (t.get("subject"), t.get("description")) if isinstance(x, str) and x)
+                if s:
+                    out.append(s)
+    return "\n".join(out)
+
+
+def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> None:
+    for i, m in enumerate(messages):
+        ref = refs[i]
         if not isinstance(m, dict):
-            ctx.bad(f"a message must be an object, got {type(m).__name__}", i)
+            ctx.bad(f"a message must be an object, got {type(m).__name__}", None, ref.get("line"))
             continue
-        if m.get("type") != "gemini":
-            ledger.context(text_len(m.get("content")))
+        mtype = m.get("type")
+        if mtype not in MESSAGE_TYPES:
+            ctx.bad(f"a message of type {mtype!r} this reader does not know; expected one of "
+                    f"{', '.join(sorted(MESSAGE_TYPES))}", None if "line" in ref else i, ref.get("line"))
             continue
-        ledger.turn(m.get("tokens"))
-        for tc in m.get("toolCalls") or []:
+        if mtype != "gemini":
+            ledger.context(len(_content_text(m.get("content"))))
+            continue
+        reply = "\n".join(x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x)
+        ledger.turn(m.get("tokens"), text=reply, ref=ref)
+        calls = m.get("toolCalls") or []
+        if not isinstance(calls, list):
+            ctx.bad("toolCalls must be a list", None if "line" in ref else i, ref.get("line"))
+            calls = []
+        for tc in calls:
             if not isinstance(tc, dict) or not isinstance(tc.get("name"), str):
-                ctx.bad("a tool call without a name", i)
+                ctx.bad("a tool call without a name", None if "line" in ref else i, ref.get("line"))
                 continue
-            step = ledger.call(tc["name"], tc.get("args"), tc.get("id"))
-            result, error = _result_parts(tc.get("result"))
             status = tc.get("status")
+            result, error = _result_parts(tc.get("result"), tc.get("id"), tc["name"])
             if status in ("error", "cancelled") and error is None:
-                error = tc.get("resultDisplay") or status
+                error = tc.get("resultDisplay") if isinstance(tc.get("resultDisplay"), str) else status
+            err_text = error if isinstance(error, str) else result if isinstance(result, str) else ""
+            if status == "error" and _NOT_FOUND.search(err_text or ""):
+                ledger.reject(err_text, tc["name"], tc.get("args"), ref=ref)
+                continue
+            args = tc.get("args")
+            if tc["name"] == "run_shell_command" and isinstance(args, dict) and "description" in args:
+                args = {k: v for k, v in args.items() if k != "description"}  # the model's note
+            step = ledger.call(tc["name"], args, tc.get("id"), ref=ref)
+            result, facts = normalise_output(PROFILE, result)
+            if isinstance(error, str):
+                error, more = normalise_output(PROFILE, error)
+                facts = facts or more
+            if facts.get("returncode") is not None:
+                step.meta["returncode"] = facts["returncode"]
             ledger.result(step, result, error)
+
+
+def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict]]:
+    """(metadata, messages, refs) of a JSONL recording, replayed as gemini-cli loads it."""
+    meta: dict = {}
+    msgs: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for i, r in enumerate(records):
+        line = ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1
+        if not isinstance(r, dict):
+            ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
+            continue
+        if isinstance(r.get("$rewindTo"), str):
+            rid = r["$rewindTo"]
+            if rid in msgs:
+                keys = list(msgs)
+                for k in keys[keys.index(rid):]:
+                    del msgs[k]
+                    lines.pop(k, None)
+            else:
+                msgs.clear()
+                lines.clear()
+        elif isinstance(r.get("id"), str):
+            msgs[r["id"]] = r
+            lines[r["id"]] = line
+        elif isinstance(r.get("$set"), dict):
+            upd = r["$set"]
+            if isinstance(upd.get("messages"), list):
+                msgs.clear()
+                lines.clear()
+                for m in upd["messages"]:
+                    if isinstance(m, dict) and isinstance(m.get("id"), str):
+                        msgs[m["id"]] = m
+                        lines[m["id"]] = line
+            meta.update({k: v for k, v in upd.items() if k != "messages"})
+        elif isinstance(r.get("sessionId"), str) and isinstance(r.get("projectHash"), str):
+            meta.update({k: v for k, v in r.items() if k != "messages"})
+            for m in r.get("messages") or []:
+                if isinstance(m, dict) and isinstance(m.get("id"), str):
+                    msgs[m["id"]] = m
+                    lines[m["id"]] = line
+        else:
+            ctx.bad("a recording line that is none of: metadata (sessionId, projectHash), a message (id), "
+                    "$set, $rewindTo", i)
+    return meta, list(msgs.values()), [{"line": lines[k]} for k in msgs]
 
 
 def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
@@ -72,12 +198,14 @@ def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
             ctx.bad(f"a Content must be an object, got {type(c).__name__}", i)
             continue
         parts = c.get("parts") or []
+        ref = {"message": i}
         if c.get("role") == "model":
-            ledger.turn(c.get("usageMetadata"))
+            text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+            ledger.turn(c.get("usageMetadata"), text=text, ref=ref)
             for p in parts:
                 fc = p.get("functionCall") if isinstance(p, dict) else None
                 if isinstance(fc, dict) and isinstance(fc.get("name"), str):
-                    ledger.call(fc["name"], fc.get("args"), fc.get("id"))
+                    ledger.call(fc["name"], fc.get("args"), fc.get("id"), ref=ref)
             continue
         for p in parts:
             if not isinstance(p, dict):
@@ -95,21 +223,46 @@ def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
                 ledger.context(text_len(p.get("text")))
 
 
+def _is_jsonl_recording(doc: list) -> bool:
+    head = doc[:5]
+    return any(isinstance(r, dict) and isinstance(r.get("sessionId"), str) and isinstance(r.get("projectHash"), str)
+               for r in head) or (
+        any(isinstance(r, dict) and (isinstance(r.get("$set"), dict) or isinstance(r.get("$rewindTo"), str))
+            for r in doc[:50])
+        and any(isinstance(r, dict) and r.get("type") in MESSAGE_TYPES and "id" in r for r in doc[:50]))
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
-    """One trace from a gemini-cli recording or checkpoint."""
+    """One trace from a gemini-cli recording (JSON or JSONL) or checkpoint."""
     if isinstance(doc, dict):
         ledger = Ledger(str(doc.get("sessionId") or ctx.stem), ctx.profile(PROFILE))
-        _recording(doc, ctx, ledger)
+        msgs = doc.get("messages") or []
+        _recording(msgs, ctx, ledger, [{"message": i} for i in range(len(msgs))])
+        meta = {"recording": "json"}
+    elif _is_jsonl_recording(doc):
+        md, msgs, refs = _jsonl_messages(doc, ctx)
+        ledger = Ledger(str(md.get("sessionId") or ctx.stem), ctx.profile(PROFILE))
+        _recording(msgs, ctx, ledger, refs)
+        meta = {"recording": "jsonl"}
+        if md.get("kind"):
+            meta["kind"] = md["kind"]
     else:
         ledger = Ledger(ctx.stem, ctx.profile(PROFILE))
         _contents(doc, ctx, ledger)
-    return [ledger.trace(source=ctx.path, fmt=NAME)]
+        meta = {"recording": "checkpoint"}
+    return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
 
 
 def sniff(doc: Any) -> bool:
-    """A recording (messages of type user/gemini) or a list of role user/model Contents with parts."""
+    """A recording (messages of type user/gemini; JSON, or JSONL with a sessionId/projectHash line)
+    or a list of role user/model Contents with parts."""
     if isinstance(doc, dict):
         msgs = doc.get("messages")
         return isinstance(msgs, list) and any(isinstance(m, dict) and m.get("type") == "gemini" for m in msgs) or (
-            "projectHash" in doc and isinstance(msgs, list))
-    return isinstance(doc, list) and any(isinstance(c, dict) and c.get("role") in ("user", "model") and isinstance(c.get("parts"), list) for c in doc[:20])
+            "projectHash" in doc and (isinstance(msgs, list) or isinstance(doc.get("sessionId"), str)))
+    if not isinstance(doc, list):
+        return False
+    if _is_jsonl_recording(doc):
+        return True
+    return any(isinstance(c, dict) and c.get("role") in ("user", "model") and isinstance(c.get("parts"), list)
+               for c in doc[:20])

@@ -1,17 +1,29 @@
-"""OpenHands event streams: a list of events (the ``/events`` API, a trajectory export, a JSONL
-of events, ``{"events": [...]}``, or a folder of numbered event files read as one stream).
+"""OpenHands event streams, all three generations.
 
-V0 events: actions (``{"id", "source": "agent", "action": "run"|"read"|"edit"|..., "args":
-{...}, "tool_call_metadata": {"function_name", "tool_call_id", "model_response": {"id",
-"usage"}}}``) and observations (``{"observation": ..., "cause": <action id>, "content",
-"extras": {"metadata": {"exit_code"}}}``). Calls from one model response (same
-``model_response.id``) share a turn and its usage. ``args`` keep what the tool was asked
-(``thought``, ``security_risk`` and other bookkeeping are dropped so repeats hash equal).
-V1 SDK events (``kind: ActionEvent / ObservationEvent``) are read the same way from
-``tool_name``, ``action``, ``llm_response_id``, ``action_id`` and ``observation``.
+* **V1** (the Software Agent SDK, the OpenHands CLI and app from 1.0): one JSON file per event,
+  ``<conversation>/events/event-NNNNN-<event id>.json`` (a folder of them is read as one
+  stream, whatever its name), a JSONL of events, a list, or ``{"events": [...]}``. Events have a
+  ``kind``: ``ActionEvent`` (``tool_name``, ``tool_call_id``, ``action`` with the arguments,
+  ``thought`` / ``reasoning_content``, ``llm_response_id``), ``ObservationEvent`` (``action_id``,
+  ``observation`` with ``content`` and ``is_error``), ``AgentErrorEvent`` (a call the SDK
+  refused: unknown tool, bad arguments), ``MessageEvent``, and ``ConversationStateUpdateEvent``
+  whose ``stats`` carry the accumulated token usage (each call's usage is the growth since the
+  update before).
+* **V0** (the ``/events`` API, trajectory exports, evaluation ``output.jsonl``): actions
+  (``{"id", "source", "action", "args", "tool_call_metadata": {"function_name",
+  "tool_call_id", "model_response": {"id", "usage"}}}``) and observations (``{"observation",
+  "cause": <action id>, "content", "extras"}``); calls of one model response share its usage.
+* **2024 resolver output** (``output.jsonl`` of openhands-resolver): ``history`` holds the events
+  as flat dataclass dicts (``{"action": "run", "command": ...}`` then ``{"observation": "run",
+  "content": ..., "exit_code"}``) without ids: each observation answers the call before it.
+
+``args`` keep what the tool was asked (``thought``, ``security_risk`` and other bookkeeping are
+dropped so repeats hash equal). An edit answered "No replacement was performed" (or any
+``ERROR:`` observation) is a failed call that changed nothing (``error`` set, ``no_op``).
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ._base import Ledger, Trace, text_len, text_of
@@ -21,16 +33,70 @@ NAME = "openhands"
 PROFILE = "openhands"
 
 _TOOL_ACTIONS = frozenset({"run", "read", "write", "edit", "run_ipython", "browse", "browse_interactive",
-                           "delegate", "think", "finish", "mcp", "call_tool_mcp"})
+                           "delegate", "think", "finish", "mcp", "call_tool_mcp", "condensation_request",
+                           "task_tracking"})
 _NOISE_ARGS = frozenset({"thought", "security_risk", "confirmation_state", "is_confirmed", "impl_source",
-                         "blocking", "hidden", "is_input", "kind", "reasoning_content", "summary"})
-_SKIP_OBS = frozenset({"agent_state_changed", "null", "recall", "agent_condensation", "user_rejected_observation"})
+                         "blocking", "hidden", "is_input", "kind", "reasoning_content", "summary", "keep_prompt",
+                         "wait_for_response", "images_urls", "include_extra", "action", "image_urls"})
+_SKIP_OBS = frozenset({"agent_state_changed", "null", "recall", "agent_condensation", "user_rejected_observation",
+                       "agent_think"})
+#: V1 event kinds; anything else is reported (a newer SDK than this reader).
+V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
+                      "UserRejectObservation", "ConversationStateUpdateEvent", "PauseEvent", "Condensation",
+                      "CondensationRequest", "CondensationSummaryEvent", "ConversationErrorEvent",
+                      "HookExecutionEvent", "InterruptEvent", "LLMCompletionLogEvent", "StreamingDeltaEvent",
+                      "TokenEvent", "ACPToolCallEvent"})
+_FAILED_EDIT = "No replacement was performed"
+# Observations in which the harness refused to run the call at all (a rejected action).
+_REFUSALS = ("Cannot execute multiple commands at once",)
+
+
+def _refuse(step: Any, content: Any) -> None:
+    """Mark *step* rejected when its observation is a refusal: nothing ran."""
+    if isinstance(content, str) and content.lstrip().startswith(_REFUSALS):
+        step.rejected = content
+        step.kind = "other"
+        step.target = None
 
 
 def _clean(args: Any) -> Any:
     if isinstance(args, dict):
         return {k: v for k, v in args.items() if k not in _NOISE_ARGS}
     return args
+
+
+# Edits that the tool reports it did not make (str_replace_editor; the V0 agent skills, which
+# also revert an edit that breaks the file's syntax).
+_NOT_APPLIED = (_FAILED_EDIT, "[No exact match found in", "[Your proposed edit has introduced new syntax error")
+
+
+def _failed(content: Any) -> bool:
+    """An observation that says the call failed: ``ERROR:`` text (V0 wraps tool errors so) or an
+    edit that was not made."""
+    if not isinstance(content, str):
+        return False
+    head = content.lstrip()[:200]
+    return head.startswith("ERROR:") or any(x in head for x in _NOT_APPLIED)
+
+
+def _mark_failure(step: Any, content: Any) -> Any:
+    """The error of a step whose observation reports a failure (None otherwise); an edit that was
+    not made changed nothing."""
+    if not _failed(content):
+        return None
+    if step.kind == "mutate" and any(x in content[:400] for x in _NOT_APPLIED):
+        step.no_op = True
+    return content
+
+
+def _ref(e: dict, i: int) -> dict:
+    eid = e.get("id")
+    return {"event": eid} if isinstance(eid, (str, int)) and not isinstance(eid, bool) else {"event": i}
+
+
+def _key(v: Any) -> Any:
+    """An event id usable as a dict key (a list or object id is no id)."""
+    return v if isinstance(v, (str, int, float, type(None))) else None
 
 
 def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
@@ -42,28 +108,41 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             continue
         if "action" in e:
             action = e.get("action")
-            tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else None
-            if e.get("source") != "agent" or (action not in _TOOL_ACTIONS and tcm is None):
-                ledger.context(text_len(e.get("message") if action != "message" else (e.get("args") or {}).get("content")))
+            if not isinstance(action, str):
+                ctx.bad(f"an action that is {type(action).__name__}, not a name", i)
                 continue
+            tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else None
+            args_in = e.get("args") if isinstance(e.get("args"), dict) else {}
             resp = tcm.get("model_response") if tcm else None
             rid = resp.get("id") if isinstance(resp, dict) else None
+            if e.get("source") == "agent" and action == "message" and tcm is None:
+                # the agent's own message: a turn that ran nothing
+                content = args_in.get("content")
+                ledger.turn(None, text=content if isinstance(content, str) else "", ref=_ref(e, i))
+                last_response = None
+                continue
+            if e.get("source") != "agent" or (action not in _TOOL_ACTIONS and tcm is None):
+                ledger.context(text_len(e.get("message") if action != "message" else args_in.get("content")))
+                continue
             if rid is None or rid != last_response:
-                ledger.turn(resp.get("usage") if isinstance(resp, dict) else None)
+                thought = args_in.get("thought")
+                ledger.turn(resp.get("usage") if isinstance(resp, dict) else None,
+                            text=thought if isinstance(thought, str) else "", ref=_ref(e, i))
                 last_response = rid
-            args = _clean(e.get("args") or {})
+            args = _clean(args_in)
             name = (tcm.get("function_name") if tcm else None) or action
             # The action type says what happened (read / edit / run) more reliably than the
             # function name (str_replace_editor does both); MCP calls keep their own tool name.
             by_action = action in _TOOL_ACTIONS and action not in ("mcp", "call_tool_mcp")
             kind, target = ledger.profile.classify(action if by_action else name, args)
-            step = ledger.call(name, args, tcm.get("tool_call_id") if tcm else None, kind=kind, target=target)
-            by_id[e.get("id")] = step
+            step = ledger.call(name, args, tcm.get("tool_call_id") if tcm else None, kind=kind, target=target,
+                               ref=_ref(e, i))
+            by_id[_key(e.get("id"))] = step
         elif "observation" in e:
             obs = e.get("observation")
-            if obs in _SKIP_OBS:
+            if not isinstance(obs, str) or obs in _SKIP_OBS:
                 continue
-            step = by_id.pop(e.get("cause"), None) if e.get("cause") is not None else None
+            step = by_id.pop(_key(e.get("cause")), None) if e.get("cause") is not None else None
             if step is None:
                 tcm = e.get("tool_call_metadata")
                 step = ledger.pair(tcm.get("tool_call_id") if isinstance(tcm, dict) else None)
@@ -78,51 +157,177 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             rc = md.get("exit_code", extras.get("exit_code"))
             if rc is not None:
                 step.meta["returncode"] = rc
-            ledger.result(step, content, content if obs == "error" else None)
+            err = content if obs == "error" else _mark_failure(step, content)
+            _refuse(step, content)
+            ledger.result(step, content, err)
+
+
+def _is_flat_event(e: Any) -> bool:
+    """A 2024 resolver history entry: a dataclass dict, ``action`` or ``observation`` beside the
+    event's own fields, no ``args`` / ``source`` / ``id``."""
+    return isinstance(e, dict) and ("action" in e or "observation" in e) and "args" not in e and "extras" not in e \
+        and "source" not in e and "kind" not in e
+
+
+def _flat(events: list, ctx: Ctx, ledger: Ledger) -> None:
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            ctx.bad(f"an event must be an object, got {type(e).__name__}", i)
+            continue
+        ref = {"event": i}
+        if "action" in e:
+            action = e.get("action")
+            if not isinstance(action, str):
+                ctx.bad(f"an action that is {type(action).__name__}, not a name", i)
+                continue
+            if action == "message":
+                # agent and user messages look alike here: context, except a reply the agent made
+                ledger.context(text_len(e.get("content")))
+                continue
+            if action not in _TOOL_ACTIONS:
+                ledger.context(text_len(e.get("content") or e.get("message")))
+                continue
+            thought = e.get("thought")
+            ledger.turn(None, text=thought if isinstance(thought, str) else "", ref=ref)
+            args = _clean(e)
+            kind, target = ledger.profile.classify(action, args)
+            ledger.call(action, args, None, kind=kind, target=target, ref=ref)
+        elif "observation" in e:
+            obs = e.get("observation")
+            if not isinstance(obs, str) or obs in _SKIP_OBS:
+                continue
+            content = e.get("content")
+            step = ledger.pair(None)
+            if step is None:
+                ledger.context(text_len(content))
+                continue
+            if e.get("exit_code") is not None:
+                step.meta["returncode"] = e["exit_code"]
+            err = content if obs == "error" else _mark_failure(step, content)
+            ledger.result(step, content, err)
+
+
+def _thought_text(e: dict) -> str:
+    parts = []
+    rc = e.get("reasoning_content")
+    if isinstance(rc, str) and rc:
+        parts.append(rc)
+    th = e.get("thought")
+    t = text_of(th) if th is not None else None
+    if isinstance(t, str) and t:
+        parts.append(t)
+    return "\n".join(parts)
+
+
+def _stats_usage(value: Any) -> tuple[int, int, int] | None:
+    """(prompt, completion, reasoning) accumulated by the agent's LLM in a ``stats`` update."""
+    if not isinstance(value, dict):
+        return None
+    per = value.get("usage_to_metrics")
+    if not isinstance(per, dict):
+        return None
+    m = per.get("default") or per.get("agent")
+    if not isinstance(m, dict):
+        m = next((v for v in per.values() if isinstance(v, dict)), None)
+    acc = m.get("accumulated_token_usage") if isinstance(m, dict) else None
+    if not isinstance(acc, dict):
+        return None
+    p, c, r = acc.get("prompt_tokens"), acc.get("completion_tokens"), acc.get("reasoning_tokens") or 0
+    if not isinstance(p, int) or not isinstance(c, int):
+        return None
+    return p, c, r if isinstance(r, int) else 0
 
 
 def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
     by_id: dict[Any, Any] = {}
     last_response = None
+    acc = (0, 0, 0)
+    pending = None  # the usage of the LLM call whose events come next
     for i, e in enumerate(events):
         if not isinstance(e, dict):
             ctx.bad(f"an event must be an object, got {type(e).__name__}", i)
             continue
         kind = e.get("kind")
+        if not isinstance(kind, str):
+            ctx.bad(f"an event whose kind is {type(kind).__name__}, not a string", i)
+            continue
+        ref = _ref(e, i)
         if kind == "ActionEvent":
             rid = e.get("llm_response_id")
             if rid is None or rid != last_response:
-                ledger.turn(None)
+                ledger.turn(pending, text=_thought_text(e), ref=ref)
+                pending = None
                 last_response = rid
-            name = e.get("tool_name") or "unknown"
+            name = e.get("tool_name") if isinstance(e.get("tool_name"), str) and e.get("tool_name") else "unknown"
             args = _clean(e.get("action") or {})
-            step = ledger.call(name, args, e.get("tool_call_id"))
-            by_id[e.get("id")] = step
-        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation"):
-            step = by_id.pop(e.get("action_id"), None) or ledger.pair(e.get("tool_call_id"), e.get("tool_name"))
+            step = ledger.call(name, args, e.get("tool_call_id"), ref=ref)
+            by_id[_key(e.get("id"))] = step
+        elif kind in ("ObservationEvent", "UserRejectObservation"):
+            step = by_id.pop(_key(e.get("action_id")), None) or ledger.pair(_key(e.get("tool_call_id")), e.get("tool_name") if isinstance(e.get("tool_name"), str) else None)
             obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
-            content = obs.get("content", obs.get("output", e.get("error")))
-            content = text_of(content)
+            content = text_of(obs.get("content", obs.get("output"))) if obs else e.get("rejection_reason")
             if step is None:
                 ledger.orphans += 1
                 ledger.context(text_len(content))
                 continue
             if obs.get("exit_code") is not None:
                 step.meta["returncode"] = obs.get("exit_code")
-            err = e.get("error") if kind == "AgentErrorEvent" else (content if obs.get("is_error") else None)
+            if kind == "UserRejectObservation":
+                err = e.get("rejection_reason") or "rejected by the user"
+            elif obs.get("is_error"):
+                err = content if isinstance(content, str) and content else True
+                if step.kind == "mutate" and isinstance(content, str) and _FAILED_EDIT in content[:400]:
+                    step.no_op = True
+            else:
+                err = _mark_failure(step, content)
+            _refuse(step, content)
             ledger.result(step, content, err)
+        elif kind == "AgentErrorEvent":
+            step = ledger.pair(e.get("tool_call_id"), e.get("tool_name"))
+            error = e.get("error")
+            if step is not None and step.call_id and step.call_id == e.get("tool_call_id"):
+                ledger.result(step, error, error or True)
+                continue
+            # No action was made of the call: the SDK refused it (unknown tool, bad arguments).
+            if e.get("llm_response_id") is None or e.get("llm_response_id") != last_response:
+                ledger.turn(pending, text="", ref=ref)
+                pending = None
+                last_response = e.get("llm_response_id")
+            ledger.reject(error if isinstance(error, str) and error else "the call was refused",
+                          e.get("tool_name") if isinstance(e.get("tool_name"), str) else "", ref=ref)
         elif kind == "MessageEvent":
             msg = e.get("llm_message") if isinstance(e.get("llm_message"), dict) else {}
-            ledger.context(text_len(text_of(msg.get("content"))))
+            text = text_of(msg.get("content"))
+            if e.get("source") == "agent":
+                ledger.turn(pending, text=text if isinstance(text, str) else "", ref=ref)
+                pending = None
+                last_response = e.get("llm_response_id")
+            else:
+                ledger.context(text_len(text))
+        elif kind == "ConversationStateUpdateEvent":
+            if e.get("key") == "stats":
+                now = _stats_usage(e.get("value"))
+                if now is not None:
+                    d = (now[0] - acc[0], now[1] - acc[1], now[2] - acc[2])
+                    if d[0] > 0 or d[1] > 0:
+                        pending = {"prompt_tokens": d[0], "completion_tokens": d[1],
+                                   "completion_tokens_details": {"reasoning_tokens": max(d[2], 0)}}
+                    acc = now
+        elif kind not in V1_KINDS:
+            ctx.bad(f"an OpenHands event of kind {kind!r} this reader does not know; expected one of "
+                    f"{', '.join(sorted(V1_KINDS))}", i)
 
 
 def _is_run_record(r: Any) -> bool:
-    """An evaluation output record (output.jsonl): ``{"instance_id", "history": [events]}``."""
-    return isinstance(r, dict) and isinstance(r.get("history"), list) and any(_is_event(e) for e in r["history"][:20])
+    """An evaluation / resolver output record: ``{"instance_id" | "issue", "history": [events]}``."""
+    if not isinstance(r, dict) or not isinstance(r.get("history"), list):
+        return False
+    h = r["history"]
+    return any(_is_event(e) or _is_flat_event(e) for e in h[:20]) or (not h and ("git_patch" in r or "instance_id" in r))
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
-    """One trace from an event stream; one per record of an evaluation output.jsonl."""
+    """One trace from an event stream; one per record of an evaluation / resolver output.jsonl."""
     if isinstance(doc, list) and doc and _is_run_record(doc[0]):
         traces = []
         for n, r in enumerate(doc):
@@ -136,41 +341,60 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     return [_parse_stream(doc, ctx)]
 
 
+def _record_id(r: dict) -> str | None:
+    for k in ("instance_id", "id", "conversation_id"):
+        if r.get(k) is not None:
+            return str(r[k])
+    issue = r.get("issue")
+    if isinstance(issue, dict) and issue.get("number") is not None:
+        repo = f"{issue.get('owner')}/{issue.get('repo')}#" if issue.get("repo") else "issue-"
+        return f"{repo}{issue['number']}"
+    return None
+
+
 def _parse_stream(doc: Any, ctx: Ctx) -> Trace:
     session = ctx.stem
+    if session == "events" and ctx.path:
+        # <conversation id>/events/: the conversation folder names the session
+        session = os.path.basename(os.path.dirname(os.path.normpath(ctx.path))) or session
     events = doc
     if isinstance(doc, dict):
-        if isinstance(doc.get("events"), list):
-            events = doc["events"]
-            session = str(doc.get("id") or doc.get("conversation_id") or session)
-        elif isinstance(doc.get("history"), list):
-            events = doc["history"]
-            session = str(doc.get("instance_id") or session)
+        for key in ("events", "history", "trajectory"):
+            if isinstance(doc.get(key), list):
+                events = doc[key]
+                session = _record_id(doc) or session
+                break
         else:
             events = [doc]
     ledger = Ledger(session, ctx.profile(PROFILE))
-    if any(isinstance(e, dict) and "kind" in e and "action" not in e and "observation" not in e or
-           isinstance(e, dict) and e.get("kind") in ("ActionEvent", "ObservationEvent") for e in events[:20]):
+    head = [e for e in events[:50] if isinstance(e, dict)]
+    if any("kind" in e and "action" not in e and "observation" not in e or _is_event(e) and "kind" in e for e in head):
+        gen = "v1"
         _v1(events, ctx, ledger)
+    elif head and all(_is_flat_event(e) for e in head):
+        gen = "resolver-2024"
+        _flat(events, ctx, ledger)
     else:
+        gen = "v0"
         _v0(events, ctx, ledger)
-    return ledger.trace(source=ctx.path, fmt=NAME)
+    return ledger.trace(source=ctx.path, fmt=NAME, meta={"generation": gen})
 
 
 def _is_event(e: Any) -> bool:
     if not isinstance(e, dict):
         return False
-    if e.get("kind") in ("ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent"):
+    if isinstance(e.get("kind"), str) and e["kind"] in V1_KINDS:
         return True
     return ("action" in e and "args" in e and "source" in e) or ("observation" in e and ("cause" in e or "content" in e))
 
 
 def sniff(doc: Any) -> bool:
-    """Event objects (V0 action/observation or V1 kinds), bare or under events/history."""
+    """Event objects (V0 action/observation or V1 kinds), bare or under events/history/trajectory."""
     if isinstance(doc, dict):
-        if isinstance(doc.get("events"), list):
-            return any(_is_event(e) for e in doc["events"][:20])
-        if isinstance(doc.get("history"), list) and any(_is_event(e) for e in doc["history"][:20]):
+        for key in ("events", "trajectory"):
+            if isinstance(doc.get(key), list):
+                return any(_is_event(e) for e in doc[key][:20])
+        if _is_run_record(doc):
             return True
         return _is_event(doc)
     return isinstance(doc, list) and (any(_is_event(e) for e in doc[:20]) or bool(doc) and _is_run_record(doc[0]))

@@ -20,7 +20,8 @@ from typing import Any, Callable, Mapping, Union
 
 from .shell import _SHELLS, classify_shell, classify_shell_access, parse_patch_targets
 
-__all__ = ["PROFILES", "Profile", "Rule", "classify", "get_profile", "shell_rule"]
+__all__ = ["OUTPUT_NORMALISERS", "PROFILES", "Profile", "Rule", "classify", "get_profile", "normalise_output",
+           "shell_rule"]
 
 Target = Union[str, tuple, None]
 Rule = Union[str, tuple, Callable[[Any], "tuple[str, Target]"]]
@@ -289,6 +290,47 @@ CODEX: dict[str, Rule] = {
     "write_stdin": "exec",
 }
 
+# OpenHands agent skills called from IPython cells (V0 CodeAct): a cell that is one skill call
+# (``open_file('a.py')``, ``print(edit_file_by_replace('a.py', ...))``) observes or mutates that
+# path; any other cell is arbitrary Python (exec).
+_SKILL_KINDS = {
+    "open_file": "observe", "goto_line": "observe", "scroll_down": "observe", "scroll_up": "observe",
+    "search_file": "observe", "search_dir": "observe", "find_file": "observe", "parse_pdf": "observe",
+    "parse_docx": "observe", "parse_latex": "observe", "parse_pptx": "observe",
+    "create_file": "mutate", "edit_file_by_replace": "mutate", "insert_content_at_line": "mutate",
+    "append_file": "mutate", "edit_file": "mutate",
+}
+# the argument that names the file (search_* / find_file take a term first)
+_SKILL_PATH_ARG = {"search_file": (1, "file_path"), "search_dir": (1, "dir_path"), "find_file": (1, "dir_path")}
+
+
+def _ipython_rule(args: Any) -> "tuple[str, Target]":
+    import ast
+
+    code = args.get("code") if isinstance(args, dict) else args
+    if not isinstance(code, str) or not any(name in code for name in _SKILL_KINDS):
+        return ("exec", None)
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return ("exec", None)
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return ("exec", None)
+    call = body[0].value
+    if isinstance(call.func, ast.Name) and call.func.id == "print" and len(call.args) == 1 \
+            and isinstance(call.args[0], ast.Call):
+        call = call.args[0]
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    kind = _SKILL_KINDS.get(name or "")
+    if kind is None:
+        return ("exec", None)
+    pos, key = _SKILL_PATH_ARG.get(name, (0, "file_name"))
+    node = call.args[pos] if len(call.args) > pos else next(
+        (k.value for k in call.keywords if k.arg in (key, "path", "file_name", "file_path", "dir_path")), None)
+    target = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value else None
+    return (kind, target)
+
+
 OPENHANDS: dict[str, Rule] = {
     "execute_bash": shell_rule,
     "bash": shell_rule,
@@ -296,7 +338,7 @@ OPENHANDS: dict[str, Rule] = {
     "str_replace_editor": _editor_rule,
     "file_editor": _editor_rule,
     "edit_file": ("mutate", "path"),
-    "execute_ipython_cell": "exec",
+    "execute_ipython_cell": _ipython_rule,
     "browser": "exec",
     "web_read": ("observe", "url"),
     "fetch": ("observe", "url"),
@@ -307,9 +349,23 @@ OPENHANDS: dict[str, Rule] = {
     "run": shell_rule,
     "read": ("observe", "path"),
     "write": ("mutate", "path"),
-    "edit": ("mutate", "path"),
-    "run_ipython": "exec",
+    "edit": ("mutate", ("path", "file_path")),
+    "run_ipython": _ipython_rule,
     "browse": ("observe", "url"),
+    # V1 (SDK) tools beside terminal / file_editor
+    "apply_patch": _patch_rule,
+    "planning_file_editor": _editor_rule,
+    "read_file": ("observe", ("file_path", "path")),
+    "write_file": ("mutate", ("file_path", "path")),
+    "list_directory": ("observe", ("dir_path", "path")),
+    "glob": ("observe", ("path",)),
+    "grep": ("observe", ("path",)),
+    "task": "exec",
+    "browser_navigate": ("observe", "url"),
+    "browser_get_content": "observe",
+    "browser_get_state": "observe",
+    "browser_list_tabs": "observe",
+    "browser_get_storage": "observe",
     "browse_interactive": "exec",
     "delegate": "exec",
     "recall": "other",
@@ -384,8 +440,213 @@ GEMINI_CLI: dict[str, Rule] = {
 
 MINI_SWE_AGENT: dict[str, Rule] = {"bash": shell_rule}
 
+
+def _stdin_rule(args: Any) -> "tuple[str, Target]":
+    """Codex ``write_stdin``: empty ``chars`` polls a running session for output (observes it);
+    any other input drives the process, which may change anything."""
+    sid = args.get("session_id") if isinstance(args, dict) else None
+    target = str(sid) if isinstance(sid, (str, int)) and not isinstance(sid, bool) else None
+    chars = args.get("chars") if isinstance(args, dict) else None
+    if not chars:
+        return ("observe", f"exec-session:{target}" if target is not None else None)
+    return ("exec", None)
+
+
+def _web_search_rule(args: Any) -> "tuple[str, Target]":
+    """A web search observes its query (Codex ``web_search_call`` actions, ``google_web_search``)."""
+    if isinstance(args, dict):
+        for k in ("query", "q", "url", "pattern"):
+            v = args.get(k)
+            if isinstance(v, str) and v:
+                return ("observe", v if k == "url" else f"search:{v}")
+        qs = args.get("queries")
+        if isinstance(qs, list) and qs and all(isinstance(q, str) for q in qs):
+            return ("observe", tuple(f"search:{q}" for q in qs) if len(qs) > 1 else f"search:{qs[0]}")
+    return ("observe", None)
+
+
+CODEX.update({
+    "write_stdin": _stdin_rule,
+    "web_search": _web_search_rule,
+    "web_search_call": _web_search_rule,
+    "view_image": ("observe", "path"),
+})
+
+GEMINI_CLI.update({
+    "read_file": ("observe", ("file_path", "absolute_path", "path")),
+    "grep_search": ("observe", ("dir_path", "path")),
+    "search_file_content": ("observe", ("dir_path", "path")),
+    "glob": ("observe", ("dir_path", "path")),
+    "list_directory": ("observe", ("dir_path", "path")),
+    "read_many_files": ("observe", ("include", "paths")),
+    "web_fetch": ("observe", ("url", "prompt")),
+    "google_web_search": _web_search_rule,
+    "update_topic": "other",
+    "complete_task": "other",
+    "write_todos": "other",
+    "ask_user": "ask",
+    "enter_plan_mode": "other",
+    "exit_plan_mode": "ask",
+    "activate_skill": "other",
+    "get_internal_docs": ("observe", ("path", "topic")),
+    "read_mcp_resource": ("observe", ("uri",)),
+    "list_mcp_resources": "observe",
+    "invoke_agent": "exec",
+    "save_memory": ("mutate", ()),
+})
+for _n in ("tracker_create_task", "tracker_update_task", "tracker_get_task", "tracker_list_tasks",
+           "tracker_add_dependency", "tracker_visualize"):
+    GEMINI_CLI[_n] = "other"
+
+OPENCODE: dict[str, Rule] = {
+    "read": ("observe", ("filePath", "file_path", "path")),
+    "write": ("mutate", ("filePath", "file_path", "path")),
+    "edit": ("mutate", ("filePath", "file_path", "path")),
+    "multiedit": ("mutate", ("filePath", "file_path", "path")),
+    "patch": _patch_rule,
+    "apply_patch": _patch_rule,
+    "glob": ("observe", ("path",)),
+    "grep": ("observe", ("path",)),
+    "list": ("observe", ("path",)),
+    "ls": ("observe", ("path",)),
+    "bash": shell_rule,
+    "webfetch": ("observe", "url"),
+    "websearch": _web_search_rule,
+    "codesearch": _web_search_rule,
+    "todowrite": "other",
+    "todoread": "other",
+    "task": "exec",
+    "skill": "other",
+    "question": "ask",
+    "lsp": ("observe", ("filePath", "path")),
+    "invalid": "other",
+}
+
+CLINE: dict[str, Rule] = {
+    "read_file": ("observe", ("path", "absolutePath")),
+    "write_to_file": ("mutate", ("path", "absolutePath")),
+    "replace_in_file": ("mutate", ("path", "absolutePath")),
+    "apply_diff": ("mutate", ("path",)),
+    "insert_content": ("mutate", ("path",)),
+    "search_and_replace": ("mutate", ("path",)),
+    "apply_patch": _patch_rule,
+    "edit_file": ("mutate", ("path", "target_file")),
+    "search_files": ("observe", ("path",)),
+    "list_files": ("observe", ("path",)),
+    "list_code_definition_names": ("observe", ("path",)),
+    "codebase_search": ("observe", ("path", "query")),
+    "execute_command": shell_rule,
+    "browser_action": "exec",
+    "use_mcp_tool": "exec",
+    "access_mcp_resource": ("observe", ("uri",)),
+    "load_mcp_documentation": "observe",
+    "web_fetch": ("observe", "url"),
+    "web_search": _web_search_rule,
+    "ask_followup_question": "ask",
+    "attempt_completion": "other",
+    "plan_mode_respond": "other",
+    "act_mode_respond": "other",
+    "focus_chain": "other",
+    "update_todo_list": "other",
+    "new_task": "exec",
+    "switch_mode": "other",
+    "condense": "other",
+    "summarize_task": "other",
+    "report_bug": "other",
+    "new_rule": ("mutate", ("path",)),
+    "use_skill": "other",
+    "use_subagents": "exec",
+    "fetch_instructions": "observe",
+    "run_slash_command": "exec",
+    "generate_image": ("mutate", ("path",)),
+}
+
+
+def _strip_codex_headers(text: str) -> "tuple[str, dict]":
+    """Codex prefixes each exec output with a header block (``Chunk ID: ...``, ``Wall time: ...``,
+    ``Process exited with code N``, ``Process running with session ID N``, ``Original token
+    count: N``, ``Exit code: N``, then ``Output:``); the chunk id and wall time differ on every
+    call, so identical outputs only compare equal without them. Returns (body, facts): facts hold
+    ``returncode`` / ``exec_session`` when the header says so."""
+    if not text.startswith(_CODEX_HEADER_STARTS):
+        return text, {}
+    facts: dict = {}
+    pos = 0
+    n = len(text)
+    while pos < n:
+        end = text.find("\n", pos)
+        if end < 0:
+            end = n
+        line = text[pos:end]
+        if line == "Output:":
+            return text[end + 1:], facts
+        m = _CODEX_HEADER_RE.match(line)
+        if m is None:
+            return text, {}  # not a header after all: leave the text alone
+        code = m.group("code") or m.group("code2")
+        if code is not None:
+            facts["returncode"] = int(code)
+        elif m.group("sid") is not None:
+            facts["exec_session"] = m.group("sid")
+        pos = end + 1
+    return text, {}
+
+
+_CODEX_HEADER_STARTS = ("Chunk ID:", "Wall time", "Exit code:", "Process exited", "Process running", "Command:",
+                        "Script completed", "Original token count:")
+_CODEX_HEADER_RE = re.compile(
+    r"^(?:Chunk ID: \S*|Wall time:? [\d.]+ ?\w*|Process exited with code (?P<code>-?\d+)|Exit code:? (?P<code2>-?\d+)"
+    r"|Process running with session ID (?P<sid>\S+)|Original token count: \d+|Total output lines: \d+"
+    r"|Command: .*|Script completed)$"
+)
+
+
+_GEMINI_NOISE = re.compile(r"^(?:Process Group PGID: .*|Background PIDs: .*|</?untrusted_context>)$")
+_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)$")
+
+
+def _strip_gemini_shell_footer(text: str) -> "tuple[str, dict]":
+    """gemini-cli's run_shell_command result ends with per-call lines (``Process Group PGID: N``,
+    ``Background PIDs: ...``) and may be wrapped in ``<untrusted_context>`` tags; the process
+    group differs on every call. Returns (text without them, facts): ``returncode`` from the
+    last ``Exit Code: N`` line."""
+    if "Process Group PGID:" not in text and "untrusted_context>" not in text:
+        return text, {}
+    facts: dict = {}
+    kept = []
+    for line in text.split("\n"):
+        if _GEMINI_NOISE.match(line):
+            continue
+        m = _GEMINI_EXIT.match(line)
+        if m is not None:
+            facts["returncode"] = int(m.group(1))
+        kept.append(line)
+    return "\n".join(kept), facts
+
+
+#: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
+#: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
+#: noise removed so two identical results compare equal; *facts* are what the noise said
+#: (``returncode``, ``exec_session``). See docs/formats.md.
+OUTPUT_NORMALISERS: dict[str, Callable[[str], "tuple[str, dict]"]] = {
+    "codex": _strip_codex_headers,
+    "gemini-cli": _strip_gemini_shell_footer,
+}
+
+
+def normalise_output(profile: "Profile | str | None", text: Any) -> "tuple[Any, dict]":
+    """*text* as the tool returned it, without the harness's per-call wrapper (see
+    OUTPUT_NORMALISERS); non-string results and harnesses without a normaliser pass through."""
+    name = profile.name if isinstance(profile, Profile) else profile
+    if not isinstance(text, str) or not isinstance(name, str):
+        return text, {}
+    fn = OUTPUT_NORMALISERS.get(name.split("+", 1)[0])
+    if fn is None:
+        return text, {}
+    return fn(text)
+
 _GENERIC: dict[str, Rule] = {}
-for _table in (_SHELL_TOOLS, TAU_BENCH, GEMINI_CLI, SWE_AGENT, OPENHANDS, CODEX, CLAUDE_CODE):
+for _table in (_SHELL_TOOLS, CLINE, TAU_BENCH, GEMINI_CLI, SWE_AGENT, OPENHANDS, CODEX, CLAUDE_CODE):
     _GENERIC.update(_table)
 # "edit" in a generic trace is a file edit with an explicit path (SWE-agent's uses the open file).
 _GENERIC["edit"] = ("mutate", ("path", "file_path", "open_file"))
@@ -401,6 +662,8 @@ PROFILES: dict[str, Profile] = {
     "mini-swe-agent": Profile("mini-swe-agent", {**_SHELL_TOOLS, **MINI_SWE_AGENT}),
     "tau-bench": Profile("tau-bench", TAU_BENCH),
     "gemini-cli": Profile("gemini-cli", {**_SHELL_TOOLS, **GEMINI_CLI}),
+    "opencode": Profile("opencode", {**_SHELL_TOOLS, **OPENCODE}),
+    "cline": Profile("cline", {**_SHELL_TOOLS, **CLINE}),
 }
 
 

@@ -1,0 +1,262 @@
+"""opencode sessions: the JSON storage folder and ``opencode export`` files.
+
+Storage (``~/.local/share/opencode/storage``, opencode 0.x-1.x before its SQLite store): one JSON
+file per object, ``session/<projectID>/<sessionID>.json`` (the session: ``id``, ``title``,
+``parentID`` for a sub-agent's session), ``message/<sessionID>/<messageID>.json`` (``id``,
+``sessionID``, ``role``; an assistant message has ``modelID``, ``tokens``, ``cost``) and
+``part/<messageID>/<partID>.json`` (``type``: ``text``, ``reasoning``, ``tool``, ``step-start``,
+``step-finish``, ``file``, ``patch``, ``snapshot``, ``agent``, ``subtask``, ``retry``,
+``compaction``). A folder holding ``message/`` and ``part/`` is read as a store: one trace per
+session, messages and parts in id order (opencode's ids sort by creation). The export is the
+same data as one document: ``{"info": <session>, "messages": [{"info": <message>, "parts":
+[...]}]}``; ``opencode run --format json`` prints the parts as events (``{"type": "step_start" |
+"text" | "tool_use" | "step_finish", "sessionID", "part": {...}}``), read the same way. opencode
+1.1 and later keep sessions in SQLite (``opencode.db``), which is not read: export them.
+
+A ``step-start`` ... ``step-finish`` run of an assistant message is one API call; the
+``step-finish`` part carries its ``tokens`` (``input`` + ``cache.read`` + ``cache.write`` is the
+prompt, ``output`` + ``reasoning`` the completion). A ``tool`` part is a call and its result:
+``callID``, ``tool``, ``state`` (``status`` completed with ``output`` / error with ``error``).
+The ``invalid`` tool is opencode's answer to a call it could not run (an unknown tool, bad
+arguments): a rejected turn. Refs are ``{"message": <id>, "part": <id>}``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from ._base import Ledger, Trace, TraceFormatError, text_len
+from ._io import Ctx, read_bytes
+
+NAME = "opencode"
+PROFILE = "opencode"
+
+PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "file", "patch", "snapshot",
+                        "agent", "subtask", "retry", "compaction"})
+
+
+def _usage(tokens: Any) -> dict | None:
+    if not isinstance(tokens, dict):
+        return None
+    inp, out = tokens.get("input"), tokens.get("output")
+    if not isinstance(inp, int) or not isinstance(out, int):
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    reasoning = tokens.get("reasoning") if isinstance(tokens.get("reasoning"), int) else 0
+    read, write = cache.get("read"), cache.get("write")
+    prompt = inp + (read if isinstance(read, int) else 0) + (write if isinstance(write, int) else 0)
+    return {"prompt_tokens": prompt, "completion_tokens": out + reasoning,
+            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+
+
+def _assistant(info: dict, parts: list, ctx: Ctx, ledger: Ledger, index: int) -> None:
+    mid = info.get("id")
+    in_step = False
+    steps_seen = any(isinstance(p, dict) and p.get("type") == "step-start" for p in parts)
+    if not steps_seen:
+        ledger.turn(_usage(info.get("tokens")), text="", ref={"message": mid})
+        in_step = True
+    for p in parts:
+        if not isinstance(p, dict):
+            ctx.bad(f"a part must be an object, got {type(p).__name__}", index)
+            continue
+        t = p.get("type")
+        if not isinstance(t, str):
+            ctx.bad(f"a part whose type is {type(t).__name__}, not a string", index)
+            continue
+        ref = {"message": mid, "part": p.get("id")}
+        if t == "step-start":
+            ledger.turn(None, text="", ref=ref)
+            in_step = True
+        elif t == "step-finish":
+            if in_step:
+                u = _usage(p.get("tokens"))
+                if u is not None:
+                    ledger.set_usage(u)
+            in_step = False
+        elif t in ("text", "reasoning"):
+            if not in_step:
+                ledger.turn(None, text="", ref=ref)
+                in_step = True
+            if isinstance(p.get("text"), str) and not p.get("synthetic"):
+                ledger.add_text(p["text"])
+        elif t == "tool":
+            if not in_step:
+                ledger.turn(None, text="", ref=ref)
+                in_step = True
+            _tool(p, ctx, ledger, ref, index)
+        elif t not in PART_TYPES:
+            ctx.bad(f"a part of type {t!r} this reader does not know; expected one of {', '.join(sorted(PART_TYPES))}",
+                    index)
+
+
+def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
+    name = p.get("tool")
+    if not isinstance(name, str):
+        ctx.bad("a tool part without a tool name", index)
+        return
+    state = p.get("state") if isinstance(p.get("state"), dict) else {}
+    args = state.get("input") if isinstance(state.get("input"), dict) else {}
+    status = state.get("status")
+    if name == "invalid":
+        # opencode could not run the model's call: the input names the tool and the reason
+        msg = args.get("error") if isinstance(args.get("error"), str) else state.get("output")
+        ledger.reject(msg if isinstance(msg, str) and msg else "invalid tool call",
+                      args.get("tool") if isinstance(args.get("tool"), str) else "", None, ref=ref)
+        return
+    if name == "bash" and "description" in args:
+        args = {k: v for k, v in args.items() if k != "description"}  # the model's note on the command
+    step = ledger.call(name, args, p.get("callID"), ref=ref)
+    if status == "completed":
+        ledger.result(step, state.get("output"))
+    elif status == "error":
+        err = state.get("error")
+        ledger.result(step, err, err or True)
+    # pending / running: the call never finished (left unanswered)
+
+
+def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> Trace:
+    sid = str(info.get("id") or ctx.stem)
+    ledger = Ledger(sid, ctx.profile(PROFILE))
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
+            ctx.bad("a message must be {\"info\": {...}, \"parts\": [...]}", i)
+            continue
+        minfo = m["info"]
+        parts = m.get("parts") if isinstance(m.get("parts"), list) else []
+        role = minfo.get("role")
+        if role == "assistant":
+            _assistant(minfo, parts, ctx, ledger, i)
+        elif role == "user":
+            for p in parts:
+                if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
+                    ledger.context(len(p["text"]))
+        else:
+            ctx.bad(f"a message with role {role!r}; expected user or assistant", i)
+    meta: dict = {}
+    if info.get("parentID"):
+        meta["parent_session"] = info["parentID"]
+    if info.get("version"):
+        meta["opencode_version"] = info["version"]
+    return ledger.trace(source=source, fmt=NAME, meta=meta or None)
+
+
+STREAM_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "tool_use", "error"})
+
+
+def _is_stream(doc: Any) -> bool:
+    return isinstance(doc, list) and any(
+        isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in STREAM_TYPES
+        and isinstance(r.get("part"), dict) for r in doc[:20])
+
+
+def _from_stream(records: list, ctx: Ctx) -> list[dict]:
+    """``opencode run --format json`` events (``{"type", "sessionID", "part"}``) as export
+    documents: the parts grouped by session and message, a re-sent part replacing its copy."""
+    sessions: dict[str, dict[str, dict]] = {}
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            ctx.bad(f"an event must be an object, got {type(r).__name__}", i)
+            continue
+        t = r.get("type")
+        part = r.get("part")
+        if not isinstance(t, str):
+            ctx.bad(f"an event whose type is {type(t).__name__}, not a string", i)
+            continue
+        if t == "error" or not isinstance(part, dict):
+            if t not in STREAM_TYPES:
+                ctx.bad(f"an opencode event of type {t!r} this reader does not know; expected one of "
+                        f"{', '.join(sorted(STREAM_TYPES))}", i)
+            continue
+        sid = str(r.get("sessionID") or part.get("sessionID") or ctx.stem)
+        mid = str(part.get("messageID") or "message")
+        msgs = sessions.setdefault(sid, {})
+        parts = msgs.setdefault(mid, {})
+        parts[str(part.get("id") or f"#{i}")] = part
+    return [{"info": {"id": sid}, "messages": [{"info": {"id": mid, "role": "assistant"}, "parts": list(p.values())}
+                                               for mid, p in msgs.items()]} for sid, msgs in sessions.items()]
+
+
+def parse(doc: Any, ctx: Ctx) -> list[Trace]:
+    """One trace per session: an export document, a list of them (what a store folder reads as),
+    or a ``--format json`` event stream."""
+    if _is_stream(doc):
+        doc = _from_stream(doc, ctx)
+    docs = doc if isinstance(doc, list) else [doc]
+    traces = []
+    for n, d in enumerate(docs):
+        if not isinstance(d, dict) or not isinstance(d.get("messages"), list):
+            ctx.bad("an opencode session needs {\"info\": {...}, \"messages\": [...]}", n)
+            continue
+        info = d.get("info") if isinstance(d.get("info"), dict) else {}
+        src = d.get("_source") if isinstance(d.get("_source"), str) else ctx.path
+        traces.append(_session_trace(info, d["messages"], ctx, src))
+    return traces
+
+
+def _load_json(path: str) -> Any:
+    try:
+        return orjson.loads(read_bytes(path))
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+
+
+def _json_files(folder: str) -> list[str]:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names if n.endswith(".json") and not n.startswith("."))
+
+
+def is_store(folder: str) -> bool:
+    """A folder laid out as opencode's storage: ``message/`` and ``part/`` subfolders."""
+    return os.path.isdir(os.path.join(folder, "message")) and os.path.isdir(os.path.join(folder, "part"))
+
+
+def read_store(root: str) -> list[dict]:
+    """The sessions of an opencode store as export documents (``_source`` = the session's
+    message folder), sessions in the order of their first message."""
+    infos: dict[str, dict] = {}
+    sdir = os.path.join(root, "session")
+    if os.path.isdir(sdir):
+        for dirpath, _dirs, files in os.walk(sdir):
+            for f in sorted(files):
+                if f.endswith(".json"):
+                    d = _load_json(os.path.join(dirpath, f))
+                    if isinstance(d, dict) and isinstance(d.get("id"), str):
+                        infos[d["id"]] = d
+    docs = []
+    mroot = os.path.join(root, "message")
+    proot = os.path.join(root, "part")
+    for sid in sorted(os.listdir(mroot)):
+        mfolder = os.path.join(mroot, sid)
+        if not os.path.isdir(mfolder) or sid.startswith("."):
+            continue
+        messages = []
+        for mpath in _json_files(mfolder):
+            minfo = _load_json(mpath)
+            if not isinstance(minfo, dict):
+                raise TraceFormatError("a message file must hold an object", mpath)
+            parts = []
+            for ppath in _json_files(os.path.join(proot, str(minfo.get("id") or ""))):
+                parts.append(_load_json(ppath))
+            parts.sort(key=lambda p: str(p.get("id", "")) if isinstance(p, dict) else "")
+            messages.append({"info": minfo, "parts": parts})
+        messages.sort(key=lambda m: str(m["info"].get("id", "")))
+        docs.append({"info": infos.get(sid, {"id": sid}), "messages": messages, "_source": mfolder})
+    return docs
+
+
+def sniff(doc: Any) -> bool:
+    """An export: ``{"info": {...}, "messages": [{"info": {"role"...}, "parts": [...]}]}``, or a
+    ``--format json`` event stream."""
+    if _is_stream(doc):
+        return True
+    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) or not isinstance(doc.get("messages"), list):
+        return False
+    msgs = doc["messages"]
+    return not msgs or any(isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)
+                           for m in msgs[:20])
