@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
                    help="exit 1 when the overall waste ratio is above RATIO (for CI)")
+    a.add_argument("--charge-turn-output", action="store_true",
+                   help="charge a wasted call's whole turn (its reasoning and reply text too); by default that "
+                        "is reported beside the charge")
     a.set_defaults(run=_run_analyse)
 
     r = sub.add_parser("replay", help="run the Guard over recorded calls: what would it have warned or blocked?",
@@ -128,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
                    help="after the client leaves: wait this long for the server before SIGTERM, "
                    "and again before SIGKILL (default 5)")
+    m.add_argument("--call-timeout", type=float, default=None, metavar="SECONDS",
+                   help="answer a tools/call the server has not answered within SECONDS with an "
+                   "isError result, and cancel it on the server (default: wait as long as it takes)")
     m.add_argument("--quiet", action="store_true", help="no line on stderr for each warn/block")
     m.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ARGS", help="the MCP server's command")
     m.set_defaults(run=_run_mcp_proxy)
@@ -351,14 +357,21 @@ def _run_analyse(args: argparse.Namespace) -> int:
     no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
-            from . import fleet
+            if getattr(args, "charge_turn_output", False):
+                # the whole turn charged: analysed in this process, with that setting
+                from .report import collect
 
-            report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
-                                          jobs=args.jobs, scheduler=args.scheduler,
-                                          html_policy=args.html_policy if args.html else None,
-                                          on_unit=_watch_no_steps(prog.callback(), no_steps))
-            if drawn is not None:
-                html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
+                report = collect(args.paths, format=args.format, keep_going=args.keep_going,
+                                 on_trace=_watch_no_steps(prog.callback(), no_steps), charge_turn_output=True)
+            else:
+                from . import fleet
+
+                report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
+                                              jobs=args.jobs, scheduler=args.scheduler,
+                                              html_policy=args.html_policy if args.html else None,
+                                              on_unit=_watch_no_steps(prog.callback(), no_steps))
+                if drawn is not None:
+                    html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     except ImportError as exc:  # --scheduler without the fleet extra
@@ -411,7 +424,9 @@ def _warn_no_steps(sources: list[str]) -> None:
     if not sources:
         return
     n = len(sources)
-    shown = ", ".join(sources[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    from .report import terminal_safe
+
+    shown = terminal_safe(", ".join(sources[:3])) + (f" and {n - 3} more" if n > 3 else "")
     print(f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
           f"(see `loopcore formats` and docs/formats.md)")
     sys.stdout.flush()
@@ -490,7 +505,7 @@ def _run_mcp_proxy(args: argparse.Namespace) -> int:
         raise _CliError(f"bad --policy {args.policy!r}: {exc}") from None
     try:
         return run_cli(server, policy=args.policy, state=args.state, session=args.session, grace=args.grace,
-                       quiet=args.quiet)
+                       quiet=args.quiet, call_timeout=args.call_timeout)
     except OSError as exc:
         raise _CliError(f"cannot start the MCP server {server[0]!r}: {exc}") from None
 
