@@ -91,3 +91,110 @@ def test_pure_build_imports_as_pure_without_the_variable(tmp_path):
         assert run.returncode == 0, run.stderr
         impl, where = run.stdout.split()
         assert impl == "py" and where.startswith(str(tmp_path / "site"))
+
+
+def _elf_sections(path):
+    """Section names of an ELF file (enough of the format to list them; no readelf needed)."""
+    import struct
+
+    data = pathlib.Path(path).read_bytes()
+    assert data[:4] == b"\x7fELF", path
+    is64, little = data[4] == 2, data[5] == 1
+    end = "<" if little else ">"
+    if is64:
+        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
+        name_at, offset_at, fmt = 0, 0x18, "Q"
+    else:
+        shoff, = struct.unpack_from(end + "I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x2E)
+        name_at, offset_at, fmt = 0, 0x10, "I"
+
+    def header(i):
+        base = shoff + i * shentsize
+        name, = struct.unpack_from(end + "I", data, base + name_at)
+        offset, = struct.unpack_from(end + fmt, data, base + offset_at)
+        return name, offset
+
+    _, strtab = header(shstrndx)
+    names = []
+    for i in range(shnum):
+        name, _ = header(i)
+        names.append(data[strtab + name:data.index(b"\0", strtab + name)].decode())
+    return names
+
+
+def _build_inplace(src, env_extra, *names):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCORE_")}
+    env.update(env_extra)
+    res = subprocess.run([sys.executable, "tools/build_inplace.py", *names], cwd=src, env=env,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res
+
+
+HASH_PROBE = """
+import json, random, sys, xxhash
+from loopcore import _native_hashing as native, _hashing_py as pure
+bad = []
+for size in (0, 17, 129, 240, 241, 4096, 1 << 16, 1 << 20):
+    data = random.Random(size).randbytes(size)
+    if native._xxh3_bytes(data) != xxhash.xxh3_64_intdigest(data) or native.canonical_hash(data) != pure.canonical_hash(data):
+        bad.append(size)
+print(json.dumps({"file": native.__file__, "bad": bad}))
+"""
+
+
+def _hash_probe(src):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCORE_")}
+    env["PYTHONPATH"] = str(src / "src")  # the copy's own fresh build
+    out = subprocess.run([sys.executable, "-c", HASH_PROBE], cwd=src, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the ELF sections of the built module")
+def test_release_build_has_no_debug_info_and_hashes_right(tmp_path):
+    """A release build (the default) carries no debug sections, and its hash (the shared xxHash
+    library, runtime ISA dispatch included) is XXH3 and the pure twin's at every size."""
+    src = _copy_tree(tmp_path)
+    _build_inplace(src, {}, "hashing")
+    (so,) = (src / "src" / "loopcore").glob("_native_hashing*.so")
+    sections = _elf_sections(so)
+    assert ".text" in sections and ".dynsym" in sections
+    assert not [s for s in sections if s.startswith((".debug", ".zdebug"))], sections
+    got = _hash_probe(src)
+    assert got["bad"] == [] and got["file"] == str(so)
+    # a second build finds the library up to date and leaves the module alone
+    before = so.stat().st_mtime_ns
+    _build_inplace(src, {}, "hashing")
+    assert so.stat().st_mtime_ns == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the ELF sections of the built module")
+def test_debug_build_keeps_debug_info(tmp_path):
+    """LOOPCORE_DEBUG_BUILD=1 is -O0 -g: the module (the shared library's code too) has DWARF."""
+    src = _copy_tree(tmp_path)
+    _build_inplace(src, {"LOOPCORE_DEBUG_BUILD": "1"}, "hashing")
+    (so,) = (src / "src" / "loopcore").glob("_native_hashing*.so")
+    assert ".debug_info" in _elf_sections(so)
+    assert _hash_probe(src)["bad"] == []
+    # the build switched back to release rebuilds the library and relinks the module
+    _build_inplace(src, {}, "hashing")
+    assert not [s for s in _elf_sections(so) if s.startswith(".debug")]
+
+
+def test_wheel_metadata_version_is_the_one_source(tmp_path):
+    from loopcore import _version
+
+    src = _copy_tree(tmp_path)
+    res = _wheel(src, tmp_path / "wheels", {"LOOPCORE_NO_EXTENSIONS": "1"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    (whl,) = (tmp_path / "wheels").glob("loopcore-*.whl")
+    assert whl.name.startswith(f"loopcore-{_version.__version__}-")
+    with zipfile.ZipFile(whl) as zf:
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        assert f"\nVersion: {_version.__version__}\n" in zf.read(meta).decode()
+        assert "loopcore/_version.py" in zf.namelist()

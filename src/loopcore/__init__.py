@@ -16,10 +16,9 @@ from ._native_flag import NO_EXTENSIONS, implementation
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers take the name)
 
-__version__ = "0.1.0"
-
 #: public name -> the dispatcher module that defines it (imported on first access).
 _LAZY: dict[str, str] = {
+    "__version__": "._version",  # the one version source (pyproject.toml reads it too)
     "HASH_FORMAT_VERSION": ".hashing",
     "MAX_DEPTH": ".hashing",
     "canonical_hash": ".hashing",
@@ -78,6 +77,7 @@ __all__ += ["FORMATS", "LoadStats", "PROFILES", "Profile", "TraceFormatError", "
 if TYPE_CHECKING:  # type checkers and IDEs see plain imports
     from typing import Any
 
+    from ._version import __version__
     from .adapters import FORMATS, LoadStats, TraceFormatError, detect_format, load
     from .burn import BurnReport, Finding, RepeatCheck, analyse_burn, analyse_many, would_repeat
     from .encoded import EncodedAnalysis, EncodedTrace, analyse_encoded, encode
