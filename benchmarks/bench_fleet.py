@@ -43,7 +43,7 @@ def run(paths: list[str], workers: int) -> tuple[float, int, str, list[float]]:
     from loopcore import fleet
     from loopcore.report import to_json
 
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   silence_logs=logging.ERROR) as lc, distributed.Client(lc) as client:
         client.run(lambda: None)  # workers up and importable before the clock starts
         t0 = time.perf_counter()

@@ -115,7 +115,7 @@ def cluster():
 
     # A loaded machine (CI shares its cores) can take many seconds to start two worker processes.
     with dask.config.set({"distributed.comm.timeouts.connect": "120s", "distributed.comm.timeouts.tcp": "120s"}):
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                       silence_logs=logging.CRITICAL, timeout="120s") as lc:
             with distributed.Client(lc, timeout="120s") as client:
                 client.wait_for_workers(2, timeout=180)
