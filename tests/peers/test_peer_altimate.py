@@ -92,8 +92,11 @@ def test_varied_args_never_climb_the_ladder(make):
 @missing(NO_ALTIMATE)
 def test_identical_calls_escalate_to_a_stop(make):
     """starvation.test.ts: doom-loop escalation ladder 'identical (tool+args) calls escalate nudge → status_check
-    → stop, never straight to stop' (altimate's rungs are at 3, 6 and 9; loopcore warns from the 3rd call on and
-    refuses the 9th, never earlier)."""
+    → stop, never straight to stop'.
+
+    Deliberate difference (docs/peers.md): altimate's rungs are one directive each at the 3rd, 6th
+    and 9th call; loopcore warns with every call from the 3rd on and refuses the 9th, never earlier.
+    """
     g = ladder(make)
     ds = [call(g, "s", "bash", {"command": "make check"}, "FAILED") for _ in range(9)]
     assert ds[:2] == [ALLOW, ALLOW]

@@ -73,8 +73,8 @@ def test_different_hashes_for_different_tools(g):
 def test_non_object_params_hash_with_the_same_shape(g):
     """tool-loop-detection.test.ts: 'hashes non-object params with the same digest shape'.
 
-    OpenClaw's hash is ``tool:`` + 64 hex digits of SHA-256; loopcore's is a 64-bit integer with
-    the tool mixed in (docs/peers.md). The shape is the same for every param type.
+    Deliberate difference (docs/peers.md): OpenClaw's hash is ``tool:`` + 64 hex digits of SHA-256;
+    loopcore's is a 64-bit integer with the tool mixed in. The shape is the same for every param type.
     """
     hashes = [g.args_hash("tool", p) for p in ("string-param", 123, None)]
     assert all(isinstance(h, int) and 0 <= h < 2**64 for h in hashes)
@@ -141,8 +141,8 @@ def test_records_run_id_when_provided(g):
 def test_disabled_policy_flags_nothing(make):
     """tool-loop-detection.test.ts: 'is disabled by default'.
 
-    OpenClaw's detection is off unless configured; loopcore's presets are on and
-    ``Policy(enabled=False)`` is the off switch (docs/peers.md).
+    Deliberate difference (docs/peers.md): OpenClaw's detection is off unless configured; loopcore's
+    presets are on and ``Policy(enabled=False)`` is the off switch.
     """
     g = make(POLICY().replace(enabled=False))
     for i in range(20):
@@ -208,8 +208,8 @@ def test_warns_for_known_polling_no_progress(g):
 def test_blocks_known_polling_no_progress_at_critical(g):
     """tool-loop-detection.test.ts: 'blocks known polling no-progress loops at critical threshold'.
 
-    OpenClaw's critical messages start with "CRITICAL"; loopcore's blocks start with "BLOCKED"
-    (docs/peers.md).
+    Deliberate difference (docs/peers.md): OpenClaw's critical messages start with "CRITICAL";
+    loopcore's blocks start with "BLOCKED".
     """
     params, result = poll_fixture()
     calls(g, "s", "process", params, result, n=CRITICAL)
@@ -508,8 +508,8 @@ def test_sessions_send_loops_with_fresh_run_ids_block(g):
 def test_provider_docked_send_tool_loops_block(make):
     """tool-loop-detection.test.ts: 'escalates provider-docked send-tool loops (e.g. telegram) whose result carries fresh ids'.
 
-    OpenClaw recognises channel send tools from its plugin registry; in loopcore the harness
-    declares them in ``Policy.send_tools``.
+    Deliberate difference (docs/peers.md): OpenClaw recognises channel send tools from its plugin
+    registry; in loopcore the harness declares them in ``Policy.send_tools``.
     """
     g = make(POLICY().replace(send_tools=POLICY().send_tools | {"telegram"}))
     params = {"to": "telegram:123", "text": "ping"}
@@ -625,8 +625,8 @@ def test_post_compaction_guard_dormant_when_never_armed(g):
 def test_post_compaction_blocks_the_window_size_th_identical_call(g):
     """post-compaction-loop-guard.test.ts: 'aborts on the windowSize-th identical (tool,args,result) call within the window'.
 
-    OpenClaw aborts the run once the third identical outcome after a compaction is observed;
-    here the call after it is refused.
+    Deliberate difference (docs/peers.md): OpenClaw aborts the run once the third identical outcome
+    after a compaction is observed; here the call after it is refused.
     """
     compaction(g, "s")
     calls(g, "s", *GATEWAY, "r1", n=3)
@@ -656,7 +656,8 @@ def test_post_compaction_changing_args_is_progress(g):
 def test_post_compaction_repeats_outside_the_window_do_not_count(g):
     """post-compaction-loop-guard.test.ts: 'does NOT abort outside the window'.
 
-    The peer's test uses a window of 2; OpenClaw's default (and loopcore's) is 3: the window
+    Deliberate difference (docs/peers.md): the peer's test configures a window of 2; loopcore's is
+    OpenClaw's default, 3, and not a setting: the window
     closes after three calls, so identical calls straddling its end are not a compaction loop.
     """
     compaction(g, "s")

@@ -131,7 +131,11 @@ def test_reset_after_user_message(g):
 
 def test_custom_action_observation_threshold(make):
     """test_stuck_detector_config.py: test_custom_action_observation_threshold (action_observation=6: 4 pairs
-    are not stuck, 6 are). The SDK's threshold counts the pairs; ``repeat_block`` counts the refused call too."""
+    are not stuck, 6 are).
+
+    Deliberate difference (docs/peers.md): the SDK's threshold counts the pairs; ``repeat_block``
+    counts the refused call too, so ``action_observation=6`` is ``repeat_block=7``.
+    """
     g = make(POLICY().replace(repeat_block=7))
     for _ in range(4):
         call(g, "s", "execute_bash", {"command": "ls"}, "file1.txt")
@@ -175,8 +179,9 @@ def test_run_does_not_renudge_while_the_streak_is_frozen(make):
     identical failures the model answers with an empty message and then text, adding no action: the
     nudge is not emitted again).
 
-    The SDK nudges right after the 3rd failure; loopcore's warning rides on the next attempt of the
-    failing call (docs/peers.md), so here the messages emit nothing and a retry gets the one warning.
+    Deliberate difference (docs/peers.md): the SDK nudges right after the 3rd failure; loopcore's
+    warning rides on the next attempt of the failing call, so here the messages emit nothing and a
+    retry gets the one warning.
     """
     events = []
     g = make(POLICY(), on_event=events.append)
