@@ -17,15 +17,20 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
 cdef enum:
-    NP = 19
+    NP = 28
     K_OTHER = 0
     K_OBSERVE = 1
     K_MUTATE = 2
     K_EXEC = 3
     K_ASK = 4
+    K_USER = 5
+    K_COMPACTION = 6
+    K_CONDENSATION = 7
     F_HAS = 1
     F_ERROR = 2
     F_UNKNOWN = 4
+    F_BARRIER = 8
+    CHURN_MIN = 3
     L_WARN = 1
     L_BLOCK = 2
     D_UNKNOWN = 1
@@ -38,9 +43,13 @@ cdef enum:
     D_ERROR = 8
     D_BUDGET = 9
     D_REDUNDANT = 10
+    D_COMPACTION = 11
+    D_CONTEXT = 12
+    D_CONTENT = 13
 
-OTHER, OBSERVE, MUTATE, EXEC, ASK = 0, 1, 2, 3, 4
-F_HAS_, F_ERROR_, F_UNKNOWN_ = 1, 2, 4
+OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
+F_HAS_, F_ERROR_, F_UNKNOWN_, F_BARRIER_ = 1, 2, 4, 8
+CHURN_MIN_CALLS = CHURN_MIN
 WARN, BLOCK = 1, 2
 N_PARAMS = NP
 DUMP_VERSION = 1
@@ -516,6 +525,101 @@ cdef int _record(State st, uint64_t tool, uint64_t args, uint64_t result, int fl
     return 2
 
 
+cdef int _event(Engine e, State st, uint64_t tool, uint64_t args, int kind) noexcept:
+    # A reported event (user message, compaction, condensation): a marker in the ring.
+    cdef int i, c
+    if kind == K_CONDENSATION and e.p[26]:
+        c = 1
+        for i in range(st.n - 1, -1, -1):
+            if st.kind[st.ph(i)] != K_CONDENSATION:
+                break
+            c += 1
+        if c >= e.p[26]:
+            st.veto_tool = 0
+            st.out_count = c
+            st.out_of_step = st.seq[st.ph(st.n - 1)] if st.n else -1
+            st.out_aux = 0
+            st.out_aux2 = 0
+            return L_BLOCK << 4 | D_CONTEXT
+    st.veto_tool = 0
+    st.push(tool, args, 0, F_HAS, <uint8_t>kind, 0, 0)
+    return 0
+
+
+cdef int64_t _churn(State st, uint64_t tool, int64_t* of, int* variants) noexcept:
+    # _guard_py.Engine._churn: calls of *tool* with an outcome when they are argument churn
+    # (2-3 variants of >= CHURN_MIN calls with one outcome each, other calls <= 1 in 10), else 0.
+    # Groups are kept in small arrays: more than 3 + m / 10 + 1 groups can never be churn.
+    cdef int i, j, g, ng = 0, cap = st.n + 1
+    cdef int64_t m = 0, covered = 0
+    cdef int nstable = 0
+    cdef uint64_t* ga = <uint64_t*>PyMem_Malloc(cap * 8)
+    cdef uint64_t* gr = <uint64_t*>PyMem_Malloc(cap * 8)
+    cdef int64_t* gc = <int64_t*>PyMem_Malloc(cap * 8)
+    cdef uint8_t* gs = <uint8_t*>PyMem_Malloc(cap)
+    of[0] = -1
+    variants[0] = 0
+    if ga == NULL or gr == NULL or gc == NULL or gs == NULL:
+        PyMem_Free(ga)
+        PyMem_Free(gr)
+        PyMem_Free(gc)
+        PyMem_Free(gs)
+        return 0
+    for i in range(st.n - 1, -1, -1):
+        j = st.ph(i)
+        if st.kind[j] == K_USER:
+            break
+        if st.tool[j] != tool or not st.flags[j] & F_HAS:
+            continue
+        m += 1
+        if of[0] < 0:
+            of[0] = st.seq[j]
+        for g in range(ng):
+            if ga[g] == st.args[j]:
+                gc[g] += 1
+                if gr[g] != st.res[j]:
+                    gs[g] = 0
+                break
+        else:
+            ga[ng] = st.args[j]
+            gr[ng] = st.res[j]
+            gc[ng] = 1
+            gs[ng] = 1
+            ng += 1
+    for g in range(ng):
+        if gs[g] and gc[g] >= CHURN_MIN:
+            nstable += 1
+            covered += gc[g]
+    PyMem_Free(ga)
+    PyMem_Free(gr)
+    PyMem_Free(gc)
+    PyMem_Free(gs)
+    if 2 <= nstable <= 3 and (m - covered) * 10 <= m:
+        variants[0] = nstable
+        return m
+    of[0] = -1
+    return 0
+
+
+cdef int64_t _after_compaction(State st, uint64_t tool, uint64_t args, int w) noexcept:
+    # _guard_py.Engine._after_compaction
+    cdef int n = st.n, i, q, j, j1, lo = n - w - 2
+    if lo < -1:
+        lo = -1
+    for i in range(n - 1, lo, -1):
+        j = st.ph(i)
+        if st.kind[j] == K_COMPACTION:
+            if n - 1 - i != w:
+                return 0
+            j1 = st.ph(i + 1)
+            for q in range(i + 1, n):
+                j = st.ph(q)
+                if st.tool[j] != tool or st.args[j] != args or not st.flags[j] & F_HAS or st.res[j] != st.res[j1]:
+                    return 0
+            return w
+    return 0
+
+
 cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint64_t target,
                 uint64_t cid, bint poll, bint unknown, int bslot) noexcept:
     cdef int64_t* p = e.p
@@ -528,7 +632,10 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
     cdef bint np_done = False, es_done = False, distinct, ev, best_ev
     cdef uint8_t f, ki
+    cdef int variants = 0
 
+    if kind >= K_USER:
+        return _event(e, st, tool, args, kind)
     st.veto_tool = 0
     if bslot >= 0:
         st.budget[bslot] += 1
@@ -551,6 +658,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     for i in range(n - 1, -1, -1):
         j = st.ph(i)
         if st.tool[j] != tool or st.args[j] != args:
+            if st.kind[j] == K_USER:
+                break
             continue
         rc += 1
         if rc_of < 0:
@@ -573,7 +682,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             elif es == 0:
                 es = 1
                 es_res = st.res[j]
-            elif st.res[j] == es_res:
+            elif st.res[j] == es_res or p[20]:
                 es += 1
             else:
                 es_done = True
@@ -583,6 +692,20 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         b_count = np_
         b_of = np_of
         b_aux2 = np_res
+    if not block and p[19] and p[13] and n >= p[13]:
+        c = _churn(st, tool, &of, &variants)
+        if c >= p[13]:
+            block = D_GLOBAL
+            b_count = c
+            b_of = of
+            b_aux = <uint64_t>variants
+
+    if not block and p[24] and n >= p[24]:
+        c = _after_compaction(st, tool, args, <int>p[24])
+        if c:
+            block = D_COMPACTION
+            b_count = c
+            b_of = st.seq[st.ph(n - 1)]
 
     if poll:
         if not block and p[4] and np_ >= p[4]:
@@ -677,52 +800,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
                 w_aux = st.tool[st.ph(n - 1)]
                 w_aux2 = combo
 
-    # consecutive identical calls (period 1), counting the checked call
-    if p[10] or p[11]:
-        t = 0
-        ev = True
-        for i in range(n - 1, -1, -1):
-            j = st.ph(i)
-            if st.tool[j] != tool or st.args[j] != args:
-                break
-            if not st.flags[j] & F_HAS or (t and st.res[j] != st.res[st.ph(i + 1)]):
-                ev = False
-            t += 1
-        if t:
-            L = t + 1
-            if not block and p[11] and L >= p[11] and (ev or not p[12]):
-                block = D_REPEAT
-                b_count = L
-                b_of = st.seq[st.ph(n - 1)]
-            if not warn and p[10] and L >= p[10]:
-                warn = D_REPEAT
-                w_count = L
-                w_of = st.seq[st.ph(n - 1)]
-
-    # identical agent messages with no tool call between
-    if p[18] and kind == K_ASK:
-        t = 0
-        for i in range(n - 1, -1, -1):
-            j = st.ph(i)
-            if st.kind[j] != K_ASK or st.tool[j] != tool or st.args[j] != args:
-                break
-            t += 1
-        if not block and t >= p[18]:
-            block = D_MONOLOGUE
-            b_count = t
-            b_of = st.seq[st.ph(n - 1)]
-
-    if not poll:
-        if not block and p[2] and np_ >= p[2]:
-            block = D_GENERIC
-            b_count = np_
-            b_of = np_of
-            b_aux2 = np_res
-        if not warn and p[1] and rc >= p[1]:
-            warn = D_GENERIC
-            w_count = rc
-            w_of = rc_of
-
+    # the same call failing (before the consecutive count: a failure's streak is the better name)
     if es:
         if not block and p[16] and es >= p[16]:
             block = D_ERROR
@@ -735,11 +813,64 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             w_of = rc_of
             w_aux2 = es_res
 
+    # consecutive identical calls (period 1), counting the checked call; polls are judged by
+    # poll_no_progress instead
+    if (p[10] or p[11]) and not poll:
+        t = 0
+        ev = True
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.tool[j] != tool or st.args[j] != args or st.flags[j] & F_BARRIER:
+                break
+            # failures are no evidence here when error_streak judges them
+            if (not st.flags[j] & F_HAS or (t and st.res[j] != st.res[st.ph(i + 1)])
+                    or (st.flags[j] & F_ERROR and (p[15] or p[16]))):
+                ev = False
+            t += 1
+        if t:
+            L = t + 1
+            if not block and p[11] and L >= p[11] and (ev or not p[12]):
+                block = D_REPEAT
+                b_count = L
+                b_of = st.seq[st.ph(n - 1)]
+            if (not warn and p[10] and L >= p[10] and (ev or not p[27])
+                    and (L == p[10] or not p[22])):
+                warn = D_REPEAT
+                w_count = L
+                w_of = st.seq[st.ph(n - 1)]
+
+    # agent messages with no tool call between (identical ones, or any with p[25])
+    if p[18] and kind == K_ASK:
+        t = 0
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.kind[j] != K_ASK or (not p[25] and (st.tool[j] != tool or st.args[j] != args)):
+                break
+            t += 1
+        if p[25]:
+            t += 1
+        if not block and t >= p[18]:
+            block = D_MONOLOGUE
+            b_count = t
+            b_of = st.seq[st.ph(n - 1)] if n else -1
+
+    if not poll:
+        if not block and p[2] and np_ >= p[2]:
+            block = D_GENERIC
+            b_count = np_
+            b_of = np_of
+            b_aux2 = np_res
+        if not warn and p[1] and rc >= p[1]:
+            warn = D_GENERIC
+            w_count = rc
+            w_of = rc_of
+
     if bcount:
         if not block and e.bblock[bslot] and bcount >= e.bblock[bslot]:
             block = D_BUDGET
             b_count = bcount
-        if not warn and e.bwarn[bslot] and bcount >= e.bwarn[bslot]:
+        if (not warn and e.bwarn[bslot] and bcount >= e.bwarn[bslot]
+                and (bcount == e.bwarn[bslot] or not p[23])):
             warn = D_BUDGET
             w_count = bcount
 
@@ -749,7 +880,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         for i in range(n - 1, -1, -1):
             j = st.ph(i)
             ki = st.kind[j]
-            if ki == K_EXEC or (ki == K_MUTATE and (st.tgt[j] == target or st.tgt[j] == 0)):
+            if ki == K_EXEC or ki == K_USER or (ki == K_MUTATE and (st.tgt[j] == target or st.tgt[j] == 0)):
                 break
             f = st.flags[j]
             if (ki == K_OBSERVE and st.tgt[j] == target and st.tool[j] == tool and st.args[j] == args
@@ -769,6 +900,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         st.out_of_step = b_of
         st.out_aux = b_aux
         st.out_aux2 = b_aux2
+        if block == D_REPEAT and p[21]:
+            st.flags[st.ph(n - 1)] |= F_BARRIER  # the count starts again after this refusal
         return L_BLOCK << 4 | block
     st.push(tool, args, 0, F_UNKNOWN if unknown else 0, <uint8_t>kind, target, cid)
     if warn:
@@ -1318,7 +1451,7 @@ cdef class _Fast:
             why = (self.policy, tool, aux2, self.names.get(aux, "another tool"))
             dk = (code, 0, aux2)
         else:
-            why = (self.policy, tool, ah, None)
+            why = (self.policy, tool, ah, aux if det == D_GLOBAL and aux else None)
             dk = (code, tid, 0 if det == D_BUDGET else ah)
         d = _new_decision(self.decision, self.actions[code >> 4], self.det_names[det], count, of_step, why)
         buckets = st.extra

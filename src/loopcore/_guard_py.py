@@ -15,7 +15,17 @@ Parameter tuple (0 switches a threshold off):
   6 cycle block, 7 cycle period bit mask (bit k = period k), 8 cycle counts repeats (0/1),
   9 cycle block needs no-progress, 10 repeat warn, 11 repeat block, 12 repeat block needs
   no-progress, 13 global block, 14 unknown block, 15 error warn, 16 error block,
-  17 redundant warn, 18 monologue block.
+  17 redundant warn, 18 monologue block, 19 argument churn counts toward the global block
+  (0/1), 20 errors count whatever their text (0/1), 21 the consecutive count starts again after
+  a refusal (0/1), 22 repeat warn only at the exact count (0/1), 23 budget warn only at the
+  exact count (0/1), 24 compaction window (0: off), 25 agent messages count whatever they say,
+  the checked one included (0/1), 26 condensations in a row that are refused (0: off),
+  27 repeat warn needs no-progress (0/1).
+
+Kinds 5-7 are not calls but events the harness reports, pushed into the ring as markers:
+a user message (5: the evidence of every streak starts again after it), a compaction (6) and a
+context-window condensation (7). Flag 8 on an entry stops the consecutive count there (the
+call before a refusal, when the count starts again after refusals).
 """
 from __future__ import annotations
 
@@ -24,20 +34,22 @@ from typing import Any, Sequence
 from ._hashing_py import MAX_DEPTH
 
 __all__ = [
-    "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER",
-    "F_ERROR", "F_HAS", "F_UNKNOWN",
+    "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER", "USER", "COMPACTION", "CONDENSATION",
+    "F_BARRIER", "F_ERROR", "F_HAS", "F_UNKNOWN",
     "BLOCK", "WARN", "N_PARAMS", "DUMP_VERSION",
     "D_UNKNOWN", "D_GLOBAL", "D_POLL", "D_CYCLE", "D_REPEAT", "D_MONOLOGUE", "D_GENERIC",
-    "D_ERROR", "D_BUDGET", "D_REDUNDANT",
+    "D_ERROR", "D_BUDGET", "D_REDUNDANT", "D_COMPACTION", "D_CONTEXT", "D_CONTENT",
     "Engine", "State", "Table", "ToolInfo", "bind_fast", "project_exec", "strip_send_result",
 ]
 
-OTHER, OBSERVE, MUTATE, EXEC, ASK = 0, 1, 2, 3, 4
-F_HAS, F_ERROR, F_UNKNOWN = 1, 2, 4
+OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
+F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = 1, 2, 4, 8
 WARN, BLOCK = 1, 2
 (D_UNKNOWN, D_GLOBAL, D_POLL, D_CYCLE, D_REPEAT, D_MONOLOGUE, D_GENERIC, D_ERROR, D_BUDGET,
- D_REDUNDANT) = range(1, 11)
-N_PARAMS = 19
+ D_REDUNDANT, D_COMPACTION, D_CONTEXT, D_CONTENT) = range(1, 14)
+N_PARAMS = 28
+#: an argument variant with this many calls, all with one outcome, is a stable variant
+CHURN_MIN_CALLS = 3
 DUMP_VERSION = 1
 _MASK64 = (1 << 64) - 1
 
@@ -261,6 +273,9 @@ class Engine:
         b_of = w_of = -1
         b_aux = w_aux = b_aux2 = w_aux2 = 0
 
+        if kind >= USER:
+            return self._event(st, tool, args, kind)
+
         bcount = 0
         if bslot >= 0:
             st.budget[bslot] += 1
@@ -288,6 +303,8 @@ class Engine:
         rc_of = -1
         for i in range(n - 1, -1, -1):
             if T[i] != tool or A[i] != args:
+                if K[i] == USER:
+                    break
                 continue
             rc += 1
             if rc_of < 0:
@@ -306,13 +323,22 @@ class Engine:
                     es_done = True
                 elif es == 0:
                     es, es_res = 1, R[i]
-                elif R[i] == es_res:
+                elif R[i] == es_res or p[20]:
                     es += 1
                 else:
                     es_done = True
 
         if not block and p[13] and np_ >= p[13]:
             block, b_count, b_of, b_aux2 = D_GLOBAL, np_, np_of, np_res
+        if not block and p[19] and p[13] and n >= p[13]:
+            m, variants, of = self._churn(st, tool)
+            if m >= p[13]:
+                block, b_count, b_of, b_aux = D_GLOBAL, m, of, variants
+
+        if not block and p[24] and n >= p[24]:
+            c = self._after_compaction(st, tool, args)
+            if c:
+                block, b_count, b_of = D_COMPACTION, c, S[n - 1]
 
         if poll:
             if not block and p[4] and np_ >= p[4]:
@@ -371,32 +397,44 @@ class Engine:
                 if not warn and p[5] and best_c >= p[5]:
                     warn, w_count, w_of, w_aux, w_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
 
-        # consecutive identical calls (period 1), counting the checked call
-        if p[10] or p[11]:
+        # the same call failing (before the consecutive count: a failure's streak is the better name)
+        if es:
+            if not block and p[16] and es >= p[16]:
+                block, b_count, b_of, b_aux2 = D_ERROR, es, rc_of, es_res
+            if not warn and p[15] and es >= p[15]:
+                warn, w_count, w_of, w_aux2 = D_ERROR, es, rc_of, es_res
+
+        # consecutive identical calls (period 1), counting the checked call; polls are judged
+        # by poll_no_progress instead
+        if (p[10] or p[11]) and not poll:
             t = 0
             ev = True
             for i in range(n - 1, -1, -1):
-                if T[i] != tool or A[i] != args:
+                if T[i] != tool or A[i] != args or F[i] & F_BARRIER:
                     break
-                if not F[i] & F_HAS or (t and R[i] != R[i + 1]):
+                # failures are no evidence here when error_streak judges them
+                if not F[i] & F_HAS or (t and R[i] != R[i + 1]) or (F[i] & F_ERROR and (p[15] or p[16])):
                     ev = False
                 t += 1
             if t:
                 L = t + 1
                 if not block and p[11] and L >= p[11] and (ev or not p[12]):
                     block, b_count, b_of = D_REPEAT, L, S[n - 1]
-                if not warn and p[10] and L >= p[10]:
+                if (not warn and p[10] and L >= p[10] and (ev or not p[27])
+                        and (L == p[10] or not p[22])):
                     warn, w_count, w_of = D_REPEAT, L, S[n - 1]
 
-        # identical agent messages with no tool call between
+        # agent messages with no tool call between (identical ones, or any with p[25])
         if p[18] and kind == ASK:
             t = 0
             for i in range(n - 1, -1, -1):
-                if K[i] != ASK or T[i] != tool or A[i] != args:
+                if K[i] != ASK or (not p[25] and (T[i] != tool or A[i] != args)):
                     break
                 t += 1
+            if p[25]:
+                t += 1
             if not block and t >= p[18]:
-                block, b_count, b_of = D_MONOLOGUE, t, S[n - 1]
+                block, b_count, b_of = D_MONOLOGUE, t, S[n - 1] if n else -1
 
         if not poll:
             if not block and p[2] and np_ >= p[2]:
@@ -404,18 +442,12 @@ class Engine:
             if not warn and p[1] and rc >= p[1]:
                 warn, w_count, w_of = D_GENERIC, rc, rc_of
 
-        if es:
-            if not block and p[16] and es >= p[16]:
-                block, b_count, b_of, b_aux2 = D_ERROR, es, rc_of, es_res
-            if not warn and p[15] and es >= p[15]:
-                warn, w_count, w_of, w_aux2 = D_ERROR, es, rc_of, es_res
-
         if bcount:
             bb = self.bblock[bslot]
             bw = self.bwarn[bslot]
             if not block and bb and bcount >= bb:
                 block, b_count = D_BUDGET, bcount
-            if not warn and bw and bcount >= bw:
+            if not warn and bw and bcount >= bw and (bcount == bw or not p[23]):
                 warn, w_count = D_BUDGET, bcount
 
         if p[17] and kind == OBSERVE and target and not warn:
@@ -423,7 +455,7 @@ class Engine:
             of = -1
             for i in range(n - 1, -1, -1):
                 ki = K[i]
-                if ki == EXEC or (ki == MUTATE and (G[i] == target or G[i] == 0)):
+                if ki == EXEC or ki == USER or (ki == MUTATE and (G[i] == target or G[i] == 0)):
                     break
                 if (ki == OBSERVE and G[i] == target and T[i] == tool and A[i] == args
                         and F[i] & F_HAS and not F[i] & F_ERROR):
@@ -437,11 +469,75 @@ class Engine:
             st.veto_tool = tool
             st.veto_args = args
             st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = b_count, b_of, b_aux, b_aux2
+            if block == D_REPEAT and p[21]:
+                F[n - 1] |= F_BARRIER  # the count starts again after this refusal
             return BLOCK << 4 | block
         self._push(st, tool, args, 0, F_UNKNOWN if unknown else 0, kind, target, cid)
         if warn:
             st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = w_count, w_of, w_aux, w_aux2
             return WARN << 4 | warn
+        return 0
+
+    def _event(self, st: State, tool: int, args: int, kind: int) -> int:
+        # A reported event (user message, compaction, condensation): a marker in the ring.
+        p = self.p
+        if kind == CONDENSATION and p[26]:
+            K = st.kind
+            c = 1
+            for i in range(len(K) - 1, -1, -1):
+                if K[i] != CONDENSATION:
+                    break
+                c += 1
+            if c >= p[26]:
+                st.veto_tool = 0
+                st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = c, st.seq[-1] if st.seq else -1, 0, 0
+                return BLOCK << 4 | D_CONTEXT
+        st.veto_tool = 0
+        self._push(st, tool, args, 0, F_HAS, kind, 0, 0)
+        return 0
+
+    def _churn(self, st: State, tool: int) -> tuple[int, int, int]:
+        # (calls of *tool* with an outcome, stable variants, step of the newest) when they are
+        # argument churn: 2-3 variants of >= CHURN_MIN_CALLS calls each with one outcome, and
+        # other calls at most 1 in 10; else (0, 0, -1).
+        T, A, R, F, K, S = st.tool, st.args, st.res, st.flags, st.kind, st.seq
+        groups: dict[int, list] = {}
+        m = 0
+        of = -1
+        for i in range(len(T) - 1, -1, -1):
+            if K[i] == USER:
+                break
+            if T[i] != tool or not F[i] & F_HAS:
+                continue
+            m += 1
+            if of < 0:
+                of = S[i]
+            g = groups.get(A[i])
+            if g is None:
+                groups[A[i]] = [R[i], 1, True]
+            else:
+                g[1] += 1
+                if R[i] != g[0]:
+                    g[2] = False
+        stable = [g[1] for g in groups.values() if g[2] and g[1] >= CHURN_MIN_CALLS]
+        if 2 <= len(stable) <= 3 and (m - sum(stable)) * 10 <= m:
+            return m, len(stable), of
+        return 0, 0, -1
+
+    def _after_compaction(self, st: State, tool: int, args: int) -> int:
+        # The first p[24] calls after the newest compaction marker, when they are exactly p[24]
+        # and all this call with one outcome: p[24]; else 0.
+        w = self.p[24]
+        T, A, R, F, K = st.tool, st.args, st.res, st.flags, st.kind
+        n = len(T)
+        for i in range(n - 1, max(-1, n - w - 2), -1):
+            if K[i] == COMPACTION:
+                if n - 1 - i != w:
+                    return 0
+                for q in range(i + 1, n):
+                    if T[q] != tool or A[q] != args or not F[q] & F_HAS or R[q] != R[i + 1]:
+                        return 0
+                return w
         return 0
 
     def record(self, st: State, tool: int, args: int, result: int, flags: int, kind: int,

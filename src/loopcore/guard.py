@@ -21,6 +21,7 @@ from xxhash import xxh3_64_intdigest
 
 from . import _native_flag
 from .policy import DETECTORS, Policy
+from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
 if TYPE_CHECKING:
     from . import _guard_py as _engine_mod
@@ -40,10 +41,20 @@ _DET_NAMES = {
     8: "error_streak",
     9: "tool_budget",
     10: "redundant_observation",
+    11: "compaction_loop",
+    12: "context_loop",
+    13: "content_loop",
 }
 assert set(_DET_NAMES.values()) == set(DETECTORS)
-_D_CYCLE, _D_BUDGET = 4, 9
+_D_GLOBAL, _D_CYCLE, _D_BUDGET = 2, 4, 9
 _KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
+_K_ASK, _K_USER, _K_COMPACTION, _K_CONDENSATION = 4, 5, 6, 7
+# The names under which reported events sit in a session's window (never a real tool's name:
+# a tool name cannot start with a parenthesis in any harness loopcore knows).
+_MSG_TOOL, _USER_TOOL, _COMPACTION_TOOL, _CONDENSATION_TOOL = (
+    "(agent message)", "(user message)", "(compaction)", "(condensation)")
+_EVENTS = {"condensation": (_CONDENSATION_TOOL, _K_CONDENSATION), "compaction": (_COMPACTION_TOOL, _K_COMPACTION),
+           "user_message": (_USER_TOOL, _K_USER)}
 _F_ERROR, _F_UNKNOWN = 2, 4
 _MASK64 = (1 << 64) - 1
 _MAX_EVENT_KEYS = 256  # per session; OpenClaw's bound on its warning-bucket map
@@ -220,6 +231,15 @@ def _engine_params(pol: Policy) -> tuple[int, ...]:
         z(pol.error_streak, pol.error_block),
         z(pol.redundant_observation, pol.redundant_warn),
         z(pol.monologue, pol.monologue_block),
+        int(pol.global_breaker and pol.argument_churn),
+        int(pol.error_any_text),
+        int(pol.repeat_reset_after_block),
+        int(pol.repeat_warn_once),
+        int(pol.budget_warn_once),
+        pol.compaction_window if pol.compaction_loop else 0,
+        int(pol.monologue_any_text),
+        z(pol.context_loop, pol.context_block),
+        int(pol.repeat_warn_needs_no_progress),
     )
 
 
@@ -285,10 +305,15 @@ class Guard:
         self._fast_record = self._table.fast_record
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = {}
+        self._disabled: set = set()  # sessions with detection switched off (disable())
+        self._texts: dict = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
         # Only a warning's bucket crossing takes this lock (event de-duplication); the per-call
         # work is one engine call, atomic under the GIL in the compiled twin, locked in the pure one.
         self._event_lock = threading.Lock()
-        if classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
+        if not policy.enabled:
+            # the master switch: every call allowed, nothing recorded, nothing emitted
+            self.check, self.record = self._off_check, self._off_record  # type: ignore[method-assign]
+        elif classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
             # The compiled twin offers check/record callables that run the common case, warn and
             # block decisions included, with no Python frame, and hand everything else to the
             # methods below (same behaviour).
@@ -356,6 +381,8 @@ class Guard:
         ValueError for an unknown *kind* or args nested deeper than loopcore.MAX_DEPTH; values
         canonical_hash does not support are hashed by repr().
         """
+        if self._disabled and session in self._disabled:
+            return ALLOW
         if kind is None and target is None and call_id is None and self.classify is None:
             out = self._fast_check(session, tool, args, run_id)
             if out is None:  # first sight of this tool name: register it and retry
@@ -383,7 +410,8 @@ class Guard:
             why = (self.policy, tool, aux2, self._names.get(aux, "another tool"))
             dk = (code, 0, aux2)
         else:
-            why = (self.policy, tool, ah, None)
+            # the global breaker's aux is the number of argument variants when it counted churn
+            why = (self.policy, tool, ah, aux if det == _D_GLOBAL and aux else None)
             dk = (code, info.tid, 0 if det == _D_BUDGET else ah)
         d = _lazy_decision(code, count, of_step, why)
         bucket = count // self.policy.event_bucket
@@ -439,6 +467,8 @@ class Guard:
         a replay) is recorded as a call.
         Raises TypeError when *tool* is not a str.
         """
+        if self._disabled and session in self._disabled:
+            return None
         if (error is None and kind is None and target is None and call_id is None and self.classify is None
                 and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
             return
@@ -486,12 +516,130 @@ class Guard:
         return self._result_hash(info, args, result)
 
     def reset(self, session: Hashable) -> None:
-        """Clear all state of *session* (every run id); the next call starts from zero."""
+        """Clear all state of *session* (every run id); the next call starts from zero.
+
+        A session switched off with disable() stays off."""
         self._table.drop(session)
+        self._drop_texts(session)
 
     def forget(self, session: Hashable) -> None:
-        """Remove *session* entirely (same effect as reset; use when a session has ended)."""
+        """Remove *session* entirely (its state, and a disable() of it)."""
         self._table.drop(session)
+        self._drop_texts(session)
+        self._disabled.discard(session)
+
+    def disable(self, session: Hashable) -> None:
+        """Switch detection off for *session*: its calls are allowed and recorded nowhere, its
+        text is not checked, and it emits nothing (gemini-cli's disable-for-session)."""
+        self._disabled.add(session)
+        # the compiled fast path knows nothing of disabled sessions: use the methods that do
+        self.__dict__.pop("check", None)
+        self.__dict__.pop("record", None)
+        self._table.drop(session)
+        self._drop_texts(session)
+
+    def _drop_texts(self, session: Hashable) -> None:
+        for key in [k for k in self._texts if k[0] == session]:
+            del self._texts[key]
+
+    def _off_check(self, session: Hashable, tool: str, args: Any = None, **kw: Any) -> Decision:
+        return ALLOW
+
+    def _off_record(self, session: Hashable, tool: str, args: Any = None, result: Any = None, **kw: Any) -> None:
+        return None
+
+    # -- events other than tool calls -------------------------------------------------------
+
+    def _live(self, session: Hashable) -> bool:
+        return self.policy.enabled and not (self._disabled and session in self._disabled)
+
+    def _note(self, session: Hashable, run_id: Hashable | None, tool: str, kind: int, args: int = 0) -> Decision:
+        info = self._tools.get(tool) or self._tool(tool)
+        out = self._table.check(session, run_id, info.tid, args, kind, 0, 0, False, False, -1)
+        if not out:
+            return ALLOW
+        return self._finish(out, session, tool, None, run_id)
+
+    def note_compaction(self, session: Hashable, *, run_id: Hashable | None = None) -> None:
+        """The harness compacted *session*'s context: the next ``compaction_window`` calls are
+        watched for the loop a compaction can restart (OpenClaw's post-compaction guard)."""
+        if self._live(session):
+            self._note(session, run_id, _COMPACTION_TOOL, _K_COMPACTION)
+
+    def note_message(self, session: Hashable, text: str, *, role: str = "assistant",
+                     run_id: Hashable | None = None) -> Decision:
+        """A message with no tool call: the agent's (``role="assistant"``, checked by the
+        ``monologue`` detector; ALLOW or a block) or the user's (``role="user"``: every loop's
+        evidence starts again after it). Raises ValueError for another role, TypeError when
+        *text* is not a str."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if role not in ("assistant", "user"):
+            raise ValueError(f"role must be 'assistant' or 'user'; got {role!r}")
+        if not self._live(session):
+            return ALLOW
+        if role == "user":
+            self._drop_texts(session)
+            return self._note(session, run_id, _USER_TOOL, _K_USER)
+        info = self._tools.get(_MSG_TOOL) or self._tool(_MSG_TOOL)
+        ah = self._hash(text.strip())
+        out = self._table.check(session, run_id, info.tid, ah, _K_ASK, 0, 0, False, False, -1)
+        if out:
+            return self._finish(out, session, _MSG_TOOL, None, run_id)
+        self._table.record(session, run_id, info.tid, ah, 0, 0, _K_ASK, 0, 0, -1, 0, 0)
+        return ALLOW
+
+    def note_event(self, session: Hashable, event: str, *, run_id: Hashable | None = None) -> Decision:
+        """A harness event that is not a tool call: ``"condensation"`` (a context-window
+        condensation; ``context_loop`` refuses the ``context_block``-th in a row),
+        ``"compaction"`` (as note_compaction) or ``"user_message"``. Returns ALLOW or a block;
+        raises ValueError for another event."""
+        spec = _EVENTS.get(event)
+        if spec is None:
+            raise ValueError(f"event must be one of {', '.join(sorted(_EVENTS))}; got {event!r}")
+        if not self._live(session):
+            return ALLOW
+        if event == "user_message":
+            self._drop_texts(session)
+        return self._note(session, run_id, *spec)
+
+    def check_text(self, session: Hashable, chunk: str, *, run_id: Hashable | None = None) -> Decision:
+        """Check a chunk of the model's streamed reply (or a whole reply) for a content loop:
+        ALLOW, or a ``content_loop`` block once a 50-character chunk repeats 10 times close
+        together outside code, tables, lists, headings and dividers (gemini-cli's rules, see
+        loopcore.textloop). A tool call between chunks starts a new reply. Raises TypeError
+        when *chunk* is not a str."""
+        if not isinstance(chunk, str):
+            raise TypeError(f"chunk must be a str, got {type(chunk).__name__}")
+        if not self.policy.content_loop or not self._live(session):
+            return ALLOW
+        key = (session, run_id)
+        st = self._table.get(session, run_id)
+        steps = st.n_steps if st is not None else 0
+        entry = self._texts.get(key)
+        if entry is None:
+            if len(self._texts) >= self.max_sessions:
+                del self._texts[next(iter(self._texts))]
+            entry = self._texts[key] = [TextLoopDetector(), steps]
+        elif entry[1] != steps:  # a tool call since the last chunk: a new reply
+            entry[0].reset()
+            entry[1] = steps
+        det = entry[0]
+        was = det.detected
+        if not det.feed(chunk):
+            return ALLOW
+        rep = det.chunk or ""
+        d = Decision("block", "content_loop", LOOP_THRESHOLD,
+                     f'BLOCKED: your reply keeps repeating the same text ("{rep.strip()[:60]}..." '
+                     f"{LOOP_THRESHOLD} times). Stop repeating it; say something new or end the reply.",
+                     key=f"content_loop:{xxh3_64_intdigest(rep.encode('utf-8', 'surrogatepass')):016x}")
+        if not was:
+            self._emit({
+                "event": "doom_loop_detected", "session": session, "run_id": run_id, "tool": None,
+                "detector": "content_loop", "level": "block", "count": d.count, "key": d.key,
+                "of_step": None, "message": d.message, "policy": self.policy.name,
+            })
+        return d
 
     def __len__(self) -> int:
         return len(self._table)
@@ -668,11 +816,12 @@ def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
     if det == "cycle":
         pair = f" (with {other})" if other != tool else ""
         unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
+        what = "a ping-pong loop" if pol.cycle_periods == (2,) else "a loop"
         if block:
             return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
-                    "no progress. Stop and try a different approach or report the task as failed.")
+                    f"no progress: {what}. Stop and try a different approach or report the task as failed.")
         return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
-                "looks like a loop; stop retrying and change approach.")
+                f"looks like {what}; stop retrying and change approach.")
     if det == "consecutive_repeat":
         if block:
             return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
@@ -680,18 +829,34 @@ def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
         return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
                 "If it is not making progress, change approach.")
     if det == "global_breaker":
+        if other:
+            return (f"BLOCKED: {tool} has cycled through {other} repeated argument patterns with the same "
+                    f"stable outcomes {count} times. The global circuit breaker stopped it: the arguments "
+                    "change but nothing else does; change approach or report the task as failed.")
         return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
-                "The session's loop circuit breaker stopped it to prevent a runaway loop.")
+                "The global circuit breaker stopped it to prevent a runaway loop; change approach or "
+                "report the task as failed.")
+    if det == "compaction_loop":
+        return (f"BLOCKED: since the context was compacted, you repeated the same {tool} call {count} "
+                "times with the same result: the loop from before the compaction is starting again. "
+                "Use the result you have and continue differently.")
+    if det == "context_loop":
+        return (f"BLOCKED: the context window was condensed {count} times in a row with nothing done "
+                "between. Stop and report the task as failed, or ask the user how to continue.")
     if det == "unknown_tool":
         return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
                 "continue without it.")
     if det == "error_streak":
+        how = "" if pol.error_any_text else " the same way"
         if block:
-            return (f"BLOCKED: {tool} failed the same way {count} times with identical arguments. "
-                    "Retrying will fail again; fix the cause or try a different approach.")
-        return (f"WARNING: {tool} failed the same way {count} times with identical arguments. "
+            return (f"BLOCKED: the same call failed {count} times: {tool} failed{how} with identical "
+                    "arguments. Retrying will fail again; fix the cause or try a different approach.")
+        return (f"WARNING: the same call failed {count} times: {tool} failed{how} with identical arguments. "
                 "Do not retry unchanged; fix the cause first.")
     if det == "monologue":
+        if pol.monologue_any_text:
+            return (f"BLOCKED: this is your {_ordinal(count)} message in a row without a tool call. "
+                    "Take an action with a tool, or end the turn.")
         return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
                 "Take an action or end the turn.")
     return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
