@@ -16,10 +16,7 @@ Sources (repository AltimateAI/altimate-code, a fork of opencode):
 """
 from __future__ import annotations
 
-from peerlib import ALLOW, Policy, call, missing
-
-NO_ALTIMATE = "no Policy.altimate(): todowrite warned exactly at 25, silent 26-49, refused from 50"
-
+from peerlib import ALLOW, Policy, call
 
 def todo_args(turn: int, j: int):
     return {"todos": [{"content": f"step {turn}.{j}", "status": "in_progress", "priority": "high"}]}
@@ -29,7 +26,6 @@ def todo_writes(g, session="s", turns=10, per_turn=10):
     return [call(g, session, "todowrite", todo_args(t, j), "updated") for t in range(turns) for j in range(per_turn)]
 
 
-@missing(NO_ALTIMATE)
 def test_todowrite_cap_across_turns(make):
     """processor.ts ``TOOL_REPEAT_THRESHOLD`` (the todowrite 2,080x loop), as a per-session cap: 10 todo writes a
     turn for 10 turns, each with new content: the 25th is warned, the 26th-49th pass silently, the 50th and
@@ -43,14 +39,12 @@ def test_todowrite_cap_across_turns(make):
     assert "todo" in ds[49].message and "continue" in ds[49].message
 
 
-@missing(NO_ALTIMATE)
 def test_todowrite_cap_is_per_session(make):
     """processor.ts ``TOOL_REPEAT_THRESHOLD``: the same 100 writes spread over 10 sessions are never warned."""
     g = make(Policy.altimate())
     assert all(d is ALLOW for s in range(10) for d in todo_writes(g, session=f"s{s}", turns=1))
 
 
-@missing(NO_ALTIMATE)
 def test_other_tools_do_not_count_and_a_reset_clears(make):
     """processor.ts ``toolCallCounts`` is keyed by tool name: other tools do not count toward the todowrite cap,
     and a new session (``reset``) starts from zero."""
@@ -62,7 +56,6 @@ def test_other_tools_do_not_count_and_a_reset_clears(make):
     assert all(d is ALLOW for d in todo_writes(g, turns=2, per_turn=12))
 
 
-@missing(NO_ALTIMATE)
 def test_each_crossing_emits_one_doom_loop_event(make):
     """processor.test.ts: doom loop detection telemetry 'doom_loop_detected event includes tool_name and
     repeat_count': the warning at 25 and the refusal at 50 each emit one ``doom_loop_detected`` event naming the
@@ -81,7 +74,6 @@ def ladder(make):
     return make(Policy.altimate().replace(consecutive_repeat=True, repeat_warn=3, repeat_block=9))
 
 
-@missing(NO_ALTIMATE)
 def test_varied_args_never_climb_the_ladder(make):
     """starvation.test.ts: doom-loop escalation ladder 'varied-args repetition of the SAME tool never climbs the
     ladder (the old per-NAME false positive)'."""
@@ -89,7 +81,6 @@ def test_varied_args_never_climb_the_ladder(make):
     assert all(call(g, "s", "bash", {"command": f"echo {i}"}, f"{i}") is ALLOW for i in range(50))
 
 
-@missing(NO_ALTIMATE)
 def test_identical_calls_escalate_to_a_stop(make):
     """starvation.test.ts: doom-loop escalation ladder 'identical (tool+args) calls escalate nudge → status_check
     → stop, never straight to stop'.
@@ -104,7 +95,6 @@ def test_identical_calls_escalate_to_a_stop(make):
     assert not any(d.blocked for d in ds[:8]) and ds[8].blocked
 
 
-@missing(NO_ALTIMATE)
 def test_a_different_call_resets_the_ladder(make):
     """starvation.test.ts: doom-loop escalation ladder 'a different call resets the consecutive counter'."""
     g = ladder(make)
@@ -114,7 +104,6 @@ def test_a_different_call_resets_the_ladder(make):
     assert call(g, "s", "bash", {"command": "make check"}, "FAILED") is ALLOW
 
 
-@missing(NO_ALTIMATE)
 def test_key_order_does_not_defeat_the_counter(make):
     """starvation.test.ts: doom-loop escalation ladder 'normalized-args keying: key order and whitespace do not
     defeat the counter'.

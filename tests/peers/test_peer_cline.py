@@ -55,7 +55,6 @@ def test_signature_ignores_key_order(g):
     assert g.args_hash("read_file", {"b": "2", "a": "1"}) == g.args_hash("read_file", {"a": "1", "b": "2"})
 
 
-@missing(WARN_ONCE)
 def test_warns_at_3_and_escalates_at_5(g):
     """loop-detection.test.ts: Loop Detection 'should warn at 3 identical calls and escalate at 5' (exactly one
     warning: the 4th call is neither warned nor escalated)."""
@@ -103,7 +102,6 @@ def test_warning_at_the_soft_threshold(g):
     assert warned(ds[2], "read_file") and ds[2].message.startswith("WARNING") and not ds[2].blocked
 
 
-@missing(WARN_ONCE)
 def test_escalation_at_the_hard_threshold(make):
     """doom-loop-detection.test.ts: 'should escalate to consecutiveMistakeCount at hard threshold (5 identical
     calls)' (with exactly one warning, from the 3rd)."""

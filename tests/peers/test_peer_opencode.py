@@ -12,7 +12,7 @@ counts consecutive calls across the session, not only within one assistant messa
 from __future__ import annotations
 
 import pytest
-from peerlib import ALLOW, Policy, call, missing, text
+from peerlib import ALLOW, Policy, call, text
 
 POLICY = Policy.opencode
 
@@ -79,7 +79,6 @@ def test_key_order_does_not_matter_in_loopcore(g):
     assert call(g, "s", "edit", {"oldString": "a", "filePath": "src/app.ts", "newString": "b"}, "ok").blocked
 
 
-@missing("no guard.check_text: reply text between calls cannot be reported")
 def test_reply_text_between_calls_does_not_break_the_run_in_loopcore(g):
     """processor.ts doom loop: ``MessageV2.parts(input.assistantMessage.id)`` and ``p.type === "tool"``:
     opencode looks at the parts of the current assistant message only, and a text part among the last

@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 from peerlib import ALLOW, Policy, call, missing
 
-NO_ROO = "no Policy.roo(): Roo's refuse-at-limit+1-then-reset rule"
-NO_SCROLL = NO_ROO + "; browser scroll actions are not exempt from the repetition count"
+NO_SCROLL = "browser scroll actions (browser_action scroll_down / scroll_up) are not exempt from the repetition count"
 
 
 def guard(make, limit: int | None = 3):
@@ -34,9 +33,6 @@ def allowed(d) -> bool:
 
 def refused(d, tool: str | None = None) -> bool:
     return d.blocked and d.detector == "consecutive_repeat" and (tool is None or tool in d.message)
-
-
-pytestmark = missing(NO_ROO)
 
 
 # ---------------------------------------------------------------- initialization
