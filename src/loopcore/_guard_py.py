@@ -10,17 +10,9 @@ the cumulative per-tool budget counters, and answers ``check``/``record``.
 left in the state's ``out_count``, ``out_of_step`` (-1 for none), ``out_aux`` (the paired tool
 id of a cycle) and ``out_aux2`` (a stable 64-bit id of the pattern, for the warning key).
 
-Parameter tuple (0 switches a threshold off):
-  0 window, 1 generic warn, 2 generic block, 3 poll warn, 4 poll block, 5 cycle warn,
-  6 cycle block, 7 cycle period bit mask (bit k = period k), 8 cycle counts repeats (0/1),
-  9 cycle block needs no-progress, 10 repeat warn, 11 repeat block, 12 repeat block needs
-  no-progress, 13 global block, 14 unknown block, 15 error warn, 16 error block,
-  17 redundant warn, 18 monologue block, 19 argument churn counts toward the global block
-  (0/1), 20 errors count whatever their text (0/1), 21 the consecutive count starts again after
-  a refusal (0/1), 22 repeat warn only at the exact count (0/1), 23 budget warn only at the
-  exact count (0/1), 24 compaction window (0: off), 25 agent messages count whatever they say,
-  the checked one included (0/1), 26 condensations in a row that are refused (0: off),
-  27 repeat warn needs no-progress (0/1).
+Parameters come by name (``loopcore._guard_params.PARAM_NAMES``; the compiled twin reads the
+same names into the C struct of ``src/_native/guard_params.pxd``): thresholds (0 switches one
+off) and 0/1 flags, documented beside their Policy fields.
 
 Kinds 5-7 are not calls but events the harness reports, pushed into the ring as markers:
 a user message (5: the evidence of every streak starts again after it), a compaction (6) and a
@@ -29,7 +21,9 @@ call before a refusal, when the count starts again after refusals).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+from ._guard_params import PARAM_NAMES, Params
 
 from ._hashing_py import MAX_DEPTH
 
@@ -47,7 +41,7 @@ F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = 1, 2, 4, 8
 WARN, BLOCK = 1, 2
 (D_UNKNOWN, D_GLOBAL, D_POLL, D_CYCLE, D_REPEAT, D_MONOLOGUE, D_GENERIC, D_ERROR, D_BUDGET,
  D_REDUNDANT, D_COMPACTION, D_CONTEXT, D_CONTENT) = range(1, 14)
-N_PARAMS = 28
+N_PARAMS = len(PARAM_NAMES)
 #: an argument variant with this many calls, all with one outcome, is a stable variant
 CHURN_MIN_CALLS = 3
 DUMP_VERSION = 1
@@ -159,15 +153,45 @@ def _scrub_text(v: Any, removed: tuple, depth: int = 0) -> Any:
     return v
 
 
+#: The most containers a send-like result may hold, counted as the strip walks them (a shared
+#: sub-object counts each time it is reached): two references to itself would take
+#: 2**MAX_DEPTH steps otherwise.
+MAX_SEND_NODES = 100_000
+
+
+def _check_send_size(v: Any) -> None:
+    stack = [(v, 0)]
+    seen = 0
+    while stack:
+        x, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(x, dict):
+            items = x.values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        seen += 1
+        if seen > MAX_SEND_NODES:
+            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                             "(shared or self-referential references); it cannot be stripped")
+        for y in items:
+            if isinstance(y, (dict, list, tuple)):
+                stack.append((y, depth + 1))
+
+
 def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
     """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
     text that restates them); structured ``details`` stand for the whole result when present.
 
     Containers nested deeper than MAX_DEPTH (or a cycle) are left as they are, so hashing the
     projection raises the hash's ValueError for them; this function itself never recurses
-    without bound."""
+    without bound. Raises ValueError when the result holds more than MAX_SEND_NODES containers
+    as the walk counts them (see _check_send_size)."""
     if isinstance(result, dict) and isinstance(result.get("details"), dict):
         result = result["details"]
+    _check_send_size(result)
     removed: set = set()
     stripped = _strip_send(result, volatile_keys, removed)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
@@ -191,16 +215,32 @@ def _mentions(v: Any, removed: tuple, depth: int = 0) -> bool:
 
 
 
+_I64 = (-(1 << 63), 1 << 63)
+_U64 = (0, 1 << 64)
+_I32 = (-(1 << 31), 1 << 31)
+_U8 = (0, 256)
+
+
+def _ranged(x: Any, bounds: tuple[int, int] | None) -> int:
+    # An int (bool included, as C converts it) within *bounds*, else TypeError/ValueError.
+    if not isinstance(x, int):
+        raise TypeError(f"expected an int, got {type(x).__name__}")
+    if bounds is not None and not bounds[0] <= x < bounds[1]:
+        raise ValueError(f"value {x} out of range")
+    return int(x)
+
+
 class State:
     """One session's guard state (ring of recent calls, budget counters, last answer)."""
 
     __slots__ = (
         "tool", "args", "res", "flags", "kind", "tgt", "cid", "seq",
         "budget", "n_steps", "veto_tool", "veto_args",
-        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra",
+        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra", "cap",
     )
 
-    def __init__(self, n_budget: int) -> None:
+    def __init__(self, n_budget: int, cap: int = 0) -> None:
+        self.cap = cap  # the window of the engine that made it
         self.tool: list[int] = []
         self.args: list[int] = []
         self.res: list[int] = []
@@ -229,21 +269,27 @@ class Engine:
 
     __slots__ = ("p", "bwarn", "bblock", "window")
 
-    def __init__(self, params: Sequence[int], budget_warn: Sequence[int], budget_block: Sequence[int]) -> None:
-        if len(params) != N_PARAMS:
-            raise ValueError(f"engine parameters: expected {N_PARAMS} ints, got {len(params)}")
+    def __init__(self, params: Mapping[str, int], budget_warn: Sequence[int], budget_block: Sequence[int]) -> None:
+        if not isinstance(params, Mapping):
+            raise ValueError("engine parameters must be a mapping of PARAM_NAMES to ints")
         if len(budget_warn) != len(budget_block):
             raise ValueError("budget_warn and budget_block differ in length")
-        if params[0] < 1:
+        self.p = Params(params)
+        if self.p.window < 1:
             raise ValueError("window must be positive")
-        self.p = tuple(int(x) for x in params)
-        self.window = self.p[0]
+        self.window = self.p.window
         self.bwarn = tuple(int(x) for x in budget_warn)
         self.bblock = tuple(int(x) for x in budget_block)
 
     def new_state(self) -> State:
         """A fresh, empty session state."""
-        return State(len(self.bwarn))
+        return State(len(self.bwarn), self.window)
+
+    def fits(self, st: State) -> None:
+        """ValueError unless *st* was made by an engine of this window and budget count."""
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            raise ValueError(f"state of another size: {st.cap} slots and {len(st.budget)} budget counters, "
+                             f"this engine has {self.window} and {len(self.bwarn)}")
 
     # -- hot path ---------------------------------------------------------------------------
 
@@ -263,7 +309,11 @@ class Engine:
 
     def check(self, st: State, tool: int, args: int, kind: int, target: int, cid: int,
               poll: int, unknown: int, bslot: int) -> int:
-        """Decide on a call before it runs; push it into the ring unless blocked."""
+        """Decide on a call before it runs; push it into the ring unless blocked.
+
+        Raises ValueError for a State made by an engine of another window or budget count."""
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            self.fits(st)
         p = self.p
         T, A, R, F, K, G, S = st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.seq
         n = len(T)
@@ -282,13 +332,13 @@ class Engine:
             bcount = st.budget[bslot]
 
         # unknown_tool: newest consecutive calls of this tool that turned out not to exist
-        if p[14]:
+        if p.unknown_block:
             s = 0
             for i in range(n - 1, -1, -1):
                 if T[i] != tool or not F[i] & F_UNKNOWN:
                     break
                 s += 1
-            if s >= p[14]:
+            if s >= p.unknown_block:
                 block, b_count, b_of = D_UNKNOWN, s, S[n - 1]
 
         # identical-call streaks over calls with an outcome (other calls are skipped)
@@ -323,35 +373,35 @@ class Engine:
                     es_done = True
                 elif es == 0:
                     es, es_res = 1, R[i]
-                elif R[i] == es_res or p[20]:
+                elif R[i] == es_res or p.error_any_text:
                     es += 1
                 else:
                     es_done = True
 
-        if not block and p[13] and np_ >= p[13]:
+        if not block and p.global_block and np_ >= p.global_block:
             block, b_count, b_of, b_aux2 = D_GLOBAL, np_, np_of, np_res
-        if not block and p[19] and p[13] and n >= p[13]:
+        if not block and p.argument_churn and p.global_block and n >= p.global_block:
             m, variants, of = self._churn(st, tool)
-            if m >= p[13]:
+            if m >= p.global_block:
                 block, b_count, b_of, b_aux = D_GLOBAL, m, of, variants
 
-        if not block and p[24] and n >= p[24]:
+        if not block and p.compaction_window and n >= p.compaction_window:
             c = self._after_compaction(st, tool, args)
             if c:
                 block, b_count, b_of = D_COMPACTION, c, S[n - 1]
 
         if poll:
-            if not block and p[4] and np_ >= p[4]:
+            if not block and p.poll_block and np_ >= p.poll_block:
                 block, b_count, b_of, b_aux2 = D_POLL, np_, np_of, np_res
-            if not warn and p[3] and np_ >= p[3]:
+            if not warn and p.poll_warn and np_ >= p.poll_warn:
                 warn, w_count, w_of, w_aux2 = D_POLL, np_, np_of, np_res
 
         # cycle of period 2..5 (distinct calls) ending with the checked call
-        if p[7]:
+        if p.cycle_periods_mask:
             best_c = best_k = best_L = 0
             best_ev = False
             for k in (2, 3, 4, 5):
-                if not p[7] & (1 << k) or n < k:
+                if not p.cycle_periods_mask & (1 << k) or n < k:
                     continue
                 # how far the period-k repetition reaches back (the call k back must equal this
                 # one; most calls stop here, so this runs before the distinctness test below)
@@ -379,7 +429,7 @@ class Engine:
                 if not distinct:
                     continue
                 L = t + k
-                c = L // k if p[8] else L
+                c = L // k if p.cycle_counts_repeats else L
                 if c > best_c:
                     ev = True
                     lo = n - L + 1
@@ -392,54 +442,54 @@ class Engine:
                 combo = (args + best_k) & _MASK64
                 for q in range(n - best_k + 1, n):
                     combo = (combo + A[q]) & _MASK64
-                if not block and p[6] and best_c >= p[6] and (best_ev or not p[9]):
+                if not block and p.cycle_block and best_c >= p.cycle_block and (best_ev or not p.cycle_block_needs_no_progress):
                     block, b_count, b_of, b_aux, b_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
-                if not warn and p[5] and best_c >= p[5]:
+                if not warn and p.cycle_warn and best_c >= p.cycle_warn:
                     warn, w_count, w_of, w_aux, w_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
 
         # the same call failing (before the consecutive count: a failure's streak is the better name)
         if es:
-            if not block and p[16] and es >= p[16]:
+            if not block and p.error_block and es >= p.error_block:
                 block, b_count, b_of, b_aux2 = D_ERROR, es, rc_of, es_res
-            if not warn and p[15] and es >= p[15]:
+            if not warn and p.error_warn and es >= p.error_warn:
                 warn, w_count, w_of, w_aux2 = D_ERROR, es, rc_of, es_res
 
         # consecutive identical calls (period 1), counting the checked call; polls are judged
         # by poll_no_progress instead
-        if (p[10] or p[11]) and not poll:
+        if (p.repeat_warn or p.repeat_block) and not poll:
             t = 0
             ev = True
             for i in range(n - 1, -1, -1):
                 if T[i] != tool or A[i] != args or F[i] & F_BARRIER:
                     break
                 # failures are no evidence here when error_streak judges them
-                if not F[i] & F_HAS or (t and R[i] != R[i + 1]) or (F[i] & F_ERROR and (p[15] or p[16])):
+                if not F[i] & F_HAS or (t and R[i] != R[i + 1]) or (F[i] & F_ERROR and (p.error_warn or p.error_block)):
                     ev = False
                 t += 1
             if t:
                 L = t + 1
-                if not block and p[11] and L >= p[11] and (ev or not p[12]):
+                if not block and p.repeat_block and L >= p.repeat_block and (ev or not p.repeat_block_needs_no_progress):
                     block, b_count, b_of = D_REPEAT, L, S[n - 1]
-                if (not warn and p[10] and L >= p[10] and (ev or not p[27])
-                        and (L == p[10] or not p[22])):
+                if (not warn and p.repeat_warn and L >= p.repeat_warn and (ev or not p.repeat_warn_needs_no_progress)
+                        and (L == p.repeat_warn or not p.repeat_warn_once)):
                     warn, w_count, w_of = D_REPEAT, L, S[n - 1]
 
-        # agent messages with no tool call between (identical ones, or any with p[25])
-        if p[18] and kind == ASK:
+        # agent messages with no tool call between (identical ones, or any with p.monologue_any_text)
+        if p.monologue_block and kind == ASK:
             t = 0
             for i in range(n - 1, -1, -1):
-                if K[i] != ASK or (not p[25] and (T[i] != tool or A[i] != args)):
+                if K[i] != ASK or (not p.monologue_any_text and (T[i] != tool or A[i] != args)):
                     break
                 t += 1
-            if p[25]:
+            if p.monologue_any_text:
                 t += 1
-            if not block and t >= p[18]:
+            if not block and t >= p.monologue_block:
                 block, b_count, b_of = D_MONOLOGUE, t, S[n - 1] if n else -1
 
         if not poll:
-            if not block and p[2] and np_ >= p[2]:
+            if not block and p.generic_block and np_ >= p.generic_block:
                 block, b_count, b_of, b_aux2 = D_GENERIC, np_, np_of, np_res
-            if not warn and p[1] and rc >= p[1]:
+            if not warn and p.generic_warn and rc >= p.generic_warn:
                 warn, w_count, w_of = D_GENERIC, rc, rc_of
 
         if bcount:
@@ -447,10 +497,10 @@ class Engine:
             bw = self.bwarn[bslot]
             if not block and bb and bcount >= bb:
                 block, b_count = D_BUDGET, bcount
-            if not warn and bw and bcount >= bw and (bcount == bw or not p[23]):
+            if not warn and bw and bcount >= bw and (bcount == bw or not p.budget_warn_once):
                 warn, w_count = D_BUDGET, bcount
 
-        if p[17] and kind == OBSERVE and target and not warn:
+        if p.redundant_warn and kind == OBSERVE and target and not warn:
             c = 0
             of = -1
             for i in range(n - 1, -1, -1):
@@ -462,14 +512,14 @@ class Engine:
                     c += 1
                     if of < 0:
                         of = S[i]
-            if c >= p[17]:
+            if c >= p.redundant_warn:
                 warn, w_count, w_of = D_REDUNDANT, c, of
 
         if block:
             st.veto_tool = tool
             st.veto_args = args
             st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = b_count, b_of, b_aux, b_aux2
-            if block == D_REPEAT and p[21]:
+            if block == D_REPEAT and p.repeat_reset_after_block:
                 F[n - 1] |= F_BARRIER  # the count starts again after this refusal
             return BLOCK << 4 | block
         self._push(st, tool, args, 0, F_UNKNOWN if unknown else 0, kind, target, cid)
@@ -481,14 +531,14 @@ class Engine:
     def _event(self, st: State, tool: int, args: int, kind: int) -> int:
         # A reported event (user message, compaction, condensation): a marker in the ring.
         p = self.p
-        if kind == CONDENSATION and p[26]:
+        if kind == CONDENSATION and p.context_block:
             K = st.kind
             c = 1
             for i in range(len(K) - 1, -1, -1):
                 if K[i] != CONDENSATION:
                     break
                 c += 1
-            if c >= p[26]:
+            if c >= p.context_block:
                 st.veto_tool = 0
                 st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = c, st.seq[-1] if st.seq else -1, 0, 0
                 return BLOCK << 4 | D_CONTEXT
@@ -525,9 +575,9 @@ class Engine:
         return 0, 0, -1
 
     def _after_compaction(self, st: State, tool: int, args: int) -> int:
-        # The first p[24] calls after the newest compaction marker, when they are exactly p[24]
-        # and all this call with one outcome: p[24]; else 0.
-        w = self.p[24]
+        # The first p.compaction_window calls after the newest compaction marker, when they are exactly p.compaction_window
+        # and all this call with one outcome: p.compaction_window; else 0.
+        w = self.p.compaction_window
         T, A, R, F, K = st.tool, st.args, st.res, st.flags, st.kind
         n = len(T)
         for i in range(n - 1, max(-1, n - w - 2), -1):
@@ -547,6 +597,8 @@ class Engine:
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
         its block message (ignored only right after blocking this very call), else 0.
         """
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            self.fits(st)
         if veto == 1 or (veto == 2 and st.veto_tool and st.veto_tool == tool and st.veto_args == args):
             # the guard's own block is not an outcome: hashing it would reset the streak (C8)
             st.veto_tool = 0
@@ -575,33 +627,42 @@ class Engine:
             out.extend((st.tool[i], st.args[i], st.res[i], st.flags[i], st.kind[i], st.tgt[i], st.cid[i], st.seq[i]))
         return out
 
-    def load(self, data: Sequence[int]) -> State:
+    def load(self, data: Sequence[int]) -> State:  # noqa: C901 - one check per field
         """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"state dump must be a list of ints, not {type(data).__name__}")
         try:
+            if len(data) < 6:
+                raise ValueError(f"state dump is too short ({len(data)} values)")
             if data[0] != DUMP_VERSION:
                 raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
             nb = data[4]
+            nb = _ranged(nb, _I32)
             if nb != len(self.bwarn):
                 raise ValueError(f"state has {nb} budget counters, this policy has {len(self.bwarn)}")
-            st = State(nb)
-            st.n_steps, st.veto_tool, st.veto_args = int(data[1]), int(data[2]), int(data[3])
-            st.budget = [int(x) for x in data[5:5 + nb]]
+            if len(data) < 6 + nb:
+                raise ValueError("state dump is too short for its budget counters")
+            st = State(nb, self.window)
+            # the ranges the compiled twin's C fields take (a value outside is a ValueError there)
+            st.n_steps = _ranged(data[1], _I64)
+            st.veto_tool, st.veto_args = _ranged(data[2], _U64), _ranged(data[3], _U64)
+            st.budget = [_ranged(x, _I64) for x in data[5:5 + nb]]
             pos = 5 + nb
-            n = data[pos]
+            n = _ranged(data[pos], _I32)
             pos += 1
             if n < 0 or len(data) != pos + 8 * n:
                 raise ValueError("state dump length does not match its entry count")
             start = max(0, n - self.window)
             for i in range(start, n):
                 e = data[pos + 8 * i:pos + 8 * i + 8]
-                st.tool.append(int(e[0]))
-                st.args.append(int(e[1]) & _MASK64)
-                st.res.append(int(e[2]) & _MASK64)
-                st.flags.append(int(e[3]))
-                st.kind.append(int(e[4]))
-                st.tgt.append(int(e[5]) & _MASK64)
-                st.cid.append(int(e[6]) & _MASK64)
-                st.seq.append(int(e[7]))
+                st.tool.append(_ranged(e[0], None) & _MASK64)
+                st.args.append(_ranged(e[1], None) & _MASK64)
+                st.res.append(_ranged(e[2], None) & _MASK64)
+                st.flags.append(_ranged(e[3], _U8))
+                st.kind.append(_ranged(e[4], _U8))
+                st.tgt.append(_ranged(e[5], None) & _MASK64)
+                st.cid.append(_ranged(e[6], None) & _MASK64)
+                st.seq.append(_ranged(e[7], _I64))
         except (IndexError, TypeError) as exc:
             raise ValueError(f"state dump is malformed: {exc}") from None
         return st
@@ -723,7 +784,8 @@ class Table:
         with self.lock:
             st = self._get(session, run_id)
             self.records += 1
-            self.tokens += tokens
+            # saturating at 2**63 - 1, as the compiled twin's int64 counter does
+            self.tokens = min(self.tokens + tokens, (1 << 63) - 1)
             return self.engine.record(st, tool, args, result, flags, kind, target, cid, bslot, veto)
 
     def _hash(self, value) -> int:
@@ -807,7 +869,9 @@ class Table:
         return self.sessions.get((session, run_id))
 
     def put(self, session, run_id, st: State) -> None:
-        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        """Insert a restored state as the most recently used (evicting beyond the cap);
+        ValueError for a state of another engine's size."""
+        self.engine.fits(st)
         with self.lock:
             self.sessions[(session, run_id)] = st
             self.sessions.move_to_end((session, run_id))
@@ -840,7 +904,10 @@ class Table:
         with self.lock:
             for k in ("checks", "warns", "blocks", "records", "tokens", "evicted"):
                 if k in counts:
-                    setattr(self, k, int(counts[k]))
+                    v = int(counts[k])
+                    if not -(1 << 63) <= v < (1 << 63):  # the compiled twin's int64 counters
+                        raise OverflowError(f"counter {k} out of range: {v}")
+                    setattr(self, k, v)
 
     def __len__(self) -> int:
         return len(self.sessions)

@@ -20,7 +20,9 @@ import orjson
 from xxhash import xxh3_64_intdigest
 
 from . import _native_flag
-from .policy import DETECTORS, Policy
+from ._guard_params import engine_params as _engine_params
+from .decision import _DET_NAMES, ALLOW, Decision, LoopBlocked, _lazy_decision, _render_key, _render_message  # noqa: F401
+from .policy import Policy
 from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
 if TYPE_CHECKING:
@@ -30,22 +32,6 @@ __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
 
 log = logging.getLogger("loopcore")
 
-_DET_NAMES = {
-    1: "unknown_tool",
-    2: "global_breaker",
-    3: "poll_no_progress",
-    4: "cycle",
-    5: "consecutive_repeat",
-    6: "monologue",
-    7: "generic_repeat",
-    8: "error_streak",
-    9: "tool_budget",
-    10: "redundant_observation",
-    11: "compaction_loop",
-    12: "context_loop",
-    13: "content_loop",
-}
-assert set(_DET_NAMES.values()) == set(DETECTORS)
 _D_GLOBAL, _D_CYCLE, _D_BUDGET = 2, 4, 9
 _KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
 _K_ASK, _K_USER, _K_COMPACTION, _K_CONDENSATION = 4, 5, 6, 7
@@ -67,115 +53,42 @@ _UNKNOWN_TOOL_RE = re.compile(
 )
 
 _SNAP_MAGIC = b"LOOPCORE-GUARD\x00\x01"
-_SNAP_VERSION = 2  # 2: event buckets as [code, tool id, pattern hash, bucket] rows
-_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of payload
+# 2: event buckets as [code, tool id, pattern hash, bucket] rows; 3: the checksum covers the
+# version too, and ids JSON cannot hold (ints past 64 bits, lone surrogates) are tagged objects
+_SNAP_VERSION = 3
+_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of (version +) payload
+_TOKENS_LIMIT = 1 << 63  # record(tokens=...) takes 0 <= tokens < 2**63; the total saturates there
 
 
-class Decision:
-    """The guard's answer for one call: ``action`` is "allow", "warn" or "block".
-
-    ``detector`` names what fired (None on allow), ``count`` is the count it compared with its
-    threshold, ``message`` the text for the model, ``key`` a stable id for de-duplicating
-    warnings, ``of_step`` the step index (per session, from 0) of the earlier call this one
-    repeats, or None. The guard's own decisions render ``message`` and ``key`` on first access
-    (most warnings are never read), so building one costs no string formatting.
-    """
-
-    __slots__ = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
-    _FIELDS = ("action", "detector", "count", "message", "key", "of_step")
-
-    def __init__(self, action: str, detector: str | None = None, count: int = 0, message: str = "",
-                 key: str | None = None, of_step: int | None = None) -> None:
-        self.action = action
-        self.detector = detector
-        self.count = count
-        self.of_step = of_step
-        self._message = message
-        self._key = key
-        self._why = None
-
-    @property
-    def message(self) -> str:
-        """The text written for the model ("" on allow)."""
-        m = self._message
-        if m is None:  # a guard decision: rendered once, from the facts it was built with
-            m = self._message = _render_message(self.detector, self.action == "block", self.count, self._why)
-        return m
-
-    @message.setter
-    def message(self, value: str) -> None:
-        self._message = value
-
-    @property
-    def key(self) -> str | None:
-        """A stable id of the pattern (detector, tool, call or cycle) for de-duplicating warnings."""
-        k = self._key
-        if k is None and self._why is not None:
-            k = self._key = _render_key(self.detector, self._why)
-        return k
-
-    @key.setter
-    def key(self, value: str | None) -> None:
-        self._key = value
-
-    @property
-    def allowed(self) -> bool:
-        """True unless the call is blocked (a warned call may run)."""
-        return self.action != "block"
-
-    @property
-    def blocked(self) -> bool:
-        """True when the call must not run; return ``message`` to the model instead."""
-        return self.action == "block"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The decision as a JSON-ready dict."""
-        return {s: getattr(self, s) for s in self._FIELDS}
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Decision):
-            return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self._FIELDS)
-
-    def __hash__(self) -> int:
-        return hash((self.action, self.detector, self.count, self.key, self.of_step))
-
-    def __reduce__(self) -> tuple:
-        return (Decision, (self.action, self.detector, self.count, self.message, self.key, self.of_step))
-
-    def __repr__(self) -> str:
-        if self.action == "allow":
-            return "Decision(action='allow')"
-        return (f"Decision(action={self.action!r}, detector={self.detector!r}, count={self.count}, "
-                f"key={self.key!r}, of_step={self.of_step!r})")
+def _snap_digest(version: int, payload: bytes) -> int:
+    if version >= 3:
+        return xxh3_64_intdigest(struct.pack("<I", version) + payload)
+    return xxh3_64_intdigest(payload)
 
 
-def _lazy_decision(code: int, count: int, of_step: int, why: tuple) -> Decision:
-    """A warn/block Decision whose message and key render on first access (see _render_message).
-
-    The compiled twin builds the very same object in C (guard.pyx, ``_new_decision``).
-    """
-    d = object.__new__(Decision)
-    d.action = "block" if code >> 4 == 2 else "warn"
-    d.detector = _DET_NAMES[code & 15]
-    d.count = count
-    d.of_step = of_step if of_step >= 0 else None
-    d._message = None
-    d._key = None
-    d._why = why
-    return d
+def _enc_id(v: Any) -> Any:
+    # JSON holds str (valid UTF-8) and 64-bit ints; anything else the guard accepted is tagged
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+            return v
+        except UnicodeEncodeError:
+            return {"u": v.encode("utf-8", "surrogatepass").hex()}
+    if isinstance(v, int) and not -(1 << 63) <= v < (1 << 64):
+        return {"i": str(v)}
+    return v
 
 
-#: The answer to almost every call; shared, never mutated.
-ALLOW = Decision("allow")
-
-
-class LoopBlocked(RuntimeError):
-    """Raised by a ``guarded`` tool with ``on_block="raise"``; ``.decision`` holds the block."""
-
-    def __init__(self, decision: Decision) -> None:
-        super().__init__(decision.message)
-        self.decision = decision
+def _dec_id(v: Any) -> Any:
+    if isinstance(v, dict):
+        if set(v) == {"u"} and isinstance(v["u"], str):
+            return bytes.fromhex(v["u"]).decode("utf-8", "surrogatepass")
+        if set(v) == {"i"} and isinstance(v["i"], str):
+            return int(v["i"])
+        raise ValueError(f"unknown id encoding {v!r}")
+    if v is not None and (not isinstance(v, (str, int)) or isinstance(v, bool)):
+        raise ValueError(f"an id must be a str, an int or null; got {v!r}")
+    return v
 
 
 class _ToolInfo:
@@ -206,46 +119,12 @@ project_exec = _native_flag.load("guard").project_exec
 strip_send_result = _native_flag.load("guard").strip_send_result
 
 
-def _engine_params(pol: Policy) -> tuple[int, ...]:
-    def z(on: bool, v: int | None) -> int:
-        return int(v) if on and v is not None else 0
-
-    mask = sum(1 << k for k in pol.cycle_periods) if pol.cycle else 0
-    return (
-        pol.window,
-        z(pol.generic_repeat, pol.generic_warn),
-        z(pol.generic_repeat, pol.generic_block),
-        z(pol.poll_no_progress, pol.poll_warn),
-        z(pol.poll_no_progress, pol.poll_block),
-        z(pol.cycle, pol.cycle_warn),
-        z(pol.cycle, pol.cycle_block),
-        mask,
-        int(pol.cycle_unit == "repeats"),
-        int(pol.cycle_block_needs_no_progress),
-        z(pol.consecutive_repeat, pol.repeat_warn),
-        z(pol.consecutive_repeat, pol.repeat_block),
-        int(pol.repeat_block_needs_no_progress),
-        z(pol.global_breaker, pol.global_block),
-        z(pol.unknown_tool, pol.unknown_block),
-        z(pol.error_streak, pol.error_warn),
-        z(pol.error_streak, pol.error_block),
-        z(pol.redundant_observation, pol.redundant_warn),
-        z(pol.monologue, pol.monologue_block),
-        int(pol.global_breaker and pol.argument_churn),
-        int(pol.error_any_text),
-        int(pol.repeat_reset_after_block),
-        int(pol.repeat_warn_once),
-        int(pol.budget_warn_once),
-        pol.compaction_window if pol.compaction_loop else 0,
-        int(pol.monologue_any_text),
-        z(pol.context_loop, pol.context_block),
-        int(pol.repeat_warn_needs_no_progress),
-    )
-
-
-def _todo_like(tool: str) -> bool:
-    t = tool.lower()
-    return "todo" in t or "plan" in t
+def _plain_str(tool: Any) -> str:
+    """The exact str of a str subclass (a str Enum member...) read from its storage: a subclass's
+    own __hash__/__eq__ would miss the tool registry. TypeError for anything else."""
+    if not isinstance(tool, str):
+        raise TypeError(f"tool must be a str, got {type(tool).__name__}")
+    return str.__getitem__(tool, slice(None))
 
 
 class Guard:
@@ -328,11 +207,11 @@ class Guard:
     # -- per-call ---------------------------------------------------------------------------
 
     def _tool(self, tool: str) -> _ToolInfo:
+        if type(tool) is not str:
+            tool = _plain_str(tool)
         info = self._tools.get(tool)
         if info is not None:
             return info
-        if not isinstance(tool, str):
-            raise TypeError(f"tool must be a str, got {type(tool).__name__}")
         pol = self.policy
         info = _ToolInfo()
         info.name = tool
@@ -383,6 +262,8 @@ class Guard:
         """
         if self._disabled and session in self._disabled:
             return ALLOW
+        if type(tool) is not str:
+            tool = _plain_str(tool)
         if kind is None and target is None and call_id is None and self.classify is None:
             out = self._fast_check(session, tool, args, run_id)
             if out is None:  # first sight of this tool name: register it and retry
@@ -469,6 +350,12 @@ class Guard:
         """
         if self._disabled and session in self._disabled:
             return None
+        if type(tool) is not str:
+            tool = _plain_str(tool)
+        if tokens is not None and not (type(tokens) is int and 0 <= tokens < _TOKENS_LIMIT):
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < _TOKENS_LIMIT:
+                raise ValueError(f"tokens must be an int in 0..2**63-1; got {tokens!r}")
+            tokens = int(tokens)
         if (error is None and kind is None and target is None and call_id is None and self.classify is None
                 and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
             return
@@ -710,15 +597,17 @@ class Guard:
                     if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
                         raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
                 buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
-                sessions.append([session, run_id, max(0.0, now - st.touched), buckets, self._engine.dump(st)])
+                sessions.append([_enc_id(session), _enc_id(run_id), max(0.0, now - st.touched), buckets,
+                                 self._engine.dump(st)])
             payload = orjson.dumps({
                 "format": "loopcore.guard",
                 "policy": self.policy.to_dict(),
-                "names": [[tid, name] for tid, name in self._names.items()],
+                "names": [[tid, _enc_id(name)] for tid, name in self._names.items()],
                 "counts": self._table.counters(),
                 "sessions": sessions,
             })
-        return _SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), xxh3_64_intdigest(payload)) + payload
+        return (_SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
+                + payload)
 
     @classmethod
     def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> "Guard":
@@ -739,22 +628,32 @@ class Guard:
         if len(head) < _SNAP_HEADER.size:
             raise ValueError("guard snapshot is truncated (the header is incomplete)")
         version, length, digest = _SNAP_HEADER.unpack(head)
-        if version not in (1, _SNAP_VERSION):
+        if version not in (1, 2, _SNAP_VERSION):
             raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
         payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
         if len(payload) != length:
             raise ValueError(f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}")
-        if xxh3_64_intdigest(payload) != digest:
+        if _snap_digest(version, payload) != digest:
             raise ValueError("guard snapshot is corrupted (checksum mismatch)")
         try:
             doc = orjson.loads(payload)
-            if doc.get("format") != "loopcore.guard":
+            if not isinstance(doc, dict) or doc.get("format") != "loopcore.guard":
                 raise ValueError("payload is not a loopcore guard state")
-            guard = cls(policy or Policy.from_dict(doc["policy"]), **kwargs)
+            if policy is None:
+                if not isinstance(doc["policy"], dict):
+                    raise ValueError("the snapshot's policy is not an object")
+                policy = Policy.from_dict(doc["policy"])
+            guard = cls(policy, **kwargs)
             now = guard._table.now()
             for tid, name in doc["names"]:
-                guard._names[int(tid)] = name
-            guard._table.set_counters(doc.get("counts", {}))
+                name = _dec_id(name)
+                if not isinstance(name, str) or not isinstance(tid, int):
+                    raise ValueError(f"a tool name entry must be [int, str]; got {[tid, name]!r}")
+                guard._names[tid] = name
+            counts = doc.get("counts", {})
+            if not isinstance(counts, dict):
+                raise ValueError("the snapshot's counts are not an object")
+            guard._table.set_counters(counts)
             for session, run_id, age, buckets, dump in doc["sessions"]:
                 st = guard._engine.load(dump)
                 st.touched = now - float(age)
@@ -762,105 +661,14 @@ class Guard:
                 # a warning already reported may be reported once more.
                 if version > 1 and buckets:
                     st.extra = {(int(c), int(t), int(x)): int(b) for c, t, x, b in buckets}
-                guard._table.put(session, run_id, st)
-        except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
+                guard._table.put(_dec_id(session), _dec_id(run_id), st)
+        except (KeyError, TypeError, AttributeError, IndexError, OverflowError, orjson.JSONDecodeError) as exc:
             raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
         return guard
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""
         return sum(self._engine.nbytes(st) for _key, st in self._table.items())
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-# A guard Decision's ``_why``: (policy, tool, pattern hash, paired tool name or None); the
-# pattern hash is the cycle's id for cycles, else the call's args hash.
-
-def _render_key(det: str, why: tuple) -> str:
-    _pol, tool, x, _other = why
-    if det == "tool_budget":
-        return f"tool_budget:{tool}"
-    if det == "cycle":
-        return f"cycle:{x:016x}"
-    return f"{det}:{tool}:{x:016x}"
-
-
-def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
-    pol, tool, _x, other = why
-    if det == "tool_budget":
-        what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"
-        if block:
-            return (f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
-                    "and continue with the work itself.")
-        limit = pol.budgets.get(tool, (None, None))[1]
-        lim = f" (the limit is {limit})" if limit else ""
-        return (f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
-                "and continue with the work itself.")
-    if det == "generic_repeat":
-        if block:
-            return (f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
-                    f"{count} times. It is not making progress; try a different approach or report "
-                    "the task as failed.")
-        return (f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
-                "not making progress, stop retrying and report the task as failed.")
-    if det == "poll_no_progress":
-        if block:
-            return (f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
-                    "This is a stuck polling loop; report the task as failed.")
-        return (f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
-                "Stop polling: wait longer between checks, or report the task as failed if the process is stuck.")
-    if det == "cycle":
-        pair = f" (with {other})" if other != tool else ""
-        unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
-        what = "a ping-pong loop" if pol.cycle_periods == (2,) else "a loop"
-        if block:
-            return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
-                    f"no progress: {what}. Stop and try a different approach or report the task as failed.")
-        return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
-                f"looks like {what}; stop retrying and change approach.")
-    if det == "consecutive_repeat":
-        if block:
-            return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                    "Repeating it will not change the result; try something else.")
-        return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                "If it is not making progress, change approach.")
-    if det == "global_breaker":
-        if other:
-            return (f"BLOCKED: {tool} has cycled through {other} repeated argument patterns with the same "
-                    f"stable outcomes {count} times. The global circuit breaker stopped it: the arguments "
-                    "change but nothing else does; change approach or report the task as failed.")
-        return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
-                "The global circuit breaker stopped it to prevent a runaway loop; change approach or "
-                "report the task as failed.")
-    if det == "compaction_loop":
-        return (f"BLOCKED: since the context was compacted, you repeated the same {tool} call {count} "
-                "times with the same result: the loop from before the compaction is starting again. "
-                "Use the result you have and continue differently.")
-    if det == "context_loop":
-        return (f"BLOCKED: the context window was condensed {count} times in a row with nothing done "
-                "between. Stop and report the task as failed, or ask the user how to continue.")
-    if det == "unknown_tool":
-        return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
-                "continue without it.")
-    if det == "error_streak":
-        how = "" if pol.error_any_text else " the same way"
-        if block:
-            return (f"BLOCKED: the same call failed {count} times: {tool} failed{how} with identical "
-                    "arguments. Retrying will fail again; fix the cause or try a different approach.")
-        return (f"WARNING: the same call failed {count} times: {tool} failed{how} with identical arguments. "
-                "Do not retry unchanged; fix the cause first.")
-    if det == "monologue":
-        if pol.monologue_any_text:
-            return (f"BLOCKED: this is your {_ordinal(count)} message in a row without a tool call. "
-                    "Take an action with a tool, or end the turn.")
-        return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
-                "Take an action or end the turn.")
-    return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
-            "since; reuse the earlier result instead of observing it again.")
 
 
 def guarded(guard: Guard, session: Hashable | Callable[[], Hashable] = "default", *, name: str | None = None,
