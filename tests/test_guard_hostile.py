@@ -272,3 +272,21 @@ def test_on_event_exception_is_logged_not_raised(impl, caplog):
         d = g.check("s", "todo_write", {"x": i})
     assert d.action == "warn"
     assert "on_event callback raised" in caplog.text
+
+
+# ---------------------------------------------------------------- recognising the guard's own block
+
+
+def test_block_recognition_is_one_function_per_twin(impl):
+    from loopcore import Decision
+
+    block = Decision("block", "generic_repeat", 20, "BLOCKED: stop")
+    cases = [
+        (block, 1), (Decision("warn", "generic_repeat", 10, "WARNING"), 0), (ALLOW, 0),
+        ({"status": "blocked", "deniedReason": "tool-loop"}, 1),
+        ({"details": {"status": "blocked", "deniedReason": "tool-loop"}}, 1),
+        ({"status": "blocked", "deniedReason": "approval"}, 0),  # someone else's denial: an outcome
+        ("BLOCKED: you called read 20 times", 2), ("BLOCK", 0), ("all good", 0), (None, 0), (3, 0),
+    ]
+    for result, want in cases:
+        assert impl.guard.block_veto(result, Decision) == want, result

@@ -292,3 +292,29 @@ def test_note_arguments_are_checked(make):
         g.note_message("s", b"x")
     with pytest.raises(TypeError):
         g.check_text("s", 3)
+
+
+# ---------------------------------------------------------------- call ids on the fast path
+
+
+def test_call_ids_take_the_fast_path_with_the_same_decisions(impl):
+    def stream(g):
+        out = []
+        for i in range(60):
+            cid = f"call-{i}"
+            tool, args = ("read", {"p": i % 3}) if i % 4 else ("message", {"action": "send", "text": "hi"})
+            d = g.check("s", tool, args, call_id=cid)
+            out.append(d.to_dict())
+            g.record("s", tool, args, d if d.blocked else {"ok": True, "messageId": cid}, call_id=cid)
+        return out, g._engine.dump(g._table.get("s", None)), g.stats()
+
+    fast = Guard(Policy.openclaw(), implementation=impl.name)
+    slow = Guard(Policy.openclaw(), implementation=impl.name, classify=lambda tool, args: (None, None))
+    assert stream(fast) == stream(slow)
+    # the call id is kept with the call
+    g = Guard(Policy.default(), implementation=impl.name)
+    g.check("s", "read", {"p": 1}, call_id="a")
+    g.check("s", "read", {"p": 1}, call_id="b")
+    g.record("s", "read", {"p": 1}, "first", call_id="a")
+    dump = g._engine.dump(g._table.get("s", None))
+    assert dump[-8 - 8 + 3] & 1 and not dump[-8 + 3] & 1  # "a" got its outcome, "b" still waits

@@ -1256,12 +1256,12 @@ cdef class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    cdef int _fast_check(self, session, tool, args, run_id) except -2:
+    cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
         # cur_ah describing the call (the caller reads them before anything can run Python code).
         cdef ToolInfo t
         cdef bint poll
-        cdef uint64_t ah
+        cdef uint64_t ah, cid = 0
         cdef State st
         cdef int code
         info = self.tools.get(tool)
@@ -1269,6 +1269,8 @@ cdef class Table:
             return -1
         t = <ToolInfo>info
         ah = self._hash(args)
+        if call_id is not None:  # Guard.check: the call id's hash, never 0
+            cid = self._hash(call_id) or 1
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last_args = args
@@ -1277,53 +1279,44 @@ cdef class Table:
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = (<dict>args).get("action") in t.poll_actions
         st = self._get(session, run_id)
-        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot))
+        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot))
         self.cur_state = st
         self.cur_info = t
         self.cur_ah = ah
         return code
 
-    cpdef object fast_check(self, session, tool, args, run_id):
+    cpdef object fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
         Returns None when the tool is not registered (the caller takes the full path), else 0
         or the tuple ``check`` returns."""
-        cdef int code = self._fast_check(session, tool, args, run_id)
+        cdef int code = self._fast_check(session, tool, args, run_id, call_id)
         cdef State st
         if code <= 0:
             return None if code < 0 else 0
         st = self.cur_state
         return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, self.cur_ah)
 
-    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens) except -2:
+    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None) except -2:
         # -1: not for the fast path (unregistered tool, a veto-shaped result); else Engine.record's code.
         cdef ToolInfo t
-        cdef uint64_t ah, rh = 0
+        cdef uint64_t ah, rh = 0, cid = 0
         cdef int veto = 0
         cdef object d = None, status = None
         info = self.tools.get(tool)
         if info is None:
             return -1
         t = <ToolInfo>info
-        # The common results (str, dict) first: a Decision is never one of them (its __slots__
-        # forbid str/dict subclasses), so the isinstance against it runs only for the rest.
-        if isinstance(result, str):
-            # (the first character decides for nearly every result, before the method call)
-            if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
-                    and (<str>result).startswith("BLOCKED:")):
-                return -1
-        elif isinstance(result, dict):
+        veto = _block_veto(result, self.veto_type)
+        if veto == 2:
+            return -1  # the block message as the tool's output: Guard.record decides on it
+        if not veto and t.exec and isinstance(result, dict):
             d = (<dict>result).get("details")
             if not isinstance(d, dict):
                 d = result
             status = (<dict>d).get("status")
-            if status == "blocked":
-                return -1
-        elif isinstance(result, self.veto_type):
-            # the guard's own block handed back as the call's result: a veto, as in Guard.record
-            if result.action != "block":
-                return -1
-            veto = 1
+        if call_id is not None:
+            cid = self._hash(call_id) or 1
         if args is self.last_args and args is not None:
             ah = self.last_ah  # the hash of the call as it was checked
         else:
@@ -1340,13 +1333,13 @@ cdef class Table:
         self.records += 1
         # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
         self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
-        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, 0, veto)
+        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, cid, veto)
 
-    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens):
+    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
-        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens)
+        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens, call_id)
         return None if code < 0 else code
 
     cdef uint64_t _send_hash(self, result) except? 0:
@@ -1449,6 +1442,37 @@ cdef class Table:
         return len(self.sessions)
 
 
+cdef int _block_veto(result, veto_type) except -1:
+    # The one place the compiled twin recognises a block handed back as a call's result:
+    # 1 the guard's own veto (a block Decision, or OpenClaw's tool-loop denial), 2 text that
+    # starts like the guard's block message (a veto only right after blocking this very call),
+    # 0 an ordinary result. The common results (str, dict) are tested first: a Decision is never
+    # one of them (its __slots__ forbid str/dict subclasses).
+    cdef object d
+    if isinstance(result, str):
+        # (the first character decides for nearly every result, before the method call)
+        if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
+                and (<str>result).startswith("BLOCKED:")):
+            return 2
+        return 0
+    if isinstance(result, dict):
+        d = (<dict>result).get("details")
+        if not isinstance(d, dict):
+            d = result
+        if (<dict>d).get("status") == "blocked" and (<dict>d).get("deniedReason") == "tool-loop":
+            return 1
+        return 0
+    if isinstance(result, veto_type):
+        return 1 if result.action == "block" else 0
+    return 0
+
+
+def block_veto(result, veto_type):
+    """1 when *result* is the guard's own block (a block *veto_type* Decision, or OpenClaw's
+    tool-loop denial), 2 when it is text starting with the block message's "BLOCKED:", else 0."""
+    return _block_veto(result, veto_type if veto_type is not None else ())
+
+
 cdef extern from "Python.h":
     object PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t nitems)
 
@@ -1510,8 +1534,8 @@ cdef class _Fast:
     def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
         """Guard.check (see there)."""
         cdef int code
-        if kind is None and target is None and call_id is None:
-            code = self.table._fast_check(session, tool, args, run_id)
+        if kind is None and target is None:  # call ids ride the fast path too
+            code = self.table._fast_check(session, tool, args, run_id, call_id)
             if code == 0:
                 return self.allow
             if code > 0:
@@ -1521,9 +1545,9 @@ cdef class _Fast:
     def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
                tokens=None, kind=None, target=None):
         """Guard.record (see there)."""
-        if error is None and kind is None and target is None and call_id is None and (
+        if error is None and kind is None and target is None and (
                 tokens is None or (type(tokens) is int and 0 <= tokens <= INT64_MAX)):
-            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0) >= 0:
+            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0, call_id) >= 0:
                 return None
         return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
                                 tokens=tokens, kind=kind, target=target)

@@ -33,7 +33,7 @@ __all__ = [
     "BLOCK", "WARN", "N_PARAMS", "DUMP_VERSION",
     "D_UNKNOWN", "D_GLOBAL", "D_POLL", "D_CYCLE", "D_REPEAT", "D_MONOLOGUE", "D_GENERIC",
     "D_ERROR", "D_BUDGET", "D_REDUNDANT", "D_COMPACTION", "D_CONTEXT", "D_CONTENT",
-    "Engine", "State", "Table", "ToolInfo", "bind_fast", "project_exec", "strip_send_result",
+    "Engine", "State", "Table", "ToolInfo", "bind_fast", "block_veto", "project_exec", "strip_send_result",
 ]
 
 OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
@@ -809,7 +809,7 @@ class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    def fast_check(self, session, tool, args, run_id):
+    def fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
         Returns None when the tool is not registered (the caller takes the full path)."""
@@ -823,27 +823,25 @@ class Table:
         poll = t.poll
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = args.get("action") in t.poll_actions
-        return self.check(session, run_id, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot)
+        cid = 0 if call_id is None else (self._hash(call_id) or 1)
+        return self.check(session, run_id, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot)
 
-    def fast_record(self, session, tool, args, result, run_id, tokens: int):
+    def fast_record(self, session, tool, args, result, run_id, tokens: int, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
         t = self.tools.get(tool)
-        if t is None or isinstance(result, self.veto_type):
+        if t is None:
             return None
-        if isinstance(result, dict):
-            d = result.get("details")
-            if not isinstance(d, dict):
-                d = result
-            if d.get("status") == "blocked":
-                return None
-        elif isinstance(result, str) and result.startswith("BLOCKED:"):
-            return None
+        veto = block_veto(result, self.veto_type)
+        if veto == 2:
+            return None  # the block message as the tool's output: Guard.record decides on it
         last_args, last_ah = self.last
         ah = last_ah if args is last_args and args is not None else self._hash(args)  # the call as checked
-        rh = self._hash(self.outcome(t, args, result))
-        return self.record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot, 0, tokens)
+        rh = 0 if veto else self._hash(self.outcome(t, args, result))
+        cid = 0 if call_id is None else (self._hash(call_id) or 1)
+        flags = F_UNKNOWN if t.unknown and not veto else 0
+        return self.record(session, run_id, t.tid, ah, rh, flags, 0, 0, cid, t.bslot, veto, tokens)
 
     def send_hash(self, result) -> int:
         """The hash record() gives a send-like *result*: its stripped copy, hashed."""
@@ -911,6 +909,22 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.sessions)
+
+
+def block_veto(result: Any, veto_type) -> int:
+    """1 when *result* is the guard's own block (a block *veto_type* Decision, or OpenClaw's
+    tool-loop denial), 2 when it is text starting with the block message's "BLOCKED:", else 0.
+
+    The one place this twin recognises a block handed back as a call's result."""
+    if isinstance(result, str):
+        return 2 if result.startswith("BLOCKED:") else 0
+    if isinstance(result, dict):
+        d = result.get("details")
+        d = d if isinstance(d, dict) else result
+        return 1 if d.get("status") == "blocked" and d.get("deniedReason") == "tool-loop" else 0
+    if veto_type and isinstance(result, veto_type):
+        return 1 if result.action == "block" else 0
+    return 0
 
 
 def bind_fast(table, guard, allow, decision, det_names):

@@ -10,15 +10,15 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import struct
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
-import orjson
 from xxhash import xxh3_64_intdigest
 
+from . import _guard_snapshot as _snapshot
+from ._guard_snapshot import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION  # noqa: F401 (tests, tools)
 from . import _native_flag
 from ._guard_params import engine_params as _engine_params
 from .decision import _DET_NAMES, ALLOW, Decision, LoopBlocked, _lazy_decision, _render_key, _render_message  # noqa: F401
@@ -52,43 +52,7 @@ _UNKNOWN_TOOL_RE = re.compile(
     re.IGNORECASE,
 )
 
-_SNAP_MAGIC = b"LOOPCORE-GUARD\x00\x01"
-# 2: event buckets as [code, tool id, pattern hash, bucket] rows; 3: the checksum covers the
-# version too, and ids JSON cannot hold (ints past 64 bits, lone surrogates) are tagged objects
-_SNAP_VERSION = 3
-_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of (version +) payload
 _TOKENS_LIMIT = 1 << 63  # record(tokens=...) takes 0 <= tokens < 2**63; the total saturates there
-
-
-def _snap_digest(version: int, payload: bytes) -> int:
-    if version >= 3:
-        return xxh3_64_intdigest(struct.pack("<I", version) + payload)
-    return xxh3_64_intdigest(payload)
-
-
-def _enc_id(v: Any) -> Any:
-    # JSON holds str (valid UTF-8) and 64-bit ints; anything else the guard accepted is tagged
-    if isinstance(v, str):
-        try:
-            v.encode("utf-8")
-            return v
-        except UnicodeEncodeError:
-            return {"u": v.encode("utf-8", "surrogatepass").hex()}
-    if isinstance(v, int) and not -(1 << 63) <= v < (1 << 64):
-        return {"i": str(v)}
-    return v
-
-
-def _dec_id(v: Any) -> Any:
-    if isinstance(v, dict):
-        if set(v) == {"u"} and isinstance(v["u"], str):
-            return bytes.fromhex(v["u"]).decode("utf-8", "surrogatepass")
-        if set(v) == {"i"} and isinstance(v["i"], str):
-            return int(v["i"])
-        raise ValueError(f"unknown id encoding {v!r}")
-    if v is not None and (not isinstance(v, (str, int)) or isinstance(v, bool)):
-        raise ValueError(f"an id must be a str, an int or null; got {v!r}")
-    return v
 
 
 class _ToolInfo:
@@ -101,17 +65,6 @@ def _error_text(error: Any) -> str:
     if isinstance(error, str):
         return error
     return repr(error)
-
-
-def _is_veto(result: Any) -> bool:
-    """The guard's own block (a Decision, or OpenClaw's tool-loop denial shape)."""
-    if isinstance(result, Decision):
-        return result.action == "block"
-    if isinstance(result, dict):
-        d = result.get("details")
-        d = d if isinstance(d, dict) else result
-        return d.get("status") == "blocked" and d.get("deniedReason") == "tool-loop"
-    return False
 
 
 #: The result projections of the process-wide twin (the Guard uses its own twin's).
@@ -182,6 +135,7 @@ class Guard:
         )
         self._fast_check = self._table.fast_check
         self._fast_record = self._table.fast_record
+        self._block_veto = self._mod.block_veto
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = {}
         self._disabled: set = set()  # sessions with detection switched off (disable())
@@ -264,11 +218,11 @@ class Guard:
             return ALLOW
         if type(tool) is not str:
             tool = _plain_str(tool)
-        if kind is None and target is None and call_id is None and self.classify is None:
-            out = self._fast_check(session, tool, args, run_id)
+        if kind is None and target is None and self.classify is None:
+            out = self._fast_check(session, tool, args, run_id, call_id)
             if out is None:  # first sight of this tool name: register it and retry
                 self._tool(tool)
-                out = self._fast_check(session, tool, args, run_id)
+                out = self._fast_check(session, tool, args, run_id, call_id)
         else:
             info = self._tools.get(tool) or self._tool(tool)
             ah = self._hash(args, default=repr)
@@ -356,8 +310,8 @@ class Guard:
             if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < _TOKENS_LIMIT:
                 raise ValueError(f"tokens must be an int in 0..2**63-1; got {tokens!r}")
             tokens = int(tokens)
-        if (error is None and kind is None and target is None and call_id is None and self.classify is None
-                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
+        if (error is None and kind is None and target is None and self.classify is None
+                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0), call_id) is not None):
             return
         info = self._tools.get(tool) or self._tool(tool)
         ah = self._table.hash_checked(args)
@@ -369,14 +323,12 @@ class Guard:
             flags = _F_ERROR
             if info.unknown or _UNKNOWN_TOOL_RE.search(text):
                 flags |= _F_UNKNOWN
-        elif _is_veto(result):
-            rh, veto = 0, 1
-        elif isinstance(result, str) and result.startswith("BLOCKED:"):
-            # the block message recorded as the tool's output: a veto if this call was just blocked
-            rh, veto = self._result_hash(info, args, result), 2
         else:
-            rh = self._result_hash(info, args, result)
-            if info.unknown:
+            # 1: the guard's own block; 2: its block message as the tool's output, a veto only if
+            # this very call was just blocked (the engine decides); 0: an ordinary outcome
+            veto = self._block_veto(result, Decision)
+            rh = 0 if veto == 1 else self._result_hash(info, args, result)
+            if not veto and info.unknown:
                 flags = _F_UNKNOWN
         if kind is None and target is None and self.classify is None:
             k = tg = 0
@@ -589,25 +541,7 @@ class Guard:
 
         Raises TypeError when a session or run id is not a str, int or None (JSON keys).
         """
-        with self._event_lock:
-            now = self._table.now()
-            sessions = []
-            for (session, run_id), st in self._table.items():
-                for ident in (session, run_id):
-                    if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
-                        raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
-                buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
-                sessions.append([_enc_id(session), _enc_id(run_id), max(0.0, now - st.touched), buckets,
-                                 self._engine.dump(st)])
-            payload = orjson.dumps({
-                "format": "loopcore.guard",
-                "policy": self.policy.to_dict(),
-                "names": [[tid, _enc_id(name)] for tid, name in self._names.items()],
-                "counts": self._table.counters(),
-                "sessions": sessions,
-            })
-        return (_SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
-                + payload)
+        return _snapshot.dump(self)
 
     @classmethod
     def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> "Guard":
@@ -617,54 +551,7 @@ class Guard:
         implementation). Raises ValueError when *data* is not a loopcore guard snapshot, is
         truncated or corrupted, or does not fit the policy.
         """
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"Guard.restore needs bytes, got {type(data).__name__}")
-        data = bytes(data)
-        if not data.startswith(_SNAP_MAGIC):
-            if 0 < len(data) < len(_SNAP_MAGIC) and _SNAP_MAGIC.startswith(data):
-                raise ValueError("guard snapshot is truncated (the header is incomplete)")
-            raise ValueError("not a loopcore guard snapshot (bad magic bytes)")
-        head = data[len(_SNAP_MAGIC):len(_SNAP_MAGIC) + _SNAP_HEADER.size]
-        if len(head) < _SNAP_HEADER.size:
-            raise ValueError("guard snapshot is truncated (the header is incomplete)")
-        version, length, digest = _SNAP_HEADER.unpack(head)
-        if version not in (1, 2, _SNAP_VERSION):
-            raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
-        payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
-        if len(payload) != length:
-            raise ValueError(f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}")
-        if _snap_digest(version, payload) != digest:
-            raise ValueError("guard snapshot is corrupted (checksum mismatch)")
-        try:
-            doc = orjson.loads(payload)
-            if not isinstance(doc, dict) or doc.get("format") != "loopcore.guard":
-                raise ValueError("payload is not a loopcore guard state")
-            if policy is None:
-                if not isinstance(doc["policy"], dict):
-                    raise ValueError("the snapshot's policy is not an object")
-                policy = Policy.from_dict(doc["policy"])
-            guard = cls(policy, **kwargs)
-            now = guard._table.now()
-            for tid, name in doc["names"]:
-                name = _dec_id(name)
-                if not isinstance(name, str) or not isinstance(tid, int):
-                    raise ValueError(f"a tool name entry must be [int, str]; got {[tid, name]!r}")
-                guard._names[tid] = name
-            counts = doc.get("counts", {})
-            if not isinstance(counts, dict):
-                raise ValueError("the snapshot's counts are not an object")
-            guard._table.set_counters(counts)
-            for session, run_id, age, buckets, dump in doc["sessions"]:
-                st = guard._engine.load(dump)
-                st.touched = now - float(age)
-                # Version 1 keyed its event buckets by rendered strings; dropping them only means
-                # a warning already reported may be reported once more.
-                if version > 1 and buckets:
-                    st.extra = {(int(c), int(t), int(x)): int(b) for c, t, x, b in buckets}
-                guard._table.put(_dec_id(session), _dec_id(run_id), st)
-        except (KeyError, TypeError, AttributeError, IndexError, OverflowError, orjson.JSONDecodeError) as exc:
-            raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
-        return guard
+        return _snapshot.load(cls, data, policy, kwargs)
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""
