@@ -34,7 +34,13 @@ __all__ = [
     "analyse_store",
     "collect_to_store",
     "is_store",
+    "kernel_columns",
+    "StoreTotals",
+    "analyse_columns",
     "read_part",
+    "reanalyse_totals",
+    "step_side",
+    "trace_meta",
     "write_encoded",
 ]
 
@@ -186,39 +192,56 @@ def _canonical_target(members: Sequence[str]) -> Any:
     return members[0] if len(members) == 1 else tuple(members)
 
 
-def write_encoded(root: str, enc: "EncodedTrace", traces: Sequence["Trace"], reports: Sequence[Any], *,
-                  sources: Sequence[str], run: str, date: str, part: int,
-                  analysis: Any = None) -> dict[str, Any]:
-    """Write one part: the step columns of *enc* (with each step's ref and the original run's
-    charges), its side tables, the per-trace summaries and findings of *reports*.
+def step_side(enc: "EncodedTrace", traces: Sequence["Trace"]) -> tuple[list[str | None], list[str | None]]:
+    """(ref, target_raw) of every step of *enc*, read off the *traces* it was encoded from:
+    the step's ref as JSON (None when it has none), and its target as JSON where it is not what
+    the interned target set gives back (a tuple in another order, a repeated member)."""
+    refs: list[str | None] = []
+    raw: list[str | None] = []
+    members = _set_members(enc)
+    tset = enc.target.tolist()
+    g = 0
+    for t in traces:
+        for s in t.steps:
+            ref = getattr(s, "ref", None)
+            refs.append(None if ref is None else _json_or_none(ref))
+            k = tset[g]
+            target = s.target
+            if k >= 0 and target == _canonical_target(members(k)):
+                raw.append(None)
+            else:
+                raw.append(None if target is None else _json_or_none(list(target) if isinstance(target, tuple)
+                                                                      else target))
+            g += 1
+    return refs, raw
 
-    *traces* are the Trace objects *enc* was encoded from (refs and raw targets are read off
-    their steps), *sources* where each came from. Returns the part's entry of the run record.
+
+def trace_meta(traces: Sequence["Trace"], sources: Sequence[str]) -> dict[str, list]:
+    """The per-trace fields a report shows besides its analysis: session, source, format."""
+    return {"session": [t.session for t in traces], "source": list(sources), "format": [t.format for t in traces]}
+
+
+def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports: Sequence[Any], *,
+                  refs: Any, target_raw: Any, run: str, date: str, part: int,
+                  analysis: Any = None) -> dict[str, Any]:
+    """Write one part: the step columns of *enc* with each step's *refs* and *target_raw* (see
+    :func:`step_side`; lists or pyarrow string arrays), the original run's charges
+    (*analysis*, an EncodedAnalysis), the side tables, and the per-trace summaries and findings
+    of *reports* (one BurnReport per trace; *meta* from :func:`trace_meta`). Returns the part's
+    entry of the run record.
     """
     pa = _pa()
     pq = pa.parquet
     n = len(enc)
-    cols: dict[str, Any] = {"run": pa.array([run] * n, pa.string()).dictionary_encode(),
+    cols: dict[str, Any] = {"run": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([run])),
                             "part": pa.array(np.full(n, part, np.int32))}
     for name, dtype in _step_columns():
         cols[name] = pa.array(np.ascontiguousarray(getattr(enc, name), dtype=dtype))
-    cols["step"] = pa.array(np.concatenate([np.arange(len(t.steps), dtype=np.int32) for t in traces])
-                            if traces else np.zeros(0, np.int32))
-    refs: list[str | None] = []
-    raw: list[str | None] = []
-    tset_members = _set_members(enc)
-    g = 0
-    tset = enc.target
-    for t in traces:
-        for s in t.steps:
-            refs.append(_json_or_none(getattr(s, "ref", None)))
-            k = int(tset[g])
-            canon = _canonical_target(tset_members(k)) if k >= 0 else None
-            raw.append(None if s.target == canon else _json_or_none(list(s.target) if isinstance(s.target, tuple)
-                                                                     else s.target))
-            g += 1
-    cols["ref"] = pa.array(refs, pa.string())
-    cols["target_raw"] = pa.array(raw, pa.string())
+    lens = np.diff(enc.trace_offsets)
+    cols["step"] = pa.array((np.arange(n, dtype=np.int64) - np.repeat(enc.trace_offsets[:-1], lens)).astype(np.int32))
+    cols["ref"] = refs if isinstance(refs, (pa.Array, pa.ChunkedArray)) else pa.array(refs, pa.string())
+    cols["target_raw"] = (target_raw if isinstance(target_raw, (pa.Array, pa.ChunkedArray))
+                          else pa.array(target_raw, pa.string()))
     if analysis is not None:  # the original run's charges, for queries (re-analysis recomputes them)
         cols["finding"] = pa.array(analysis.finding.astype(np.int8))
         cols["of_step"] = pa.array(analysis.of_step.astype(np.int32))
@@ -248,13 +271,21 @@ def write_encoded(root: str, enc: "EncodedTrace", traces: Sequence["Trace"], rep
             "id": pa.array(np.arange(len(values), dtype=np.int32)),
             "name": pa.array([None if v is None else str(v) for v in values], pa.string()),
         })
-    files["traces"], files["findings"] = _summary_tables(pa, run, part, traces, reports, sources, enc)
+    files["traces"], files["findings"] = _summary_tables(pa, run, part, meta, reports, enc)
     for table, data in files.items():
         path = _part_path(root, table, date, run, part)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # steps: dictionary + zstd keep the id columns small; other tables are tiny
-        pq.write_table(data, path, compression="zstd" if table == "steps" else "snappy")
-    return {"part": part, "steps": n, "traces": len(traces), "tables": sorted(files),
+        if table == "steps":
+            # The columns the kernels read are stored plain and uncompressed: reading them back
+            # is then a copy, which is what re-analysis at the kernels' speed needs (hashes and
+            # ids do not compress anyway); the rest (refs, the run's charges) is compressed.
+            plain = {name for name, _ in _step_columns()}
+            pq.write_table(data, path, compression={c: "none" if c in plain else "zstd" for c in data.column_names},
+                           use_dictionary=[c for c in data.column_names if c not in plain],
+                           row_group_size=1 << 22)
+        else:
+            pq.write_table(data, path, compression="zstd")
+    return {"part": part, "steps": n, "traces": enc.n_traces, "tables": sorted(files),
             "sizes": {name: int(getattr(enc, name)) for name in ints}}
 
 
@@ -267,8 +298,8 @@ def _set_members(enc: "EncodedTrace") -> Callable[[int], list[str]]:
     return members
 
 
-def _summary_tables(pa: Any, run: str, part: int, traces: Sequence["Trace"], reports: Sequence[Any],
-                    sources: Sequence[str], enc: "EncodedTrace") -> tuple[Any, Any]:
+def _summary_tables(pa: Any, run: str, part: int, meta: dict[str, list], reports: Sequence[Any],
+                    enc: "EncodedTrace") -> tuple[Any, Any]:
     from .encoded import FINDING_KINDS
 
     tr: dict[str, list] = {k: [] for k in ("run", "part", "trace", "session", "source", "format", "steps",
@@ -280,15 +311,16 @@ def _summary_tables(pa: Any, run: str, part: int, traces: Sequence["Trace"], rep
     fd: dict[str, list] = {k: [] for k in ("run", "part", "trace", "session", "source", "kind", "name", "target",
                                            "tokens", "turn_output_tokens", "tokens_estimated", "of_step", "steps",
                                            "message")}
-    for k, (t, r, src) in enumerate(zip(traces, reports, sources)):
+    offs = enc.trace_offsets.tolist()
+    for k, (session, src, fmt, r) in enumerate(zip(meta["session"], meta["source"], meta["format"], reports)):
         tr["run"].append(run)
         tr["part"].append(part)
         tr["trace"].append(k)
-        tr["session"].append(t.session)
+        tr["session"].append(session)
         tr["source"].append(src)
-        tr["format"].append(t.format)
-        tr["steps"].append(len(t.steps))
-        tr["step_offset"].append(int(enc.trace_offsets[k]))
+        tr["format"].append(fmt)
+        tr["steps"].append(offs[k + 1] - offs[k])
+        tr["step_offset"].append(offs[k])
         tr["total_tokens"].append(r.total_tokens)
         tr["wasted_tokens"].append(r.wasted_tokens)
         tr["waste_ratio"].append(r.waste_ratio)
@@ -302,7 +334,7 @@ def _summary_tables(pa: Any, run: str, part: int, traces: Sequence["Trace"], rep
             fd["run"].append(run)
             fd["part"].append(part)
             fd["trace"].append(k)
-            fd["session"].append(t.session)
+            fd["session"].append(session)
             fd["source"].append(src)
             fd["kind"].append(f.kind)
             fd["name"].append(f.name)
@@ -323,10 +355,6 @@ def _summary_tables(pa: Any, run: str, part: int, traces: Sequence["Trace"], rep
     findings_t = pa.table({k: pa.array(v, ftypes.get(k, pa.int64() if k.endswith("tokens") else None))
                            for k, v in fd.items()})
     return traces_t, findings_t
-
-
-def _settings_kw(settings: Any) -> dict[str, Any]:
-    return {} if settings is None else {"settings": settings}
 
 
 def _encode(traces: Sequence["Trace"], settings: Any) -> "EncodedTrace":
@@ -423,8 +451,9 @@ def collect_to_store(
         enc = _encode(traces, settings)
         res = _kernel(enc, impl, charge_turn)
         reports = _reports(traces, enc, res, charge_turn)
-        parts.append(write_encoded(root, enc, traces, reports, sources=[s for s, _ in batch], run=run, date=date,
-                                   part=len(parts), analysis=res))
+        refs, raw = step_side(enc, traces)
+        parts.append(write_encoded(root, enc, trace_meta(traces, [s for s, _ in batch]), reports, refs=refs,
+                                   target_raw=raw, run=run, date=date, part=len(parts), analysis=res))
         results.extend(_result(t, s, r) for (s, t), r in zip(batch, reports))
         batch, batch_steps = [], 0
 
@@ -474,7 +503,7 @@ def _read(root: str, table: str, run: dict[str, Any], part: int, columns: list[s
     pq = _pa().parquet
     path = _part_path(root, table, run["date"], run["run"], part)
     try:
-        return pq.read_table(path, columns=columns, use_threads=True)
+        return pq.read_table(path, columns=columns, use_threads=True, memory_map=True)
     except FileNotFoundError:
         raise StoreError(f"{root} is damaged: {os.path.relpath(path, root)} is missing") from None
     except (OSError, ValueError, KeyError) as exc:  # pyarrow's ArrowInvalid is a ValueError
@@ -489,8 +518,36 @@ def _np(col: Any, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def read_part(root: str, run: dict[str, Any], part: dict[str, Any]) -> "EncodedTrace":
-    """The EncodedTrace of one stored part (the step columns the kernels read, side tables)."""
+_KERNEL_COLUMNS: list[str] | None = None
+
+
+def kernel_columns() -> list[str]:
+    """The step columns ``analyse_encoded`` hands the kernel, found by running it once on an
+    empty encoding that notes what is read (so the store follows the encoder as it changes)."""
+    global _KERNEL_COLUMNS
+    if _KERNEL_COLUMNS is None:
+        from .encoded import analyse_encoded, encode
+
+        empty = encode([])
+        seen: list[str] = []
+
+        class Watch:
+            def __getattr__(self, name: str) -> Any:
+                seen.append(name)
+                return getattr(empty, name)
+
+        analyse_encoded(Watch())  # type: ignore[arg-type]
+        step = [n for n, _ in _step_columns()]
+        _KERNEL_COLUMNS = [n for n in step if n in seen]
+    return list(_KERNEL_COLUMNS)
+
+
+def read_part(root: str, run: dict[str, Any], part: dict[str, Any], *, kernel_only: bool = False) -> "EncodedTrace":
+    """The EncodedTrace of one stored part (its step columns and side tables).
+
+    With *kernel_only*, only the step columns the kernels read are read; the others are empty
+    arrays (enough for ``analyse_encoded``, not for building findings).
+    """
     from .encoded import EncodedTrace
 
     if run.get("encoding") != _encoding():
@@ -498,20 +555,24 @@ def read_part(root: str, run: dict[str, Any], part: dict[str, Any]) -> "EncodedT
                          f"({', '.join(c[0] for c in run.get('encoding') or [])}) than this loopcore's; "
                          "re-run `loopcore analyse TRACES --parquet DIR` to rebuild it")
     p = int(part["part"])
-    names = [n for n, _ in _step_columns()]
+    names = kernel_columns() if kernel_only else [n for n, _ in _step_columns()]
     steps = _read(root, "steps", run, p, names)
     if steps.num_rows != part.get("steps"):
         raise StoreError(f"{root} is damaged: run {run['run']} part {p} has {steps.num_rows} steps, "
                          f"its record says {part.get('steps')}")
-    kw: dict[str, Any] = {name: _np(steps.column(name), dtype) for name, dtype in _step_columns()}
+    kw: dict[str, Any] = {name: _np(steps.column(name), dtype) if name in names else np.zeros(0, dtype)
+                          for name, dtype in _step_columns()}
     arrays, lists, ints = _layout()
-    side = _read(root, "arrays", run, p).to_pydict()
-    got = {n: (d, v) for n, d, v in zip(side["name"], side["dtype"], side["values"])}
+    side = _read(root, "arrays", run, p)
+    values = side.column("values").combine_chunks()
+    offs = values.offsets.to_numpy()
+    flat = values.values.to_numpy(zero_copy_only=False)
+    got = {n: (d, i) for i, (n, d) in enumerate(zip(side.column("name").to_pylist(), side.column("dtype").to_pylist()))}
     for name in arrays:
         if name not in got:
             raise StoreError(f"{root} is damaged: run {run['run']} part {p} lacks the array {name!r}")
-        d, v = got[name]
-        kw[name] = np.asarray(v, dtype=np.dtype(d))
+        d, i = got[name]
+        kw[name] = np.ascontiguousarray(flat[offs[i]:offs[i + 1]], dtype=np.dtype(d))
     for name in lists:
         kw[name] = _read(root, name, run, p, ["name"]).column("name").to_pylist()
     sizes = part.get("sizes") or {}
@@ -527,7 +588,7 @@ class _StoredStep:
 
     __slots__ = ("_p", "_g")
 
-    def __init__(self, p: "_StoredPart", g: int) -> None:
+    def __init__(self, p: "_Part", g: int) -> None:
         self._p = p
         self._g = g
 
@@ -581,7 +642,7 @@ class _StoredSteps:
 
     __slots__ = ("_p", "_s0", "_n")
 
-    def __init__(self, p: "_StoredPart", s0: int, n: int) -> None:
+    def __init__(self, p: "_Part", s0: int, n: int) -> None:
         self._p, self._s0, self._n = p, s0, n
 
     def __len__(self) -> int:
@@ -603,55 +664,153 @@ class _StoredTrace:
     tokens_estimated: bool
 
 
-class _StoredPart:
-    """One part being re-analysed: its columns, and the refs / raw targets read on demand."""
+class _Side:
+    """Refs and raw targets of a part's steps, by row (only the rows a report cites are read)."""
 
-    def __init__(self, root: str, run: dict[str, Any], part: dict[str, Any], enc: "EncodedTrace") -> None:
-        self.root, self.run, self.part, self.enc = root, run, part, enc
-        self._refs: dict[int, Any] | None = None
-        self._raw: dict[int, Any] | None = None
-        self._wanted: np.ndarray | None = None
-        self.members = _set_members(enc)
+    def __init__(self, refs: Any, raw: Any) -> None:
+        self._refs_src, self._raw_src = refs, raw
+        self._refs: dict[int, Any] = {}
+        self._raw: dict[int, Any] = {}
+
+    def _source(self) -> tuple[Any, Any]:
+        return self._refs_src, self._raw_src
 
     def want(self, rows: np.ndarray) -> None:
-        """The rows whose refs will be asked for (read in one pass)."""
-        self._wanted = rows
+        """Fetch the ref and raw target of *rows* in one pass."""
+        if len(rows) == 0:
+            return
+        refs, raw = self._source()
+        self._fetch(refs, raw, rows)
 
-    def _load(self) -> None:
-        pa = _pa()
-        t = _read(self.root, "steps", self.run, int(self.part["part"]), ["ref", "target_raw"])
-        rows = self._wanted if self._wanted is not None else np.arange(t.num_rows)
-        idx = pa.array(rows.astype(np.int64))
-        self._refs = dict(zip(rows.tolist(), t.column("ref").take(idx).to_pylist()))
-        raw = t.column("target_raw")
-        self._raw = {}
-        if raw.null_count < len(raw):
-            for i, v in zip(rows.tolist(), raw.take(idx).to_pylist()):
-                if v is not None:
-                    self._raw[i] = json.loads(v)
+    def _fetch(self, refs: Any, raw: Any, rows: np.ndarray) -> None:
+        keys = rows.tolist()
+        if isinstance(refs, list):
+            got_refs = [refs[i] for i in keys]
+            got_raw = [raw[i] for i in keys]
+        else:
+            pa = _pa()
+            idx = pa.array(rows.astype(np.int64))
+            got_refs = refs.take(idx).to_pylist()
+            got_raw = raw.take(idx).to_pylist() if raw.null_count < len(raw) else [None] * len(keys)
+        self._refs.update(zip(keys, got_refs))
+        self._raw.update(zip(keys, got_raw))
 
     def ref(self, g: int) -> Any:
-        if self._refs is None:
-            self._load()
-        if g not in self._refs:  # a row outside the wanted set (never in practice): read it all
-            self._wanted = None
-            self._load()
+        if g not in self._refs:
+            self.want(np.array([g]))
         v = self._refs[g]
         return None if v is None else json.loads(v)
 
     def raw_target(self, g: int) -> Any:
-        if self._raw is None:
-            self._load()
-        if g not in self._refs:
-            self._wanted = None
-            self._load()
-        return self._raw.get(g, _NO_RAW)
+        if g not in self._raw:
+            self.want(np.array([g]))
+        v = self._raw[g]
+        return _NO_RAW if v is None else json.loads(v)
+
+
+class _StoredSide(_Side):
+    """A stored part's refs and raw targets, read from its steps file on first use."""
+
+    def __init__(self, root: str, run: dict[str, Any], part: int) -> None:
+        super().__init__(None, None)
+        self._where = (root, run, part)
+
+    def _source(self) -> tuple[Any, Any]:
+        if self._refs_src is None:
+            root, run, part = self._where
+            t = _read(root, "steps", run, part, ["ref", "target_raw"])
+            self._refs_src, self._raw_src = t.column("ref"), t.column("target_raw")
+        return self._refs_src, self._raw_src
+
+
+class _Part:
+    """One part being analysed: its columns and the side rows of its steps."""
+
+    def __init__(self, enc: "EncodedTrace", side: _Side) -> None:
+        self.enc = enc
+        self.side = side
+        self.members = _set_members(enc)
+
+    def ref(self, g: int) -> Any:
+        return self.side.ref(g)
+
+    def raw_target(self, g: int) -> Any:
+        return self.side.raw_target(g)
+
+
+def analyse_columns(enc: "EncodedTrace", meta: dict[str, list], side: _Side, *, impl: str | None = None,
+                    charge_turn_output: bool = False) -> list[Any]:
+    """TraceResults of every trace of *enc* from the kernels' output, without a Step object:
+    what the report shows of a step (its tool, target, turn, ref) is read off the columns and
+    *side* for the charged steps and the steps they repeat only."""
+    from .report import TraceResult
+
+    res = _kernel(enc, impl, charge_turn_output)
+    offs = enc.trace_offsets
+    charged = np.flatnonzero(res.finding)
+    if len(charged):
+        roots = res.of_step[charged].astype(np.int64)
+        start = offs[np.searchsorted(offs, charged, side="right") - 1]
+        side.want(np.union1d(charged, (start + roots)[roots >= 0]))
+    est = _per_trace_any(enc, _estimated_flags(enc))
+    part = _Part(enc, side)
+    o = offs.tolist()
+    totals = res.total_tokens.tolist()
+    traces = [_StoredTrace(_StoredSteps(part, o[k], o[k + 1] - o[k]), meta["session"][k], meta["source"][k],
+                           meta["format"][k], totals[k], est[k]) for k in range(enc.n_traces)]
+    return [TraceResult(source=t.source, session=t.session or "", format=t.format, steps=len(t.steps), report=r)
+            for t, r in zip(traces, _reports(traces, enc, res, charge_turn_output))]
 
 
 def _iter_parts(root: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     for run in _runs(root):
         for part in run["parts"]:
             yield run, part
+
+
+def _read_ahead(root: str, *, kernel_only: bool) -> Iterator[tuple[dict[str, Any], dict[str, Any], "EncodedTrace"]]:
+    """(run, part, columns) of every part, the next part read in a thread while the caller
+    runs the kernel on this one (pyarrow and the compiled kernel both release the GIL); at
+    most two parts are in memory."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts = list(_iter_parts(root))
+    if not parts:
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="loopcore-store") as pool:
+        nxt = pool.submit(read_part, root, *parts[0], kernel_only=kernel_only)
+        for i, (run, part) in enumerate(parts):
+            enc = nxt.result()
+            if i + 1 < len(parts):
+                nxt = pool.submit(read_part, root, *parts[i + 1], kernel_only=kernel_only)
+            yield run, part, enc
+            del enc
+
+
+def _read_meta(root: str, run: dict[str, Any], part: dict[str, Any], enc: "EncodedTrace") -> dict[str, list]:
+    meta = _read(root, "traces", run, int(part["part"]), ["session", "source", "format", "steps"]).to_pydict()
+    if len(meta["steps"]) != enc.n_traces or meta["steps"] != np.diff(enc.trace_offsets).tolist():
+        raise StoreError(f"{root} is damaged: run {run['run']} part {part['part']}: the trace table does not "
+                         "match the step columns")
+    return meta
+
+
+def _charge_turn(run: dict[str, Any], override: bool | None) -> bool:
+    if override is not None:
+        return bool(override)
+    return bool((run.get("settings") or {}).get("charge_turn_output", False))
+
+
+def _open(root: str | os.PathLike[str]) -> tuple[str, list[dict[str, Any]]]:
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise StoreError(f"{root} is not a folder, so not a loopcore store")
+    _pa()
+    _check_marker(root)
+    runs = _runs(root)
+    if not runs:
+        raise StoreError(f"{root} is a loopcore store without any complete run")
+    return root, runs
 
 
 def analyse_store(root: str | os.PathLike[str], *, impl: str | None = None,
@@ -663,49 +822,58 @@ def analyse_store(root: str | os.PathLike[str], *, impl: str | None = None,
     ``charge_turn_output`` overrides the setting the runs were analysed with (None keeps it).
     """
     from .burn import BurnReport
-    from .report import AnalysisReport, Skipped, TraceResult
+    from .report import AnalysisReport, Skipped
 
-    root = os.fspath(root)
-    _pa()
-    _check_marker(root)
-    runs = _runs(root)
-    if not runs:
-        raise StoreError(f"{root} is a loopcore store without any complete run")
-    results: list[TraceResult] = []
-    for run, part in _iter_parts(root):
-        charge_turn = bool((run.get("settings") or {}).get("charge_turn_output", False)
-                           if charge_turn_output is None else charge_turn_output)
-        enc = read_part(root, run, part)
-        res = _kernel(enc, impl, charge_turn)
-        sp = _StoredPart(root, run, part, enc)
-        meta = _read(root, "traces", run, int(part["part"]), ["session", "source", "format", "steps"]).to_pydict()
-        if len(meta["steps"]) != enc.n_traces or meta["steps"] != np.diff(enc.trace_offsets).tolist():
-            raise StoreError(f"{root} is damaged: run {run['run']} part {part['part']}: the trace table does not "
-                             "match the step columns")
-        charged = np.flatnonzero(res.finding)
-        # a finding reports its charged steps and the first occurrence each repeats
-        roots = res.of_step[charged]
-        local_start = enc.trace_offsets[np.searchsorted(enc.trace_offsets, charged, side="right") - 1]
-        wanted = np.union1d(charged, (local_start + roots)[roots >= 0])
-        sp.want(wanted)
-        est = _per_trace_any(enc, _estimated_flags(enc))
-        offs = enc.trace_offsets.tolist()
-        totals = res.total_tokens.tolist()
-        traces = [
-            _StoredTrace(_StoredSteps(sp, offs[k], offs[k + 1] - offs[k]), meta["session"][k], meta["source"][k],
-                         meta["format"][k], totals[k], est[k])
-            for k in range(enc.n_traces)
-        ]
-        for t, r in zip(traces, _reports(traces, enc, res, charge_turn)):
-            results.append(TraceResult(source=t.source, session=t.session or "", format=t.format,
-                                       steps=len(t.steps), report=r))
-    inputs = [i for r in runs for i in r.get("inputs", [])]
+    root, runs = _open(root)
+    results: list[Any] = []
+    for run, part, enc in _read_ahead(root, kernel_only=False):
+        meta = _read_meta(root, run, part, enc)
+        results.extend(analyse_columns(enc, meta, _StoredSide(root, run, int(part["part"])), impl=impl,
+                                       charge_turn_output=_charge_turn(run, charge_turn_output)))
     skipped = [Skipped(s.get("path", ""), s.get("line"), s.get("message", "")) for r in runs
                for s in r.get("skipped", [])]
-    return AnalysisReport(results, BurnReport.combine([r.report for r in results]), skipped, inputs=inputs,
+    return AnalysisReport(results, BurnReport.combine([r.report for r in results]), skipped,
+                          inputs=[i for r in runs for i in r.get("inputs", [])],
                           example=all(bool(r.get("example")) for r in runs),
                           files=sum(int(r.get("files", 0)) for r in runs),
                           ignored=[i for r in runs for i in r.get("ignored", [])])
+
+
+@dataclasses.dataclass
+class StoreTotals:
+    """Re-analysis down to per-trace numbers (no Finding objects): what the kernels give."""
+
+    traces: int
+    steps: int
+    total_tokens: int
+    wasted_tokens: int
+    charged_steps: int
+    by_kind_tokens: np.ndarray
+    by_kind_steps: np.ndarray
+    #: per trace, in store order
+    trace_total_tokens: np.ndarray
+    trace_wasted_tokens: np.ndarray
+
+
+def reanalyse_totals(root: str | os.PathLike[str], *, impl: str | None = None,
+                     charge_turn_output: bool | None = None) -> StoreTotals:
+    """Read every stored part and run the kernels on it: the per-trace totals and by-kind sums
+    of the full report (its findings are not built). Raises StoreError as analyse_store."""
+    root, runs = _open(root)
+    tot, waste, bkt, bks = [], [], [], []
+    steps = charged = 0
+    for run, part, enc in _read_ahead(root, kernel_only=True):
+        res = _kernel(enc, impl, _charge_turn(run, charge_turn_output))
+        steps += len(enc)
+        charged += int(np.count_nonzero(res.finding))
+        tot.append(res.total_tokens)
+        waste.append(res.wasted_tokens)
+        bkt.append(res.by_kind_tokens)
+        bks.append(res.by_kind_steps)
+    t = np.concatenate(tot)
+    w = np.concatenate(waste)
+    kt, ks = np.concatenate(bkt), np.concatenate(bks)
+    return StoreTotals(len(t), steps, int(t.sum()), int(w.sum()), charged, kt.sum(axis=0), ks.sum(axis=0), t, w)
 
 
 def _estimated_flags(enc: "EncodedTrace") -> np.ndarray:
