@@ -236,7 +236,7 @@ def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports
     cols: dict[str, Any] = {"run": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([run])),
                             "part": pa.array(np.full(n, part, np.int32))}
     for name, dtype in _step_columns():
-        cols[name] = pa.array(np.ascontiguousarray(getattr(enc, name), dtype=dtype))
+        cols[name] = pa.array(_narrow(np.ascontiguousarray(getattr(enc, name), dtype=dtype)))
     lens = np.diff(enc.trace_offsets)
     cols["step"] = pa.array((np.arange(n, dtype=np.int64) - np.repeat(enc.trace_offsets[:-1], lens)).astype(np.int32))
     cols["ref"] = refs if isinstance(refs, (pa.Array, pa.ChunkedArray)) else pa.array(refs, pa.string())
@@ -279,14 +279,24 @@ def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports
             # The columns the kernels read are stored plain and uncompressed: reading them back
             # is then a copy, which is what re-analysis at the kernels' speed needs (hashes and
             # ids do not compress anyway); the rest (refs, the run's charges) is compressed.
-            plain = {name for name, _ in _step_columns()}
-            pq.write_table(data, path, compression={c: "none" if c in plain else "zstd" for c in data.column_names},
-                           use_dictionary=[c for c in data.column_names if c not in plain],
+            # One-byte codes (kind, flags) take few values: dictionary-encoded, uncompressed.
+            kernel = {name for name, _ in _step_columns()}
+            small = {name for name, d in _step_columns() if d.itemsize == 1}
+            pq.write_table(data, path, compression={c: "none" if c in kernel else "zstd" for c in data.column_names},
+                           use_dictionary=[c for c in data.column_names if c not in kernel or c in small],
                            row_group_size=1 << 22)
         else:
             pq.write_table(data, path, compression="zstd")
     return {"part": part, "steps": n, "traces": enc.n_traces, "tables": sorted(files),
             "sizes": {name: int(getattr(enc, name)) for name in ints}}
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """A signed 64-bit column whose values fit 32 bits, as int32 (read back as the encoding's
+    dtype): fewer bytes to read. Hashes (unsigned) are left as they are."""
+    if a.dtype == np.int64 and len(a) and -(1 << 31) <= int(a.min()) and int(a.max()) < (1 << 31):
+        return a.astype(np.int32)
+    return a
 
 
 def _set_members(enc: "EncodedTrace") -> Callable[[int], list[str]]:
