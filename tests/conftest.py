@@ -11,7 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 
 
-COMPONENTS = frozenset({"hashing", "guard", "burn", "shell"})
+COMPONENTS = frozenset({"hashing", "guard", "burn", "shell", "textloop"})
 
 
 class Impl:

@@ -118,17 +118,22 @@ def test_unknown_format_name_lists_the_known_ones():
 def test_openai_chat_usage_split_and_context_growth():
     t = one("openai_chat.json")
     assert t.meta["tokens_source"] == "usage"
-    read, grep, write = t.steps
+    read, grep, write, done = t.steps
     assert (read.kind, read.target, read.turn) == ("observe", "a.py", 0)
     assert (grep.kind, grep.target, grep.turn) == ("observe", "b.py", 0)
     assert (write.kind, write.target, write.turn) == ("mutate", "a.py", 1)
-    # completion tokens of a response are split among the calls it issued
-    assert (read.tokens_out, grep.tokens_out, write.tokens_out) == (10, 10, 10)
+    # the completion tokens of a response are split over its text and its calls by characters
+    # (the rest, here the rounding, is the turn's own output)
+    assert (read.tokens_out, grep.tokens_out, write.tokens_out) == (8, 11, 10)
+    assert read.tokens_out + grep.tokens_out + read.tokens_turn == 20
     # prompt growth 200 - 100 - 20 = 80, split 30:10 by result length; then 260 - 200 - 10 = 50
     assert (read.tokens_in, grep.tokens_in, write.tokens_in) == (60, 20, 50)
     assert not t.tokens_estimated
     assert read.call_id == "c1" and read.args == {"path": "a.py"}
-    assert t.total_tokens == 160
+    # the final reply ran nothing and is a step too: every turn counts
+    assert (done.kind, done.name, done.text, done.tokens_out) == ("other", "", "Done.", 5)
+    assert [s.ref for s in t] == [{"message": 2}, {"message": 2}, {"message": 5}, {"message": 7}]
+    assert t.total_tokens == 165
 
 
 def test_openai_chat_without_usage_is_estimated():
@@ -190,7 +195,9 @@ def test_reused_id_across_turns_with_missing_result():
 def test_mini_swe_agent_tool_calling():
     t = one("mini_swe_agent_v2.json")
     assert t.session == "demo__demo-1" and t.meta["exit_status"] == "Submitted"
-    cat, sed, pytest_, submit = t.steps
+    cat, rejected, sed, pytest_, submit = t.steps
+    # the harness's format-error message stands for the turn it rejected (the trace did not keep it)
+    assert rejected.rejected.startswith("Tool call error") and rejected.ref == {"message": 4}
     assert (cat.kind, cat.target, cat.args) == ("observe", "a.py", {"command": "cat a.py"})
     assert (sed.kind, sed.target) == ("mutate", "a.py")
     assert pytest_.kind == "exec" and pytest_.meta["returncode"] == 1
@@ -198,20 +205,25 @@ def test_mini_swe_agent_tool_calling():
     # the submitting call is answered by the exit message, which no later prompt contains
     assert submit.meta["final"] is True and submit.result.startswith("diff --git")
     assert submit.tokens_in == 0
-    assert [s.tokens_out for s in t] == [50, 30, 20, 10]
-    # growth 1100 - 1000 - 50 = 50 is shared by the result and the format-error message
+    assert [s.tokens_out for s in t if not s.rejected] == [50, 30, 20, 10]
+    # the rejected turn has no usage of its own: the result before it is estimated
     assert 0 < cat.tokens_in < 50
     assert sed.tokens_in == 1200 - 1100 - 30
     assert pytest_.tokens_in == 1300 - 1200 - 20
-    assert t.meta["tokens_source"] == "usage" and t.meta["unanswered"] == 0
+    assert t.meta["tokens_source"] == "mixed" and t.meta["unanswered"] == 0
 
 
 def test_mini_swe_agent_text_actions_and_format_errors():
     t = one("mini_swe_agent_v1.json")
     assert t.meta["format_errors"] == 1
-    cat, sleep, submit = t.steps
+    cat, rejected, sleep, submit = t.steps
     assert cat.args == {"command": "cat a.py"} and cat.meta["returncode"] == 0
-    assert (cat.turn, sleep.turn, submit.turn) == (0, 2, 3)  # turn 1 was the format error
+    assert (cat.turn, rejected.turn, sleep.turn, submit.turn) == (0, 1, 2, 3)
+    # the format error: nothing ran; the harness's answer is its message and its result tokens
+    assert rejected.kind == "other" and rejected.rejected.startswith("Please always provide EXACTLY ONE action")
+    assert rejected.text.startswith("THOUGHT: two things.") and rejected.tokens_in > 0 and rejected.tokens_turn == 0
+    assert [s.ref for s in t] == [{"message": 2}, {"message": 4}, {"message": 6}, {"message": 8}]
+    assert cat.text.startswith("THOUGHT: look first.") and cat.tokens_turn > 0
     assert sleep.error == "timeout"
     assert submit.meta["final"] is True and submit.tokens_in == 0
     assert cat.tokens_in == 540 - 500 - 20
@@ -243,11 +255,14 @@ def test_swe_agent_function_calling_tool_call_ids_list():
 
 def test_anthropic_messages():
     t = one("anthropic_messages.json")
-    read, grep, edit = t.steps
+    read, grep, edit, reply = t.steps
     assert (read.kind, read.target, read.result) == ("observe", "a.ts", "const foo = 1;")
     assert grep.result == "src/a.ts:1:foo"  # text blocks joined, out-of-order results paired by id
     assert edit.error == "old_string not found" and edit.kind == "mutate"
-    assert (read.tokens_out, grep.tokens_out, edit.tokens_out) == (10, 10, 30)
+    # the completion is split over the turn's text and its calls by characters
+    assert (read.tokens_out, grep.tokens_out, edit.tokens_out) == (7, 10, 30) and read.tokens_turn == 3
+    assert (read.text, reply.kind, reply.name, reply.text) == ("Looking.", "other", "", "Sorry.")
+    assert [s.ref for s in t] == [{"message": 1}, {"message": 1}, {"message": 3}, {"message": 5}]
     # prompt = input + cache reads: 100 -> 180 (growth 60 after 20 out), 180 -> 225 (growth 15)
     assert read.tokens_in + grep.tokens_in == 60 and edit.tokens_in == 15
 
@@ -280,9 +295,10 @@ def test_otel_execute_tool_spans():
 
 def test_openai_responses_items_pair_by_call_id():
     t = one("openai_responses_items.json")
-    paris, lyon = t.steps
+    paris, lyon, reply = t.steps
     assert paris.args == {"city": "Paris"} and paris.result == '{"temp_c": 20}'
     assert lyon.result == '{"temp_c": 18}' and paris.turn == lyon.turn == 0
+    assert (reply.name, reply.text, reply.ref) == ("", "20 C in Paris.", {"message": 6})
 
 
 def test_codex_rollout_shell_and_apply_patch():
@@ -351,7 +367,7 @@ def test_gzip_file_is_read_by_content(tmp_path):
     gz = tmp_path / "chat.json.gz"
     gz.write_bytes(gzip.compress((FIX / "openai_chat.json").read_bytes()))
     (t,) = load(gz)
-    assert t.session == "chat" and len(t) == 3 and t.source == str(gz)
+    assert t.session == "chat" and len(t) == 4 and t.source == str(gz)
     assert detect_format(gz) == "openai-chat"
 
 
@@ -486,7 +502,7 @@ def test_raw_bytes_and_gzip_bytes():
     data = (FIX / "openai_chat.json").read_bytes()
     (a,) = load(data)
     (b,) = load(gzip.compress(data))
-    assert len(a) == len(b) == 3 and a.source is None
+    assert len(a) == len(b) == 4 and a.source is None
 
 
 def test_otel_jsonl_of_export_requests(tmp_path):
@@ -513,8 +529,10 @@ def test_responses_objects_with_usage():
     ]
     (t,) = load(responses)
     assert t.format == "openai-responses"
-    (s,) = t.steps
-    assert (s.kind, s.target, s.result, s.tokens_out, s.tokens_in) == ("observe", "x.md", "text", 12, 150 - 100 - 10)
+    s, reply = t.steps
+    assert (s.kind, s.target, s.result, s.tokens_out, s.tokens_in) == ("observe", "x.md", "text", 10, 150 - 100 - 10)
+    assert s.tokens_turn == 2  # the reasoning tokens are the turn's own output, not the call's
+    assert (reply.text, reply.tokens_out) == ("ok", 5)
 
 
 def test_openhands_v1_sdk_events():

@@ -1,7 +1,7 @@
 """Burn analysis: BEHAVIOURS.md E1-E7 and the rules of DESIGN.md, on both kernel twins.
 
-Every test goes through ``analyse``: the readable reference ``analyse_burn`` and the bulk path
-(encode + the kernel twin of ``impl``) must give the same report before anything is asserted.
+Every test goes through ``analyse``: the report of the kernel twin of ``impl`` must equal the
+pure reference's (and ``analyse_many``'s) before anything is asserted.
 """
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ def ask(turn, q, tokens=100):
 def analyse(impl, steps) -> BurnReport:
     """The reference report, after checking the bulk kernel of *impl* gives the same one."""
     trace = steps if isinstance(steps, Trace) else Trace(list(steps))
-    ref = analyse_burn(trace)
-    bulk = analyse_many([trace], impl=impl.name)[0]
-    assert bulk == ref
+    ref = analyse_burn(trace, impl="py")
+    assert analyse_burn(trace, impl=impl.name) == ref
+    assert analyse_many([trace], impl=impl.name)[0] == ref
     return ref
 
 
@@ -196,9 +196,13 @@ def test_repeat_with_a_different_result_is_not_waste(impl):
     assert r.findings == ()
 
 
-def test_same_result_from_another_tool_is_a_redundant_observation(impl):
+def test_same_substantial_result_from_another_tool_is_a_redundant_observation(impl):
+    text = "\n".join(f"export const line{i} = {i};" for i in range(30))
+    cat = st(2, "observe", "Bash", "a.ts", {"command": "cat a.ts"}, text)
+    assert charged(analyse(impl, [read(1, "a.ts", text), cat])) == {1: ("redundant_observation", 0)}
+    # a short result is not enough: two different calls that say "content" are two pieces of work
     cat = st(2, "observe", "Bash", "a.ts", {"command": "cat a.ts"}, "content")
-    assert charged(analyse(impl, [read(1, "a.ts", "content"), cat])) == {1: ("redundant_observation", 0)}
+    assert charged(analyse(impl, [read(1, "a.ts", "content"), cat])) == {}
 
 
 def test_repeated_failure_the_same_way_is_a_duplicate(impl):

@@ -1,7 +1,8 @@
 """Properties of the burn analysis over random traces, crossing the twins.
 
-Random kinds over few targets, names, args and results, so that repeats, edits, execs and
-asks interleave densely; every property holds for the reference and for both kernels.
+Random kinds over few targets, names, args and results, so that repeats, edits, execs, asks,
+shell reads and writes, no-ops, rejected turns and looping replies interleave densely; the
+compiled kernel gives exactly the pure reference's arrays, and every property holds on both.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopcore import _native_flag
-from loopcore.burn import Step, Trace, _charge_steps, analyse_burn, analyse_many
+from loopcore.burn import BurnSettings, Step, Trace, analyse_burn, analyse_many
 from loopcore.encoded import FINDING_KINDS, analyse_encoded, encode, step_facts
 from loopcore.trace import KINDS
 
@@ -57,19 +58,56 @@ ask_step = st.tuples(st.just("ask"), st.just("Ask"), st.just(None), st.fixed_dic
                      st.sampled_from(("yes", "no", None)), st.just(None), st.just(1), tokens)
 exec_step = st.tuples(st.just("exec"), st.just("Bash"), st.one_of(st.none(), one), st.fixed_dictionaries({"c": st.sampled_from(("make", "test"))}),
                       st.sampled_from("AB"), st.sampled_from((None, "failed")), turn_inc, tokens)
-step_st = st.one_of(random_step, read_step, read_step, edit_step, edit_step, write_step, ask_step, ask_step, exec_step)
+shell_step = st.sampled_from([
+    ("mutate", "bash", "p.txt", {"command": "git diff -- a > p.txt"}, "", ("a",), ("p.txt",)),
+    ("mutate", "bash", "a", {"command": "git checkout -- a"}, "", (), ("a",)),
+    ("mutate", "bash", None, {"command": "git stash"}, "Saved", (), None),
+    ("mutate", "bash", "b", {"command": "echo 'x' > b"}, "", (), ("b",)),
+    ("mutate", "bash", "b", {"command": "echo 'y' >> b"}, "", ("b",), ("b",)),
+    ("mutate", "bash", "c", {"command": "sed -i 's/q/q/' c"}, "", ("c",), ("c",)),
+    ("mutate", "bash", "a", {"command": "sed -i '2a z' a"}, "", ("a",), ("a",)),
+    ("observe", "bash", "a", {"command": "grep -n q a"}, "", ("a",), ()),
+    ("observe", "bash", "a", {"command": "grep -n z a"}, "", ("a",), ()),
+    ("observe", "bash", "a", {"command": "cat a"}, "\n".join(["line of a"] * 30), ("a",), ()),
+    ("observe", "bash", "a", {"command": "sed -n '1,400p' a"}, "\n".join(["line of a"] * 30), ("a",), ()),
+    ("exec", "bash", None, {"command": "python3 b"}, "ok", None, None),
+])
+reply_text = st.sampled_from([None, None, "I will look at a.", "The same line again.\n" * 40,
+                              "x" * 30 + "```\n" + "loop\n" * 200 + "```"])
+
+
+def _shell(t):
+    kind, name, target, args, result, reads, writes = t
+    return (kind, name, target, args, result, None, 0, 100, reads, writes)
+
+
+step_st = st.one_of(random_step, read_step, read_step, edit_step, edit_step, write_step, ask_step, ask_step, exec_step,
+                    shell_step.map(_shell), shell_step.map(_shell))
+rich_step = st.tuples(step_st, reply_text, st.integers(0, 300), st.sampled_from([None, None, None, None, "format error"]))
 
 
 def build(raw, session="s", turn0=0):
     steps, turn = [], turn0
-    for kind, name, target, args, result, error, dturn, tokens in raw:
+    for n, item in enumerate(raw):
+        text = turn_tokens = rejected = None
+        if len(item) == 4:  # a rich step: (step, reply text, turn tokens, rejection)
+            item, text, turn_tokens, rejected = item
+        kind, name, target, args, result, error, dturn, tokens, *access = item
         turn += dturn
-        steps.append(Step(session, turn, kind, name, target, args, result, error, tokens, 0))
+        reads, writes = access if access else (None, None)
+        ref = {"message": 2 * n + 1}
+        if rejected:
+            steps.append(Step(session, turn, "other", name, None, args, None, None, tokens, 10, rejected=rejected,
+                              text=text, tokens_turn=turn_tokens or 0, ref=ref))
+            continue
+        steps.append(Step(session, turn, kind, name, target, args, result, error, tokens, 0, reads=reads,
+                          writes=writes, text=text, tokens_turn=turn_tokens or 0, ref=ref))
     return Trace(steps)
 
 
 traces_st = st.lists(step_st, max_size=40).map(build)
-many_st = st.lists(st.lists(step_st, max_size=25), min_size=1, max_size=4).map(
+rich_traces_st = st.lists(st.one_of(step_st, rich_step), max_size=40).map(build)
+many_st = st.lists(st.lists(st.one_of(step_st, rich_step), max_size=25), min_size=1, max_size=4).map(
     lambda raws: [build(r, session=f"s{k}") for k, r in enumerate(raws)]
 )
 
@@ -86,59 +124,55 @@ def impl_name(impl):
 
 def charges(impl_name, trace):
     """Per-step (codes, of_step) from the kernel twin *impl*, checked against the reference."""
-    res = analyse_encoded(encode(trace), impl=impl_name)
+    enc = encode(trace)
+    res = analyse_encoded(enc, impl=impl_name)
+    ref = analyse_encoded(enc, impl="py")
     codes, of = res.finding.tolist(), res.of_step.tolist()
-    assert (codes, of) == _charge_steps(trace.steps)
+    assert (codes, of, res.charge.tolist()) == (ref.finding.tolist(), ref.of_step.tolist(), ref.charge.tolist())
     return codes, of
 
 
 @SETTINGS
-@given(many_st)
-def test_kernel_twins_and_reference_agree_on_random_traces(traces):
-    enc = encode(traces)
-    results = {impl: analyse_encoded(enc, impl=impl) for impl in _kernel_impls()}
-    expected_codes, expected_of = [], []
-    for t in traces:
-        codes, of = _charge_steps(t.steps)
-        expected_codes += codes
-        expected_of += of
-    reports = [analyse_burn(t) for t in traces]
-    for impl, res in results.items():
-        assert res.finding.tolist() == expected_codes, impl
-        assert res.of_step.tolist() == expected_of, impl
+@given(many_st, st.booleans())
+def test_kernel_twins_agree_on_random_traces(traces, charge_turn):
+    cfg = BurnSettings(charge_turn_output=charge_turn)
+    enc = encode(traces, cfg)
+    ref = analyse_encoded(enc, impl="py", charge_turn_output=charge_turn)
+    reports = analyse_many(traces, cfg, impl="py")
+    for impl in _kernel_impls():
+        res = analyse_encoded(enc, impl=impl, charge_turn_output=charge_turn)
+        for name in ("finding", "of_step", "charge", "total_tokens", "wasted_tokens", "by_kind_tokens", "by_kind_steps"):
+            assert getattr(res, name).tolist() == getattr(ref, name).tolist(), (impl, name)
         assert res.total_tokens.tolist() == [r.total_tokens for r in reports]
         assert res.wasted_tokens.tolist() == [r.wasted_tokens for r in reports]
         for k, r in enumerate(reports):
             assert res.by_kind_tokens[k].tolist() == [r.by_kind[x]["tokens"] for x in FINDING_KINDS]
             assert res.by_kind_steps[k].tolist() == [r.by_kind[x]["steps"] for x in FINDING_KINDS]
-        assert analyse_many(traces, impl=impl) == reports
+        assert analyse_many(traces, cfg, impl=impl) == reports
+        assert [analyse_burn(t, cfg, impl=impl) for t in traces] == reports
 
 
 @SETTINGS
 @given(trace=traces_st)
-def test_no_finding_spans_a_relevant_mutation_or_an_exec(impl_name, trace):
+def test_no_repeat_spans_a_write_of_what_it_reads(impl_name, trace):
     codes, of = charges(impl_name, trace)
     steps = trace.steps
+    facts = [step_facts(s) for s in steps]
     for i, code in enumerate(codes):
         if not code:
             continue
-        j = of[i]
-        assert 0 <= j < i
-        between = steps[j + 1:i]
-        # nothing charged ever spans an exec or a mutation of unknown target
-        assert not any(s.kind == "exec" or (s.kind == "mutate" and s.target is None) for s in between)
         kind = FINDING_KINDS[code - 1]
+        j = of[i]
+        assert 0 <= j < len(steps) and (j < i or kind == "oscillation")
         if kind in ("redundant_observation", "duplicate_call"):
-            mine = set(steps[i].targets)
-            for s in between:
-                if s.kind == "mutate":
-                    assert mine and steps[i].kind != "exec" and not (mine & set(s.targets))
+            reads = facts[i].reads
+            for g in facts[j + 1:i]:
+                assert g.writes is not None, "a repeat across a write of everything"
+                if g.writes:
+                    assert reads is not None and not set(reads) & set(g.writes)
         elif kind == "question_loop":
             assert steps[i].kind == "ask"
-            assert not any(s.kind in ("observe", "mutate", "exec") for s in between)
-        else:  # oscillation: the agent itself changed this target since
-            (t,) = steps[i].targets
-            assert steps[i].target == steps[j].target or steps[j].targets == (t,)
+            assert not any(s.kind in ("observe", "mutate", "exec") for s in steps[j + 1:i])
 
 
 @SETTINGS
@@ -146,38 +180,51 @@ def test_no_finding_spans_a_relevant_mutation_or_an_exec(impl_name, trace):
 def test_first_occurrence_is_never_charged(impl_name, trace):
     codes, of = charges(impl_name, trace)
     facts = [step_facts(s) for s in trace.steps]
-    seen_calls, seen_obs = set(), set()
+    seen_calls = set()
     for i, f in enumerate(facts):
         kind = FINDING_KINDS[codes[i] - 1] if codes[i] else None
         if f.call not in seen_calls:
             assert kind != "duplicate_call"
         if kind == "duplicate_call":
             assert facts[of[i]].call == f.call
-        obs_key = (f.targets, f.outcome)
-        if f.kind == 0 and f.targets and f.has_outcome:
-            if obs_key not in seen_obs:
-                assert kind != "redundant_observation"
-            seen_obs.add(obs_key)
         if kind == "redundant_observation":
-            assert (facts[of[i]].targets, facts[of[i]].outcome) == obs_key
+            g = facts[of[i]]
+            assert (g.targets, g.outcome) == (f.targets, f.outcome)
+            assert g.call == f.call or f.substantial
         seen_calls.add(f.call)
     if codes:
-        assert codes[0] == 0
+        assert codes[0] in (0, 5, 6)  # only a rejected action or a looping reply is waste on its own
 
 
 @SETTINGS
-@given(trace=traces_st)
-def test_wasted_within_total_and_each_step_charged_once(impl_name, trace):
-    (r,) = analyse_many([trace], impl=impl_name)
-    assert r == analyse_burn(trace)
-    assert 0 <= r.wasted_tokens <= r.total_tokens == sum(s.tokens for s in trace.steps)
+@given(trace=rich_traces_st, charge_turn=st.booleans())
+def test_wasted_within_total_and_each_step_charged_once(impl_name, trace, charge_turn):
+    cfg = BurnSettings(charge_turn_output=charge_turn)
+    (r,) = analyse_many([trace], cfg, impl=impl_name)
+    assert r == analyse_burn(trace, cfg, impl="py")
+    steps = trace.steps
+    assert 0 <= r.wasted_tokens <= r.total_tokens == sum(s.tokens_in + s.tokens_out + s.tokens_turn for s in steps)
     assert 0.0 <= r.waste_ratio <= 1.0
     charged = [i for f in r.findings for i in f.steps]
     assert len(charged) == len(set(charged))
-    assert r.wasted_tokens == sum(trace.steps[i].tokens for i in charged) == sum(f.tokens for f in r.findings)
+    assert r.wasted_tokens == sum(f.tokens for f in r.findings)
     assert sum(v["steps"] for v in r.by_kind.values()) == len(charged)
     for f in r.findings:
-        assert f.of_step not in f.steps and f.of_step < min(f.steps)
+        assert f.refs == tuple(steps[i].ref for i in f.steps)
+        if f.kind == "rejected_action":
+            assert f.of_step is None and all(steps[i].rejected for i in f.steps)
+            assert f.tokens == sum(steps[i].tokens_in + steps[i].tokens_out + steps[i].tokens_turn for i in f.steps)
+        elif f.kind == "degenerate_output":
+            assert f.steps == (f.of_step,) and 0 < f.tokens <= steps[f.of_step].tokens_out + steps[f.of_step].tokens_turn
+        else:
+            assert f.of_step not in f.steps
+            extra = (lambda s: s.tokens_turn) if charge_turn else (lambda s: 0)
+            assert f.tokens == sum(steps[i].tokens_in + steps[i].tokens_out + extra(steps[i]) for i in f.steps)
+            assert f.turn_output_tokens == (0 if charge_turn else sum(steps[i].tokens_turn for i in f.steps))
+    # every rejected step is charged, as a rejected action
+    for i, s in enumerate(steps):
+        if s.rejected:
+            assert any(f.kind == "rejected_action" and i in f.steps for f in r.findings)
 
 
 @SETTINGS
@@ -190,24 +237,24 @@ def test_a_trace_of_distinct_steps_has_no_finding(impl_name, spec):
         args = {"old_string": f"o{i}", "new_string": f"n{i}"} if is_edit else {"i": i}
         steps.append(Step("s", turn, kind, f"tool{i}", f"t{i}" if has_target else None, args, f"r{i}", None, 10, 0))
     trace = Trace(steps)
-    assert analyse_burn(trace).findings == ()
+    assert analyse_burn(trace, impl=impl_name).findings == ()
     assert not any(charges(impl_name, trace)[0])
 
 
 @SETTINGS
-@given(trace=traces_st, extra=st.lists(step_st, min_size=1, max_size=15))
-def test_appending_steps_never_removes_a_finding(impl_name, trace, extra):
-    # later steps arrive in later turns: a finding, once made, stays
+@given(trace=rich_traces_st, extra=st.lists(step_st, min_size=1, max_size=15))
+def test_appending_steps_never_uncharges_a_step(impl_name, trace, extra):
+    # later steps arrive in later turns: a charged step stays charged (a later redo may name
+    # it as part of its oscillation instead)
     last_turn = trace.steps[-1].turn if trace.steps else 0
     longer = Trace(trace.steps + build(extra, turn0=last_turn + 1).steps)
     codes, of = charges(impl_name, trace)
     codes2, of2 = charges(impl_name, longer)
     for i, code in enumerate(codes):
         if code:
-            assert (codes2[i], of2[i]) == (code, of[i])
-    before = {(f.kind, i) for f in analyse_burn(trace).findings for i in f.steps}
-    after = {(f.kind, i) for f in analyse_burn(longer).findings for i in f.steps}
-    assert before <= after
+            assert codes2[i] != 0
+            if code != 3 and codes2[i] != 3:
+                assert (codes2[i], of2[i]) == (code, of[i])
     # encoded side by side, the two traces stay independent
     res = analyse_encoded(encode([trace, longer]), impl=impl_name)
     assert np.array_equal(res.finding[:len(trace)], np.asarray(codes, dtype=np.int8))

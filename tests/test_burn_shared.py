@@ -27,7 +27,13 @@ def test_real_reports_are_sane(real):
         assert 0 <= r.wasted_tokens <= r.total_tokens == t.total_tokens
         assert r.steps == len(t) and r.tokens_estimated == t.tokens_estimated
         for f in r.findings:
-            assert f.of_step < min(f.steps) and max(f.steps) < len(t)
+            assert max(f.steps) < len(t) and len(f.refs) == len(f.steps)
+            if f.kind == "rejected_action":
+                assert f.of_step is None and all(t.steps[i].rejected for i in f.steps)
+            elif f.kind == "degenerate_output":
+                assert f.steps == (f.of_step,)
+            else:
+                assert f.of_step < min(f.steps) and f.of_ref == t.steps[f.of_step].ref
     overall = BurnReport.combine(reports)
     assert overall.traces == len(traces)
     assert overall.wasted_tokens == sum(v["tokens"] for v in overall.by_kind.values())

@@ -130,3 +130,59 @@ def test_collect_restores_the_garbage_collector_even_on_error(tmp_path):
         assert not gc.isenabled()  # a caller's choice is kept, not overridden
     finally:
         gc.enable()
+
+
+def test_findings_cite_the_traces_own_coordinates_in_text_json_and_html(tmp_path):
+    import json as _json
+
+    from loopcore.report import collect, render_html, render_text, to_json
+    from rich.console import Console
+
+    big = "\n".join(f"line {i} of the module, long enough to count" for i in range(40))
+    rows = [
+        {"session": "s", "turn": 0, "kind": "observe", "name": "Read", "target": "a.py", "args": {"file_path": "a.py"},
+         "result": big, "tokens_in": 500, "tokens_out": 10, "ref": {"message": 114}},
+        {"session": "s", "turn": 1, "kind": "observe", "name": "Read", "target": "a.py", "args": {"file_path": "a.py"},
+         "result": big, "tokens_in": 500, "tokens_out": 10, "tokens_turn": 3000, "ref": {"message": 116}},
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(_json.dumps(r) for r in rows) + "\n")
+    report = collect([str(path)])
+    (f,) = report.overall.findings
+    assert (f.steps, f.refs, f.of_ref, f.tokens, f.turn_output_tokens) == ((1,), ({"message": 116},), {"message": 114}, 510, 3000)
+    data = _json.loads(to_json(report))
+    jf = data["traces"][0]["report"]["findings"][0] if "report" in data["traces"][0] else data["traces"][0]["findings"][0]
+    assert jf["refs"] == [{"message": 116}] and jf["of_ref"] == {"message": 114} and jf["turn_output_tokens"] == 3000
+    console = Console(record=True, width=200)
+    render_text(report, console)
+    text = console.export_text()
+    assert "messages[116]" in text and "3,000 tokens of the same turns" in text and "~" not in text
+    html = render_html(report)
+    assert "1 (messages[116])" in html
+    charged = collect([str(path)], charge_turn_output=True).overall.findings[0]
+    assert charged.tokens == 3510 and charged.turn_output_tokens == 0
+
+
+def test_cli_findings_are_the_same_on_either_twin(tmp_path):
+    # the CLI runs analyse_burn, which runs the live kernel: a pure run gives the same findings
+    import json as _json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    fixtures = pathlib.Path(__file__).parent / "fixtures"
+    inputs = [str(fixtures / name) for name in ("mini_swe_agent_v1.json", "mini_swe_agent_v2.json", "openai_chat.json",
+                                                  "loopcore_steps.jsonl", "swe_agent_text.json")]
+    out = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, LOOPCORE_NO_EXTENSIONS=flag, PYTHONPATH=str(pathlib.Path(__file__).parent.parent / "src"))
+        path = tmp_path / f"report{flag}.json"
+        subprocess.run([sys.executable, "-m", "loopcore", "analyse", *inputs, "--json", str(path)], env=env, check=True,
+                       capture_output=True)
+        data = _json.loads(path.read_text())
+        out[flag] = (data["traces"], data["overall"], data["implementation"])
+    assert out["0"][0] == out["1"][0] and out["0"][1] == out["1"][1]
+    assert out["1"][2] == "py"
+    assert out["0"][1]["by_kind"]["rejected_action"]["steps"] >= 2  # there is something to compare
+    assert all("refs" in f and "of_ref" in f for t in out["0"][0] for f in t["findings"])

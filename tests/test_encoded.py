@@ -7,10 +7,14 @@ import pytest
 from loopcore import canonical_hash
 from loopcore.burn import Step, Trace, analyse_many
 from loopcore.encoded import (
+    ABSOLUTE,
     ERROR,
     ESTIMATED,
     FINDING_KINDS,
     HAS_OUTCOME,
+    NO_OP,
+    REJECTED,
+    BurnSettings,
     EncodedTrace,
     analyse_encoded,
     encode,
@@ -49,12 +53,13 @@ def test_encode_columns():
     assert enc.result_hash[0] == canonical_hash(["A", None])
     assert enc.result_hash[4] == canonical_hash([None, "exit 2"])
     assert enc.result_hash[5] == 0
-    assert enc.flags.tolist() == [1, 1, 1, 1 | ESTIMATED, HAS_OUTCOME | ERROR, 0, 1, 0]
+    assert enc.flags.tolist() == [1, 1, 1, 1 | ESTIMATED | ABSOLUTE, HAS_OUTCOME | ERROR, 0, 1, 0]
     assert enc.error.tolist() == [False] * 4 + [True] + [False] * 3
     assert enc.has_outcome.tolist() == [True] * 5 + [False, True, False]
     for col, dtype in (("session", np.int32), ("turn", np.int64), ("kind", np.uint8), ("tool", np.int32),
                        ("target", np.int32), ("args_hash", np.uint64), ("result_hash", np.uint64),
-                       ("flags", np.uint8), ("tokens", np.int64), ("call", np.int32)):
+                       ("flags", np.uint8), ("tokens", np.int64), ("call", np.int32), ("reads", np.int32),
+                       ("writes", np.int32), ("turn_tokens", np.int64), ("degen", np.int64)):
         assert getattr(enc, col).dtype == dtype and getattr(enc, col).flags.c_contiguous
 
 
@@ -129,8 +134,9 @@ def test_analysis_arrays_and_repr(impl):
     traces = sample() + [Trace([s(i, "observe", "Grep", None, {"q": 1}, "hits", session="g") for i in range(3)])]
     res = analyse_encoded(encode(traces), impl=impl.name)
     assert res.finding.dtype == np.int8 and res.of_step.dtype == np.int32
-    assert res.by_kind_tokens.shape == res.by_kind_steps.shape == (3, 4)
+    assert res.by_kind_tokens.shape == res.by_kind_steps.shape == (3, 6)
     assert res.finding[-3:].tolist() == [0, 2, 2] and res.of_step[-3:].tolist() == [-1, 0, 1]
+    assert res.charge[-3:].tolist() == [0, 11, 11] and res.charge.dtype == np.int64
     assert res.by_kind_steps[2, FINDING_KINDS.index("duplicate_call")] == 2
     reports = analyse_many(traces, impl=impl.name)
     assert res.total_tokens.tolist() == [r.total_tokens for r in reports]
@@ -140,9 +146,10 @@ def test_analysis_arrays_and_repr(impl):
 
 def _columns(enc):
     return dict(
-        kind=enc.kind, turn=enc.turn, tokens=enc.tokens, flags=enc.flags, result_hash=enc.result_hash,
+        kind=enc.kind, turn=enc.turn, tokens=enc.tokens, turn_tokens=enc.turn_tokens, degen=enc.degen,
+        flags=enc.flags, result_hash=enc.result_hash,
         target=enc.target, target_offsets=enc.target_offsets, target_members=enc.target_members,
-        call=enc.call, obs=enc.obs, skey=enc.skey, sval=enc.sval, edit=enc.edit, undo=enc.undo,
+        reads=enc.reads, writes=enc.writes, call=enc.call, obs=enc.obs, skey=enc.skey, sval=enc.sval, edit=enc.edit, undo=enc.undo,
         trace_offsets=enc.trace_offsets, n_targets=enc.n_targets, n_calls=enc.n_calls, n_obs=enc.n_obs,
         n_skeys=enc.n_skeys, n_svals=enc.n_svals, n_edits=enc.n_edits,
     )
@@ -153,7 +160,11 @@ def _columns(enc):
     (lambda c: c.update(trace_offsets=np.array([0, 3], dtype=np.int64)), "trace_offsets"),
     (lambda c: c.update(trace_offsets=np.array([0, 7, 6, 8], dtype=np.int64)), "non-decreasing"),
     (lambda c: c.update(call=np.where(np.arange(8) == 2, 99, c["call"]).astype(np.int32)), "call"),
-    (lambda c: c.update(call=np.where(np.arange(8) == 2, -1, c["call"]).astype(np.int32)), "call"),
+    (lambda c: c.update(call=np.where(np.arange(8) == 2, -2, c["call"]).astype(np.int32)), "call"),
+    (lambda c: c.update(reads=np.where(np.arange(8) == 2, -3, c["reads"]).astype(np.int32)), "reads"),
+    (lambda c: c.update(writes=np.where(np.arange(8) == 2, 50, c["writes"]).astype(np.int32)), "writes"),
+    (lambda c: c.update(turn_tokens=np.where(np.arange(8) == 2, -1, c["turn_tokens"]).astype(np.int64)), "token"),
+    (lambda c: c.update(degen=c["degen"][:-1]), "degen has"),
     (lambda c: c.update(target=np.where(np.arange(8) == 2, 50, c["target"]).astype(np.int32)), "target"),
     (lambda c: c.update(kind=np.where(np.arange(8) == 2, 9, c["kind"]).astype(np.uint8)), "kind"),
     (lambda c: c.update(n_svals=0), "sval"),
@@ -183,3 +194,39 @@ def test_kernel_accepts_read_only_columns(impl):
 
 def test_kernel_twins_share_the_question_loop_threshold(impl):
     assert impl.burn.QUESTION_LOOP_MIN_TURNS == 3
+
+
+def test_reads_and_writes_columns():
+    t = Trace([
+        s(0, "mutate", "bash", "p.txt", {"command": "git diff -- a.py > p.txt"}, "", reads=("a.py",), writes=("p.txt",)),
+        s(1, "observe", "Read", "a.py", {"p": "a.py"}, "A"),
+        s(2, "exec", "bash", None, {"command": "make"}, "ok"),
+        s(3, "mutate", "Edit", "a.py", {"old_string": "x", "new_string": "x"}, "ok"),  # a no-op
+        s(4, "other", "", text="just talking"),
+        s(5, "other", "bash", rejected="format error"),
+    ])
+    enc = encode(t)
+    name = lambda ts: None if ts < 0 else [enc.targets[m] for m in enc.target_members[enc.target_offsets[ts]:enc.target_offsets[ts + 1]]]
+    assert [name(x) for x in enc.reads[:2]] == [["a.py", "p.txt"], ["a.py"]]  # what it reads and writes
+    assert name(enc.writes[0]) == ["p.txt"] and enc.writes[1] == -1
+    assert enc.reads[2] == -2 and enc.writes[2] == -2  # an exec reads anything, writes everything
+    assert enc.writes[3] == -1 and enc.flags[3] & NO_OP  # a no-op writes nothing
+    assert enc.call[4] == -1 and enc.call[5] == -1  # nothing ran
+    assert enc.flags[5] & REJECTED
+
+
+def test_substantial_outcomes_key_observations_by_target():
+    big = "\n".join(f"line {i} of a.py" for i in range(40))
+    t = Trace([
+        s(0, "observe", "bash", "a.py", {"command": "cat a.py"}, big),
+        s(1, "observe", "bash", "a.py", {"command": "sed -n '1,400p' a.py"}, big),
+        s(2, "observe", "bash", "a.py", {"command": "grep x a.py"}, ""),
+        s(3, "observe", "bash", "a.py", {"command": "grep y a.py"}, ""),
+    ])
+    enc = encode(t)
+    assert enc.obs[0] == enc.obs[1]  # same substantial text of the same target
+    assert enc.obs[2] != enc.obs[3]  # short: only the same call is the same observation
+    strict = encode(t, BurnSettings(substantial_chars=10**6))
+    assert strict.obs[0] != strict.obs[1]
+    with pytest.raises(ValueError, match="substantial_chars"):
+        BurnSettings(substantial_chars=-1)

@@ -16,7 +16,7 @@ HEAVY = ("numpy", "rich", "loopcore.adapters", "loopcore.burn", "loopcore.encode
 PUBLIC = [
     "HASH_FORMAT_VERSION", "KINDS", "MAX_DEPTH", "NO_EXTENSIONS", "Step", "Trace", "__version__", "canonical_hash",
     "implementation", "ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", "PolicyError", "guarded",
-    "BurnReport", "EncodedAnalysis", "EncodedTrace", "Finding", "RepeatCheck", "analyse_burn", "analyse_encoded",
+    "BurnReport", "BurnSettings", "EncodedAnalysis", "EncodedTrace", "Finding", "RepeatCheck", "analyse_burn", "analyse_encoded",
     "analyse_many", "encode", "would_repeat", "FORMATS", "LoadStats", "PROFILES", "Profile", "TraceFormatError",
     "classify", "classify_shell", "detect_format", "load",
 ]

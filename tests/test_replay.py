@@ -49,6 +49,21 @@ def test_a1_todo_budget_replayed_warns_then_blocks_and_counts_blocked_tokens():
     assert block.tool == "TodoWrite" and block.message and block.count >= 50
 
 
+def test_replay_events_carry_the_traces_own_coordinate_and_skip_turns_that_ran_nothing():
+    steps = todo_writes(30)
+    for i, s in enumerate(steps):
+        s.ref = {"line": i + 1}
+    # a plain reply and a rejected action between the writes: nothing ran, no verdict
+    steps.insert(5, Step("s1", 0, "other", "", text="thinking out loud", tokens_out=50))
+    steps.insert(6, Step("s1", 0, "other", "TodoWrite", None, "{bad json", rejected="arguments are not valid JSON"))
+    rep = replay_trace(Trace(steps), _guard())
+    assert rep.events and all(e.ref == {"line": steps[e.step].ref["line"]} for e in rep.events)
+    assert not any(e.step in (5, 6) for e in rep.events)
+    assert rep.events[0].to_dict()["ref"] == steps[rep.events[0].step].ref
+    # the 25th write is still the first warning: the steps that ran nothing did not count
+    assert rep.events[0].step == 24 + 2
+
+
 def test_a2_the_same_calls_spread_over_sessions_never_warn():
     steps = [s for k in range(10) for s in todo_writes(10, session=f"s{k}")]
     rep = replay_trace(Trace(steps), _guard())

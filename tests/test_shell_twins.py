@@ -2,7 +2,8 @@
 shell command of the real traces, and pathological inputs (deep nesting, huge commands).
 
 The pure twin (loopcore._shell_py) is the reference; the compiled one (loopcore._native_shell)
-must match it on the result of ``classify_shell`` and on the lexer's split (``lex``), and raise
+must match it on the result of ``classify_shell`` and ``classify_shell_access`` (what a command
+reads and writes) and on the lexer's split (``lex``), and raise
 exactly when it raises (neither ever does).
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ def outcome(fn, arg):
 def assert_same(twins, command):
     c, py = twins
     assert outcome(c.classify_shell, command) == outcome(py.classify_shell, command), repr(command)
+    assert outcome(c.classify_shell_access, command) == outcome(py.classify_shell_access, command), repr(command)
     if isinstance(command, str):
         assert outcome(c.lex, command) == outcome(py.lex, command), repr(command)
 
@@ -58,7 +60,10 @@ ARGS = [
     # git subcommands and their arguments
     "apply", "checkout", "switch", "restore", "stash", "list", "show", "branch", "tag", "remote", "config",
     "-d", "-D", "--delete", "--list", "--get", "get-url", "diff", "log", "status", "blame", "add", "commit",
-    "clean", "rev-parse", "ls-files", "worktree", "fetch", "unknown-sub",
+    "clean", "rev-parse", "ls-files", "worktree", "fetch", "unknown-sub", "reset", "--hard", "HEAD~1", "main",
+    "src/x.cfg", "v1.2", ":/", "*",
+    # sed scripts: literal no-op substitutions and ones that are not
+    "'s/x/x/'", "'s/return a/return a/g'", "'s|a|a|'", "'s/a.b/a.b/'", "'s/x/y/'", "'s///'", "'264a y'",
     # apply_patch bodies
     "'*** Begin Patch\n*** Update File: p.py\n*** Move to: q.py\n*** End Patch'",
 ]
@@ -207,15 +212,23 @@ def test_twins_agree_on_every_shared_trace_command(twins, shared_traces, monkeyp
 
     seen: dict[str, None] = {}
     original = profiles.classify_shell
+    original_access = profiles.classify_shell_access
 
     def recording(command):
         seen[command] = None
         return original(command)
 
-    monkeypatch.setattr(profiles, "classify_shell", recording)  # shell_rule looks it up per call
+    def recording_access(command):
+        seen[command] = None
+        return original_access(command)
+
+    # the shell rules look these up per call
+    monkeypatch.setattr(profiles, "classify_shell", recording)
+    monkeypatch.setattr(profiles, "classify_shell_access", recording_access)
     for _ in load(shared_traces):
         pass
     assert len(seen) > 1000, "the traces should hold thousands of shell commands"
     c, py = twins
-    differ = [cmd for cmd in seen if c.classify_shell(cmd) != py.classify_shell(cmd) or c.lex(cmd) != py.lex(cmd)]
+    differ = [cmd for cmd in seen if c.classify_shell(cmd) != py.classify_shell(cmd) or c.lex(cmd) != py.lex(cmd)
+              or c.classify_shell_access(cmd) != py.classify_shell_access(cmd)]
     assert differ == [], f"{len(differ)} commands differ, e.g. {differ[0][:200]!r}"

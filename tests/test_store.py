@@ -268,3 +268,15 @@ def _doc_queries() -> dict[str, str]:
         if first.startswith("-- "):
             out[first[3:].strip()] = rest
     return out
+
+
+def test_the_run_settings_are_kept_for_the_reanalysis(corpus, tmp_path):
+    from loopcore.burn import BurnSettings
+
+    if "charge_turn_output" not in BurnSettings.__dataclass_fields__:
+        pytest.skip("this analysis has no turn-output setting")
+    root, a, b = tmp_path / "store", tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["analyse", str(corpus), "--charge-turn-output", "--parquet", str(root), "--json", str(a)]) == 0
+    assert main(["analyse", str(root), "--json", str(b)]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert json.loads(a.read_bytes()) == json.loads(to_json(collect([str(corpus)], charge_turn_output=True)))

@@ -89,6 +89,64 @@ SHELL_CASES = [
 @pytest.mark.parametrize("cmd,kind,target", SHELL_CASES)
 def test_shell_classifier(impl, cmd, kind, target):
     assert impl.shell.classify_shell(cmd) == (kind, target)
+    # what the command reads and writes never contradicts its kind and target
+    k, t, reads, writes, no_op = impl.shell.classify_shell_access(cmd)
+    assert (k, t) == (kind, target)
+    if kind == "exec":
+        assert (reads, writes, no_op) == (None, None, False)
+    elif kind == "observe":
+        assert writes == () and not no_op
+    elif kind == "mutate":
+        assert writes is None if target is None else set(writes) == set(t if isinstance(t, tuple) else (t,))
+
+
+# (command, reads, writes, no_op); None = anything / everything
+ACCESS_CASES = [
+    ("git diff -- a.py > p.txt", ("a.py",), ("p.txt",), False),
+    ("git diff > p.txt", (), ("p.txt",), False),
+    ("git checkout -- a.py", (), ("a.py",), False),
+    ("git checkout a.py", (), ("a.py",), False),
+    ("git checkout src/x.py b.py", (), ("src/x.py", "b.py"), False),
+    ("git restore a.py", (), ("a.py",), False),
+    ("git checkout main", (), None, False),
+    ("git checkout HEAD~1", (), None, False),
+    ("git checkout -b fix", (), None, False),
+    ("git checkout .", (), None, False),
+    ("git checkout -- src/", (), None, False),
+    ("git stash", (), None, False),
+    ("git reset --hard", (), None, False),
+    ("sed -i 's/return a/return a/' f.py", ("f.py",), ("f.py",), True),
+    ("sed -i 's/x/x/g' f.py", ("f.py",), ("f.py",), True),
+    ("sed -i -e 's|a|a|' f.py", ("f.py",), ("f.py",), True),
+    ("sed -i 's/a.b/a.b/' f.py", ("f.py",), ("f.py",), False),  # a regex: "axb" becomes "a.b"
+    ("sed -i 's/x/y/' f.py", ("f.py",), ("f.py",), False),
+    ("sed -i 's/x/x/' f.py && cat f.py", ("f.py",), ("f.py",), False),
+    ("sed -i '264a x' a.py", ("a.py",), ("a.py",), False),
+    ("echo 'x' > fix.py", (), ("fix.py",), False),
+    ("echo 'y' >> fix.py", ("fix.py",), ("fix.py",), False),
+    ("cat a.py", ("a.py",), (), False),
+    ("grep -n 'class A' f.py", ("f.py",), (), False),
+    ("git status", None, (), False),
+    ("cat $f", None, (), False),
+    ("python3 fix.py", None, None, False),
+    ("echo hi", (), (), False),
+]
+
+
+@pytest.mark.parametrize("cmd,reads,writes,no_op", ACCESS_CASES)
+def test_shell_reads_and_writes(impl, cmd, reads, writes, no_op):
+    assert impl.shell.classify_shell_access(cmd)[2:] == (reads, writes, no_op)
+
+
+def test_profiles_give_reads_and_writes():
+    from loopcore.taxonomy.profiles import PROFILES
+
+    p = PROFILES["generic"]
+    assert p.access("bash", {"command": "git diff -- a.py > p.txt"}) == ("mutate", "p.txt", ("a.py",), ("p.txt",), False)
+    assert p.access("Read", {"file_path": "a.py"}) == ("observe", "a.py", None, None, False)
+    assert p.access("Write", {"file_path": "a.py", "content": "x"}) == ("mutate", "a.py", None, None, False)
+    assert p.access("Bash", {"command": ["bash", "-lc", "cat a.py"]}) == ("observe", "a.py", ("a.py",), (), False)
+    assert p.access("nosuch", {}) == ("exec", None, None, None, False)
 
 
 def test_the_dispatcher_caches_the_live_twin():

@@ -46,7 +46,7 @@ except ImportError:
 from loopcore import _shell_py as _ref
 from loopcore._shell_py import parse_patch_targets
 
-__all__ = ["classify_shell", "lex", "parse_patch_targets"]
+__all__ = ["classify_shell", "classify_shell_access", "lex", "parse_patch_targets"]
 
 # The pure twin's tables (one copy of the rules), bound to typed module globals.
 cdef frozenset _PREFIX_WORDS = _ref._PREFIX_WORDS
@@ -915,7 +915,7 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
         # the first operand is the script, unless -e/-f gave it
         ops = _operands(words, opts, 0 if _any_opt(words, _SED_SCRIPT_OPTS, u"--expression=", u"--file=") else 1)
         if inplace:
-            return _part(K_MUTATE, _EMPTY, ops, not ops)
+            return _part(K_MUTATE, ops, ops, not ops)  # an in-place edit reads what it rewrites
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_AWK:
         inplace = u"inplace" in words and u"-i" in words
@@ -1063,10 +1063,40 @@ cdef _Part _classify_git(list words):
         if sub in _GIT_STATE_ONLY:
             # Only git's own state changes; the working tree is as it was.
             return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)
+        if sub == u"checkout" and not paths and u"--" not in args:
+            # "git checkout a.py" restores a file, "git checkout main" switches branches
+            ops = []
+            all_files = True
+            for a in args:
+                if _is_option(a):
+                    all_files = False
+                    break
+                if not _looks_like_file(a):
+                    all_files = False
+                    break
+                ops.append(a)
+            if ops and all_files:
+                paths = ops
         if sub in _GIT_PATH_WRITERS and paths:
+            for a in paths:
+                if _is_tree(a):
+                    return _UNKNOWN_MUTATION
             return _part(K_MUTATE, _EMPTY, paths, False)
         return _UNKNOWN_MUTATION
     return _EXEC
+
+
+cdef bint _looks_like_file(str a):
+    # the last path part has an extension (a.py), and no revision syntax (HEAD~1, main^, rev:path)
+    cdef Py_ssize_t slash = a.rfind(u"/")
+    cdef str last = a[slash + 1:]
+    cdef Py_ssize_t dot = last.rfind(u".")
+    return 0 < dot < len(last) - 1 and not (_has(a, u'~') or _has(a, u'^') or _has(a, u':'))
+
+
+cdef bint _is_tree(str p):
+    # a folder (the whole tree, "src/"): what it writes is unknown
+    return p == u"." or p == u"./" or p == u"*" or p == u":/" or p.endswith(u"/")
 
 
 cdef str _normpath(str path):
@@ -1185,6 +1215,11 @@ cdef _Part _classify_script(str script, int depth):
                         mutated = list(mutated)
                         own_mut = True
                     mutated.append(target)
+                    if op == _APPEND:  # an append's result depends on what was there
+                        if not own_obs:
+                            observed = list(observed)
+                            own_obs = True
+                        observed.append(target)
                     if kind == K_OTHER or kind == K_OBSERVE:
                         kind = K_MUTATE
                 elif op == _IN:
@@ -1272,3 +1307,66 @@ def classify_shell(command):
                 break
         return ("observe", _pack(observed))
     return (_KIND_NAMES[part.kind], None)
+
+
+cdef tuple _access_tuple(list targets):
+    cdef object packed = _pack(targets)
+    if packed is None:
+        return ()
+    return <tuple>packed if isinstance(packed, tuple) else (packed,)
+
+
+cdef bint _no_op_command(str command):
+    # one simple "sed -i" part whose scripts replace a literal text by itself
+    cdef list segs = _lex_all(command)
+    cdef _Seg seg
+    cdef list words
+    if len(segs) != 1:
+        return False
+    seg = <_Seg>segs[0]
+    if seg.redirs:
+        return False
+    words = seg.words
+    if not words or not (words[0] == u"sed" or words[0] == u"gsed"):
+        return False
+    return _ref._sed_no_op(words)  # the script test is a regex, read once per distinct command
+
+
+def classify_shell_access(command):
+    """(kind, target, reads, writes, no_op) of a shell command; never raises.
+
+    The pure twin's ``classify_shell_access`` documents the answer. Uncached;
+    ``loopcore.taxonomy.shell.classify_shell_access`` is the cached one.
+    """
+    cdef _Part part
+    cdef bint unknown
+    cdef str t
+    cdef object reads
+    cdef tuple writes
+    if not isinstance(command, str):
+        return ("exec", None, None, None, False)
+    part = _classify_script(<str>command, 0)
+    if part.kind == K_EXEC:
+        return ("exec", None, None, None, False)
+    if part.kind == K_OTHER:
+        return ("other", None, (), (), False)
+    reads = None
+    for t in part.obs:
+        if _unresolved(t):
+            break
+    else:
+        reads = _access_tuple(part.obs)
+        if part.kind == K_OBSERVE and not reads:
+            reads = None
+    if part.kind == K_OBSERVE:
+        return ("observe", _pack([t for t in part.obs if not _unresolved(t)]), reads, (), False)
+    unknown = part.unk
+    if not unknown:
+        for t in part.mut:
+            if _unresolved(t):
+                unknown = True
+                break
+    if unknown:
+        return ("mutate", None, reads, None, False)
+    writes = _access_tuple(part.mut)
+    return ("mutate", _pack(part.mut), reads, writes, _no_op_command(<str>command))

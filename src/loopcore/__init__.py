@@ -48,12 +48,13 @@ __all__ += ["ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", 
 # --- end guard ---
 
 # --- burn analysis: import from .burn / .encoded only ---
-_LAZY.update(dict.fromkeys(("BurnReport", "Finding", "RepeatCheck", "analyse_burn", "analyse_many", "would_repeat"),
+_LAZY.update(dict.fromkeys(("BurnReport", "BurnSettings", "Finding", "RepeatCheck", "analyse_burn", "analyse_many", "would_repeat"),
                            ".burn"))
 _LAZY.update(dict.fromkeys(("EncodedAnalysis", "EncodedTrace", "analyse_encoded", "encode"), ".encoded"))
 
 __all__ += [
     "BurnReport",
+    "BurnSettings",
     "EncodedAnalysis",
     "EncodedTrace",
     "Finding",

@@ -1,10 +1,44 @@
-"""Pure-Python twin of the burn kernel: the same loop as src/_native/burn.pyx, step for step.
+"""The burn rules, pure-Python reference: the one place they are written down as code.
 
-It works on the columns of an :class:`loopcore.encoded.EncodedTrace` (ints only) and must give
-exactly what the compiled kernel gives; both must equal ``loopcore.burn.analyse_burn``, the
-readable reference. Rules (see loopcore.burn): per-target epochs advanced by mutations, an exec
-or a target-less mutation advances every epoch; priority oscillation > redundant_observation >
-duplicate_call > question_loop; a step is charged at most once; first occurrences never.
+``analyse_columns`` works on the integer columns of an :class:`loopcore.encoded.EncodedTrace`
+and charges every step; ``loopcore.burn.analyse_burn``, ``analyse_many`` and ``loopcore
+analyse`` all run it (or its compiled twin ``loopcore._native_burn``, src/_native/burn.pyx,
+which must give exactly the same arrays). docs/burn.md explains every rule with examples.
+
+Per step, in order (a step is charged at most once, so ``wasted <= total``):
+
+1. ``rejected_action``: the harness rejected the step's action (flag REJECTED): charged its
+   whole turn (result, call and turn tokens). Nothing ran, so it changes no table.
+2. ``oscillation``, three forms:
+   a. an error-free edit whose (old, new) swaps an earlier edit's of the same target, with no
+      exec or untargeted write between (adding a debug print, running, removing it is care);
+   b. a content state returning to one seen before, after the agent mutated the target and a
+      different state was seen in between, with no exec or untargeted write between;
+   c. a redo: an error-free single-target mutation with the same call as an earlier one of
+      that target, after another mutation of the target (the undo), when the redo provably
+      lands on the earlier result: the call writes a whole known content (flag ABSOLUTE), the
+      undo was the exact inverse edit, or the steps after the redo replay the steps after the
+      first application (same calls, same outcomes) and that replay includes an observation of
+      the target and some other repeated work (a re-run that taught nothing new), or the
+      undo (the first write of the target after the first application) was followed by the
+      redo with no exec in between (nothing ran that could have told the agent something). Charged: the redo, its replay, and for a redo whose result depends on the
+      state it was applied to, the undo (it returned the target to that state); all of them
+      with ``of_step`` the first application. Exec steps do
+      not break this form: the evidence is what the agent saw.
+3. ``redundant_observation``: an observe whose obs key (target set + outcome, plus the call
+   when the outcome is not substantial) was seen before, nothing it reads written since.
+4. ``duplicate_call``: the same call (tool + canonical args) as an earlier step, nothing it
+   reads written since, and the same outcome where both recorded one.
+5. ``question_loop``: the asks of the 2nd and later turns of a run of at least
+   QUESTION_LOOP_MIN_TURNS consecutive ask-only turns (a second pass).
+6. ``degenerate_output``: the repeated part of a reply that loops on itself (``degen`` tokens,
+   computed by encode() from the reply text with loopcore.textloop.repeated_spans), on a step nothing else charged.
+
+"Written since j" for a step whose ``reads`` column is the set R (what it reads and what it
+writes: writing a file again matters once something else changed it): a write of a member of
+R, or of everything, strictly after j; a step that reads anything (R = -2) is changed by any write after j. A
+provable no-op (writes = -1) writes nothing. Charges: a finding of kinds 2-5 costs the step's
+``tokens`` (result + call), plus its ``turn_tokens`` when ``charge_turn`` is set.
 
 Scratch tables hold *global* step indices, so an entry left by an earlier trace is simply
 older than the current trace's first step and reads as "never seen": no reset between traces.
@@ -13,12 +47,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
+__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
 
 OBSERVE, MUTATE, EXEC, ASK, OTHER = range(5)
-REDUNDANT, DUPLICATE, OSCILLATION, QUESTION = 1, 2, 3, 4
+REDUNDANT, DUPLICATE, OSCILLATION, QUESTION, REJECTED, DEGENERATE = 1, 2, 3, 4, 5, 6
+#: Number of finding kinds (codes 1..N_KINDS).
+N_KINDS = 6
+HAS_OUTCOME, ERROR, ESTIMATED, F_REJECTED, ABSOLUTE = 1, 2, 4, 8, 16
 #: A question loop needs this many consecutive ask-only turns; the first is never charged.
 QUESTION_LOOP_MIN_TURNS = 3
+NOTHING, ANYTHING = -1, -2  # reads / writes that are no target set
 
 
 def _check(n, cols, trace_offsets, target_offsets, target_members, sizes):
@@ -41,23 +79,28 @@ def _check(n, cols, trace_offsets, target_offsets, target_members, sizes):
         if name == "target_members" or not n:
             continue
         col = cols[name]
-        if col.min() < -1 or col.max() >= size:
-            raise ValueError(f"column {name} holds an id outside [-1, {size})")
+        low = -2 if name in ("reads", "writes") else -1
+        if col.min() < low or col.max() >= size:
+            raise ValueError(f"column {name} holds an id outside [{low}, {size})")
     if n and np.any(((cols["skey"] >= 0) != (cols["sval"] >= 0)) | ((cols["skey"] >= 0) & (cols["target"] < 0))):
         raise ValueError("skey and sval must be both set or both -1, and a state key needs a target set")
+    if n and (np.any(cols["tokens"] < 0) or np.any(cols["turn_tokens"] < 0) or np.any(cols["degen"] < 0)):
+        raise ValueError("token columns must be >= 0")
 
 
 def analyse_columns(
-    kind, turn, tokens, flags, result_hash, target, target_offsets, target_members, call, obs, skey, sval,
-    edit, undo, trace_offsets, n_targets, n_calls, n_obs, n_skeys, n_svals, n_edits,
+    kind, turn, tokens, turn_tokens, degen, flags, result_hash, target, target_offsets, target_members,
+    reads, writes, call, obs, skey, sval, edit, undo, trace_offsets,
+    n_targets, n_calls, n_obs, n_skeys, n_svals, n_edits, charge_turn=False,
 ):
-    """Charge every step of the encoded traces; returns (finding, of_step, total, wasted,
-    by_kind_tokens, by_kind_steps) as numpy arrays (see EncodedAnalysis). Raises ValueError
-    on inconsistent columns."""
+    """Charge every step of the encoded traces; returns (finding, of_step, charge, total,
+    wasted, by_kind_tokens, by_kind_steps) as numpy arrays (see EncodedAnalysis). Raises
+    ValueError on inconsistent columns."""
     kind = np.asarray(kind)
     n = kind.shape[0]
-    cols = dict(kind=kind, turn=np.asarray(turn), tokens=np.asarray(tokens), flags=np.asarray(flags),
-                result_hash=np.asarray(result_hash), target=np.asarray(target),
+    cols = dict(kind=kind, turn=np.asarray(turn), tokens=np.asarray(tokens), turn_tokens=np.asarray(turn_tokens),
+                degen=np.asarray(degen), flags=np.asarray(flags), result_hash=np.asarray(result_hash),
+                target=np.asarray(target), reads=np.asarray(reads), writes=np.asarray(writes),
                 call=np.asarray(call), obs=np.asarray(obs), skey=np.asarray(skey), sval=np.asarray(sval),
                 edit=np.asarray(edit), undo=np.asarray(undo))
     trace_offsets = np.asarray(trace_offsets)
@@ -65,19 +108,21 @@ def analyse_columns(
     target_members = np.asarray(target_members)
     n_sets = target_offsets.shape[0] - 1
     _check(n, cols, trace_offsets, target_offsets, target_members, dict(
-        target_members=n_targets, target=n_sets, call=n_calls, obs=n_obs, skey=n_skeys,
-        sval=n_svals, edit=n_edits, undo=n_edits))
-    if n and cols["call"].min() < 0:
-        raise ValueError("column call holds -1; every step has a call id")
+        target_members=n_targets, target=n_sets, reads=n_sets, writes=n_sets, call=n_calls, obs=n_obs,
+        skey=n_skeys, sval=n_svals, edit=n_edits, undo=n_edits))
     if n > 0x7FFFFFFF:
         raise ValueError("at most 2**31 - 1 steps per call; analyse bigger encodings in parts")
 
     kind_l = kind.tolist()
     turn_l = cols["turn"].tolist()
     tokens_l = cols["tokens"].tolist()
-    has_l = ((cols["flags"] & 1) != 0).tolist()
+    turn_tok_l = cols["turn_tokens"].tolist()
+    degen_l = cols["degen"].tolist()
+    flags_l = cols["flags"].tolist()
     res_l = cols["result_hash"].tolist()
     target_l = cols["target"].tolist()
+    reads_l = cols["reads"].tolist()
+    writes_l = cols["writes"].tolist()
     call_l = cols["call"].tolist()
     obs_l = cols["obs"].tolist()
     skey_l = cols["skey"].tolist()
@@ -86,16 +131,18 @@ def analyse_columns(
     undo_l = cols["undo"].tolist()
     toff = target_offsets.tolist()
     tmem = target_members.tolist()
+    charge_turn = bool(charge_turn)
 
     n_traces = trace_offsets.shape[0] - 1
     finding = [0] * n
     of_step = [-1] * n
+    charged = [0] * n
     total = [0] * n_traces
     wasted = [0] * n_traces
-    bk_tokens = [[0, 0, 0, 0] for _ in range(n_traces)]
-    bk_steps = [[0, 0, 0, 0] for _ in range(n_traces)]
+    bk_tokens = [[0] * N_KINDS for _ in range(n_traces)]
+    bk_steps = [[0] * N_KINDS for _ in range(n_traces)]
 
-    last_mut = [-1] * n_targets
+    last_mut = [-1] * n_targets  # latest write of this target
     last_call = [-1] * n_calls
     last_obs = [-1] * n_obs
     last_state = [-1] * n_skeys  # latest state id revealed under this key
@@ -103,58 +150,130 @@ def analyse_columns(
     last_edit = [-1] * n_edits
 
     def charge(seg, i, code, j, s0):
+        if code == REJECTED:
+            c = tokens_l[i] + turn_tok_l[i]
+        elif code == DEGENERATE:
+            c = degen_l[i]
+        else:
+            c = tokens_l[i] + (turn_tok_l[i] if charge_turn else 0)
         finding[i] = code
-        of_step[i] = j - s0
-        wasted[seg] += tokens_l[i]
-        bk_tokens[seg][code - 1] += tokens_l[i]
+        of_step[i] = j - s0 if j >= 0 else -1
+        charged[i] = c
+        wasted[seg] += c
+        bk_tokens[seg][code - 1] += c
         bk_steps[seg][code - 1] += 1
+
+    def same_outcome(i, j):
+        # equal outcomes, or an outcome missing on one side
+        return not (flags_l[i] & flags_l[j] & HAS_OUTCOME) or res_l[i] == res_l[j]
 
     for seg in range(n_traces):
         s0 = int(trace_offsets[seg])
         s1 = int(trace_offsets[seg + 1])
-        last_global = -1  # latest exec or target-less mutation
-        last_any = -1  # latest mutation of anything
+        last_global = -1  # latest write of everything (an exec, an untargeted mutation)
+        last_mglobal = -1  # ... by a mutation (git stash, git checkout BRANCH): an undo of any target
+        last_any = -1  # latest write of anything
+
+        def changed(j, r):
+            """Was anything the reads r depend on written strictly after step j?"""
+            if r == NOTHING:
+                return False
+            if r == ANYTHING:
+                return last_any > j
+            if last_global > j:
+                return True
+            for m in range(toff[r], toff[r + 1]):
+                if last_mut[tmem[m]] > j:
+                    return True
+            return False
+
         for i in range(s0, s1):
             k_i = kind_l[i]
+            f_i = flags_l[i]
             ts = target_l[i]
-            code = 0
-            j = -1
-
-            # oscillation, form 1: an error-free edit that swaps an earlier edit's old/new
-            u = undo_l[i]
-            if u >= 0:
-                j = last_edit[u]
-                if j >= s0 and last_global < j:
-                    code = OSCILLATION
-            # oscillation, form 2: content returns to a state seen before a different one
-            if code == 0:
-                sk = skey_l[i]
-                if sk >= 0:
-                    j = last_sval[sval_l[i]]
-                    if j >= s0 and last_global < j and last_state[sk] != sval_l[i]:
-                        # ... and the agent changed the target since (latest mutation of it)
-                        mut_t = -1
-                        for m in range(toff[ts], toff[ts + 1]):
-                            if last_mut[tmem[m]] > mut_t:
-                                mut_t = last_mut[tmem[m]]
-                        if mut_t > j:
+            if f_i & F_REJECTED:
+                charge(seg, i, REJECTED, -1, s0)
+                continue  # nothing ran: no table changes
+            if finding[i] == 0:  # else an earlier redo charged it as its replay
+                code = 0
+                j = -1
+                # oscillation a: an error-free edit that swaps an earlier edit's old/new
+                u = undo_l[i]
+                if u >= 0:
+                    j = last_edit[u]
+                    if j >= s0 and last_global < j:
+                        code = OSCILLATION
+                # oscillation b: content returns to a state seen before a different one
+                if code == 0:
+                    sk = skey_l[i]
+                    if sk >= 0:
+                        j = last_sval[sval_l[i]]
+                        if j >= s0 and last_global < j and last_state[sk] != sval_l[i]:
+                            # ... and the agent changed the target since (latest write of it)
+                            mut_t = -1
+                            for m in range(toff[ts], toff[ts + 1]):
+                                if last_mut[tmem[m]] > mut_t:
+                                    mut_t = last_mut[tmem[m]]
+                            if mut_t > j:
+                                code = OSCILLATION
+                # oscillation c: a redo of an earlier mutation after an undo
+                if code == 0 and k_i == MUTATE and not f_i & ERROR and ts >= 0 and toff[ts + 1] - toff[ts] == 1 \
+                        and call_l[i] >= 0 and _member(writes_l[i], tmem[toff[ts]], toff, tmem):
+                    j = last_call[call_l[i]]
+                    t = tmem[toff[ts]]
+                    und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
+                    if j >= s0 and kind_l[j] == MUTATE and not flags_l[j] & ERROR and und > j:
+                        absolute = f_i & ABSOLUTE
+                        confirmed = absolute or (und == last_mut[t] and undo_l[und] >= 0 and undo_l[und] == edit_l[j])
+                        # the replay: steps after the redo repeating the steps after the first
+                        # application, call for call and outcome for outcome
+                        length = 0
+                        seen = other = disproved = False
+                        while i + length + 1 < s1 and j + length + 1 < i:
+                            a = i + length + 1
+                            b = j + length + 1
+                            if (call_l[a] < 0 or call_l[a] != call_l[b] or finding[a] != 0
+                                    or (flags_l[a] ^ flags_l[b]) & (HAS_OUTCOME | F_REJECTED) or res_l[a] != res_l[b]):
+                                # the same look at the target showing something else: not redone
+                                disproved = (call_l[a] >= 0 and call_l[a] == call_l[b] and kind_l[a] == OBSERVE
+                                             and _member(reads_l[a], t, toff, tmem))
+                                break
+                            if kind_l[a] == OBSERVE and flags_l[a] & HAS_OUTCOME and _member(reads_l[a], t, toff, tmem):
+                                seen = True
+                            else:
+                                other = True
+                            length += 1
+                        # a replay proves the redo when it shows the target as before and repeats
+                        # other work too (a re-run with the same output: nothing was learned); so
+                        # does an undo followed by the redo with nothing run in between that could
+                        # have told the agent something new
+                        if not confirmed and not absolute and not (seen and other) and not disproved:
+                            confirmed = _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem)
+                        if confirmed or (seen and other):
                             code = OSCILLATION
-            if code == 0:
-                o = obs_l[i]
-                if o >= 0:
-                    j = last_obs[o]
-                    if j >= s0 and not _changed(j, k_i, ts, last_any, last_global, last_mut, toff, tmem):
-                        code = REDUNDANT
-            if code == 0:
-                j = last_call[call_l[i]]
-                if (j >= s0 and not (has_l[i] and has_l[j] and res_l[i] != res_l[j])
-                        and not _changed(j, k_i, ts, last_any, last_global, last_mut, toff, tmem)):
-                    # a repeat is waste only with the same outcome, where both have one
-                    code = DUPLICATE
-            if code:
-                charge(seg, i, code, j, s0)
+                            for q in range(1, length + 1):
+                                charge(seg, i + q, OSCILLATION, j, s0)
+                            if not absolute and und == last_mut[t] and finding[und] == 0 and kind_l[und] == MUTATE:
+                                # the undo returned the target to the state the first
+                                # application started from
+                                charge(seg, und, OSCILLATION, j, s0)
+                if code == 0:
+                    o = obs_l[i]
+                    if o >= 0:
+                        j = last_obs[o]
+                        if j >= s0 and not changed(j, reads_l[i]):
+                            code = REDUNDANT
+                if code == 0:
+                    c = call_l[i]
+                    if c >= 0:
+                        j = last_call[c]
+                        if j >= s0 and same_outcome(i, j) and not changed(j, reads_l[i]):
+                            code = DUPLICATE
+                if code:
+                    charge(seg, i, code, j, s0)
 
-            last_call[call_l[i]] = i
+            if call_l[i] >= 0:
+                last_call[call_l[i]] = i
             if obs_l[i] >= 0:
                 last_obs[obs_l[i]] = i
             if skey_l[i] >= 0:
@@ -162,82 +281,108 @@ def analyse_columns(
                 last_sval[sval_l[i]] = i
             if edit_l[i] >= 0:
                 last_edit[edit_l[i]] = i
-            if k_i == MUTATE:
-                if ts >= 0:
-                    for m in range(toff[ts], toff[ts + 1]):
-                        last_mut[tmem[m]] = i
-                else:
-                    last_global = i
-                last_any = i
-            elif k_i == EXEC:
+            w = writes_l[i]
+            if w == ANYTHING:
                 last_global = i
                 last_any = i
-        total[seg] = sum(tokens_l[s0:s1])
+                if k_i == MUTATE:
+                    last_mglobal = i
+            elif w >= 0:
+                for m in range(toff[w], toff[w + 1]):
+                    last_mut[tmem[m]] = i
+                last_any = i
+        total[seg] = sum(tokens_l[s0:s1]) + sum(turn_tok_l[s0:s1])
 
         # Question loops, a second pass: it charges only steps the pass above left uncharged,
         # and needs at least QUESTION_LOOP_MIN_TURNS asks to find anything.
-        if kind_l[s0:s1].count(ASK) < QUESTION_LOOP_MIN_TURNS:
-            continue
-        run_len = 0
-        run_g1_last = run_g2_start = run_g2_end = run_g2_last = prev_last = -1
-        g_start = s0
-        while g_start < s1:
-            # the turn group [g_start, g_end): scan it; once it did work, only find its end
-            t = turn_l[g_start]
-            g_end = g_start
-            g_ask = g_work = False
-            g_last_ask = -1
-            while g_end < s1 and turn_l[g_end] == t:
-                k = kind_l[g_end]
-                if k < ASK:  # observe, mutate or exec: not an ask-only turn
-                    g_work = True
-                    break
-                if k == ASK:
-                    g_ask = True
-                    g_last_ask = g_end
-                g_end += 1
-            if g_work:
-                while g_end < s1 and turn_l[g_end] == t:
-                    g_end += 1
-                run_len = 0
-            elif g_ask:
-                run_len += 1
-                if run_len == 1:
-                    run_g1_last = g_last_ask
-                elif run_len == 2:
-                    run_g2_start, run_g2_end, run_g2_last = g_start, g_end, g_last_ask
-                else:
-                    if run_len == QUESTION_LOOP_MIN_TURNS:
-                        for k in range(run_g2_start, run_g2_end):
-                            if kind_l[k] == ASK and finding[k] == 0:
-                                charge(seg, k, QUESTION, run_g1_last, s0)
-                        prev_last = run_g2_last
-                    for k in range(g_start, g_end):
-                        if kind_l[k] == ASK and finding[k] == 0:
-                            charge(seg, k, QUESTION, prev_last, s0)
-                prev_last = g_last_ask
-            else:  # only "other" steps: neither asked nor worked
-                run_len = 0
-            g_start = g_end
+        if kind_l[s0:s1].count(ASK) >= QUESTION_LOOP_MIN_TURNS:
+            _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge)
+
+        # Degenerate replies: the repeated part of a reply on a step nothing else charged.
+        for i in range(s0, s1):
+            if degen_l[i] > 0 and finding[i] == 0:
+                charge(seg, i, DEGENERATE, i, s0)
 
     return (
         np.asarray(finding, dtype=np.int8),
         np.asarray(of_step, dtype=np.int32),
+        np.asarray(charged, dtype=np.int64),
         np.asarray(total, dtype=np.int64),
         np.asarray(wasted, dtype=np.int64),
-        np.asarray(bk_tokens, dtype=np.int64).reshape(n_traces, 4),
-        np.asarray(bk_steps, dtype=np.int64).reshape(n_traces, 4),
+        np.asarray(bk_tokens, dtype=np.int64).reshape(n_traces, N_KINDS),
+        np.asarray(bk_steps, dtype=np.int64).reshape(n_traces, N_KINDS),
     )
 
 
-def _changed(j, k_i, ts, last_any, last_global, last_mut, toff, tmem):
-    """True when something relevant to step i was mutated strictly after step j."""
-    if k_i == EXEC or ts < 0:
-        # an exec reads anything; a step with unknown targets may depend on anything
-        return last_any > j
-    if last_global > j:
-        return True
-    for m in range(toff[ts], toff[ts + 1]):
-        if last_mut[tmem[m]] > j:
+def _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem):
+    """Between the first application j of a mutation of target t and its redo i: the first
+    write of t after j (the undo) is followed by no exec before i."""
+    k = j + 1
+    while k < i:
+        w = writes_l[k]
+        if (w == ANYTHING and kind_l[k] == MUTATE) or _member(w, t, toff, tmem):
+            break
+        k += 1
+    else:
+        return False
+    for q in range(k + 1, i):
+        if kind_l[q] == EXEC:
+            return False
+    return True
+
+
+def _member(r, t, toff, tmem):
+    """Is target t in the read set r (ANYTHING counts: it reads t too)?"""
+    if r == ANYTHING:
+        return False  # a read of anything proves no one target's state
+    if r < 0:
+        return False
+    for m in range(toff[r], toff[r + 1]):
+        if tmem[m] == t:
             return True
     return False
+
+
+def _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge):
+    run_len = 0
+    run_g1_last = run_g2_start = run_g2_end = run_g2_last = prev_last = -1
+    g_start = s0
+    while g_start < s1:
+        # the turn group [g_start, g_end): scan it; once it did work, only find its end
+        t = turn_l[g_start]
+        g_end = g_start
+        g_ask = g_work = False
+        g_last_ask = -1
+        while g_end < s1 and turn_l[g_end] == t:
+            k = kind_l[g_end]
+            if k < ASK:  # observe, mutate or exec: not an ask-only turn
+                g_work = True
+                break
+            if k == ASK:
+                g_ask = True
+                g_last_ask = g_end
+            g_end += 1
+        if g_work:
+            while g_end < s1 and turn_l[g_end] == t:
+                g_end += 1
+            run_len = 0
+        elif g_ask:
+            run_len += 1
+            if run_len == 1:
+                run_g1_last = g_last_ask
+            elif run_len == 2:
+                run_g2_start, run_g2_end, run_g2_last = g_start, g_end, g_last_ask
+            else:
+                if run_len == QUESTION_LOOP_MIN_TURNS:
+                    for k in range(run_g2_start, run_g2_end):
+                        if kind_l[k] == ASK and finding[k] == 0:
+                            charge(seg, k, QUESTION, run_g1_last, s0)
+                    prev_last = run_g2_last
+                for k in range(g_start, g_end):
+                    if kind_l[k] == ASK and finding[k] == 0:
+                        charge(seg, k, QUESTION, prev_last, s0)
+            prev_last = g_last_ask
+        else:  # only "other" steps: neither asked nor worked
+            run_len = 0
+        g_start = g_end
+

@@ -26,7 +26,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["classify_shell", "lex", "parse_patch_targets"]
+__all__ = ["classify_shell", "classify_shell_access", "lex", "parse_patch_targets"]
 
 # Reserved words and prefixes that do not change what the command after them does.
 _PREFIX_WORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time"})
@@ -551,7 +551,7 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
                            for w in words[1:]):
             ops = ops[1:]  # the script
         if inplace:
-            return ("mutate", [], ops, not ops)
+            return ("mutate", ops, ops, not ops)  # an in-place edit reads what it rewrites
         return ("observe", ops, [], False)
     if cmd in ("awk", "gawk", "mawk", "nawk"):
         inplace = "inplace" in words and "-i" in words
@@ -674,10 +674,73 @@ def _classify_git(words: list[str]) -> _Part:
         if sub in ("add", "commit", "tag", "branch", "fetch", "push", "config", "remote", "notes", "gc", "prune", "worktree", "submodule"):
             # Only git's own state changes; the working tree is as it was.
             return ("mutate", [], ["git:repo"], False)
-        if sub in ("checkout", "restore", "rm", "mv") and paths:
+        if sub == "checkout" and not paths and "--" not in args:
+            # "git checkout a.py" restores a file, "git checkout main" switches branches: an
+            # operand names a file only when its last part has an extension.
+            ops = [a for a in args if not a.startswith("-")]
+            if ops and all(_looks_like_file(a) for a in ops) and not any(a.startswith("-") for a in args):
+                paths = ops
+        if sub in ("checkout", "restore", "rm", "mv") and paths and not any(_is_tree(p) for p in paths):
             return ("mutate", [], paths, False)
         return ("mutate", [], [], True)
     return ("exec", [], [], True)
+
+
+def _looks_like_file(a: str) -> bool:
+    """A git operand that names a file rather than a branch or commit: its last path part has
+    an extension (``a.py``, ``src/x.cfg``); ``main``, ``HEAD~1`` and ``v1`` do not."""
+    last = a.rsplit("/", 1)[-1]
+    dot = last.rfind(".")
+    return dot > 0 and dot < len(last) - 1 and "~" not in a and "^" not in a and ":" not in a
+
+
+def _is_tree(p: str) -> bool:
+    """A path that names a folder (the whole tree, "src/"): what it writes is unknown."""
+    return p in (".", "./", "*", ":/") or p.endswith("/")
+
+
+# A sed script that replaces a literal text by itself: "s/return a/return a/" or with g.
+# The text holds no regex metacharacter (so it matches only itself) and is not empty (an empty
+# regex reuses the previous one).
+_NO_OP_SUB = re.compile(r"s([/|#,:@!])([^\\.*\[\]^$+?(){}|&/#,:@!\n;]+)\1\2\1g?")
+
+
+def _sed_no_op(words: list[str]) -> bool:
+    """True when a ``sed -i`` command line provably changes nothing: every script it runs is a
+    substitution of a literal text by itself."""
+    scripts: list[str] = []
+    explicit = False
+    i, n = 1, len(words)
+    while i < n:
+        w = words[i]
+        if w in ("-e", "--expression"):
+            if i + 1 >= n:
+                return False
+            scripts.append(words[i + 1])
+            explicit = True
+            i += 2
+            continue
+        if w.startswith("--expression="):
+            scripts.append(w.split("=", 1)[1])
+            explicit = True
+        elif w in ("-f", "--file") or w.startswith("--file=") or w in ("-n", "--quiet", "--silent"):
+            return False
+        i += 1
+    if not explicit:
+        ops = _operands(words, _VALUE_OPTS["sed"])
+        if not ops:
+            return False
+        scripts = [ops[0]]
+    return bool(scripts) and all(_NO_OP_SUB.fullmatch(s) is not None for s in scripts)
+
+
+def _no_op_command(command: str) -> bool:
+    """A command of one simple ``sed -i`` part whose scripts provably change nothing."""
+    segs = _lex(command)
+    if len(segs) != 1 or segs[0].redirs:
+        return False
+    words = segs[0].words
+    return bool(words) and words[0] in ("sed", "gsed") and _sed_no_op(words)
 
 
 def _classify_script(script: str, depth: int = 0) -> _Part:
@@ -705,6 +768,8 @@ def _classify_script(script: str, depth: int = 0) -> _Part:
                 continue
             if op in (">", ">>"):
                 mut = mut + [target]
+                if op == ">>":
+                    obs = obs + [target]  # an append's result depends on what was there
                 if kind in ("other", "observe"):
                     kind = "mutate"
             elif op == "<":
@@ -771,3 +836,46 @@ def classify_shell(command: str) -> "tuple[str, str | tuple[str, ...] | None]":
     if kind == "observe":
         return ("observe", _pack(observed))
     return (kind, None)
+
+
+def _access_tuple(targets: list[str]) -> "tuple[str, ...]":
+    packed = _pack(targets)
+    if packed is None:
+        return ()
+    return packed if isinstance(packed, tuple) else (packed,)
+
+
+def classify_shell_access(command: str) -> "tuple[str, str | tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None, bool]":
+    """(kind, target, reads, writes, no_op) of a shell command; never raises.
+
+    ``kind`` and ``target`` are those of :func:`classify_shell`. ``reads`` is what the command
+    reads (None: anything, as for ``exec``, a reader without a path like ``git status``, or a
+    path built from a variable); ``writes`` what it writes (None: everything, as for ``exec``,
+    ``git stash``, ``git checkout BRANCH``). A pipeline can do both: ``git diff -- a.py > p.txt``
+    reads ``("a.py",)`` and writes ``("p.txt",)``; an in-place edit or an append (``sed -i``,
+    ``>> f``) also reads what it writes. ``no_op`` is True for a ``sed -i`` whose scripts
+    replace a literal text by itself (it changes nothing).
+    """
+    if not isinstance(command, str):
+        return ("exec", None, None, None, False)
+    kind, observed, mutated, unknown = _classify_script(command)
+    if kind == "exec":
+        return ("exec", None, None, None, False)
+    if kind == "other":
+        return ("other", None, (), (), False)
+    reads: "tuple[str, ...] | None"
+    if any("$" in t or "`" in t for t in observed):
+        reads = None
+    else:
+        reads = _access_tuple(observed)
+        if kind == "observe" and not reads:
+            reads = None
+    if kind == "observe":
+        target = _pack([t for t in observed if "$" not in t and "`" not in t])
+        return ("observe", target, reads, (), False)
+    if any("$" in t or "`" in t for t in mutated):
+        unknown = True
+    if unknown:
+        return ("mutate", None, reads, None, False)
+    writes = _access_tuple(mutated)
+    return ("mutate", _pack(mutated), reads, writes, _no_op_command(command))

@@ -1,47 +1,46 @@
 """Burn analysis: how many tokens of a recorded trace went into work that produced nothing.
 
-Step indices are 0-based positions in ``trace.steps``: ``of_step=4`` is ``trace.steps[4]``.
+Step indices are 0-based positions in ``trace.steps``: ``of_step=4`` is ``trace.steps[4]``;
+each finding also carries the trace's own coordinates of its steps (``refs``, ``of_ref``).
 
-The rules (DESIGN.md "Burn analysis"; the full story with examples is docs/burn.md):
+The rules exist once, in the pure-Python reference ``loopcore._burn_py`` (its module doc lists
+them; docs/burn.md explains them with examples), with the compiled kernel
+``loopcore._native_burn`` as its twin. :func:`analyse_burn` encodes the trace and runs that
+kernel, so it, :func:`analyse_many` and ``loopcore analyse`` give the same findings on either
+twin. In short:
 
-* **Epochs.** Each target has an epoch that advances on every ``mutate`` of it (also a failed
-  one: it may have half-applied). An ``exec``, or a ``mutate`` with unknown target, advances
-  every epoch. A repeat is waste only if nothing relevant changed strictly between the earlier
-  step and the repeat: for a step with targets, none of them (and no exec); for an ``exec``
-  or a step without targets, nothing at all.
-* **First occurrences are never waste**. Each charged step repeats the most recent matching
-  earlier step; a Finding groups such a chain under its first occurrence (``of_step``). A step
-  is charged to at most one finding (priority: oscillation, redundant_observation,
-  duplicate_call, question_loop), so ``wasted <= total``.
-* ``redundant_observation``: an ``observe`` of the same target set with the same outcome
-  (result and error) as an earlier observe, in the same epoch.
-* ``duplicate_call``: the same tool name and canonical args as an earlier step in the same
-  epoch, with the same outcome where both recorded one (a call that failed the same way again
-  is a duplicate; one whose output changed is not).
-* ``oscillation``: (a) an error-free edit whose (old, new) is the swap of an earlier error-free
-  edit of the same target, or (b) a target's content returning to a state it had before, after
-  the agent mutated it and a different state was seen in between (A -> B -> A; compared only
-  between identical reads, or between whole-content writes). Neither is charged across an
-  exec or a target-less mutation: the change may not have been the agent's undoing.
-  All oscillation charges on one target form one finding.
-* ``question_loop``: ``QUESTION_LOOP_MIN_TURNS`` (3) or more consecutive turns whose steps only
-  asked the user (``ask``, plus ``other`` steps) and observed, mutated or executed nothing; the
-  ask steps of every turn after the first are charged. Two turns are a clarifying dialogue.
+* **Reads and writes.** A repeat is waste only if nothing it reads was written since the
+  earlier step (an exec or an untargeted mutation writes everything; a provable no-op writes
+  nothing). The first occurrence is never waste.
+* ``redundant_observation``: the same observation again (same call, or a different command
+  with the same *substantial* outcome on the same target), nothing it reads written since.
+* ``duplicate_call``: the same tool and canonical args, nothing it reads written since, the
+  same outcome where both recorded one.
+* ``oscillation``: an edit undone by its inverse, a target returning to an earlier state, or
+  a mutation redone after an undo with the same results (even across exec steps).
+* ``question_loop``: three or more consecutive turns that only asked the user.
+* ``rejected_action``: a turn whose action the harness rejected (nothing ran).
+* ``degenerate_output``: the repeated part of a reply that loops on itself.
+
+A wasted call is charged its result and call tokens; the rest of its turn's output is reported
+beside (``turn_output_tokens``) unless ``BurnSettings(charge_turn_output=True)``. A step is
+charged to at most one finding, and ``total_tokens`` counts every turn, so
+``0 <= wasted_tokens <= total_tokens``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any, Iterable, Sequence
 
 from ._burn_py import QUESTION_LOOP_MIN_TURNS
-from .encoded import FINDING_KINDS, StepFacts, analyse_encoded, encode, step_facts
+from .encoded import FINDING_KINDS, BurnSettings, analyse_encoded, encode, step_facts
 from .trace import Step, Trace
 
 __all__ = [
     "FINDING_KINDS",
     "QUESTION_LOOP_MIN_TURNS",
     "BurnReport",
+    "BurnSettings",
     "Finding",
     "RepeatCheck",
     "Step",
@@ -51,8 +50,7 @@ __all__ = [
     "would_repeat",
 ]
 
-_OBSERVE, _MUTATE, _EXEC, _ASK, _OTHER = range(5)
-_REDUNDANT, _DUPLICATE, _OSCILLATION, _QUESTION = 1, 2, 3, 4
+_REDUNDANT, _DUPLICATE, _OSCILLATION, _QUESTION, _REJECTED, _DEGENERATE = 1, 2, 3, 4, 5, 6
 
 
 # ----------------------------------------------------------------------------- the model
@@ -66,8 +64,31 @@ def _target_text(target: Any) -> str:
     return str(target)
 
 
-def _steps_text(steps: Sequence[int]) -> str:
-    shown = ", ".join(str(s) for s in steps[:6])
+def ref_text(ref: Any) -> str:
+    """A step's ref as a person looks it up: ``messages[116]``, ``line 42``, ``event e7``."""
+    if not isinstance(ref, dict) or not ref:
+        return ""
+    parts = []
+    for key, value in ref.items():
+        if key == "message":
+            parts.append(f"messages[{value}]")
+        elif key == "file":
+            continue
+        else:
+            parts.append(f"{key} {value}")
+    text = ", ".join(parts)
+    f = ref.get("file")
+    return f"{f}: {text}" if f else text
+
+
+def _step_text(i: int, ref: Any) -> str:
+    r = ref_text(ref)
+    return f"{i} ({r})" if r else str(i)
+
+
+def _steps_text(steps: Sequence[int], refs: Sequence[Any] = ()) -> str:
+    refs = list(refs) + [None] * (len(steps) - len(refs))
+    shown = ", ".join(_step_text(s, r) for s, r in zip(steps[:6], refs[:6]))
     more = f" and {len(steps) - 6} more" if len(steps) > 6 else ""
     return ("step " if len(steps) == 1 else "steps ") + shown + more
 
@@ -77,34 +98,48 @@ class Finding:
     """One kind of waste in one trace: the steps charged, the earlier step they repeat, tokens.
 
     ``steps`` and ``of_step`` are 0-based indices into the trace's steps; ``of_step`` is the
-    first occurrence (never charged by this finding). ``target`` is the target of ``of_step``
-    (a str, a tuple of str, or None) and ``name`` its tool name.
+    first occurrence (never charged by this finding), None for a ``rejected_action`` (it
+    repeats nothing). ``refs`` / ``of_ref`` are the same steps in the trace's own coordinates
+    (``Step.ref``: ``{"message": 116}``, ``{"line": 42}``...; None where the adapter had none).
+    ``target`` is the target of ``of_step`` (a str, a tuple of str, or None) and ``name`` its
+    tool name. ``tokens`` is the charge; ``turn_output_tokens`` the rest of the charged turns'
+    output, reported beside it and not in it; ``tokens_estimated`` says the charge rests on
+    estimated token counts.
     """
 
     kind: str
     steps: tuple[int, ...]
-    of_step: int
+    of_step: int | None
     target: str | tuple[str, ...] | None
     name: str
     tokens: int
     message: str
     session: str | None = None
+    refs: tuple[Any, ...] = ()
+    of_ref: Any = None
+    turn_output_tokens: int = 0
+    tokens_estimated: bool = False
 
     def __repr__(self) -> str:
+        of = f" repeat step {self.of_step}" if self.of_step is not None else ""
         return (
             f"<Finding {self.kind} {_target_text(self.target)!r}: {self.tokens} tokens, "
-            f"{_steps_text(self.steps)} repeat step {self.of_step}>"
+            f"{_steps_text(self.steps)}{of}>"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
+        """A JSON-ready dict of every field (the report schema of docs/burn.md)."""
         return {
             "kind": self.kind,
             "steps": list(self.steps),
+            "refs": list(self.refs),
             "of_step": self.of_step,
+            "of_ref": self.of_ref,
             "target": list(self.target) if isinstance(self.target, tuple) else self.target,
             "name": self.name,
             "tokens": self.tokens,
+            "tokens_estimated": self.tokens_estimated,
+            "turn_output_tokens": self.turn_output_tokens,
             "message": self.message,
             "session": self.session,
         }
@@ -119,7 +154,8 @@ class BurnReport:
     """The burn of one trace (or, via :meth:`combine`, of many).
 
     ``by_kind`` maps every finding kind to ``{"tokens": ..., "steps": ...}``;
-    ``tokens_estimated`` is True when any step's tokens were estimated from text length.
+    ``tokens_estimated`` is True when any step's tokens were estimated from text length (a
+    finding says on its own whether its charge rests on estimates).
     """
 
     total_tokens: int
@@ -136,6 +172,11 @@ class BurnReport:
     def waste_ratio(self) -> float:
         """wasted_tokens / total_tokens, 0.0 for a trace without tokens; always in [0, 1]."""
         return self.wasted_tokens / self.total_tokens if self.total_tokens else 0.0
+
+    @property
+    def wasted_estimated(self) -> bool:
+        """True when some charge rests on estimated tokens."""
+        return any(f.tokens_estimated for f in self.findings)
 
     def __repr__(self) -> str:
         est = " (estimated)" if self.tokens_estimated else ""
@@ -155,6 +196,7 @@ class BurnReport:
             "wasted_tokens": self.wasted_tokens,
             "waste_ratio": self.waste_ratio,
             "tokens_estimated": self.tokens_estimated,
+            "wasted_estimated": self.wasted_estimated,
             "by_kind": {k: dict(v) for k, v in self.by_kind.items()},
             "top_recommendation": self.top_recommendation,
             "findings": [f.to_dict() for f in self.findings],
@@ -199,28 +241,38 @@ class RepeatCheck:
 # ----------------------------------------------------------------------------- messages
 
 
-def _message(kind: str, steps: Sequence[int], of: int, root: Step, tokens: int, turns: int) -> str:
+def _message(kind: str, steps: Sequence[int], refs: Sequence[Any], of: int | None, of_ref: Any, root: Step,
+             tokens: int, turns: int) -> str:
     what = _target_text(root.target)
     n = len(steps)
+    listed = _steps_text(steps, refs)
+    of_text = _step_text(of, of_ref) if of is not None else ""
     if kind == "redundant_observation":
         return (
-            f"{what} was observed again ({_steps_text(steps)}) with the same result as step {of} "
+            f"{what} was observed again ({listed}) with the same result as step {of_text} "
             f"and nothing changing it in between: {tokens} tokens"
         )
     if kind == "duplicate_call":
         on = f" on {what}" if root.target is not None else ""
         return (
-            f"{root.name}{on} was called again with identical arguments ({_steps_text(steps)}), "
-            f"repeating step {of} with nothing changed in between: {tokens} tokens"
+            f"{root.name}{on} was called again with identical arguments ({listed}), "
+            f"repeating step {of_text} with nothing changed in between: {tokens} tokens"
         )
     if kind == "oscillation":
         return (
-            f"{what} was changed back and forth: {_steps_text(steps)} undid or returned to the "
-            f"state of step {of}: {tokens} tokens"
+            f"{what} was changed back and forth: {listed} undid, returned to or redid the "
+            f"state of step {of_text}: {tokens} tokens"
         )
+    if kind == "rejected_action":
+        return (
+            f"the harness rejected {n} {'action' if n == 1 else 'actions'} and nothing ran "
+            f"({listed}): {tokens} tokens"
+        )
+    if kind == "degenerate_output":
+        return f"the reply of {listed} repeats the same text over and over: {tokens} tokens in the repeats"
     return (
         f"{turns + 1} consecutive turns only asked the user and did nothing else (first question "
-        f"at step {of}; {n} repeated {'ask' if n == 1 else 'asks'}): {tokens} tokens"
+        f"at step {of_text}; {n} repeated {'ask' if n == 1 else 'asks'}): {tokens} tokens"
     )
 
 
@@ -233,6 +285,11 @@ def _recommendation(kind: str, target: Any, name: str, tokens: int) -> str:
         return f"reuse results instead of repeating identical calls: {name}{on} cost {tokens} tokens in repeats"
     if kind == "oscillation":
         return f"settle on a change before editing: {what} was changed back and forth, costing {tokens} tokens"
+    if kind == "rejected_action":
+        return (f"fix the action format the model writes (one well-formed action per turn): rejected actions "
+                f"cost {tokens} tokens")
+    if kind == "degenerate_output":
+        return f"stop replies that repeat themselves (a repetition penalty, a content-loop guard): they cost {tokens} tokens"
     return f"act on the user's answers instead of asking again: repeated question turns cost {tokens} tokens"
 
 
@@ -251,8 +308,11 @@ def _recommend(findings: Sequence[Finding]) -> str | None:
     return _recommendation(kind, target, name, totals[(kind, target, name)])
 
 
-def _report(trace: Trace, codes: Sequence[int], of: Sequence[int]) -> BurnReport:
-    """Group per-step charges into Findings (each repeat chain under its first occurrence)."""
+def _report(trace: Trace, codes: Sequence[int], of: Sequence[int], charge: Sequence[int],
+            total: int | None = None, charge_turn: bool = False) -> BurnReport:
+    """Group the kernel's per-step charges into Findings (each repeat chain under its first
+    occurrence; one oscillation finding per target, one rejected_action finding per trace, one
+    degenerate_output finding per reply)."""
     steps = trace.steps
     by_kind = _empty_by_kind()
     groups: dict[tuple, list[int]] = {}
@@ -263,37 +323,56 @@ def _report(trace: Trace, codes: Sequence[int], of: Sequence[int]) -> BurnReport
         if not code:
             continue
         j = of[i]
-        root[i] = root[j] if codes[j] == code else j
-        # one oscillation finding per target: A->B->A->B returns to two different states
-        key = (code, tuple(sorted(steps[i].targets))) if code == _OSCILLATION else (code, root[i])
+        if code == _REJECTED:
+            key: tuple = (code,)
+            r = -1
+        elif code == _DEGENERATE:
+            key = (code, i)
+            r = i
+        else:
+            r = root[i] = root[j] if codes[j] == code and root[j] >= 0 else j
+            # one oscillation finding per target: A->B->A->B returns to two different states
+            key = (code, tuple(sorted(steps[r].targets))) if code == _OSCILLATION else (code, r)
         groups.setdefault(key, []).append(i)
-        first[key] = min(first.get(key, root[i]), root[i])
-        tok = steps[i].tokens
+        if r >= 0:
+            first[key] = min(first.get(key, r), r)
+        tok = charge[i]
         wasted += tok
         entry = by_kind[FINDING_KINDS[code - 1]]
         entry["tokens"] += tok
         entry["steps"] += 1
     findings = []
     for key, charged in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        code, r = key[0], first[key]
+        code = key[0]
+        r = first.get(key)
         kind = FINDING_KINDS[code - 1]
-        tokens = sum(steps[i].tokens for i in charged)
+        tokens = sum(charge[i] for i in charged)
         turns = len({steps[i].turn for i in charged})
+        refs = tuple(steps[i].ref for i in charged)
+        root_step = steps[r] if r is not None else steps[charged[0]]
+        if code == _REJECTED or code == _DEGENERATE or charge_turn:
+            beside = 0
+        else:
+            beside = sum(steps[i].tokens_turn for i in charged)
         findings.append(
             Finding(
                 kind=kind,
                 steps=tuple(charged),
                 of_step=r,
-                target=steps[r].target if code != _QUESTION else None,
-                name=steps[r].name,
+                target=root_step.target if code not in (_QUESTION, _REJECTED, _DEGENERATE) else None,
+                name=root_step.name,
                 tokens=tokens,
-                message=_message(kind, charged, r, steps[r], tokens, turns),
+                message=_message(kind, charged, refs, r, steps[r].ref if r is not None else None, root_step,
+                                 tokens, turns),
                 session=trace.session,
+                refs=refs,
+                of_ref=steps[r].ref if r is not None else None,
+                turn_output_tokens=beside,
+                tokens_estimated=any(steps[i].tokens_estimated for i in charged),
             )
         )
-    total = trace.total_tokens
     return BurnReport(
-        total_tokens=total,
+        total_tokens=trace.total_tokens if total is None else total,
         wasted_tokens=wasted,
         findings=tuple(findings),
         by_kind=by_kind,
@@ -305,143 +384,26 @@ def _report(trace: Trace, codes: Sequence[int], of: Sequence[int]) -> BurnReport
     )
 
 
-# ----------------------------------------------------------------------------- the reference
+# ----------------------------------------------------------------------------- entry points
 
 
-class _World:
-    """Who mutated what, and when: the epoch bookkeeping of one trace."""
-
-    def __init__(self) -> None:
-        self.last_mut: dict[str, int] = {}  # target -> latest step that mutated it
-        self.last_global = -1  # latest exec or target-less mutate: it may have changed anything
-        self.last_any = -1  # latest mutation of anything
-
-    def changed_since(self, j: int, f: StepFacts) -> bool:
-        """Did anything step *f* depends on change strictly after step *j*?"""
-        if f.kind == _EXEC or not f.targets:
-            return self.last_any > j  # an exec, or a step without targets, depends on anything
-        return self.last_global > j or any(self.last_mut.get(t, -1) > j for t in f.targets)
-
-    def apply(self, i: int, f: StepFacts) -> None:
-        """Advance the epochs that step *i* advances (a failed mutation too: it may have half-run)."""
-        if f.kind == _MUTATE:
-            if f.targets:
-                for t in f.targets:
-                    self.last_mut[t] = i
-            else:
-                self.last_global = i
-            self.last_any = i
-        elif f.kind == _EXEC:
-            self.last_global = i
-            self.last_any = i
-
-
-def _charge_steps(steps: Sequence[Step]) -> tuple[list[int], list[int]]:
-    """The readable reference: per step, the finding code (0 = none) and the step it repeats."""
-    facts = [step_facts(s) for s in steps]
-    codes = [0] * len(steps)
-    of = [-1] * len(steps)
-    world = _World()
-    last_call: dict[tuple, int] = {}  # (name, args) -> latest step
-    last_obs: dict[tuple, int] = {}  # (targets, outcome) -> latest observe
-    last_edit: dict[tuple, int] = {}  # (target, old, new) -> latest error-free edit
-    state_now: dict[tuple, int] = {}  # (target, domain) -> latest state value seen
-    state_seen: dict[tuple, int] = {}  # (target, domain, value) -> latest step that saw it
-
-    for i, f in enumerate(facts):
-        kind, targets, call, has_outcome, outcome, _error, edit, state = f
-        observed = kind == _OBSERVE and targets and has_outcome  # an observe with targets and outcome
-        found = None
-        if edit is not None:
-            old, new = edit
-            j = last_edit.get((targets, new, old))
-            if j is not None and world.last_global < j:
-                found = (_OSCILLATION, j)
-        if found is None and state is not None:
-            domain, value = state
-            j = state_seen.get((targets, domain, value))
-            if (
-                j is not None
-                and world.last_global < j
-                and world.last_mut.get(targets[0], -1) > j  # the agent changed it since
-                and state_now[(targets, domain)] != value  # ... to something else (A->B->A)
-            ):
-                found = (_OSCILLATION, j)
-        if found is None and observed:
-            j = last_obs.get((targets, outcome))
-            if j is not None and not world.changed_since(j, f):
-                found = (_REDUNDANT, j)
-        if found is None:
-            j = last_call.get(call)
-            if j is not None and not world.changed_since(j, f):
-                e = facts[j]
-                if not (has_outcome and e.has_outcome and outcome != e.outcome):
-                    found = (_DUPLICATE, j)
-        if found is not None:
-            codes[i], of[i] = found
-
-        last_call[call] = i
-        if observed:
-            last_obs[(targets, outcome)] = i
-        if edit is not None:
-            last_edit[(targets,) + edit] = i
-        if state is not None:
-            domain, value = state
-            state_now[(targets, domain)] = value
-            state_seen[(targets, domain, value)] = i
-        if kind == _MUTATE or kind == _EXEC:  # only these advance epochs (see _World.apply)
-            world.apply(i, f)
-
-    _charge_question_loops(steps, codes, of)
-    return codes, of
-
-
-_kind_of = attrgetter("kind")
-
-
-def _charge_question_loops(steps: Sequence[Step], codes: list[int], of: list[int]) -> None:
-    """Charge the asks of runs of >= QUESTION_LOOP_MIN_TURNS consecutive ask-only turns."""
-    if "ask" not in map(_kind_of, steps):  # no ask at all: no ask-only turn (a C-level scan)
-        return
-    groups: list[list[int]] = []  # maximal runs of steps with equal turn
-    for i, s in enumerate(steps):
-        if groups and steps[groups[-1][0]].turn == s.turn:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-
-    def ask_only(group: list[int]) -> bool:
-        kinds = {steps[i].kind for i in group}
-        return "ask" in kinds and kinds <= {"ask", "other"}
-
-    run: list[list[int]] = []
-    for group in groups + [[]]:
-        if group and ask_only(group):
-            run.append(group)
-            continue
-        if len(run) >= QUESTION_LOOP_MIN_TURNS:
-            for prev, cur in zip(run, run[1:]):
-                asked_before = [i for i in prev if steps[i].kind == "ask"][-1]
-                for i in cur:
-                    if steps[i].kind == "ask" and codes[i] == 0:
-                        codes[i], of[i] = _QUESTION, asked_before
-        run = []
-
-
-def analyse_burn(trace: Trace | Sequence[Step]) -> BurnReport:
+def analyse_burn(trace: Trace | Sequence[Step], settings: BurnSettings | None = None, *,
+                 impl: str | None = None) -> BurnReport:
     """Account for the wasted tokens of one trace (see the module doc for the rules).
 
-    Accepts a Trace or a sequence of Steps; raises ValueError for a step of unknown kind and
-    TypeError/ValueError from canonical_hash when args or results cannot be hashed.
+    Accepts a Trace or a sequence of Steps; *settings* are the analysis' settings
+    (``BurnSettings()`` by default); ``impl`` ("c"/"py") forces a kernel twin. Raises
+    ValueError for a step of unknown kind and TypeError/ValueError from canonical_hash when
+    args or results cannot be hashed.
     """
     if not isinstance(trace, Trace):
         trace = Trace(list(trace))
-    codes, of = _charge_steps(trace.steps)
-    return _report(trace, codes, of)
+    return analyse_many([trace], settings, impl=impl)[0]
 
 
-def analyse_many(traces: Iterable[Trace], *, impl: str | None = None) -> list[BurnReport]:
-    """analyse_burn for many traces at once, through encode() and the bulk kernel.
+def analyse_many(traces: Iterable[Trace], settings: BurnSettings | None = None, *,
+                 impl: str | None = None) -> list[BurnReport]:
+    """analyse_burn for many traces at once, through encode() and one run of the kernel.
 
     Gives the same reports as ``[analyse_burn(t) for t in traces]``; ``impl`` ("c"/"py")
     forces a kernel twin. Raises what encode() raises.
@@ -449,37 +411,55 @@ def analyse_many(traces: Iterable[Trace], *, impl: str | None = None) -> list[Bu
     traces = list(traces)
     if not traces:
         return []
-    enc = encode(traces)
-    res = analyse_encoded(enc, impl=impl)
+    settings = BurnSettings() if settings is None else settings
+    enc = encode(traces, settings)
+    res = analyse_encoded(enc, impl=impl, charge_turn_output=settings.charge_turn_output)
     codes = res.finding.tolist()
     of = res.of_step.tolist()
+    charge = res.charge.tolist()
+    totals = res.total_tokens.tolist()
     reports = []
     for k, trace in enumerate(traces):
         s0, s1 = int(enc.trace_offsets[k]), int(enc.trace_offsets[k + 1])
-        reports.append(_report(trace, codes[s0:s1], of[s0:s1]))
+        reports.append(_report(trace, codes[s0:s1], of[s0:s1], charge[s0:s1], totals[k], settings.charge_turn_output))
     return reports
 
 
 def would_repeat(step: Step, trace: Trace | Sequence[Step]) -> RepeatCheck:
-    """Would running *step* next repeat an earlier step of *trace* within the same epoch?
+    """Would running *step* next repeat an earlier step of *trace* with nothing it reads
+    written since?
 
     True when an earlier step has the same tool name and canonical args and nothing *step*
-    depends on changed since (the step has not run, so outcomes are not compared); ``of_step``
+    reads was written since (the step has not run, so outcomes are not compared); ``of_step``
     is the most recent such step (0-based). Raises what step_facts/canonical_hash raise.
     """
     steps = trace.steps if isinstance(trace, Trace) else list(trace)
     f = step_facts(step)
-    world = _World()
     last = None
+    last_write: dict[str, int] = {}
+    last_global = last_any = -1
     for i, s in enumerate(steps):
         g = step_facts(s)
-        if g.call == f.call:
+        if g.flags & 8:  # rejected: nothing ran
+            continue
+        if f.call is not None and g.call == f.call:
             last = i
-        world.apply(i, g)
+        w = g.writes
+        if w is None:
+            last_global = last_any = i
+        elif w:
+            for t in w:
+                last_write[t] = i
+            last_any = i
     if last is None:
         return RepeatCheck(False, None, f"no earlier call of {step.name} with these arguments")
     what = _target_text(step.target) if step.target is not None else "anything it depends on"
-    if world.changed_since(last, f):
+    r = f.reads
+    if r is None:
+        changed = last_any > last
+    else:
+        changed = last_global > last or any(last_write.get(t, -1) > last for t in r)
+    if changed:
         return RepeatCheck(
             False, None, f"same call as step {last}, but {what} may have changed since (a later mutation or exec)"
         )

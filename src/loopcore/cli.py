@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
                    help="exit 1 when the overall waste ratio is above RATIO (for CI)")
+    a.add_argument("--charge-turn-output", action="store_true",
+                   help="charge a wasted call's whole turn (its reasoning and reply text too); by default that "
+                        "is reported beside the charge")
     a.set_defaults(run=_run_analyse)
 
     r = sub.add_parser("replay", help="run the Guard over recorded calls: what would it have warned or blocked?",
@@ -355,18 +358,24 @@ def _run_analyse(args: argparse.Namespace) -> int:
     no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
-            from . import fleet
-
             stored = _run_store(args, prog.callback(), no_steps)
             if stored is not None:
                 report, drawn = stored, None
+            elif getattr(args, "charge_turn_output", False):
+                # the whole turn charged: analysed in this process, with that setting
+                from .report import collect
+
+                report = collect(args.paths, format=args.format, keep_going=args.keep_going,
+                                 on_trace=_watch_no_steps(prog.callback(), no_steps), charge_turn_output=True)
             else:
+                from . import fleet
+
                 report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
                                               jobs=args.jobs, scheduler=args.scheduler,
                                               html_policy=args.html_policy if args.html else None,
                                               on_unit=_watch_no_steps(prog.callback(), no_steps))
-            if drawn is not None:
-                html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
+                if drawn is not None:
+                    html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     except ImportError as exc:  # --scheduler without the fleet extra

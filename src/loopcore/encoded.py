@@ -19,12 +19,20 @@ tool                int32    interned Step.name (``tools[id]``)
 target              int32    interned *set* of targets, -1 when unknown; the members of set
                              ``s`` are ``target_members[target_offsets[s]:target_offsets[s+1]]``
                              (target ids, ``targets[id]`` their names; CSR layout)
-args_hash           uint64   canonical_hash(args)
+reads / writes      int32    the target sets a repeat of the step depends on (what it reads and
+                             what it writes) / that it writes (same id space as ``target``);
+                             -1 nothing, -2 anything / everything
+args_hash           uint64   canonical_hash(args) (a shell command with its blanks normalised)
 result_hash         uint64   canonical_hash([result, error]); 0 when the step has no outcome
-flags               uint8    HAS_OUTCOME | ERROR | ESTIMATED bits
-tokens              int64    tokens_in + tokens_out
-call                int32    interned (tool, args_hash): identical calls share an id
-obs                 int32    interned (target set, outcome) of an observe step with both, else -1
+flags               uint8    HAS_OUTCOME | ERROR | ESTIMATED | REJECTED | ABSOLUTE | NO_OP bits
+tokens              int64    tokens_in + tokens_out: what a wasted call is charged
+turn_tokens         int64    tokens_turn: the rest of the turn's output, charged only on request
+degen               int64    tokens of the repeated part of the step's reply text (0 for none)
+call                int32    interned (tool, args_hash): identical calls share an id; -1 for a
+                             step that ran nothing (a rejected action, a plain reply)
+obs                 int32    interned observation of an observe step with targets and an
+                             outcome, else -1: (target set, outcome) when the outcome is
+                             substantial, else (target set, outcome, call)
 skey / sval         int32    content-state key (target, domain) and state (key, value) ids of a
                              single-target step that reveals content, else -1 (see below)
 edit / undo         int32    interned (target, old, new) of an error-free replace edit and of
@@ -35,13 +43,17 @@ Content signatures (for oscillation): an observe step with one target and an out
 the state ``value = result_hash`` in the domain "this exact call" (same tool and args), so only
 like-for-like reads are compared. A ``mutate`` with one target whose args carry a whole new
 content (``content``/``file_text``/``contents``) reveals ``value = canonical_hash(content)`` in
-the domain "written content". A ``mutate`` whose args carry a replacement pair
+the domain "written content", and is ABSOLUTE (its result does not depend on what was there),
+as is a shell command that writes known text to one file (``echo 'x' > f``, ``printf``,
+``cat <<'EOF' > f``). A ``mutate`` whose args carry a replacement pair
 (``old_string``/``new_string``, ``old_str``/``new_str``, ``old``/``new``, ``old_text``/
 ``new_text``, ``oldText``/``newText``, ``search``/``replace``) has the edit signature
-``(hash(old), hash(new))``; an edit undoes an earlier one when its signature is the swap.
+``(hash(old), hash(new))``; an edit undoes an earlier one when its signature is the swap. One
+whose old and new are equal changes nothing (NO_OP: it writes nothing).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
@@ -51,16 +63,22 @@ from ._native_flag import load
 from .hashing import canonical_hash
 from .trace import KINDS, Step, Trace
 
+from .textloop import repeated_spans
+
 if TYPE_CHECKING:
     from ._burn_py import analyse_columns
 else:
     analyse_columns = load("burn").analyse_columns
 
 __all__ = [
+    "ABSOLUTE",
     "ERROR",
     "ESTIMATED",
     "FINDING_KINDS",
     "HAS_OUTCOME",
+    "NO_OP",
+    "REJECTED",
+    "BurnSettings",
     "EncodedAnalysis",
     "EncodedTrace",
     "StepFacts",
@@ -72,12 +90,20 @@ __all__ = [
 OBSERVE, MUTATE, EXEC, ASK, OTHER = range(5)
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 
-#: Finding kinds in code order: the kernels write 1..4 (0 = not charged) into ``finding``.
-FINDING_KINDS = ("redundant_observation", "duplicate_call", "oscillation", "question_loop")
+#: Finding kinds in code order: the kernels write 1..6 (0 = not charged) into ``finding``.
+FINDING_KINDS = ("redundant_observation", "duplicate_call", "oscillation", "question_loop", "rejected_action",
+                 "degenerate_output")
 
 HAS_OUTCOME = 1  # the step recorded a result or an error
 ERROR = 2  # the step failed
 ESTIMATED = 4  # its tokens were estimated, not read from usage fields
+REJECTED = 8  # the harness rejected the action: nothing ran
+ABSOLUTE = 16  # a write of a whole known content: its result does not depend on what was there
+NO_OP = 32  # a mutation that provably changes nothing (it writes nothing)
+
+_NOTHING, _ANYTHING = -1, -2
+# A loop needs a 50-character chunk seen 10 times at distinct positions: 59 characters at least.
+_LOOP_MIN_CHARS = 59
 
 _REPLACE_KEYS = (
     ("old_string", "new_string"),
@@ -89,6 +115,38 @@ _REPLACE_KEYS = (
 )
 _CONTENT_KEYS = ("content", "file_text", "contents")
 _WRITE_DOMAIN = ("write",)
+_COMMAND_KEYS = ("command", "cmd", "script")
+
+
+@dataclass(frozen=True, slots=True)
+class BurnSettings:
+    """The settings of the burn analysis (the defaults are documented in docs/burn.md).
+
+    * ``substantial_chars`` / ``substantial_lines``: an outcome is *substantial* when its text
+      has at least this many characters and this many non-empty lines. Only a substantial
+      outcome of a *content read* (a file printed from its start: ``cat``, ``head``, ``nl``,
+      ``sed -n '1,Np'``, a Read/view tool; not a search, not a region such as ``tail`` or
+      ``sed -n '260,270p'``) makes a *different* command on the same target a
+      redundant observation (``cat a.py`` then ``sed -n '1,400p' a.py`` with the same text);
+      two different commands whose identical output is short (empty, a line or two), and two
+      different searches with the same hits (a narrower pattern proves there are no others),
+      are two pieces of work.
+    * ``charge_turn_output``: charge a wasted call's ``tokens_turn`` (the rest of its turn's
+      output: reasoning, reply text) too; by default it is reported beside the charge.
+    """
+
+    substantial_chars: int = 400
+    substantial_lines: int = 10
+    charge_turn_output: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("substantial_chars", "substantial_lines"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"BurnSettings.{name} must be an integer >= 0; got {v!r}")
+
+
+DEFAULT_SETTINGS = BurnSettings()
 
 
 def _h(value: Any) -> int:
@@ -97,17 +155,121 @@ def _h(value: Any) -> int:
     return canonical_hash(value, default=repr)
 
 
+def _text_size(value: Any, depth: int = 0) -> tuple[int, int]:
+    """(characters, non-empty lines) of the text a result holds: a str, or the strings of a
+    dict/list result (two levels deep); other values by their repr."""
+    if value is None:
+        return 0, 0
+    if isinstance(value, str):
+        if "\n" not in value:
+            return len(value), 1 if value.strip() else 0
+        return len(value), sum(1 for line in value.split("\n") if line.strip())
+    if depth < 2 and isinstance(value, dict):
+        c = n = 0
+        for v in value.values():
+            a, b = _text_size(v, depth + 1)
+            c += a
+            n += b
+        return c, n
+    if depth < 2 and isinstance(value, (list, tuple)):
+        c = n = 0
+        for v in value:
+            a, b = _text_size(v, depth + 1)
+            c += a
+            n += b
+        return c, n
+    if isinstance(value, (bool, int, float)):
+        return len(repr(value)), 1
+    return 0, 0
+
+
+def _norm_command(args: Any) -> Any:
+    """A shell call's args with the command's blanks normalised (runs of blanks to one space,
+    none at the ends), so ``cat  a.py`` and ``cat a.py`` are one call."""
+    if args.__class__ is dict and ("command" in args or "cmd" in args or "script" in args):
+        for key in _COMMAND_KEYS:
+            cmd = args.get(key)
+            if cmd.__class__ is str:
+                if "  " in cmd or "\n" in cmd or "\t" in cmd or cmd[:1].isspace() or cmd[-1:].isspace():
+                    norm = " ".join(cmd.split())
+                    if norm != cmd:
+                        args = dict(args)
+                        args[key] = norm
+                return args
+    return args
+
+
+def _full_write(args: Any) -> bool:
+    """A shell call that writes a whole known text to one file (echo/printf/cat heredoc > f)."""
+    if args.__class__ is not dict:
+        return False
+    cmd = args.get("command", args.get("cmd"))
+    if cmd.__class__ is not str or ">" not in cmd:
+        return False
+    return _shell_full_write(cmd)
+
+
+def _shell_full_write(cmd: str) -> bool:
+    from ._shell_py import lex
+
+    segs = lex(cmd)
+    if len(segs) != 1:
+        return False
+    words, redirs, heredocs = segs[0]
+    if not words or words[0] not in ("echo", "printf", "cat") or len(redirs) != 1 or redirs[0][0] != ">":
+        return False
+    if words[0] == "cat" and (len(words) != 1 or len(heredocs) != 1):
+        return False
+    text = " ".join(words[1:]) + "".join(heredocs)
+    return "$" not in text and "`" not in text
+
+
+_READER_PROGRAMS = frozenset({"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "view"})
+_READER_WORDS = ("read", "view", "open", "cat", "show")
+_FROM_START = re.compile(r"1(,\$?\d*)?p")
+
+
+def _content_read(name: str, args: Any) -> bool:
+    """A call that prints a file's content (not a search or a filter of it): a shell command of
+    one reader program (``cat``, ``head``, ``tail``, ``sed``, ``nl``..., after any ``cd``), an
+    editor's ``view``, or a tool whose name says it reads (Read, read_file, open, view...)."""
+    cmd = args.get("command", args.get("cmd")) if args.__class__ is dict else None
+    if cmd.__class__ is str:
+        if cmd == "view":
+            return True
+        from ._shell_py import lex
+
+        parts = [words for words, _r, _h in lex(cmd) if words and words[0] != "cd"]
+        if len(parts) != 1:
+            return False
+        words = parts[0]
+        prog = words[0].rsplit("/", 1)[-1]
+        if prog == "tail":
+            return False  # the end of a file: a region, compared only with the same call
+        if prog == "sed":
+            # "sed -n '1,400p' f" prints the file from its start; "sed -n '260,270p' f" a region,
+            # which may hold the same text as another region without repeating anything
+            return any(_FROM_START.fullmatch(w) for w in words[1:])
+        return prog in _READER_PROGRAMS
+    low = name.lower()
+    return any(w in low for w in _READER_WORDS)
+
+
 class StepFacts(NamedTuple):
-    """What the burn rules need to know about one step (shared by analyse_burn and encode)."""
+    """What the burn rules need to know about one step, hashed (built by :func:`step_facts`)."""
 
     kind: int
     targets: tuple[str, ...]  # sorted, unique; () when unknown
-    call: tuple[str, int]  # (name, canonical args hash)
+    call: tuple[str, int] | None  # (name, canonical args hash); None for a step that ran nothing
     has_outcome: bool
     outcome: int  # canonical_hash([result, error]) or 0
     error: bool
     edit: tuple[int, int] | None  # (hash old, hash new) of an error-free replace edit
     state: tuple[tuple, int] | None  # (domain, value) of a single-target content state
+    reads: tuple[str, ...] | None  # sorted, unique; None = anything
+    writes: tuple[str, ...] | None  # sorted, unique; None = everything; () for a no-op
+    flags: int  # REJECTED | ABSOLUTE | NO_OP (the outcome bits are in the fields above)
+    substantial: bool  # the outcome is substantial (see BurnSettings)
 
 
 # StepFacts(...) runs a Python-level __new__; building the tuple directly is the same object
@@ -115,7 +277,13 @@ class StepFacts(NamedTuple):
 _new_facts = tuple.__new__
 
 
-def step_facts(step: Step) -> StepFacts:
+def _set(t: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if t is None or len(t) <= 1:
+        return t
+    return tuple(sorted(set(t)))
+
+
+def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFacts:
     """The hashed facts of *step* the burn rules compare; raises ValueError for an unknown kind."""
     kind = _KIND_CODE.get(step.kind)
     if kind is None:
@@ -127,30 +295,57 @@ def step_facts(step: Step) -> StepFacts:
         targets = (target,)
     else:
         targets = tuple(sorted(set(step.targets)))
-    args = step.args
-    call = (step.name, canonical_hash(args, default=repr))
+    flags = 0
     result, error = step.result, step.error
     has_outcome = result is not None or error is not None
     outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
+    if step.rejected is not None:
+        flags |= REJECTED
+        return _new_facts(StepFacts, (kind, targets, None, has_outcome, outcome, error is not None, None, None, (), (),
+                                      flags, False))
+    args = step.args
+    # blanks are normalised in an observe command only: a write's text (a heredoc) is its content
+    call = (step.name, canonical_hash(_norm_command(args) if kind == OBSERVE else args, default=repr)) \
+        if step.name else None
     failed = error is not None
     edit = None
     state = None
+    no_op = step.no_op
     if len(targets) == 1:
         if kind == OBSERVE and has_outcome:
-            state = (("call",) + call, outcome)
+            state = (("call",) + (call or ("", 0)), outcome)
         elif kind == MUTATE and not failed and isinstance(args, dict):
             for old_key, new_key in _REPLACE_KEYS:
                 if old_key in args and new_key in args:
                     old, new = _h(args[old_key]), _h(args[new_key])
-                    if old != new:  # a no-op replacement undoes nothing
+                    if old != new:
                         edit = (old, new)
+                    else:  # a no-op replacement changes nothing and undoes nothing
+                        no_op = True
                     break
             else:
                 for key in _CONTENT_KEYS:
                     if key in args:
                         state = (_WRITE_DOMAIN, _h(args[key]))
+                        flags |= ABSOLUTE
                         break
-    return _new_facts(StepFacts, (kind, targets, call, has_outcome, outcome, failed, edit, state))
+                else:
+                    if _full_write(args) and step.write_set == targets:
+                        flags |= ABSOLUTE
+    if no_op:
+        flags |= NO_OP
+        writes: tuple[str, ...] | None = ()
+    else:
+        writes = _set(step.write_set)
+    reads = _set(step.read_set)
+    substantial = False
+    if has_outcome and kind == OBSERVE and targets:
+        chars, lines = _text_size(result)
+        e_chars, e_lines = _text_size(error) if error is not None and error is not True else (0, 0)
+        substantial = (chars + e_chars >= settings.substantial_chars and lines + e_lines >= settings.substantial_lines
+                       and _content_read(step.name, args))
+    return _new_facts(StepFacts, (kind, targets, call, has_outcome, outcome, failed, edit, state, reads, writes, flags,
+                                  substantial))
 
 
 class _Interner:
@@ -179,10 +374,14 @@ _STEP_COLUMNS = (
     ("kind", np.uint8),
     ("tool", np.int32),
     ("target", np.int32),
+    ("reads", np.int32),
+    ("writes", np.int32),
     ("args_hash", np.uint64),
     ("result_hash", np.uint64),
     ("flags", np.uint8),
     ("tokens", np.int64),
+    ("turn_tokens", np.int64),
+    ("degen", np.int64),
     ("call", np.int32),
     ("obs", np.int32),
     ("skey", np.int32),
@@ -194,6 +393,8 @@ _STEP_COLUMNS = (
 _ID_SPACES = (
     ("tool", "n_tools"),
     ("target", "n_target_sets"),
+    ("reads", "n_target_sets"),
+    ("writes", "n_target_sets"),
     ("call", "n_calls"),
     ("obs", "n_obs"),
     ("skey", "n_skeys"),
@@ -212,10 +413,14 @@ class EncodedTrace:
     kind: np.ndarray
     tool: np.ndarray
     target: np.ndarray
+    reads: np.ndarray
+    writes: np.ndarray
     args_hash: np.ndarray
     result_hash: np.ndarray
     flags: np.ndarray
     tokens: np.ndarray
+    turn_tokens: np.ndarray
+    degen: np.ndarray
     call: np.ndarray
     obs: np.ndarray
     skey: np.ndarray
@@ -334,50 +539,134 @@ def _as_traces(traces: Trace | Iterable[Trace]) -> list[Trace]:
     return out
 
 
-def encode(traces: Trace | Iterable[Trace]) -> EncodedTrace:
+def degenerate_tokens(step: Step) -> int:
+    """Tokens of the repeated part of *step*'s reply text (``loopcore.textloop.repeated_spans``:
+    the repeats of a looping chunk, its first occurrence excluded): that share of the turn's
+    output the step holds (``tokens_turn``, or ``tokens_out`` for a step that ran nothing)."""
+    text = step.text
+    if not text or len(text) < _LOOP_MIN_CHARS:
+        return 0
+    out = step.tokens_turn or (step.tokens_out if not step.name or step.rejected is not None else 0)
+    if not out:
+        return 0
+    rep = 0
+    for a, b in repeated_spans(text):
+        rep += b - a
+    return min(out, out * rep // len(text)) if rep else 0
+
+
+def _path_aliases(facts: list[StepFacts]) -> dict[str, tuple[str, ...]]:
+    """Targets of one trace that may name the same file: a relative path and an absolute one
+    ending with it (``patch.txt`` and ``/testbed/patch.txt``, the working folder unknown). A
+    write of either is taken as a write of both, so a repeat never spans a write it cannot see."""
+    names: set[str] = set()
+    for f in facts:
+        names.update(f.targets)
+        if f.writes:
+            names.update(f.writes)
+        if f.reads:
+            names.update(f.reads)
+    if len(names) < 2:
+        return {}
+    out: dict[str, list[str]] = {}
+    for name in names:
+        if "/" not in name or name.startswith("git:"):
+            continue
+        k = name.find("/", 1 if name[0] == "/" else 0)
+        while k >= 0:
+            tail = name[k + 1:]
+            if tail in names:
+                out.setdefault(name, []).append(tail)
+                out.setdefault(tail, []).append(name)
+            k = name.find("/", k + 1)
+    return {n: tuple(v) for n, v in out.items()}
+
+
+def _widen(writes: tuple[str, ...], alias: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    extra = [a for w in writes for a in alias.get(w, ())]
+    if not extra:
+        return writes
+    return tuple(sorted(set(writes).union(extra)))
+
+
+def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None) -> EncodedTrace:
     """Encode one Trace or many into numpy columns for the bulk kernels (see the module doc).
 
     Hashes args and outcomes with the canonical hash and interns names, targets and keys to
-    dense ints. Raises TypeError for something that is not a Trace, ValueError for a step
-    with an unknown kind, and TypeError/ValueError from canonical_hash for unhashable args.
+    dense ints; *settings* (default ``BurnSettings()``) decides which outcomes are substantial.
+    Raises TypeError for something that is not a Trace, ValueError for a step with an unknown
+    kind, and TypeError/ValueError from canonical_hash for unhashable args.
     """
     traces = _as_traces(traces)
+    settings = DEFAULT_SETTINGS if settings is None else settings
     tools, targets, tsets = _Interner(), _Interner(), _Interner()
     calls, obs_keys, skeys, svals, edits = _Interner(), _Interner(), _Interner(), _Interner(), _Interner()
     members: list[int] = []
     set_offsets = [0]
     offsets = [0]
     rows: dict[str, list] = {name: [] for name, _ in _STEP_COLUMNS}
-    (c_session, c_turn, c_kind, c_tool, c_target, c_args, c_result, c_flags, c_tokens,
-     c_call, c_obs, c_skey, c_sval, c_edit, c_undo) = (rows[name] for name, _ in _STEP_COLUMNS)
+    (c_session, c_turn, c_kind, c_tool, c_target, c_reads, c_writes, c_args, c_result, c_flags, c_tokens,
+     c_turn_tokens, c_degen, c_call, c_obs, c_skey, c_sval, c_edit, c_undo) = (rows[name] for name, _ in _STEP_COLUMNS)
+
+    def tset_of(ts: tuple[str, ...]) -> int:
+        n_before = len(tsets)
+        tset = tsets(ts)
+        if tset == n_before:  # a new set: append its members (CSR)
+            members.extend(targets(t) for t in ts)
+            set_offsets.append(len(members))
+        return tset
+
+    def access(ts: tuple[str, ...] | None, own: tuple[str, ...], own_id: int) -> int:
+        if ts is None:
+            return _ANYTHING
+        if not ts:
+            return _NOTHING
+        if ts == own:
+            return own_id
+        return tset_of(ts)
+
     for k, trace in enumerate(traces):
-        for step in trace.steps:
-            f = step_facts(step)
+        facts = [step_facts(step, settings) for step in trace.steps]
+        alias = _path_aliases(facts)
+        for step, f in zip(trace.steps, facts):
+            if alias and f.writes:
+                wider = _widen(f.writes, alias)
+                if wider is not f.writes:
+                    f = f._replace(writes=wider)
             tool = tools(step.name)
-            if f.targets:
-                n_before = len(tsets)
-                tset = tsets(f.targets)
-                if tset == n_before:  # a new set: append its members (CSR)
-                    members.extend(targets(t) for t in f.targets)
-                    set_offsets.append(len(members))
-            else:
-                tset = -1
-            call = calls((tool, f.call[1]))
+            tset = tset_of(f.targets) if f.targets else -1
+            call = calls((tool, f.call[1])) if f.call is not None else -1
             c_session.append(k)
             c_turn.append(step.turn)
             c_kind.append(f.kind)
             c_tool.append(tool)
             c_target.append(tset)
-            c_args.append(f.call[1])
+            # a repeat depends on what the step reads and on what it writes (writing a file
+            # again matters once something else changed it)
+            if f.reads is None or f.writes is None:
+                deps = None
+            elif not f.writes or f.writes == f.reads:
+                deps = f.reads
+            else:
+                deps = tuple(sorted(set(f.reads) | set(f.writes)))
+            c_reads.append(access(deps, f.targets, tset))
+            c_writes.append(access(f.writes, f.targets, tset))
+            c_args.append(f.call[1] if f.call is not None else 0)
             c_result.append(f.outcome)
             c_flags.append(
                 (HAS_OUTCOME if f.has_outcome else 0)
                 | (ERROR if f.error else 0)
                 | (ESTIMATED if step.tokens_estimated else 0)
+                | f.flags
             )
             c_tokens.append(step.tokens_in + step.tokens_out)
+            c_turn_tokens.append(step.tokens_turn)
+            c_degen.append(degenerate_tokens(step) if step.text else 0)
             c_call.append(call)
-            c_obs.append(obs_keys((tset, f.outcome)) if f.kind == OBSERVE and tset >= 0 and f.has_outcome else -1)
+            if f.kind == OBSERVE and tset >= 0 and f.has_outcome:
+                c_obs.append(obs_keys((tset, f.outcome) if f.substantial else (tset, f.outcome, call)))
+            else:
+                c_obs.append(-1)
             if f.state is not None:
                 domain, value = f.state
                 # the domain of a read is its call id, so interned ids replace the name + args
@@ -417,14 +706,17 @@ def encode(traces: Trace | Iterable[Trace]) -> EncodedTrace:
 class EncodedAnalysis:
     """What the burn kernel computed for every step and every trace of an EncodedTrace.
 
-    ``finding[i]`` (int8) is 0 (not charged) or 1..4 (``FINDING_KINDS[code - 1]``);
+    ``finding[i]`` (int8) is 0 (not charged) or 1..6 (``FINDING_KINDS[code - 1]``);
     ``of_step[i]`` (int32) is the 0-based index, inside its own trace, of the earlier step it
-    repeats (-1 when not charged). Per trace: ``total_tokens``, ``wasted_tokens``, and ``by_kind_tokens`` /
-    ``by_kind_steps`` of shape (n_traces, 4) in FINDING_KINDS order.
+    repeats (-1 when not charged, and for a rejected action, which repeats nothing);
+    ``charge[i]`` (int64) the tokens it is charged. Per trace: ``total_tokens``,
+    ``wasted_tokens``, and ``by_kind_tokens`` / ``by_kind_steps`` of shape (n_traces, 6) in
+    FINDING_KINDS order.
     """
 
     finding: np.ndarray
     of_step: np.ndarray
+    charge: np.ndarray
     total_tokens: np.ndarray
     wasted_tokens: np.ndarray
     by_kind_tokens: np.ndarray
@@ -437,16 +729,17 @@ class EncodedAnalysis:
         )
 
 
-def analyse_encoded(enc: EncodedTrace, *, impl: str | None = None) -> EncodedAnalysis:
+def analyse_encoded(enc: EncodedTrace, *, impl: str | None = None, charge_turn_output: bool = False) -> EncodedAnalysis:
     """Run the burn kernel over *enc* (``impl`` "c"/"py" forces a twin; default: the live core).
 
-    The findings equal :func:`loopcore.burn.analyse_burn` step for step. Raises ValueError
-    when the columns are inconsistent (lengths, offsets).
+    ``charge_turn_output`` charges a wasted call's turn tokens too (``BurnSettings``). Both
+    twins give the same arrays. Raises ValueError when the columns are inconsistent.
     """
     kernel = analyse_columns if impl is None else load("burn", impl).analyse_columns
     out = kernel(
-        enc.kind, enc.turn, enc.tokens, enc.flags, enc.result_hash, enc.target, enc.target_offsets, enc.target_members,
-        enc.call, enc.obs, enc.skey, enc.sval, enc.edit, enc.undo, enc.trace_offsets,
-        enc.n_targets, enc.n_calls, enc.n_obs, enc.n_skeys, enc.n_svals, enc.n_edits,
+        enc.kind, enc.turn, enc.tokens, enc.turn_tokens, enc.degen, enc.flags, enc.result_hash, enc.target,
+        enc.target_offsets, enc.target_members, enc.reads, enc.writes, enc.call, enc.obs, enc.skey, enc.sval,
+        enc.edit, enc.undo, enc.trace_offsets, enc.n_targets, enc.n_calls, enc.n_obs, enc.n_skeys, enc.n_svals,
+        enc.n_edits, charge_turn_output,
     )
     return EncodedAnalysis(*out)

@@ -210,7 +210,7 @@ def _finding_data(f: Any, tl: Timeline | None) -> dict[str, Any]:
         "msg": clean_text(f.message, 600),
     }
     if tl is not None:
-        d["of_ref"] = tl.refs[f.of_step] if 0 <= f.of_step < len(tl.refs) else ""
+        d["of_ref"] = tl.refs[f.of_step] if f.of_step is not None and 0 <= f.of_step < len(tl.refs) else ""
         d["refs"] = [tl.refs[s] if 0 <= s < len(tl.refs) else "" for s in d["steps"]]
     return d
 
@@ -505,7 +505,7 @@ def render_report(
                    '<table id="top-findings"><thead><tr><th>tokens</th><th>kind</th><th>target</th><th>trace</th>'
                    "<th>what happened</th></tr></thead><tbody>")
         for t, f in findings:
-            out.append(f'<tr><td class="n">{_fmt(f.tokens, t.report.tokens_estimated)}</td><td>{e(f.kind)}</td>'
+            out.append(f'<tr><td class="n">{_fmt(f.tokens, f.tokens_estimated)}</td><td>{e(f.kind)}</td>'
                        f"<td>{e(clean_text(f.target) or clean_text(f.name))}</td><td>{e(clean_text(t.label, 120))}</td>"
                        f"<td>{e(clean_text(f.message, 2000))}</td></tr>")
         out.append("</tbody></table>")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
     from .trace import Trace
 
+from .burn import ref_text
 from .report import REPORT_SCHEMA, Skipped, _skipped, _sources, _stats, bulk_gc, fmt_target, fmt_tokens, iter_traces
 
 __all__ = ["ReplayEvent", "ReplayReport", "TraceReplay", "collect_replay", "replay_trace", "render_replay_text", "replay_to_json"]
@@ -31,7 +32,8 @@ __all__ = ["ReplayEvent", "ReplayReport", "TraceReplay", "collect_replay", "repl
 
 @dataclass(slots=True)
 class ReplayEvent:
-    """One warn or block the guard would have returned, at step index ``step`` of its trace."""
+    """One warn or block the guard would have returned, at step index ``step`` of its trace
+    (``ref``: the same step in the trace's own coordinates, ``Step.ref``)."""
 
     step: int
     tool: str
@@ -41,6 +43,8 @@ class ReplayEvent:
     count: int
     message: str
     tokens: int
+    ref: Any = None
+    estimated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -54,6 +58,7 @@ class ReplayEvent:
             "count": self.count,
             "message": self.message,
             "tokens": self.tokens,
+            "ref": self.ref,
         }
 
 
@@ -203,9 +208,12 @@ def replay_trace(trace: "Trace", guard: Any, *, source: str = "") -> TraceReplay
     """
     events: list[ReplayEvent] = []
     for i, step in enumerate(trace.steps):
+        if not step.name or step.rejected is not None:
+            continue  # a turn that ran nothing: there was no call for a guard to check
         d = guard.check(step.session, step.name, step.args, kind=step.kind, target=step.target, call_id=step.call_id)
         if d.action != "allow":
-            events.append(ReplayEvent(i, step.name, step.target, d.action, d.detector, d.count, d.message, step.tokens))
+            events.append(ReplayEvent(i, step.name, step.target, d.action, d.detector, d.count, d.message, step.tokens,
+                                      step.ref, step.tokens_estimated))
         # The recorded outcome, even after a block: later decisions then describe the history
         # as it really happened (see the module docstring for why saved tokens stay a lower bound).
         guard.record(step.session, step.name, step.args, step.result, error=step.error, tokens=step.tokens,
@@ -321,11 +329,12 @@ def render_replay_text(report: ReplayReport, console: "Console", *, top: int = 1
         et.add_column(justify="right", no_wrap=True)
         et.add_column()
         for t, e in events[:top]:
+            where = ref_text(e.ref)
             head = Text.assemble((f"{e.action} {e.detector or '-'}", "bold"), "  ", (t.label, "cyan"),
-                                 f"  step {e.step}  {e.tool}")
+                                 f"  step {e.step}{f' ({where})' if where else ''}  {e.tool}")
             if e.target is not None:
                 head.append(f" {fmt_target(e.target)}")
-            et.add_row(fmt_tokens(e.tokens, t.tokens_estimated), Text.assemble(head, "\n", e.message))
+            et.add_row(fmt_tokens(e.tokens, e.estimated), Text.assemble(head, "\n", e.message))
         console.print(et)
     else:
         console.print("The guard would have allowed every call.")

@@ -132,6 +132,7 @@ def collect(
     format: str = "auto",
     keep_going: bool = False,
     on_trace: Callable[["Trace"], None] | None = None,
+    charge_turn_output: bool = False,
 ) -> AnalysisReport:
     """Load every trace under *paths* and analyse it; raises TraceFormatError on bad input
     (ValueError for an unknown *format*) unless *keep_going*, in which case the bad files and
@@ -139,14 +140,17 @@ def collect(
 
     An empty *paths* analyses the bundled example trace (``report.example`` is then True).
     ``on_trace`` is called after each trace is analysed (the CLI drives its progress bar with it).
+    ``charge_turn_output`` charges a wasted call's whole turn (``BurnSettings``).
     """
-    from .burn import BurnReport, analyse_burn
+    from .burn import BurnReport, BurnSettings, analyse_burn
+
+    settings = BurnSettings(charge_turn_output=charge_turn_output)
 
     results: list[TraceResult] = []
     stats = _stats()
     with bulk_gc():
         for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
-            results.append(_result(trace, src, analyse_burn(trace)))
+            results.append(_result(trace, src, analyse_burn(trace, settings)))
             if on_trace is not None:
                 on_trace(trace)
     overall = BurnReport.combine([r.report for r in results])
@@ -248,6 +252,8 @@ _KIND_SHORT = {
     "duplicate_call": "repeat",
     "oscillation": "undo/redo",
     "question_loop": "questions",
+    "rejected_action": "rejected",
+    "degenerate_output": "looping reply",
 }
 
 
@@ -267,7 +273,7 @@ def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
         return "-"
     f = max(report.findings, key=lambda f: f.tokens)
     kind = _KIND_SHORT.get(f.kind, f.kind)
-    if f.kind == "question_loop":
+    if f.kind in ("question_loop", "rejected_action", "degenerate_output"):
         return kind
     what = terminal_safe(f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target))
     return f"{kind} {shorten(what, max(width - len(kind) - 1, 8))}"
@@ -308,14 +314,14 @@ def render_text(
             terminal_safe(t.format or "-"),
             f"{t.steps:,}",
             fmt_tokens(t.report.total_tokens, t.report.tokens_estimated),
-            fmt_tokens(t.report.wasted_tokens, t.report.tokens_estimated),
+            fmt_tokens(t.report.wasted_tokens, t.report.wasted_estimated),
             fmt_ratio(t.report.waste_ratio),
             t.report,
         )
         for t in rows_shown
     ]
     total = ("overall", "", f"{report.steps:,}", fmt_tokens(o.total_tokens, o.tokens_estimated),
-             fmt_tokens(o.wasted_tokens, o.tokens_estimated), fmt_ratio(o.waste_ratio), o)
+             fmt_tokens(o.wasted_tokens, o.wasted_estimated), fmt_ratio(o.waste_ratio), o)
     heads = ("trace", "format", "steps", "tokens", "wasted", "ratio")
     widths = [max(len(h), *(len(c[i]) for c in [*cells, total])) for i, h in enumerate(heads)]
     widths[0] = min(widths[0], 30)
@@ -353,10 +359,12 @@ def render_text(
         ft.add_column(justify="right", no_wrap=True)
         ft.add_column()
         for t, f in findings:
+            beside = (f"\n(+{fmt_tokens(f.turn_output_tokens, f.tokens_estimated)} tokens of the same turns' "
+                      "reasoning and reply text, not charged)") if f.turn_output_tokens else ""
             ft.add_row(
-                fmt_tokens(f.tokens, t.report.tokens_estimated),
+                fmt_tokens(f.tokens, f.tokens_estimated),
                 Text.assemble((terminal_safe(f.kind), "bold"), "  ", (terminal_safe(t.label), "cyan"), "\n",
-                              terminal_safe(f.message)),
+                              terminal_safe(f.message), beside),
             )
         console.print(ft)
     elif report.traces:
@@ -365,7 +373,8 @@ def render_text(
         console.print()
         console.print(Text.assemble(("Top recommendation: ", "bold"), terminal_safe(o.top_recommendation)))
     if o.tokens_estimated:
-        console.print("~ = estimated from text length: the trace has no per-call usage fields.")
+        console.print("~ = estimated from text length: marks the counts that rest on estimates (the trace has "
+                      "no per-call usage fields there).")
     if report.ignored:
         n = len(report.ignored)
         console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "

@@ -89,7 +89,8 @@ class Step:
 
     @property
     def tokens(self) -> int:
-        """tokens_in + tokens_out: what this step cost."""
+        """tokens_in + tokens_out: what the call cost, and what it is charged when it was
+        wasted (the rest of its turn's output is ``tokens_turn``)."""
         return self.tokens_in + self.tokens_out
 
     @property
@@ -106,18 +107,16 @@ class Step:
     def read_set(self) -> tuple[str, ...] | None:
         """What the step reads: a tuple of targets, or None for "anything" (an ``exec``, a
         search without a target). Derived when ``reads`` is None: an ``observe`` or ``mutate``
-        reads its targets (an edit depends on the text it replaces); an ``exec`` reads anything;
-        ``ask`` and ``other`` read nothing."""
+        reads its targets (an edit depends on the text it replaces); an ``exec``, an ``ask`` and
+        an ``other`` step read anything (what they depend on is unknown)."""
         r = self.reads
         if r is not None:
             return r
         kind = self.kind
         if kind == "observe" or kind == "mutate":
             t = self.targets
-            return t if t or kind == "mutate" else None
-        if kind == "exec":
-            return None
-        return ()
+            return t if t else None
+        return None
 
     @property
     def write_set(self) -> tuple[str, ...] | None:

@@ -29,7 +29,8 @@ import orjson
 from ..taxonomy.profiles import Profile
 from ..trace import Step, Trace
 
-__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "text_of", "usage_of", "parse_args"]
+__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "record_ref", "text_of", "usage_of",
+           "parse_args"]
 
 
 class TraceFormatError(ValueError):
@@ -122,6 +123,14 @@ def parse_args(raw: Any) -> tuple[Any, bool]:
     return raw, True
 
 
+def record_ref(lines: list[int] | None, index: int) -> dict:
+    """The ref of record *index* of a source: its 1-based line in a JSONL file (*lines* maps
+    records to lines), else its index in the document's list."""
+    if lines is not None and 0 <= index < len(lines):
+        return {"line": lines[index]}
+    return {"message": index}
+
+
 def _int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
@@ -184,7 +193,7 @@ class Ledger:
     """Builds the steps of one session: API calls (turns), the tool calls each issued, their
     results, then the token accounting of the module docstring in :meth:`finish`."""
 
-    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_args_chars", "_results",
+    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_access", "_args_chars", "_results",
                  "_replies")
 
     def __init__(self, session: str, profile: Profile) -> None:
@@ -194,6 +203,7 @@ class Ledger:
         self.turns: list[list] = []
         self.orphans = 0
         self._classify = profile.classify
+        self._access = profile.access
         # Per step, by index: the characters of its arguments (name included).
         self._args_chars: list[int] = []
         # Per answered step, by id(step): its result's characters when the result entered the
@@ -215,11 +225,12 @@ class Ledger:
         return len(turns) - 1
 
     def add_text(self, text: str) -> None:
-        """Append reply text to the current turn (a turn whose text comes in several blocks)."""
+        """Append reply text to the current turn (a turn whose text comes in several blocks,
+        joined by newlines)."""
         if not self.turns:
             self.turn(None)
         t = self.turns[-1]
-        t[_TEXT] = text if t[_TEXT] is None else t[_TEXT] + text
+        t[_TEXT] = text if not t[_TEXT] else t[_TEXT] + "\n" + text
 
     def reject(self, message: str, name: str = "", args: Any = None, *, args_len: int | None = None,
                ref: dict | None = None, chars: int | None = None) -> Step:
@@ -262,7 +273,12 @@ class Ledger:
         if not turns:
             self.turn(None)
         if kind is None:
-            kind, target = self._classify(name, args if classify_args is None else classify_args)
+            kind, target, r, w, nop = self._access(name, args if classify_args is None else classify_args)
+            if reads is None:
+                reads = r
+            if writes is None:
+                writes = w
+            no_op = no_op or nop
         step = Step(self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id)
         if meta:
             step.meta = meta

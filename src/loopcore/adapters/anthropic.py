@@ -4,7 +4,9 @@ user message that follows.
 Accepts a list of messages, ``{"messages": [...]}`` (a request body, optionally with the final
 response under ``"response"``), or JSONL. An assistant message may carry the API ``usage``
 (``input_tokens`` + ``cache_*_input_tokens`` is the prompt, ``output_tokens`` the completion)
-when a logger stored whole responses. ``is_error: true`` on a result makes it an error.
+when a logger stored whole responses. ``is_error: true`` on a result makes it an error. Every
+step's ``ref`` is ``{"message": i}`` (its assistant message); the first step of a turn carries the
+message's ``text`` and ``thinking`` blocks, and a message without ``tool_use`` is a step of its own.
 """
 from __future__ import annotations
 
@@ -22,11 +24,19 @@ def result_content(block: dict) -> Any:
     return text_of(block.get("content"))
 
 
-def add_assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int) -> None:
-    """Record the tool_use blocks of an assistant message's content."""
+def add_assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, *, with_text: bool = False) -> None:
+    """Record the tool_use blocks of an assistant message's content (and, with *with_text*,
+    its text and thinking blocks as the turn's text)."""
     if not isinstance(content, list):
+        if with_text and isinstance(content, str) and content:
+            ledger.add_text(content)
         return
     for b in content:
+        if with_text and isinstance(b, dict) and b.get("type") in ("text", "thinking"):
+            t = b.get("text") if b.get("type") == "text" else b.get("thinking")
+            if isinstance(t, str) and t:
+                ledger.add_text(t)
+            continue
         if isinstance(b, dict) and b.get("type") == "tool_use":
             name = b.get("name")
             if not isinstance(name, str):
@@ -78,8 +88,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         role = m.get("role")
         if role == "assistant":
-            ledger.turn(m.get("usage"))
-            add_assistant_blocks(m.get("content"), ledger, ctx, i)
+            ledger.turn(m.get("usage"), text="", ref={"message": i})
+            add_assistant_blocks(m.get("content"), ledger, ctx, i, with_text=True)
         elif role == "user":
             add_user_blocks(m.get("content"), ledger, ctx, i)
     return [ledger.trace(source=ctx.path, fmt=NAME)]

@@ -15,6 +15,13 @@ tokens_in/out      no        int >= 0; when both are missing they are estimated 
 tokens_estimated   no        bool
 call_id            no        str
 meta               no        object
+reads, writes      no        list of str, or null (derived from kind and target)
+ref                no        object: the step's coordinate in the trace it came from (kept as
+                             written: a loopcore file is itself a copy of some trace)
+text               no        str: the reply text of the turn that issued the step
+rejected           no        str: the harness's message when it rejected the action
+tokens_turn        no        int >= 0: the rest of the turn's output
+no_op              no        bool: the call provably changed nothing
 =================  ========  ====================================================================
 
 A file may hold several sessions: one trace per session, in order of first appearance. A JSON
@@ -32,7 +39,9 @@ NAME = "loopcore"
 PROFILE = "generic"
 _KINDS = frozenset(KINDS)
 FIELDS = frozenset({"session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
-                    "tokens_out", "tokens_estimated", "call_id", "meta"})
+                    "tokens_out", "tokens_estimated", "call_id", "meta", "reads", "writes", "ref", "text", "rejected",
+                    "tokens_turn", "no_op"})
+_EXTRA = ("reads", "writes", "ref", "text", "rejected", "tokens_turn", "no_op")
 
 
 def _count(v: Any) -> bool:
@@ -54,7 +63,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(f"a step must be an object, got {type(r).__name__}", i)
             continue
         name = r.get("name")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or (not name and r.get("text") is None and r.get("rejected") is None):
+            # a nameless step is a turn that ran nothing: a reply (text) or a rejected action
             ctx.bad("a step needs a non-empty string 'name'", i)
             continue
         kind = r.get("kind")
@@ -91,8 +101,15 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 ctx.bad("tokens_in and tokens_out must be integers >= 0", i)
                 continue
         meta = r.get("meta")
-        step = Step(session, turn, kind, name, target, args, r.get("result"), r.get("error"), tin, tout, flag,
-                    r.get("call_id"), dict(meta) if isinstance(meta, dict) else {})
+        extra = {k: r[k] for k in _EXTRA if k in r}
+        try:
+            step = Step.from_dict(extra, session=session, turn=turn, kind=kind, name=name, target=target, args=args,
+                                  result=r.get("result"), error=r.get("error"), tokens_in=tin, tokens_out=tout,
+                                  tokens_estimated=flag, call_id=r.get("call_id"),
+                                  meta=dict(meta) if isinstance(meta, dict) else {})
+        except ValueError as exc:
+            ctx.bad(str(exc), i)
+            continue
         steps.append(step)
     traces = []
     for n, (session, steps) in enumerate(sessions.items()):

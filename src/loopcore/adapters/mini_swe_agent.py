@@ -7,8 +7,15 @@ is answered by the final ``role: "exit"`` message (its submission never re-enter
 1.x (``"mini-swe-agent-1"``): an assistant message runs a command only when its text holds
 exactly one fenced bash block (mini-swe-agent's own action regex); the next ``user`` message is
 its observation (``<returncode>N</returncode>...``), a time-out notice, or the final diff.
-Messages with 0 or 2+ blocks are format errors: nothing ran, they are counted in
-``meta["format_errors"]``.
+Messages with 0 or 2+ blocks are format errors: nothing ran; each is a rejected step (the
+harness's answer, "Please always provide EXACTLY ONE action...", is its ``rejected`` text and
+its result tokens) and they are counted in ``meta["format_errors"]``. In 2.x a turn whose tool
+call the harness could not parse is not kept in the messages; its answer is a ``user`` message
+with ``extra.interrupt_type: "FormatError"``, read as a rejected turn of its own.
+
+Every step's ``ref`` is ``{"message": i}``, the index of the assistant message that issued it in
+the trajectory's ``messages`` (of the harness's answer for a 2.x format error), and the first
+step of each turn carries the assistant message's text.
 """
 from __future__ import annotations
 
@@ -83,6 +90,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
     format_errors = 0
     pending = None  # the call of the last assistant message, waiting for its observation
+    rejected_turn = None  # (message index, actions found) of a format error waiting for its answer
     last = len(messages) - 1
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
@@ -91,15 +99,30 @@ def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
         role = m.get("role")
         content = m.get("content")
         if role == "assistant":
-            ledger.turn(message_usage(m))
             text = content if isinstance(content, str) else text_of(content)
-            actions = ACTION_RE.findall(text) if isinstance(text, str) else []
+            if not isinstance(text, str):
+                text = ""
+            ledger.turn(message_usage(m), text=text, ref={"message": i})
+            actions = ACTION_RE.findall(text)
             if len(actions) == 1:
                 cmd = actions[0].strip()
-                pending = ledger.call("bash", {"command": cmd}, args_len=len(text) if isinstance(text, str) else None)
+                # the call's own characters: its fenced block; the rest of the message is the
+                # turn's text
+                pending = ledger.call("bash", {"command": cmd}, args_len=len(cmd) + 12)
+                rejected_turn = None
             else:
                 format_errors += 1
                 pending = None
+                rejected_turn = (i, len(actions))
+        elif role == "user" and pending is None and rejected_turn is not None:
+            # the harness's answer to a format error: the rejected turn's error message
+            text = text_of(content)
+            text = text if isinstance(text, str) else ""
+            at, n_actions = rejected_turn
+            rejected_turn = None
+            # no call of its own: the whole turn's output is the rejected action's
+            ledger.reject(text or f"found {n_actions} actions", "bash" if n_actions else "", args_len=0,
+                          ref={"message": at})
         elif role == "user" and pending is not None:
             text = text_of(content)
             step, pending = pending, None

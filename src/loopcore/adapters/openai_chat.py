@@ -4,6 +4,14 @@ Accepts a list of messages, ``{"messages": [...]}``, or a JSONL file of messages
 from ``message["usage"]`` or ``message["extra"]["response"]["usage"]`` (litellm/mini-swe-agent)
 when a logger stored it. Each tool message is paired with the calls of the assistant message
 right before it first (ids may repeat across a trace), see ``Ledger.pair``.
+
+Every step's ``ref`` is ``{"message": i}`` (the index of its assistant message); the first step of
+a turn carries the assistant's text (``content`` and, when the trace keeps it,
+``reasoning_content``), and an assistant message without tool calls is a step of its own. A call
+whose arguments are not valid JSON is a rejected step (``rejected`` is the harness's answer when
+one follows, else a short description); so is a ``user`` message that reports a format error
+(``extra.interrupt_type: "FormatError"``, mini-swe-agent 2.x), whose faulty turn the trace did not
+keep.
 """
 from __future__ import annotations
 
@@ -54,7 +62,14 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                 resp = extra.get("response")
                 if resp.__class__ is dict:
                     usage = resp.get("usage")
-            turn(usage)
+            content = m.get("content")
+            text = content if content.__class__ is str else text_of(content)
+            if text.__class__ is not str:
+                text = ""
+            reasoning = m.get("reasoning_content")
+            if reasoning.__class__ is str and reasoning:
+                text = reasoning + "\n" + text if text else reasoning
+            turn(usage, text=text, ref={"message": i + index_offset})
             calls = m.get("tool_calls")
             if not calls:
                 if isinstance(m.get("function_call"), dict):
@@ -91,7 +106,10 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                 if ok:
                     call(name, args, call_id, args_len=args_len)
                 else:
-                    call(name, args, call_id, args_len=args_len, meta={"unparsed_args": True})
+                    # nothing can run a call whose arguments do not parse: the harness rejects it
+                    bad = call(name, args, call_id, args_len=args_len, kind="other", target=None,
+                               meta={"unparsed_args": True}, reads=(), writes=())
+                    bad.rejected = "arguments are not valid JSON"
         elif role == "tool" or role == "function":
             step = pair(m.get("tool_call_id"), m.get("name"))
             content = m.get("content")
@@ -107,8 +125,17 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                 if meta:
                     step.meta.update(meta)
             result(step, content, error)
+            if step.rejected is not None and content.__class__ is str and content:
+                step.rejected = content  # the harness's own answer
         else:
             content = m.get("content")
+            extra = m.get("extra")
+            if role == "user" and extra.__class__ is dict and extra.get("interrupt_type") == "FormatError":
+                # the harness rejected a turn the trace does not keep: that turn, rejected
+                text = content if content.__class__ is str else text_of(content)
+                turn(None, text="", ref={"message": i + index_offset})
+                ledger.reject(text if text.__class__ is str and text else "format error")
+                continue
             ledger.context(len(content) if content.__class__ is str else text_len(content))
 
 

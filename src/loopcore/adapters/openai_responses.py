@@ -8,7 +8,10 @@ Accepts a list of items (a conversation / ``input`` array), a Response object
 ``token_count`` events giving each API call's usage). Consecutive model-side items (reasoning,
 assistant messages, calls) form one API call. Codex shell outputs (``{"output": ...,
 "metadata": {"exit_code": N}}`` as a JSON string) keep the output text as the result and the
-exit code in ``meta["returncode"]``.
+exit code in ``meta["returncode"]``. Outside Codex rollouts, every step's ``ref`` is the record that started its API call
+(``{"line": n}`` in a JSONL file, else ``{"message": i}``); the first step of a turn carries the
+assistant message text and reasoning summaries, a turn without calls is a step of its own, and
+a ``function_call`` whose arguments are not JSON is rejected.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ._base import Ledger, Trace, parse_args, text_len, text_of
+from ._base import Ledger, Trace, parse_args, record_ref, text_len, text_of
 from ._io import Ctx
 
 NAME = "openai-responses"
@@ -51,9 +54,14 @@ class _Walker:
         self.ctx = ctx
         self.model_side = False  # the previous item came from the model
         self.turn_has_usage = False
+        self.rollout = False  # a Codex CLI rollout
 
-    def start_turn(self, usage: Any = None) -> None:
-        self.ledger.turn(usage)
+    def start_turn(self, usage: Any = None, index: int | None = None) -> None:
+        if self.rollout:  # Codex rollouts keep their own accounting (no reply text, no refs)
+            self.ledger.turn(usage)
+        else:
+            ref = record_ref(self.ctx.lines, index) if index is not None else None
+            self.ledger.turn(usage, text="", ref=ref)
         self.model_side = True
         self.turn_has_usage = usage is not None
 
@@ -68,7 +76,17 @@ class _Walker:
         role = it.get("role")
         if t in _MODEL_SIDE or (t == "message" and role == "assistant"):
             if not self.model_side:
-                self.start_turn()
+                self.start_turn(index=index)
+            if t == "message" and not self.rollout:
+                text = text_of(it.get("content"))
+                if isinstance(text, str) and text:
+                    self.ledger.add_text(text)
+                return
+            if t == "reasoning" and not self.rollout:
+                for part in it.get("summary") or ():
+                    if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
+                        self.ledger.add_text(part["text"])
+                return
             if t == "function_call":
                 name = it.get("name")
                 if not isinstance(name, str):
@@ -76,8 +94,13 @@ class _Walker:
                     return
                 raw = it.get("arguments")
                 args, ok = parse_args(raw)
-                self.ledger.call(name, args, it.get("call_id") or it.get("id"),
-                                 meta=None if ok else {"unparsed_args": True})
+                if ok:
+                    self.ledger.call(name, args, it.get("call_id") or it.get("id"))
+                else:
+                    # nothing can run a call whose arguments do not parse: the harness rejects it
+                    bad = self.ledger.call(name, args, it.get("call_id") or it.get("id"), kind="other", target=None,
+                                           meta={"unparsed_args": True}, reads=(), writes=())
+                    bad.rejected = "arguments are not valid JSON"
             elif t == "custom_tool_call":
                 name = it.get("name")
                 if not isinstance(name, str):
@@ -100,6 +123,8 @@ class _Walker:
             if meta:
                 step.meta.update(meta)
             self.ledger.result(step, result)
+            if step.rejected is not None and isinstance(result, str) and result:
+                step.rejected = result  # the harness's own answer
         elif t == "message" or role is not None:
             self.ledger.context(text_len(text_of(it.get("content"))))
 
@@ -119,6 +144,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         rtype = r.get("type")
         if rtype in _ROLLOUT_TYPES:
+            w.rollout = True
             payload = r.get("payload")
             if not isinstance(payload, dict):
                 continue
@@ -135,7 +161,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 if isinstance(it, dict):
                     w.item(it, i)
             w.model_side = False
-            w.start_turn(r.get("usage"))
+            w.start_turn(r.get("usage"), i)
             for it in r.get("output") or []:
                 if isinstance(it, dict):
                     w.item(it, i)

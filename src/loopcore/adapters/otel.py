@@ -99,7 +99,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 ctx.bad("an execute_tool span without gen_ai.tool.name")
                 continue
             args, _ = parse_args(a.get("gen_ai.tool.call.arguments"))
-            step = ledger.call(name, args, a.get("gen_ai.tool.call.id"))
+            span_id = span.get("spanId")
+            ref = {"event": span_id} if isinstance(span_id, str) and span_id else None
+            step = ledger.call(name, args, a.get("gen_ai.tool.call.id"), ref=ref)
             status = span.get("status") if isinstance(span.get("status"), dict) else {}
             error = a.get("error.type")
             if error is None and status.get("code") in _STATUS_ERROR:

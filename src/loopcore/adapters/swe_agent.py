@@ -8,7 +8,11 @@ action text (``"edit 6:6\\n...\\nend_of_edit"``, ``"python x.py"``), whose obser
 SWE-agent command (open, edit, search_dir...) or ``bash`` for anything else. Commands that act
 on the open file (edit, goto, scroll_down...) get it as their target, tracked from ``open`` and
 from the ``(Open file: ...)`` line SWE-agent appends to observations. Only aggregate token
-counts exist (``info.model_stats``), so per-step tokens are estimated.
+counts exist (``info.model_stats``), so per-step tokens are estimated. Every step's ``ref`` is
+``{"message": i}``, the index of its assistant message in ``history``; the first step of a turn
+carries the message's text (an assistant message without an action is a step of its own, and
+a rejected one when SWE-agent answers it with a format error: "Your output was not formatted
+correctly...").
 """
 from __future__ import annotations
 
@@ -70,12 +74,24 @@ def _open_file(text: Any, current: str | None) -> str | None:
     return None if value in ("n/a", "") else value
 
 
+# How SWE-agent answers an output it cannot run (its format_error_template and the function-
+# calling parser's messages).
+_FORMAT_ERRORS = ("Your output was not formatted correctly", "Your last output did not use any tool calls",
+                  "Your output contained", "Unexpected argument(s)", "Your action could not be parsed")
+
+
+def _is_format_error(content: Any) -> bool:
+    text = text_of(content)
+    return isinstance(text, str) and text.lstrip().startswith(_FORMAT_ERRORS)
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from a SWE-agent trajectory's history."""
     history = doc.get("history") or []
     ledger = Ledger(ctx.stem, ctx.profile(PROFILE))
     open_file: str | None = None
     pending = []  # calls of the latest action message, waiting for observations
+    no_action = None  # index of the latest assistant message that ran nothing
     for i, m in enumerate(history):
         if not isinstance(m, dict):
             ctx.bad(f"a history message must be an object, got {type(m).__name__}", i)
@@ -85,7 +101,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ledger.context(text_len(m.get("content")))
             continue
         if role == "assistant":
-            ledger.turn(None)
+            text = text_of(m.get("content"))
+            thought = m.get("thought")
+            if not isinstance(text, str) or not text:
+                text = thought if isinstance(thought, str) else ""
+            ledger.turn(None, text=text, ref={"message": i})
             action = m.get("action")
             calls = m.get("tool_calls")
             pending = []
@@ -107,10 +127,16 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 step = ledger.call(name, args, classify_args=_classify_args(name, args, open_file))
                 pending.append(step)
             else:
+                no_action = i  # a turn that ran nothing: a reply, or rejected (see the next message)
                 continue
+            no_action = None
             for step in pending:
                 if step.name == "open" and isinstance(step.target, str):
                     open_file = step.target
+        elif role == "user" and not pending and no_action is not None and _is_format_error(m.get("content")):
+            # SWE-agent's answer to an output it could not parse: that turn was rejected
+            ledger.reject(text_of(m.get("content")), args_len=0, ref={"message": no_action})
+            no_action = None
         elif role == "tool" or (role == "user" and pending):
             content = text_of(m.get("content"))
             ids = m.get("tool_call_ids")

@@ -18,7 +18,7 @@ import re
 import shlex
 from typing import Any, Callable, Mapping, Union
 
-from .shell import _SHELLS, classify_shell, parse_patch_targets
+from .shell import _SHELLS, classify_shell, classify_shell_access, parse_patch_targets
 
 __all__ = ["OUTPUT_NORMALISERS", "PROFILES", "Profile", "Rule", "classify", "get_profile", "normalise_output",
            "shell_rule"]
@@ -92,6 +92,26 @@ def shell_rule(args: Any) -> "tuple[str, Target]":
     if text is None:
         return ("exec", None)
     return classify_shell(text)
+
+
+def _shell_access(args: Any) -> tuple:
+    """(kind, target, reads, writes, no_op) of a shell tool's call (see classify_shell_access)."""
+    if args.__class__ is dict:
+        cmd = args.get("command")
+        if cmd is None:
+            cmd = args.get("cmd", args.get("script"))
+    else:
+        cmd = args
+    if cmd.__class__ is not str:
+        cmd = _command_text(cmd)
+        if cmd is None:
+            return ("exec", None, None, None, False)
+    return classify_shell_access(cmd)
+
+
+# A rule may carry an ``access(args) -> (kind, target, reads, writes, no_op)`` attribute: what
+# the call reads and writes when that is more than its kind and target say (Profile.access).
+shell_rule.access = _shell_access  # type: ignore[attr-defined]
 
 
 def _patch_rule(args: Any) -> "tuple[str, Target]":
@@ -207,6 +227,20 @@ class Profile:
         if kind in ("observe", "mutate"):
             return kind, _first_target(args)
         return kind, None
+
+    def access(self, name: str, args: Any = None) -> tuple:
+        """(kind, target, reads, writes, no_op) of a call: :meth:`classify` plus what it reads and
+        writes where the rule knows more than its kind and target (shell commands); reads and
+        writes None otherwise, which the Step derives from kind and target."""
+        fn = self._cache.get(name, _MISSING)
+        if fn is _MISSING:
+            fn = self._lookup(name)
+        acc = getattr(fn, "access", None) if fn is not None else None
+        if acc is not None:
+            kind, target, reads, writes, no_op = acc(args)
+            return kind, target, reads, writes, no_op
+        kind, target = self.classify(name, args)
+        return kind, target, None, None, False
 
     def __repr__(self) -> str:
         return f"<Profile {self.name!r}: {len(self.rules)} tools>"

@@ -17,10 +17,11 @@ from functools import lru_cache
 from .._native_flag import load
 from .._shell_py import _SHELLS  # plain data, shared by both twins
 
-__all__ = ["classify_shell", "parse_patch_targets"]
+__all__ = ["classify_shell", "classify_shell_access", "parse_patch_targets"]
 
 _twin = load("shell")
 _classify_uncached = _twin.classify_shell
+_access_uncached = _twin.classify_shell_access
 parse_patch_targets = _twin.parse_patch_targets
 
 
@@ -33,3 +34,16 @@ def classify_shell(command: str) -> "tuple[str, str | tuple[str, ...] | None]":
     it reads; of ``exec`` and ``other``, None.
     """
     return _classify_uncached(command)
+
+
+@lru_cache(maxsize=65536)
+def classify_shell_access(command: str) -> "tuple[str, str | tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None, bool]":
+    """(kind, target, reads, writes, no_op) of a shell command; never raises.
+
+    ``kind`` and ``target`` are :func:`classify_shell`'s; ``reads`` / ``writes`` are the targets
+    it reads and writes (None: anything / everything), ``no_op`` says it provably changes
+    nothing (``sed -i 's/x/x/' f``). ``git diff -- a.py > p.txt`` reads ``("a.py",)`` and writes
+    ``("p.txt",)``; ``git checkout -- a.py`` writes ``("a.py",)`` only; ``git checkout main``,
+    ``git stash`` and ``git reset --hard`` write everything.
+    """
+    return _access_uncached(command)

@@ -1,0 +1,554 @@
+"""Compiled content-loop detector (loopcore._native_textloop): the twin of loopcore._textloop_py.
+
+Same rules, same results; see the pure twin's module doc for them. What differs is how chunks
+are found: a polynomial rolling hash over code points (mod 2**64) picks a bucket of hash chains
+(zlib's match finder), a hash hit is confirmed by comparing the 50 code points, and each position
+links to the previous occurrence of its chunk, so the newest 10 occurrences are 9 link steps
+away. Positions are absolute stream offsets that only grow; the history is a code-point buffer
+holding at least the newest MAX_HISTORY characters, and anything older than its start is dead
+(never read, never deleted), so truncation, a clear and a reset cost nothing.
+
+Memory safety: the text is read from the str's own storage (PyUnicode_DATA, any kind) and copied
+into the buffer before any analysis; nothing calls back into Python while C pointers into a str
+are live. Every ring is larger than the history (POS_RING > MAX_HISTORY), so a live position's
+slot is never reused while it is live.
+"""
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memchr, memcmp, memcpy, memmove
+
+__all__ = [
+    "CHUNK_SIZE",
+    "LOOP_THRESHOLD",
+    "MAX_AVG_DISTANCE",
+    "MAX_HISTORY",
+    "MAX_PERIODS",
+    "SLICE",
+    "TextLoopDetector",
+    "repeated_spans",
+]
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object)
+    void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    int PyUnicode_1BYTE_KIND
+    int PyUnicode_2BYTE_KIND
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+    int PyUnicode_4BYTE_KIND
+
+
+cdef enum:
+    CS = 50  # CHUNK_SIZE
+    LT = 10  # LOOP_THRESHOLD
+    MAXD = 250  # MAX_AVG_DISTANCE
+    MAXP = 5  # MAX_PERIODS
+    HIST = 5000  # MAX_HISTORY
+    SL = 2048  # SLICE
+    CAP = 4 * HIST + SL  # code points held by the buffer before it is compacted
+    POS_RING = 8192  # > HIST: per-position links and hash, indexed by position % POS_RING
+    TABLE_BITS = 13
+    TABLE = 8192  # hash buckets (power of two, 2 ** TABLE_BITS)
+
+CHUNK_SIZE = CS
+LOOP_THRESHOLD = LT
+MAX_AVG_DISTANCE = MAXD
+MAX_PERIODS = MAXP
+MAX_HISTORY = HIST
+SLICE = SL
+
+cdef uint64_t BASE = 0x100000001B3ULL
+cdef uint64_t MIX = 0x9E3779B97F4A7C15ULL
+
+
+cdef struct Text:
+    # a str's own storage: 1, 2 or 4 bytes a code point (PEP 393); read only under the GIL
+    int kind
+    const void* data
+
+
+cdef inline Text _text_of(object s) noexcept:
+    cdef Text t
+    t.kind = PyUnicode_KIND(s)
+    t.data = PyUnicode_DATA(s)
+    return t
+
+
+cdef inline uint32_t _rd(Text t, Py_ssize_t i) noexcept nogil:
+    if t.kind == 1:
+        return (<const uint8_t*>t.data)[i]
+    if t.kind == 2:
+        return (<const uint16_t*>t.data)[i]
+    return (<const uint32_t*>t.data)[i]
+
+
+cdef inline bint _blank(uint32_t c) noexcept nogil:
+    return c == 32 or c == 9 or c == 13 or c == 12 or c == 11
+
+
+cdef inline bint _ws(uint32_t c) noexcept nogil:
+    return c == 10 or _blank(c)
+
+
+cdef inline bint _divider(uint32_t c) noexcept nogil:
+    return c == 45 or c == 95 or c == 61 or c == 42 or c == 43 or (0x2500 <= c < 0x2580)
+
+
+cdef inline bint _tablech(uint32_t c) noexcept nogil:
+    return c == 124 or c == 43 or c == 45
+
+
+cdef inline Py_ssize_t _line_end(Text t, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+    # the index just past the next newline at or after s, or n
+    cdef const char* hit
+    if t.kind == 1:
+        hit = <const char*>memchr(<const char*>t.data + s, 10, <size_t>(n - s))
+        return n if hit == NULL else (hit - <const char*>t.data) + 1
+    while s < n:
+        if _rd(t, s) == 10:
+            return s + 1
+        s += 1
+    return n
+
+
+cdef Py_ssize_t _fences(Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # non-overlapping ``` (a run of k backticks holds k // 3), as JavaScript's /```/g counts
+    cdef Py_ssize_t count = 0, run
+    cdef const char* hit
+    while s < e:
+        if t.kind == 1:
+            hit = <const char*>memchr(<const char*>t.data + s, 96, <size_t>(e - s))
+            if hit == NULL:
+                break
+            s = hit - <const char*>t.data
+        elif _rd(t, s) != 96:
+            s += 1
+            continue
+        run = 0
+        while s < e and _rd(t, s) == 96:
+            run += 1
+            s += 1
+        count += run // 3
+    return count
+
+
+cdef bint _is_divider(Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    cdef bint seen = False
+    cdef uint32_t c
+    while s < e:
+        c = _rd(t, s)
+        if _divider(c):
+            seen = True
+        elif not _ws(c):
+            return False
+        s += 1
+    return seen
+
+
+cdef bint _is_element(Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    cdef Py_ssize_t i = s, j
+    cdef uint32_t c
+    if s == e:
+        return False
+    c = _rd(t, s)
+    if c == 35:  # '#'
+        j = s + 1
+        while j < e and _rd(t, j) == 35:
+            j += 1
+        return j < e and _ws(_rd(t, j))
+    if c == 62:  # '>'
+        return s + 1 < e and _ws(_rd(t, s + 1))
+    while i < e and _blank(_rd(t, i)):
+        i += 1
+    if i == e:
+        return False
+    c = _rd(t, i)
+    if c == 124:  # '|' ... '|'
+        j = i + 1
+        while j < e:
+            if _rd(t, j) == 124:
+                return True
+            j += 1
+        return False
+    if _tablech(c) and i + 2 < e and _tablech(_rd(t, i + 1)) and _tablech(_rd(t, i + 2)):
+        return True
+    if c == 42 or c == 43 or c == 45:
+        return i + 1 < e and _ws(_rd(t, i + 1))
+    j = i
+    while j < e and 48 <= _rd(t, j) <= 57:
+        j += 1
+    return j > i and j + 1 < e and _rd(t, j) == 46 and _ws(_rd(t, j + 1))
+
+
+cdef class _Core:
+    """History, chunk chains and piece state shared by the streaming and whole-text forms.
+
+    Chunks are found the way zlib finds matches: ``head[bucket]`` is the newest position whose
+    chunk hash falls in the bucket and ``chain[pos]`` the one before it in that bucket; a walk
+    from the head stops at the first position with the same hash and the same 50 code points
+    (that is the previous occurrence, ``same[pos]``) or at a position older than the history,
+    which is never read again. Nothing is ever deleted: a clear only moves ``base`` up, and
+    absolute positions only grow, so a stale entry is simply older than ``base``.
+    """
+    cdef uint32_t* buf       # code points of absolute positions [phys, total)
+    cdef int64_t phys        # absolute position of buf[0]
+    cdef int64_t total       # absolute end of the history
+    cdef int64_t base        # absolute start of the logical history (newest HIST characters)
+    cdef int64_t nxt         # next position to analyse
+    cdef int64_t hpos        # position whose chunk hash is in h (-1: none)
+    cdef uint64_t h
+    cdef uint64_t pow49
+    cdef int64_t* head       # [bucket]: newest position in the bucket (-1: none)
+    cdef int64_t* chain      # [pos % POS_RING]: previous position in pos's bucket
+    cdef int64_t* same       # [pos % POS_RING]: previous occurrence of pos's chunk (-1: none)
+    cdef uint64_t* hashes    # [pos % POS_RING]: pos's chunk hash
+    cdef bint line_start
+    cdef bint in_code
+    cdef int64_t found_pos   # -1 until a loop is found
+    cdef uint32_t found_chunk[CS]
+    cdef bint collect
+    cdef object marks        # bytearray over absolute positions in collect mode
+    cdef int64_t mark_base   # absolute position of marks[0]
+
+    def __cinit__(self):
+        cdef int i
+        self.buf = <uint32_t*>PyMem_Malloc(CAP * sizeof(uint32_t))
+        self.head = <int64_t*>PyMem_Malloc(TABLE * sizeof(int64_t))
+        self.chain = <int64_t*>PyMem_Malloc(POS_RING * sizeof(int64_t))
+        self.same = <int64_t*>PyMem_Malloc(POS_RING * sizeof(int64_t))
+        self.hashes = <uint64_t*>PyMem_Malloc(POS_RING * sizeof(uint64_t))
+        if (self.buf == NULL or self.head == NULL or self.chain == NULL or self.same == NULL
+                or self.hashes == NULL):
+            raise MemoryError()
+        for i in range(TABLE):
+            self.head[i] = -1
+        self.pow49 = 1
+        for i in range(CS - 1):
+            self.pow49 *= BASE
+        self.phys = 0
+        self.total = 0
+        self._reset()
+
+    def __dealloc__(self):
+        PyMem_Free(self.buf)
+        PyMem_Free(self.head)
+        PyMem_Free(self.chain)
+        PyMem_Free(self.same)
+        PyMem_Free(self.hashes)
+
+    cdef void _reset(self) noexcept:
+        # O(1): absolute positions keep growing, so everything older than base is dead
+        self._clear()
+        self.line_start = True
+        self.in_code = False
+        self.found_pos = -1
+        self.collect = False
+        self.marks = None
+
+    cdef void _clear(self) noexcept nogil:
+        self.base = self.total
+        self.nxt = self.total
+        self.hpos = -1
+
+    cdef void _append(self, Text t, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+        # n <= SL code points from t[s:]. Keep the logical history (and one more: the rolling
+        # hash reads pos - 1), widening to 4 bytes a code point.
+        cdef int64_t keep_from
+        cdef uint32_t* dst
+        cdef Py_ssize_t i
+        if self.total - self.phys + n > CAP:
+            keep_from = self.total + n - HIST - 1
+            if keep_from < self.base - 1:
+                keep_from = self.base - 1
+            if keep_from < self.phys:
+                keep_from = self.phys
+            memmove(self.buf, self.buf + (keep_from - self.phys),
+                    <size_t>(self.total - keep_from) * sizeof(uint32_t))
+            self.phys = keep_from
+        dst = self.buf + (self.total - self.phys)
+        if t.kind == 1:
+            for i in range(n):
+                dst[i] = (<const uint8_t*>t.data)[s + i]
+        elif t.kind == 2:
+            for i in range(n):
+                dst[i] = (<const uint16_t*>t.data)[s + i]
+        else:
+            memcpy(dst, <const uint32_t*>t.data + s, <size_t>n * sizeof(uint32_t))
+        self.total += n
+        if self.total - self.base > HIST:
+            self.base = self.total - HIST
+            if self.nxt < self.base:
+                self.nxt = self.base
+                self.hpos = -1
+
+    cdef bint _looping(self, int64_t pos) noexcept nogil:
+        cdef int64_t occ[LT]
+        cdef int i, j, distinct = 0
+        cdef int64_t la, lb, q
+        cdef bint dup
+        occ[LT - 1] = pos
+        for i in range(LT - 2, -1, -1):
+            q = self.same[occ[i + 1] & (POS_RING - 1)]
+            if q < self.base:  # fewer than LT occurrences in the history
+                return False
+            occ[i] = q
+        if occ[LT - 1] - occ[0] > MAXD * (LT - 1):
+            return False
+        for i in range(LT - 1):
+            la = occ[i + 1] - occ[i]
+            dup = False
+            for j in range(i):
+                lb = occ[j + 1] - occ[j]
+                if la == lb and memcmp(self.buf + (occ[i] - self.phys), self.buf + (occ[j] - self.phys),
+                                       <size_t>la * sizeof(uint32_t)) == 0:
+                    dup = True
+                    break
+            if not dup:
+                distinct += 1
+                if distinct > MAXP:
+                    return False
+        return True
+
+    cdef void _mark(self, int64_t pos) noexcept:
+        # collect mode: the window's occurrences after its first are repeats
+        cdef unsigned char* m = <unsigned char*><char*>self.marks
+        cdef int64_t p = pos
+        cdef int i
+        for i in range(LT - 1):
+            m[p - self.mark_base] = 1
+            p = self.same[p & (POS_RING - 1)]
+
+    cdef bint _analyse(self) noexcept:
+        # Locals, not attributes, in the loop: stores through the int64 rings could alias self.
+        cdef int64_t pos = self.nxt, q, end = self.total - CS, base = self.base
+        cdef int64_t hpos = self.hpos
+        cdef uint64_t h = self.h, pow49 = self.pow49
+        cdef uint32_t b, r
+        cdef int32_t i
+        cdef const uint32_t* c
+        cdef const uint32_t* buf = self.buf
+        cdef int64_t phys = self.phys
+        cdef int64_t* head = self.head
+        cdef int64_t* chain = self.chain
+        cdef int64_t* same = self.same
+        cdef uint64_t* hashes = self.hashes
+        cdef bint hit = False
+        while pos <= end:
+            c = buf + (pos - phys)
+            if hpos >= 0 and hpos == pos - 1:
+                h = (h - (c - 1)[0] * pow49) * BASE + c[CS - 1]
+            else:
+                h = 0
+                for i in range(CS):
+                    h = h * BASE + c[i]
+            hpos = pos
+            b = <uint32_t>((h * MIX) >> (64 - TABLE_BITS))
+            q = head[b]
+            while q >= base:
+                r = <uint32_t>(q & (POS_RING - 1))
+                if hashes[r] == h and memcmp(buf + (q - phys), c, CS * sizeof(uint32_t)) == 0:
+                    break
+                q = chain[r]
+            r = <uint32_t>(pos & (POS_RING - 1))
+            chain[r] = head[b]
+            head[b] = pos
+            hashes[r] = h
+            if q < base:
+                same[r] = -1
+            else:
+                same[r] = q
+                self.nxt = pos
+                if self._looping(pos):
+                    hit = True
+                    if self.found_pos < 0:
+                        self.found_pos = pos
+                        memcpy(self.found_chunk, c, CS * sizeof(uint32_t))
+                    if not self.collect:
+                        self.h = h
+                        self.hpos = hpos
+                        return True
+                    self._mark(pos)
+            pos += 1
+        self.nxt = pos
+        self.h = h
+        self.hpos = hpos
+        return hit
+
+    cdef bint _add(self, Text t, Py_ssize_t s, Py_ssize_t e) noexcept:
+        cdef Py_ssize_t m
+        while s < e:
+            m = e - s
+            if m > SL:
+                m = SL
+            self._append(t, s, m)
+            if self._analyse() and not self.collect:
+                return True
+            s += m
+        return False
+
+    cdef bint _piece(self, Text t, Py_ssize_t s, Py_ssize_t e) noexcept:
+        # Judge the piece t[s:e] (clearing the history when it must); True when it is added.
+        cdef bint at_start = self.line_start
+        cdef Py_ssize_t fences = _fences(t, s, e)
+        cdef bint was = self.in_code
+        self.line_start = e > s and _rd(t, e - 1) == 10
+        if fences or (at_start and _is_element(t, s, e)):
+            self._clear()
+        if fences & 1:
+            self.in_code = not self.in_code
+        return not (was or self.in_code or _is_divider(t, s, e))
+
+
+cdef class TextLoopDetector:
+    """Streaming content-loop detector for one reply (see loopcore._textloop_py for the rules)."""
+    cdef _Core core
+    cdef int64_t _fed
+
+    def __cinit__(self):
+        self.core = _Core()
+        self._fed = 0
+
+    def reset(self):
+        """Forget everything: a new reply starts (gemini resets on each prompt and tool call)."""
+        self.core._reset()
+        self._fed = 0
+
+    def feed(self, chunk):
+        """Add streamed text; True once a loop has been seen (and on every later call).
+
+        Raises TypeError when *chunk* is not a str.
+        """
+        cdef Py_ssize_t n, s, e
+        cdef Text t
+        cdef _Core core = self.core
+        if not isinstance(chunk, str):
+            raise TypeError(f"chunk must be str, not {type(chunk).__name__}")
+        if core.found_pos >= 0:
+            return True
+        # str subclasses: the base storage is read, no method of theirs is called
+        n = PyUnicode_GET_LENGTH(chunk)
+        t = _text_of(chunk)
+        self._fed += n
+        s = 0
+        while s < n:
+            e = _line_end(t, s, n)
+            if core._piece(t, s, e) and core._add(t, s, e):
+                return True
+            s = e
+        return False
+
+    @property
+    def detected(self):
+        """True once a loop has been seen."""
+        return self.core.found_pos >= 0
+
+    @property
+    def chunk(self):
+        """The repeated CHUNK_SIZE-character chunk that completed the loop, or None."""
+        if self.core.found_pos < 0:
+            return None
+        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, self.core.found_chunk, CS)
+
+    @property
+    def fed(self):
+        """Characters fed since the last reset (up to the call that found the loop)."""
+        return self._fed
+
+
+def repeated_spans(text):
+    """Character ranges ``[start, end)`` of *text* covered by repeats of a looping chunk.
+
+    Same contract as loopcore._textloop_py.repeated_spans. Raises TypeError for a non-str.
+    """
+    cdef Py_ssize_t n, s, e, i, a, b, k, nseg = 0
+    cdef Text t
+    cdef _Core core
+    cdef int64_t* seg_abs = NULL
+    cdef int64_t* seg_off = NULL
+    cdef int64_t lo, hi, s_abs, s_len, s_off, total
+    cdef unsigned char* m
+    cdef list out = []
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    n = PyUnicode_GET_LENGTH(text)
+    t = _text_of(text)
+    core = _Core()
+    core.collect = True
+    core.marks = bytearray(n + 1)
+    core.mark_base = core.total
+    try:
+        # one segment per added piece at most, plus a sentinel
+        seg_abs = <int64_t*>PyMem_Malloc((n + 2) * sizeof(int64_t))
+        seg_off = <int64_t*>PyMem_Malloc((n + 2) * sizeof(int64_t))
+        if seg_abs == NULL or seg_off == NULL:
+            raise MemoryError()
+        s = 0
+        while s < n:
+            e = _line_end(t, s, n)
+            if core._piece(t, s, e):
+                seg_abs[nseg] = core.total - core.mark_base
+                seg_off[nseg] = s
+                nseg += 1
+                core._add(t, s, e)
+            s = e
+        if core.found_pos < 0:
+            return out
+        total = core.total - core.mark_base
+        seg_abs[nseg] = total  # sentinel: the end of the last segment
+        # merge [mark, mark + CS) runs over history positions, then map through the segments
+        m = <unsigned char*><char*>core.marks
+        i = 0
+        k = 0
+        while i < total:
+            if not m[i]:
+                i += 1
+                continue
+            a = i
+            b = i + CS
+            i += 1
+            while i < b and i < total:
+                if m[i]:
+                    b = i + CS
+                i += 1
+            while seg_abs[k + 1] <= a:
+                k += 1
+            while k < nseg and seg_abs[k] < b:
+                s_abs = seg_abs[k]
+                s_len = seg_abs[k + 1] - s_abs
+                s_off = seg_off[k]
+                lo = (a if a > s_abs else s_abs) - s_abs + s_off
+                hi = (b if b < s_abs + s_len else s_abs + s_len) - s_abs + s_off
+                if out and out[len(out) - 1][1] == lo:
+                    out[len(out) - 1] = (out[len(out) - 1][0], hi)
+                else:
+                    out.append((lo, hi))
+                if seg_abs[k + 1] <= b:
+                    k += 1
+                else:
+                    break
+        return out
+    finally:
+        PyMem_Free(seg_abs)
+        PyMem_Free(seg_off)
+
+
+def _judgements(text):
+    """[(clear, add)] for each piece of *text* (a test hook: the twins must judge alike)."""
+    cdef _Core core = _Core()
+    cdef Py_ssize_t n, s = 0, e
+    cdef Text t
+    cdef int64_t before
+    cdef bint add
+    cdef list out = []
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    n = PyUnicode_GET_LENGTH(text)
+    t = _text_of(text)
+    while s < n:
+        e = _line_end(t, s, n)
+        core.total += 1  # a marker: a clear moves base up to total
+        before = core.base
+        add = core._piece(t, s, e)
+        out.append((core.base != before, bool(add)))
+        s = e
+    return out
