@@ -1,6 +1,7 @@
 """Guard.check + Guard.record per call on a realistic mix, compiled core vs the pure twin.
 
-    python benchmarks/bench_guard.py [--calls 20000] [--repeats 5] [--sessions 64]
+    python benchmarks/bench_guard.py [--calls 20000] [--repeats 5] [--sessions 64] [--no-call-id]
+                                     [--dump-stream FILE] [--openclaw BUNDLE.js]
 
 The mix (deterministic, seeded): 64 sessions interleaved in bursts, each call a check then a
 record of its result:
@@ -16,17 +17,30 @@ session is measured with tracemalloc over 2,000 sessions each filled past the de
 The last line times the same loop with do-nothing check/record callables of the same
 signatures (``CallFloor``): the part of a call that is the harness's own loop and call, not
 the guard's work.
+
+Every call carries a ``call_id`` (the path harnesses take; ``--no-call-id`` drops them).
+``--dump-stream FILE`` writes the replayed stream as JSON (a list of {session, tool, args,
+result, call_id}). ``--openclaw BUNDLE.js`` runs OpenClaw's own detector on the same stream in
+the same run, with Node (``node`` on PATH, e.g. Debian's ``nodejs`` package): the bundle is one
+you build yourself from OpenClaw's ``src/agents/tool-loop-detection.ts`` (this repository holds
+none of OpenClaw's code) as a CommonJS module exporting ``detectToolCallLoop``,
+``recordToolCall`` and ``recordToolCallOutcome``; the benchmark skips it, saying why, when Node or
+the bundle is missing.
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import logging
 import os
 import platform
 import random
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 
@@ -67,12 +81,12 @@ def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
             else:
                 call = ("todo_write", {"todos": [{"content": f"step {k}", "status": "pending"}
                                                  for k in range(rnd.randint(2, 6))]}, "Todos updated")
-            stream.append((session, *call))
+            stream.append((session, *call, f"call-{i}"))
             i += 1
     return stream[:n_calls]
 
 
-def run_once(impl: str, stream: list[tuple], keep: bool = False):
+def run_once(impl: str, stream: list[tuple], keep: bool = False, call_ids: bool = True):
     if impl == "floor":
         g = _native_flag.load("guard", "c").CallFloor(ALLOW)
     else:
@@ -81,14 +95,24 @@ def run_once(impl: str, stream: list[tuple], keep: bool = False):
     decisions = [] if keep else None
     gc.disable()
     t0 = time.perf_counter_ns()
-    for session, tool, args, result in stream:
-        d = check(session, tool, args)
-        if d.action == "block":
-            record(session, tool, args, d)
-        else:
-            record(session, tool, args, result)
-        if keep:
-            decisions.append(d.to_dict())
+    if call_ids:
+        for session, tool, args, result, cid in stream:
+            d = check(session, tool, args, call_id=cid)
+            if d.action == "block":
+                record(session, tool, args, d, call_id=cid)
+            else:
+                record(session, tool, args, result, call_id=cid)
+            if keep:
+                decisions.append(d.to_dict())
+    else:
+        for session, tool, args, result, _cid in stream:
+            d = check(session, tool, args)
+            if d.action == "block":
+                record(session, tool, args, d)
+            else:
+                record(session, tool, args, result)
+            if keep:
+                decisions.append(d.to_dict())
     dt = time.perf_counter_ns() - t0
     gc.enable()
     return dt / len(stream), decisions, g
@@ -106,7 +130,7 @@ def hashing_once(impl: str, stream: list[tuple]) -> float:
     vk = Policy.default().volatile_keys
     items = [(args, eng.project_exec(result) if tool == "exec" else
               eng.strip_send_result(result, vk) if tool == "message" else result)
-             for _session, tool, args, result in stream]
+             for _session, tool, args, result, _cid in stream]
     gc.disable()
     t0 = time.perf_counter_ns()
     for args, outcome in items:
@@ -137,20 +161,80 @@ def bytes_per_session(impl: str, n: int = 2000) -> float:
 
 
 
+# Node driver for a user-built OpenClaw bundle: replays the dumped stream through OpenClaw's own
+# detector (one state per session, check then record, as a harness does) and prints ns per call.
+_NODE_DRIVER = r"""
+const fs = require("fs");
+const oc = require(process.argv[2]);
+const stream = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const cfg = { enabled: true };
+function run() {
+  const states = new Map();
+  let blocks = 0;
+  const t0 = process.hrtime.bigint();
+  for (const c of stream) {
+    let st = states.get(c.session);
+    if (!st) { st = {}; states.set(c.session, st); }
+    const r = oc.detectToolCallLoop(st, c.tool, c.args, cfg);
+    if (r && r.stuck && r.level === "critical") blocks++;
+    oc.recordToolCall(st, c.tool, c.args, c.call_id, cfg);
+    oc.recordToolCallOutcome(st, { toolName: c.tool, toolParams: c.args, toolCallId: c.call_id, result: c.result }, cfg);
+  }
+  return [Number(process.hrtime.bigint() - t0) / stream.length, blocks];
+}
+const out = [];
+for (let i = 0; i < Number(process.argv[4]); i++) out.push(run());
+console.log(JSON.stringify(out));
+"""
+
+
+def dump_stream(stream: list[tuple], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump([{"session": s, "tool": t, "args": a, "result": r, "call_id": c} for s, t, a, r, c in stream], f)
+
+
+def run_openclaw(bundle: str | None, stream: list[tuple], repeats: int) -> tuple[list[float] | None, str]:
+    """ns per call of OpenClaw's detector on *stream* with Node, or (None, why it was skipped)."""
+    if not bundle:
+        return None, "no --openclaw bundle given"
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        return None, "Node is not installed (Debian: apt-get install nodejs)"
+    if not os.path.isfile(bundle):
+        return None, f"the OpenClaw bundle {bundle!r} does not exist"
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "stream.json")
+        driver = os.path.join(tmp, "driver.js")
+        dump_stream(stream, data)
+        with open(driver, "w", encoding="utf-8") as f:
+            f.write(_NODE_DRIVER)
+        out = subprocess.run([node, driver, os.path.abspath(bundle), data, str(repeats)],
+                             capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        return None, f"the OpenClaw run failed: {out.stderr.strip()[-300:]}"
+    return [ns for ns, _blocks in json.loads(out.stdout)], "ok"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--sessions", type=int, default=64)
+    ap.add_argument("--no-call-id", dest="call_ids", action="store_false",
+                    help="check/record without call ids (harnesses pass them; the default does too)")
+    ap.add_argument("--dump-stream", metavar="FILE", help="write the replayed call stream as JSON")
+    ap.add_argument("--openclaw", metavar="BUNDLE", help="a local CommonJS bundle of OpenClaw's tool-loop-detection")
     opts = ap.parse_args(argv)
     # Events still go to the logger (that cost is measured); printing them to stderr is not.
     logging.getLogger("loopcore").addHandler(logging.NullHandler())
     logging.getLogger("loopcore").propagate = False
     impls = ["py"] if _native_flag.NO_EXTENSIONS else ["c", "py"]
     stream = make_stream(opts.calls, opts.sessions)
+    if opts.dump_stream:
+        dump_stream(stream, opts.dump_stream)
 
     # correctness first: both twins, every decision
-    decided = {impl: run_once(impl, stream, keep=True)[1] for impl in impls}
+    decided = {impl: run_once(impl, stream, keep=True, call_ids=opts.call_ids)[1] for impl in impls}
     same = all(decided[i] == decided[impls[0]] for i in impls)
     actions = {}
     for d in decided[impls[0]]:
@@ -163,14 +247,15 @@ def main(argv=None) -> int:
     floor: list[float] = []
     for _ in range(opts.repeats):
         for impl in impls:
-            runs[impl].append(run_once(impl, stream)[0])
+            runs[impl].append(run_once(impl, stream, call_ids=opts.call_ids)[0])
             hashing[impl].append(hashing_once(impl, stream))
         if "c" in impls:
-            floor.append(run_once("floor", stream)[0])
+            floor.append(run_once("floor", stream, call_ids=opts.call_ids)[0])
     times = {impl: statistics.median(r) for impl, r in runs.items()}
     hash_ns = {impl: statistics.median(r) for impl, r in hashing.items()}
     ratios = {impl: statistics.median(p / c for p, c in zip(runs["py"], runs[impl])) for impl in impls}
     mem = {impl: bytes_per_session(impl) for impl in impls}
+    openclaw, why = run_openclaw(opts.openclaw, stream, opts.repeats)
 
     print(f"loopcore guard benchmark: check + record per call, {opts.calls} calls, "
           f"{opts.sessions} sessions, median of {opts.repeats} alternating runs per twin")
@@ -179,7 +264,8 @@ def main(argv=None) -> int:
     if hasattr(os, "getloadavg"):
         print(f"load average at the end (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
               f"on {os.cpu_count()} cores")
-    print(f"decisions on the mix: {actions}; twins identical: {'yes' if same else 'NO'}")
+    print(f"decisions on the mix: {actions}; twins identical: {'yes' if same else 'NO'}; "
+          f"call ids: {'yes' if opts.call_ids else 'no'}")
     print()
     print("| implementation | median ns/call | calls/s | vs pure twin | of which hashing | guard logic | "
           "bytes/session | identical decisions |")
@@ -206,6 +292,19 @@ def main(argv=None) -> int:
         print(f"harness loop with no-op check/record (CallFloor): median {statistics.median(floor):,.0f} ns/call, "
               f"fastest {min(floor):,.0f}; the compiled guard's own work: median {statistics.median(own):,.0f} "
               f"ns/call, fastest {min(own):,.0f} (bar: about 1,000)")
+    if openclaw:
+        oc = statistics.median(openclaw)
+        base = times.get("c", times["py"])
+        print(f"OpenClaw's detector (Node, same stream, same run): median {oc:,.0f} ns/call; "
+              f"loopcore {'compiled' if 'c' in times else 'pure'}: {oc / base:.1f}x faster (bar: >= 25x)")
+    else:
+        print(f"OpenClaw comparison skipped: {why}")
+    bars = []
+    if "c" in ratios:
+        bars.append(f"vs pure twin {ratios['c']:.1f}x (bar >= 10x)")
+        bars.append(f"{mem['c']:,.0f} bytes/session (bar <= 4,096)")
+    if bars:
+        print("bars: " + "; ".join(bars))
     return 0 if same else 1
 
 

@@ -332,7 +332,19 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
             return f"contents of {path}"
         return agent
 
-    agents = {"plain": make("plain", []),
+    from pydantic_ai.capabilities import AbstractCapability
+
+    class PassThrough(AbstractCapability):
+        """The same hooks doing nothing: what any tool-hook capability costs the framework."""
+
+        async def before_tool_execute(self, ctx, *, call, tool_def, args):
+            return args
+
+        async def after_tool_execute(self, ctx, *, call, tool_def, args, result):
+            return result
+
+    counter["noop"] = 0
+    agents = {"plain": make("plain", []), "noop": make("noop", [PassThrough()]),
               "guarded": make("guarded", [LoopGuard(policy=loopcore.Policy.default(), session="bench", telemetry=False)])}
     outs: dict[str, list] = {k: [] for k in agents}
 
@@ -350,7 +362,7 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
         runner(name)()
     med = _rounds({k: runner(k) for k in agents}, rounds)
     pct = (med["guarded"] - med["plain"]) / med["plain"] * 100
-    same = outs["plain"] == outs["guarded"]
+    same = outs["plain"] == outs["guarded"] == outs["noop"]
 
     from types import SimpleNamespace
 
@@ -386,6 +398,7 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
     own = statistics.median(isolated() for _ in range(rounds))
     return [
         ("pydantic-ai run (1 tool call), no capability", med["plain"], None, same),
+        ("pydantic-ai run (1 tool call), pass-through hooks", med["noop"], None, same),
         ("pydantic-ai run (1 tool call) + LoopGuard", med["guarded"], f"end to end {pct:+.1f}% (noise-bound)", same),
         ("pydantic-ai: the capability's own time per call", own, f"{own / med['plain'] * 100:.2f}% of the run",
          all(allowed)),

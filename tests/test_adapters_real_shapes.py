@@ -545,3 +545,40 @@ def test_a_damaged_harness_file_loads_or_says_why(name, data):
         for t in traces:
             for s in t:
                 assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+
+
+def test_openhands_v0_function_call_error_is_a_rejected_turn():
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "fix it"}, "message": "fix it"},
+        {"id": 1, "source": "agent", "observation": "error", "content": "FunctionCallNotExistsError: Tool 'open' is not registered.", "extras": {}},
+        {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
+         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r2", "usage": {"prompt_tokens": 10, "completion_tokens": 5}}}},
+        {"id": 3, "source": "agent", "cause": 2, "observation": "run", "content": "a.py", "extras": {"metadata": {"exit_code": 0}}},
+        {"id": 4, "source": "agent", "observation": "error", "content": "Parameter 'command' is expected to be one of ['view', 'create'].", "message": "Parameter 'command' is expected to be one of ['view', 'create']."},
+    ]
+    (t,) = load(events, format="openhands")
+    refused, ls, bad_param = t.steps
+    assert bad_param.rejected.startswith("Parameter 'command'") and bad_param.kind == "other"
+    assert refused.rejected.startswith("FunctionCallNotExistsError") and refused.ref == {"event": 1}
+    assert (ls.kind, ls.result, ls.meta["returncode"]) == ("observe", "a.py", 0)
+    assert "orphan_results" not in t.meta
+
+
+def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
+    """A ``$set`` of ``messages`` (compression, resume) replaces every message before it, as
+    gemini-cli's loader does; what is appended after it counts on top."""
+    def g(mid, cmd):
+        return {"id": mid, "timestamp": "t", "type": "gemini", "content": "", "tokens": {"input": 100, "output": 5, "cached": 0, "thoughts": 0, "tool": 0, "total": 105},
+                "toolCalls": [{"id": f"{mid}-c", "name": "run_shell_command", "args": {"command": cmd}, "status": "success",
+                               "result": [{"functionResponse": {"id": f"{mid}-c", "name": "run_shell_command", "response": {"output": "Output: ok"}}}]}]}
+    lines = [
+        {"sessionId": "s-set", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
+        g("g-old", "ls old"),
+        {"$set": {"messages": [{"id": "u1", "timestamp": "t", "type": "user", "content": "summary of the work so far"}, g("g-kept", "ls kept")]}},
+        g("g-new", "ls new"),
+    ]
+    p = tmp_path / "session-set.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = only(p)
+    assert [s.args["command"] for s in t] == ["ls kept", "ls new"]
+    assert [s.ref for s in t] == [{"line": 3}, {"line": 4}]

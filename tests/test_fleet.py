@@ -111,10 +111,15 @@ def cluster():
     # Worker deaths below are on purpose; keep the nanny's complaints out of the test log.
     for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.CRITICAL) as lc:
-        with distributed.Client(lc) as client:
-            yield lc, client
+    import dask
+
+    # A loaded machine (CI shares its cores) can take many seconds to start two worker processes.
+    with dask.config.set({"distributed.comm.timeouts.connect": "120s", "distributed.comm.timeouts.tcp": "120s"}):
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      silence_logs=logging.CRITICAL, timeout="120s") as lc:
+            with distributed.Client(lc, timeout="120s") as client:
+                client.wait_for_workers(2, timeout=180)
+                yield lc, client
 
 
 def test_dask_gives_the_one_process_report(cluster, corpus, serial_json):
@@ -150,7 +155,7 @@ def test_dask_worker_killed_mid_run(cluster, corpus, serial_json):
     got = _json(fleet.analyse([str(corpus)], client=client, on_unit=on_unit))
     assert killed.is_set()
     assert got == serial_json  # every unit exactly once, though a worker died under some
-    client.wait_for_workers(2, timeout=60)  # the nanny brought it back; later tests keep two
+    client.wait_for_workers(2, timeout=180)  # the nanny brought it back; later tests keep two
 
 
 def test_cli_scheduler_without_dask_is_a_clean_error(monkeypatch, capsys, corpus):

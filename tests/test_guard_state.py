@@ -237,8 +237,8 @@ def test_restore_reads_version_1_snapshots(make, impl):
     # its string-keyed event buckets are dropped: the ongoing warning is reported once more
     assert [(e["detector"], e["count"]) for e in events] == [("generic_repeat", 11)]
     bad = bytearray(g.snapshot())
-    bad[len(b"LOOPCORE-GUARD\x00\x01"):len(b"LOOPCORE-GUARD\x00\x01") + 4] = (3).to_bytes(4, "little")
-    with pytest.raises(ValueError, match="version 3 is not supported"):
+    bad[len(b"LOOPCORE-GUARD\x00\x01"):len(b"LOOPCORE-GUARD\x00\x01") + 4] = (9).to_bytes(4, "little")
+    with pytest.raises(ValueError, match="version 9 is not supported"):
         Guard.restore(bytes(bad))
 
 

@@ -31,11 +31,16 @@ SMALL = Policy(
 )
 POLICIES = [SMALL, SMALL.replace(cycle_unit="repeats", cycle_warn=2, cycle_block=3),
             SMALL.replace(cycle_block_needs_no_progress=False, repeat_block_needs_no_progress=True),
-            Policy.openclaw().replace(window=10), Policy.openhands(), Policy.gemini_cli(), Policy.cline()]
+            Policy.openclaw().replace(window=10), Policy.openhands(), Policy.gemini_cli(), Policy.cline(),
+            Policy.default(), Policy.roo(), Policy.altimate(),
+            SMALL.replace(global_block=4, compaction_window=2, context_loop=True, context_block=3,
+                          monologue_any_text=True, error_any_text=True, repeat_reset_after_block=True,
+                          repeat_warn_once=True, budget_warn_once=True, repeat_warn_needs_no_progress=True)]
 
 TOOLS = ["read", "process", "todo_write", "message", "exec", "write", "ghost"]
 op = st.tuples(
-    st.sampled_from(["check", "check", "record", "record_err", "record_decision", "reset"]),
+    st.sampled_from(["check", "check", "record", "record_err", "record_decision", "reset", "note_user",
+                     "note_message", "note_compaction", "note_condensation"]),
     st.sampled_from(["s1", "s2"]),
     st.sampled_from([None, "r1"]),
     st.sampled_from(TOOLS),
@@ -76,6 +81,14 @@ def _run(g: Guard, ops):
             g.record(s, tool, args, error=["boom", "Unknown tool: ghost"][rv % 2], run_id=run)
         elif what == "record_decision":  # a harness handing the guard's answer back as the result
             g.record(s, tool, args, last.get((s, tool), ALLOW), run_id=run, kind=kind, target=target)
+        elif what == "note_user":
+            out.append(g.note_message(s, "go on", role="user", run_id=run).to_dict())
+        elif what == "note_message":
+            out.append(g.note_message(s, ["hmm", "let me think"][rv % 2], run_id=run).to_dict())
+        elif what == "note_compaction":
+            g.note_compaction(s, run_id=run)
+        elif what == "note_condensation":
+            out.append(g.note_event(s, "condensation", run_id=run).to_dict())
         else:
             g.reset(s)
     return out
@@ -105,7 +118,7 @@ def test_twins_decide_identically(ops, pi):
 @settings(max_examples=60, deadline=None)
 @given(
     stream=st.lists(
-        st.tuples(st.booleans(), st.integers(1, 3), st.integers(1, 3), st.integers(0, 4),
+        st.tuples(st.booleans(), st.integers(1, 3), st.integers(1, 3), st.integers(0, 7),
                   st.integers(0, 2), st.integers(0, 2), st.integers(0, 7)),
         max_size=150,
     ),

@@ -21,6 +21,7 @@ from loopcore import hooks
 # how the parallel processes interleave, so one in-process guard fed the same calls must agree
 # exactly.
 BUDGET_ONLY = {"generic_repeat": False, "poll_no_progress": False, "cycle": False, "global_breaker": False,
+               "consecutive_repeat": False,
                "unknown_tool": False, "error_streak": False, "redundant_observation": False,
                "budgets": {"TodoWrite": [25, 50]}}
 TODO = {"todos": [{"content": "Ship the checkout fix", "status": "in_progress", "activeForm": "Shipping the fix"}]}

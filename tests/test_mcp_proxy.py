@@ -46,6 +46,8 @@ RAW_SERVER = textwrap.dedent(r'''
             sys.exit(int(text.split('"code":')[1].split("}")[0]))
         if '"tools/call"' in text and '"die"' in text:
             os._exit(9)
+        if '"tools/call"' in text and '"slow"' in text:
+            time.sleep(1.0)  # then answers, too late for a short --call-timeout
         if text.startswith("["):  # a batch: one reply per request, as an array, odd spacing kept
             import json
             replies = [{"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "b" + str(m["id"])}]}}
@@ -428,3 +430,32 @@ def test_a_guard_that_fails_never_breaks_the_connection(raw_server):
     assert sorted(r["id"] for r in responses(proc.stdout)) == [1, 2]
     assert log.read_bytes() == b"".join(lines)  # forwarded unchecked, byte for byte
     assert b"could not check 'read_file'" in proc.stderr
+
+
+def test_a_call_the_server_sits_on_is_answered_at_the_timeout_and_its_late_answer_dropped(raw_server):
+    server, log = raw_server
+    proc = subprocess.Popen([*PROXY, "--call-timeout", "0.2", "--grace", "0.5", "--", *server], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc.stdin.write(call(1, {"path": "a.py"}, name="slow") + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    proc.stdin.flush()
+    first = orjson.loads(proc.stdout.readline())  # the proxy's answer, before the server's
+    second = orjson.loads(proc.stdout.readline())  # the ping, once the server is free again
+    rest, err = proc.communicate(timeout=LIMIT)  # closes the proxy's stdin: the client leaves
+    assert first["id"] == 1 and first["result"]["isError"] is True
+    assert "did not answer" in first["result"]["content"][0]["text"]
+    assert second["id"] == 2 and "result" in second
+    assert rest == b""  # the server's late answer to request 1 never reached the client
+    received = log.read_bytes()
+    assert b'"method":"notifications/cancelled","params":{"requestId":1' in received
+    assert b"timed out after 0.2 s" in err
+
+
+def test_a_state_file_that_cannot_be_read_starts_fresh(raw_server, tmp_path):
+    server, _ = raw_server
+    state = tmp_path / "guard.state"
+    state.write_bytes(b"this is not a guard snapshot")
+    proc = _run_proxy(server, [call(1, {"path": "a.py"})], "--state", str(state))
+    assert proc.returncode == 0
+    assert [r["id"] for r in responses(proc.stdout)] == [1]
+    assert b"starting with fresh counts" in proc.stderr
+    assert state.read_bytes().startswith(b"LOOPCORE-GUARD")  # saved over at exit

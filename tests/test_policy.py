@@ -23,7 +23,7 @@ def test_default_thresholds_match_the_design_table():
 
 def test_presets_listing_and_lookup():
     names = Policy.presets()
-    assert names == ("default", "openclaw", "opencode", "gemini_cli", "openhands", "cline")
+    assert names == ("default", "openclaw", "opencode", "gemini_cli", "openhands", "cline", "roo", "altimate")
     for name in names:
         p = Policy.preset(name)
         assert isinstance(p, Policy) and p.name == name
@@ -37,7 +37,7 @@ def test_presets_switch_the_right_detectors():
     assert oc.cycle_periods == (2,) and not oc.tool_budget and not oc.redundant_observation
     assert oc.generic_repeat and oc.poll_no_progress and oc.global_breaker and oc.unknown_tool
     op = Policy.opencode()
-    assert [d for d in DETECTORS if op.enabled(d)] == ["consecutive_repeat"]
+    assert [d for d in DETECTORS if op.detector_on(d)] == ["consecutive_repeat"]
     assert op.repeat_block == 3
     cl = Policy.cline()
     assert (cl.repeat_warn, cl.repeat_block) == (3, 5)
@@ -96,4 +96,4 @@ def test_to_dict_round_trip_for_every_preset():
 
 def test_enabled_rejects_unknown_detectors():
     with pytest.raises(KeyError, match="unknown detector"):
-        Policy.default().enabled("nope")
+        Policy.default().detector_on("nope")

@@ -136,12 +136,15 @@ def test_dividers_are_skipped_not_counted(impl, divider, loops):
         assert divider.strip() not in text[lo:hi]
 
 
-def test_markers_count_only_at_the_start_of_a_line(impl):
+def test_markers_count_at_line_and_chunk_starts(impl):
     tl = impl.textloop
-    det, got = feed_all(tl, ["then "] + [UNIT] * 5 + ["- not a list\n"] + [UNIT] * 5)
-    # "- not a list" follows text on the same line: no clear, so 10 repeats are tracked
+    # a marker in the middle of a line is text: no clear, so 10 repeats are tracked
+    det, got = feed_all(tl, ["then " + UNIT * 5 + "- not a list\n" + UNIT * 5])
     assert any(got)
-    # a marker split from its line start by a chunk boundary is judged the same
+    assert tl.repeated_spans("then " + UNIT * 5 + "- not a list\n" + UNIT * 5) != []
+    # a streamed chunk's start is a line start (gemini's rule): this one clears
+    det, got = feed_all(tl, ["then "] + [UNIT] * 5 + ["- a list item\n"] + [UNIT] * 5)
+    assert not any(got)
     det, got = feed_all(tl, [UNIT] * 5 + ["\n", "- a list\n"] + [UNIT] * 5)
     assert not any(got)
 

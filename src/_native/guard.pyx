@@ -1,7 +1,7 @@
 """Compiled twin of loopcore._guard_py: the guard's per-call state engine.
 
-Same contract, parameter tuple, return codes and dump layout as the pure twin (its module doc
-is the reference). Each session's ring of the last ``window`` calls lives in one C block
+Same contract, parameters (by name, the ``Params`` struct of guard_params.pxd), return codes and
+dump layout as the pure twin (its module doc is the reference). Each session's ring of the last ``window`` calls lives in one C block
 (struct of arrays: tool, args, result, target, call id, step index, flags, kind), about
 50 bytes per slot; the detector scans run over it without touching Python objects.
 """
@@ -16,16 +16,26 @@ from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
+from guard_params cimport Params
+
+from collections.abc import Mapping
+
+from loopcore._guard_params import PARAM_NAMES
+
 cdef enum:
-    NP = 19
     K_OTHER = 0
     K_OBSERVE = 1
     K_MUTATE = 2
     K_EXEC = 3
     K_ASK = 4
+    K_USER = 5
+    K_COMPACTION = 6
+    K_CONDENSATION = 7
     F_HAS = 1
     F_ERROR = 2
     F_UNKNOWN = 4
+    F_BARRIER = 8
+    CHURN_MIN = 3
     L_WARN = 1
     L_BLOCK = 2
     D_UNKNOWN = 1
@@ -38,14 +48,19 @@ cdef enum:
     D_ERROR = 8
     D_BUDGET = 9
     D_REDUNDANT = 10
+    D_COMPACTION = 11
+    D_CONTEXT = 12
+    D_CONTENT = 13
 
-OTHER, OBSERVE, MUTATE, EXEC, ASK = 0, 1, 2, 3, 4
-F_HAS_, F_ERROR_, F_UNKNOWN_ = 1, 2, 4
+OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
+F_HAS_, F_ERROR_, F_UNKNOWN_, F_BARRIER_ = 1, 2, 4, 8
+CHURN_MIN_CALLS = CHURN_MIN
 WARN, BLOCK = 1, 2
-N_PARAMS = NP
+N_PARAMS = len(PARAM_NAMES)
 DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 cdef enum:
     MAX_DEPTH = 256  # loopcore._hashing_py.MAX_DEPTH: how deep the send-result walks go
 
@@ -196,8 +211,40 @@ def strip_send_result(result, volatile_keys):
                               else frozenset(volatile_keys))
 
 
+cdef enum:
+    MAX_SEND_NODES = 100000  # loopcore._guard_py.MAX_SEND_NODES
+
+
+cdef int _check_send_size(v) except -1:
+    # The send-result walks follow every reference down to MAX_DEPTH: a result holding two
+    # references to itself (or a deep chain of shared sub-objects) would take 2**MAX_DEPTH steps.
+    # Count the containers they would visit first and refuse past MAX_SEND_NODES.
+    cdef list stack = [(v, 0)]
+    cdef int64_t seen = 0
+    cdef int depth
+    while stack:
+        x, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(x, dict):
+            items = (<dict>x).values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        seen += 1
+        if seen > MAX_SEND_NODES:
+            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                             "(shared or self-referential references); it cannot be stripped")
+        for y in items:
+            if isinstance(y, (dict, list, tuple)):
+                stack.append((y, depth + 1))
+    return 0
+
+
 cdef object _strip_send_result(result, frozenset keys):
     cdef list removed = []
+    _check_send_size(_send_body(result))
     stripped = _strip_send(_send_body(result), keys, removed, 0)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
     # first, so a longer id is not half-replaced by a shorter one) only when something does.
@@ -381,7 +428,7 @@ cdef class State:
 cdef class Engine:
     """The per-call detector logic over integer-encoded session state (see _guard_py)."""
 
-    cdef int64_t p[NP]
+    cdef Params prm
     cdef int64_t* bwarn
     cdef int64_t* bblock
     cdef int nbudget
@@ -391,15 +438,45 @@ cdef class Engine:
         cdef int i
         self.bwarn = NULL
         self.bblock = NULL
-        if len(params) != NP:
-            raise ValueError(f"engine parameters: expected {NP} ints, got {len(params)}")
+        if not isinstance(params, Mapping):
+            raise ValueError("engine parameters must be a mapping of PARAM_NAMES to ints")
+        missing = [n for n in PARAM_NAMES if n not in params]
+        extra = sorted(set(params) - set(PARAM_NAMES))
+        if missing or extra:
+            raise ValueError(f"engine parameters: missing {missing}, unknown {extra}")
         if len(budget_warn) != len(budget_block):
             raise ValueError("budget_warn and budget_block differ in length")
-        for i in range(NP):
-            self.p[i] = params[i]
-        if self.p[0] < 1:
+        self.prm.window = params["window"]
+        self.prm.generic_warn = params["generic_warn"]
+        self.prm.generic_block = params["generic_block"]
+        self.prm.poll_warn = params["poll_warn"]
+        self.prm.poll_block = params["poll_block"]
+        self.prm.cycle_warn = params["cycle_warn"]
+        self.prm.cycle_block = params["cycle_block"]
+        self.prm.cycle_periods_mask = params["cycle_periods_mask"]
+        self.prm.cycle_counts_repeats = params["cycle_counts_repeats"]
+        self.prm.cycle_block_needs_no_progress = params["cycle_block_needs_no_progress"]
+        self.prm.repeat_warn = params["repeat_warn"]
+        self.prm.repeat_block = params["repeat_block"]
+        self.prm.repeat_block_needs_no_progress = params["repeat_block_needs_no_progress"]
+        self.prm.global_block = params["global_block"]
+        self.prm.unknown_block = params["unknown_block"]
+        self.prm.error_warn = params["error_warn"]
+        self.prm.error_block = params["error_block"]
+        self.prm.redundant_warn = params["redundant_warn"]
+        self.prm.monologue_block = params["monologue_block"]
+        self.prm.argument_churn = params["argument_churn"]
+        self.prm.error_any_text = params["error_any_text"]
+        self.prm.repeat_reset_after_block = params["repeat_reset_after_block"]
+        self.prm.repeat_warn_once = params["repeat_warn_once"]
+        self.prm.budget_warn_once = params["budget_warn_once"]
+        self.prm.compaction_window = params["compaction_window"]
+        self.prm.monologue_any_text = params["monologue_any_text"]
+        self.prm.context_block = params["context_block"]
+        self.prm.repeat_warn_needs_no_progress = params["repeat_warn_needs_no_progress"]
+        if self.prm.window < 1:
             raise ValueError("window must be positive")
-        self.window = <int>self.p[0]
+        self.window = <int>self.prm.window
         self.nbudget = len(budget_warn)
         self.bwarn = <int64_t*>PyMem_Malloc(8 * (self.nbudget + 1))
         self.bblock = <int64_t*>PyMem_Malloc(8 * (self.nbudget + 1))
@@ -417,9 +494,19 @@ cdef class Engine:
         """A fresh, empty session state."""
         return State(self.window, self.nbudget)
 
+    cdef int _fits(self, State st) except -1:
+        # A State of another engine has another block size: writing into it would go past its end.
+        if st.cap != self.window or st.nbudget != self.nbudget:
+            raise ValueError(f"state of another size: {st.cap} slots and {st.nbudget} budget counters, "
+                             f"this engine has {self.window} and {self.nbudget}")
+        return 0
+
     def check(self, State st, uint64_t tool, uint64_t args, int kind, uint64_t target, uint64_t cid,
               bint poll, bint unknown, int bslot):
-        """Decide on a call before it runs; push it into the ring unless blocked."""
+        """Decide on a call before it runs; push it into the ring unless blocked.
+
+        Raises ValueError for a State made by an engine of another window or budget count."""
+        self._fits(st)
         if bslot >= self.nbudget:
             raise IndexError("budget slot out of range")
         return _check(self, st, tool, args, kind, target, cid, poll, unknown, bslot)
@@ -431,6 +518,7 @@ cdef class Engine:
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
         its block message (ignored only right after blocking this very call), else 0.
         """
+        self._fits(st)
         if bslot >= self.nbudget:
             raise IndexError("budget slot out of range")
         return _record(st, tool, args, result, flags, kind, target, cid, veto)
@@ -447,16 +535,25 @@ cdef class Engine:
             out.extend((st.tool[j], st.args[j], st.res[j], st.flags[j], st.kind[j], st.tgt[j], st.cid[j], st.seq[j]))
         return out
 
+    @cython.boundscheck(True)
+    @cython.wraparound(True)
     def load(self, data):
         """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
         cdef State st
         cdef int i, nb, n, pos, start, j
+        # bounds checks on: a checksum-valid snapshot can still hold a short or empty dump
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"state dump must be a list of ints, not {type(data).__name__}")
         try:
+            if len(data) < 6:
+                raise ValueError(f"state dump is too short ({len(data)} values)")
             if data[0] != DUMP_VERSION:
                 raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
             nb = data[4]
             if nb != self.nbudget:
                 raise ValueError(f"state has {nb} budget counters, this policy has {self.nbudget}")
+            if len(data) < 6 + nb:
+                raise ValueError("state dump is too short for its budget counters")
             st = State(self.window, self.nbudget)
             st.n_steps = data[1]
             st.veto_tool = data[2]
@@ -516,9 +613,104 @@ cdef int _record(State st, uint64_t tool, uint64_t args, uint64_t result, int fl
     return 2
 
 
+cdef int _event(Engine e, State st, uint64_t tool, uint64_t args, int kind) noexcept:
+    # A reported event (user message, compaction, condensation): a marker in the ring.
+    cdef int i, c
+    if kind == K_CONDENSATION and e.prm.context_block:
+        c = 1
+        for i in range(st.n - 1, -1, -1):
+            if st.kind[st.ph(i)] != K_CONDENSATION:
+                break
+            c += 1
+        if c >= e.prm.context_block:
+            st.veto_tool = 0
+            st.out_count = c
+            st.out_of_step = st.seq[st.ph(st.n - 1)] if st.n else -1
+            st.out_aux = 0
+            st.out_aux2 = 0
+            return L_BLOCK << 4 | D_CONTEXT
+    st.veto_tool = 0
+    st.push(tool, args, 0, F_HAS, <uint8_t>kind, 0, 0)
+    return 0
+
+
+cdef int64_t _churn(State st, uint64_t tool, int64_t* of, int* variants) noexcept:
+    # _guard_py.Engine._churn: calls of *tool* with an outcome when they are argument churn
+    # (2-3 variants of >= CHURN_MIN calls with one outcome each, other calls <= 1 in 10), else 0.
+    # Groups are kept in small arrays: more than 3 + m / 10 + 1 groups can never be churn.
+    cdef int i, j, g, ng = 0, cap = st.n + 1
+    cdef int64_t m = 0, covered = 0
+    cdef int nstable = 0
+    cdef uint64_t* ga = <uint64_t*>PyMem_Malloc(cap * 8)
+    cdef uint64_t* gr = <uint64_t*>PyMem_Malloc(cap * 8)
+    cdef int64_t* gc = <int64_t*>PyMem_Malloc(cap * 8)
+    cdef uint8_t* gs = <uint8_t*>PyMem_Malloc(cap)
+    of[0] = -1
+    variants[0] = 0
+    if ga == NULL or gr == NULL or gc == NULL or gs == NULL:
+        PyMem_Free(ga)
+        PyMem_Free(gr)
+        PyMem_Free(gc)
+        PyMem_Free(gs)
+        return 0
+    for i in range(st.n - 1, -1, -1):
+        j = st.ph(i)
+        if st.kind[j] == K_USER:
+            break
+        if st.tool[j] != tool or not st.flags[j] & F_HAS:
+            continue
+        m += 1
+        if of[0] < 0:
+            of[0] = st.seq[j]
+        for g in range(ng):
+            if ga[g] == st.args[j]:
+                gc[g] += 1
+                if gr[g] != st.res[j]:
+                    gs[g] = 0
+                break
+        else:
+            ga[ng] = st.args[j]
+            gr[ng] = st.res[j]
+            gc[ng] = 1
+            gs[ng] = 1
+            ng += 1
+    for g in range(ng):
+        if gs[g] and gc[g] >= CHURN_MIN:
+            nstable += 1
+            covered += gc[g]
+    PyMem_Free(ga)
+    PyMem_Free(gr)
+    PyMem_Free(gc)
+    PyMem_Free(gs)
+    if 2 <= nstable <= 3 and (m - covered) * 10 <= m:
+        variants[0] = nstable
+        return m
+    of[0] = -1
+    return 0
+
+
+cdef int64_t _after_compaction(State st, uint64_t tool, uint64_t args, int w) noexcept:
+    # _guard_py.Engine._after_compaction
+    cdef int n = st.n, i, q, j, j1, lo = n - w - 2
+    if lo < -1:
+        lo = -1
+    for i in range(n - 1, lo, -1):
+        j = st.ph(i)
+        if st.kind[j] == K_COMPACTION:
+            if n - 1 - i != w:
+                return 0
+            j1 = st.ph(i + 1)
+            for q in range(i + 1, n):
+                j = st.ph(q)
+                if st.tool[j] != tool or st.args[j] != args or not st.flags[j] & F_HAS or st.res[j] != st.res[j1]:
+                    return 0
+            return w
+    return 0
+
+
 cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint64_t target,
                 uint64_t cid, bint poll, bint unknown, int bslot) noexcept:
-    cdef int64_t* p = e.p
+    cdef Params* p = &e.prm
     cdef int n = st.n
     cdef int i, j, k, q, a, b, t, L, lo, best_k
     cdef int block = 0, warn = 0
@@ -528,21 +720,24 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
     cdef bint np_done = False, es_done = False, distinct, ev, best_ev
     cdef uint8_t f, ki
+    cdef int variants = 0
 
+    if kind >= K_USER:
+        return _event(e, st, tool, args, kind)
     st.veto_tool = 0
     if bslot >= 0:
         st.budget[bslot] += 1
         bcount = st.budget[bslot]
 
     # unknown_tool: newest consecutive calls of this tool that turned out not to exist
-    if p[14]:
+    if p.unknown_block:
         s = 0
         for i in range(n - 1, -1, -1):
             j = st.ph(i)
             if st.tool[j] != tool or not st.flags[j] & F_UNKNOWN:
                 break
             s += 1
-        if s >= p[14]:
+        if s >= p.unknown_block:
             block = D_UNKNOWN
             b_count = s
             b_of = st.seq[st.ph(n - 1)]
@@ -551,6 +746,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     for i in range(n - 1, -1, -1):
         j = st.ph(i)
         if st.tool[j] != tool or st.args[j] != args:
+            if st.kind[j] == K_USER:
+                break
             continue
         rc += 1
         if rc_of < 0:
@@ -573,36 +770,50 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             elif es == 0:
                 es = 1
                 es_res = st.res[j]
-            elif st.res[j] == es_res:
+            elif st.res[j] == es_res or p.error_any_text:
                 es += 1
             else:
                 es_done = True
 
-    if not block and p[13] and np_ >= p[13]:
+    if not block and p.global_block and np_ >= p.global_block:
         block = D_GLOBAL
         b_count = np_
         b_of = np_of
         b_aux2 = np_res
+    if not block and p.argument_churn and p.global_block and n >= p.global_block:
+        c = _churn(st, tool, &of, &variants)
+        if c >= p.global_block:
+            block = D_GLOBAL
+            b_count = c
+            b_of = of
+            b_aux = <uint64_t>variants
+
+    if not block and p.compaction_window and n >= p.compaction_window:
+        c = _after_compaction(st, tool, args, <int>p.compaction_window)
+        if c:
+            block = D_COMPACTION
+            b_count = c
+            b_of = st.seq[st.ph(n - 1)]
 
     if poll:
-        if not block and p[4] and np_ >= p[4]:
+        if not block and p.poll_block and np_ >= p.poll_block:
             block = D_POLL
             b_count = np_
             b_of = np_of
             b_aux2 = np_res
-        if not warn and p[3] and np_ >= p[3]:
+        if not warn and p.poll_warn and np_ >= p.poll_warn:
             warn = D_POLL
             w_count = np_
             w_of = np_of
             w_aux2 = np_res
 
     # cycle of period 2..5 (distinct calls) ending with the checked call
-    if p[7]:
+    if p.cycle_periods_mask:
         best_c = 0
         best_k = 0
         best_ev = False
         for k in range(2, 6):
-            if not p[7] & (1 << k) or n < k:
+            if not p.cycle_periods_mask & (1 << k) or n < k:
                 continue
             # how far the period-k repetition reaches back (the call k back must equal this one;
             # most calls stop here, so this runs before the distinctness test below)
@@ -648,7 +859,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             if not distinct:
                 continue
             L = t + k
-            c = L // k if p[8] else L
+            c = L // k if p.cycle_counts_repeats else L
             if c > best_c:
                 ev = True
                 lo = n - L + 1
@@ -664,92 +875,100 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             combo = args + <uint64_t>best_k
             for q in range(n - best_k + 1, n):
                 combo += st.args[st.ph(q)]
-            if not block and p[6] and best_c >= p[6] and (best_ev or not p[9]):
+            if not block and p.cycle_block and best_c >= p.cycle_block and (best_ev or not p.cycle_block_needs_no_progress):
                 block = D_CYCLE
                 b_count = best_c
                 b_of = st.seq[st.ph(n - best_k)]
                 b_aux = st.tool[st.ph(n - 1)]
                 b_aux2 = combo
-            if not warn and p[5] and best_c >= p[5]:
+            if not warn and p.cycle_warn and best_c >= p.cycle_warn:
                 warn = D_CYCLE
                 w_count = best_c
                 w_of = st.seq[st.ph(n - best_k)]
                 w_aux = st.tool[st.ph(n - 1)]
                 w_aux2 = combo
 
-    # consecutive identical calls (period 1), counting the checked call
-    if p[10] or p[11]:
-        t = 0
-        ev = True
-        for i in range(n - 1, -1, -1):
-            j = st.ph(i)
-            if st.tool[j] != tool or st.args[j] != args:
-                break
-            if not st.flags[j] & F_HAS or (t and st.res[j] != st.res[st.ph(i + 1)]):
-                ev = False
-            t += 1
-        if t:
-            L = t + 1
-            if not block and p[11] and L >= p[11] and (ev or not p[12]):
-                block = D_REPEAT
-                b_count = L
-                b_of = st.seq[st.ph(n - 1)]
-            if not warn and p[10] and L >= p[10]:
-                warn = D_REPEAT
-                w_count = L
-                w_of = st.seq[st.ph(n - 1)]
-
-    # identical agent messages with no tool call between
-    if p[18] and kind == K_ASK:
-        t = 0
-        for i in range(n - 1, -1, -1):
-            j = st.ph(i)
-            if st.kind[j] != K_ASK or st.tool[j] != tool or st.args[j] != args:
-                break
-            t += 1
-        if not block and t >= p[18]:
-            block = D_MONOLOGUE
-            b_count = t
-            b_of = st.seq[st.ph(n - 1)]
-
-    if not poll:
-        if not block and p[2] and np_ >= p[2]:
-            block = D_GENERIC
-            b_count = np_
-            b_of = np_of
-            b_aux2 = np_res
-        if not warn and p[1] and rc >= p[1]:
-            warn = D_GENERIC
-            w_count = rc
-            w_of = rc_of
-
+    # the same call failing (before the consecutive count: a failure's streak is the better name)
     if es:
-        if not block and p[16] and es >= p[16]:
+        if not block and p.error_block and es >= p.error_block:
             block = D_ERROR
             b_count = es
             b_of = rc_of
             b_aux2 = es_res
-        if not warn and p[15] and es >= p[15]:
+        if not warn and p.error_warn and es >= p.error_warn:
             warn = D_ERROR
             w_count = es
             w_of = rc_of
             w_aux2 = es_res
 
+    # consecutive identical calls (period 1), counting the checked call; polls are judged by
+    # poll_no_progress instead
+    if (p.repeat_warn or p.repeat_block) and not poll:
+        t = 0
+        ev = True
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.tool[j] != tool or st.args[j] != args or st.flags[j] & F_BARRIER:
+                break
+            # failures are no evidence here when error_streak judges them
+            if (not st.flags[j] & F_HAS or (t and st.res[j] != st.res[st.ph(i + 1)])
+                    or (st.flags[j] & F_ERROR and (p.error_warn or p.error_block))):
+                ev = False
+            t += 1
+        if t:
+            L = t + 1
+            if not block and p.repeat_block and L >= p.repeat_block and (ev or not p.repeat_block_needs_no_progress):
+                block = D_REPEAT
+                b_count = L
+                b_of = st.seq[st.ph(n - 1)]
+            if (not warn and p.repeat_warn and L >= p.repeat_warn and (ev or not p.repeat_warn_needs_no_progress)
+                    and (L == p.repeat_warn or not p.repeat_warn_once)):
+                warn = D_REPEAT
+                w_count = L
+                w_of = st.seq[st.ph(n - 1)]
+
+    # agent messages with no tool call between (identical ones, or any with p.monologue_any_text)
+    if p.monologue_block and kind == K_ASK:
+        t = 0
+        for i in range(n - 1, -1, -1):
+            j = st.ph(i)
+            if st.kind[j] != K_ASK or (not p.monologue_any_text and (st.tool[j] != tool or st.args[j] != args)):
+                break
+            t += 1
+        if p.monologue_any_text:
+            t += 1
+        if not block and t >= p.monologue_block:
+            block = D_MONOLOGUE
+            b_count = t
+            b_of = st.seq[st.ph(n - 1)] if n else -1
+
+    if not poll:
+        if not block and p.generic_block and np_ >= p.generic_block:
+            block = D_GENERIC
+            b_count = np_
+            b_of = np_of
+            b_aux2 = np_res
+        if not warn and p.generic_warn and rc >= p.generic_warn:
+            warn = D_GENERIC
+            w_count = rc
+            w_of = rc_of
+
     if bcount:
         if not block and e.bblock[bslot] and bcount >= e.bblock[bslot]:
             block = D_BUDGET
             b_count = bcount
-        if not warn and e.bwarn[bslot] and bcount >= e.bwarn[bslot]:
+        if (not warn and e.bwarn[bslot] and bcount >= e.bwarn[bslot]
+                and (bcount == e.bwarn[bslot] or not p.budget_warn_once)):
             warn = D_BUDGET
             w_count = bcount
 
-    if p[17] and kind == K_OBSERVE and target and not warn:
+    if p.redundant_warn and kind == K_OBSERVE and target and not warn:
         c = 0
         of = -1
         for i in range(n - 1, -1, -1):
             j = st.ph(i)
             ki = st.kind[j]
-            if ki == K_EXEC or (ki == K_MUTATE and (st.tgt[j] == target or st.tgt[j] == 0)):
+            if ki == K_EXEC or ki == K_USER or (ki == K_MUTATE and (st.tgt[j] == target or st.tgt[j] == 0)):
                 break
             f = st.flags[j]
             if (ki == K_OBSERVE and st.tgt[j] == target and st.tool[j] == tool and st.args[j] == args
@@ -757,7 +976,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
                 c += 1
                 if of < 0:
                     of = st.seq[j]
-        if c >= p[17]:
+        if c >= p.redundant_warn:
             warn = D_REDUNDANT
             w_count = c
             w_of = of
@@ -769,6 +988,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         st.out_of_step = b_of
         st.out_aux = b_aux
         st.out_aux2 = b_aux2
+        if block == D_REPEAT and p.repeat_reset_after_block:
+            st.flags[st.ph(n - 1)] |= F_BARRIER  # the count starts again after this refusal
         return L_BLOCK << 4 | block
     st.push(tool, args, 0, F_UNKNOWN if unknown else 0, <uint8_t>kind, target, cid)
     if warn:
@@ -993,7 +1214,8 @@ cdef class Table:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
         self.records += 1
-        self.tokens += tokens
+        # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
+        self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
         return _record(st, tool, args, result, flags, kind, target, cid, veto)
 
     cdef uint64_t _hash(self, value) except? 0:
@@ -1034,12 +1256,12 @@ cdef class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    cdef int _fast_check(self, session, tool, args, run_id) except -2:
+    cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
         # cur_ah describing the call (the caller reads them before anything can run Python code).
         cdef ToolInfo t
         cdef bint poll
-        cdef uint64_t ah
+        cdef uint64_t ah, cid = 0
         cdef State st
         cdef int code
         info = self.tools.get(tool)
@@ -1047,6 +1269,8 @@ cdef class Table:
             return -1
         t = <ToolInfo>info
         ah = self._hash(args)
+        if call_id is not None:  # Guard.check: the call id's hash, never 0
+            cid = self._hash(call_id) or 1
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last_args = args
@@ -1055,53 +1279,44 @@ cdef class Table:
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = (<dict>args).get("action") in t.poll_actions
         st = self._get(session, run_id)
-        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot))
+        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot))
         self.cur_state = st
         self.cur_info = t
         self.cur_ah = ah
         return code
 
-    cpdef object fast_check(self, session, tool, args, run_id):
+    cpdef object fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
         Returns None when the tool is not registered (the caller takes the full path), else 0
         or the tuple ``check`` returns."""
-        cdef int code = self._fast_check(session, tool, args, run_id)
+        cdef int code = self._fast_check(session, tool, args, run_id, call_id)
         cdef State st
         if code <= 0:
             return None if code < 0 else 0
         st = self.cur_state
         return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, self.cur_ah)
 
-    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens) except -2:
+    cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None) except -2:
         # -1: not for the fast path (unregistered tool, a veto-shaped result); else Engine.record's code.
         cdef ToolInfo t
-        cdef uint64_t ah, rh = 0
+        cdef uint64_t ah, rh = 0, cid = 0
         cdef int veto = 0
         cdef object d = None, status = None
         info = self.tools.get(tool)
         if info is None:
             return -1
         t = <ToolInfo>info
-        # The common results (str, dict) first: a Decision is never one of them (its __slots__
-        # forbid str/dict subclasses), so the isinstance against it runs only for the rest.
-        if isinstance(result, str):
-            # (the first character decides for nearly every result, before the method call)
-            if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
-                    and (<str>result).startswith("BLOCKED:")):
-                return -1
-        elif isinstance(result, dict):
+        veto = _block_veto(result, self.veto_type)
+        if veto == 2:
+            return -1  # the block message as the tool's output: Guard.record decides on it
+        if not veto and t.exec and isinstance(result, dict):
             d = (<dict>result).get("details")
             if not isinstance(d, dict):
                 d = result
             status = (<dict>d).get("status")
-            if status == "blocked":
-                return -1
-        elif isinstance(result, self.veto_type):
-            # the guard's own block handed back as the call's result: a veto, as in Guard.record
-            if result.action != "block":
-                return -1
-            veto = 1
+        if call_id is not None:
+            cid = self._hash(call_id) or 1
         if args is self.last_args and args is not None:
             ah = self.last_ah  # the hash of the call as it was checked
         else:
@@ -1116,14 +1331,15 @@ cdef class Table:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
         self.records += 1
-        self.tokens += tokens
-        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, 0, veto)
+        # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
+        self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
+        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, cid, veto)
 
-    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens):
+    cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
-        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens)
+        cdef int code = self._fast_record(session, tool, args, result, run_id, tokens, call_id)
         return None if code < 0 else code
 
     cdef uint64_t _send_hash(self, result) except? 0:
@@ -1133,6 +1349,7 @@ cdef class Table:
         # the hash gives the same bytes.
         cdef uint64_t h = 0
         body = _send_body(result)
+        _check_send_size(body)
         if self.c_hash == NULL or _send_needs_copy(body, self.volatile_keys):
             return self._hash(_strip_send_result(result, self.volatile_keys))
         try:
@@ -1149,6 +1366,7 @@ cdef class Table:
         """True when record() hashes a stripped copy of the send-like *result*, False when it
         hashes it in place with the volatile keys stripped inside the hash (tests check that
         both paths run)."""
+        _check_send_size(_send_body(result))
         return _send_needs_copy(_send_body(result), self.volatile_keys)
 
     cdef uint64_t _outcome_hash(self, ToolInfo t, args, result) except? 0:
@@ -1186,7 +1404,9 @@ cdef class Table:
         return self._get_fn((session, run_id))
 
     def put(self, session, run_id, State st):
-        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        """Insert a restored state as the most recently used (evicting beyond the cap);
+        ValueError for a state of another engine's size."""
+        self.engine._fits(st)
         self.last_state = None
         self.sessions[(session, run_id)] = st
         self._move_fn((session, run_id))
@@ -1220,6 +1440,37 @@ cdef class Table:
 
     def __len__(self):
         return len(self.sessions)
+
+
+cdef int _block_veto(result, veto_type) except -1:
+    # The one place the compiled twin recognises a block handed back as a call's result:
+    # 1 the guard's own veto (a block Decision, or OpenClaw's tool-loop denial), 2 text that
+    # starts like the guard's block message (a veto only right after blocking this very call),
+    # 0 an ordinary result. The common results (str, dict) are tested first: a Decision is never
+    # one of them (its __slots__ forbid str/dict subclasses).
+    cdef object d
+    if isinstance(result, str):
+        # (the first character decides for nearly every result, before the method call)
+        if (PyUnicode_GET_LENGTH(result) >= 8 and PyUnicode_READ_CHAR(result, 0) == u"B"
+                and (<str>result).startswith("BLOCKED:")):
+            return 2
+        return 0
+    if isinstance(result, dict):
+        d = (<dict>result).get("details")
+        if not isinstance(d, dict):
+            d = result
+        if (<dict>d).get("status") == "blocked" and (<dict>d).get("deniedReason") == "tool-loop":
+            return 1
+        return 0
+    if isinstance(result, veto_type):
+        return 1 if result.action == "block" else 0
+    return 0
+
+
+def block_veto(result, veto_type):
+    """1 when *result* is the guard's own block (a block *veto_type* Decision, or OpenClaw's
+    tool-loop denial), 2 when it is text starting with the block message's "BLOCKED:", else 0."""
+    return _block_veto(result, veto_type if veto_type is not None else ())
 
 
 cdef extern from "Python.h":
@@ -1283,8 +1534,8 @@ cdef class _Fast:
     def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
         """Guard.check (see there)."""
         cdef int code
-        if kind is None and target is None and call_id is None:
-            code = self.table._fast_check(session, tool, args, run_id)
+        if kind is None and target is None:  # call ids ride the fast path too
+            code = self.table._fast_check(session, tool, args, run_id, call_id)
             if code == 0:
                 return self.allow
             if code > 0:
@@ -1294,9 +1545,9 @@ cdef class _Fast:
     def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
                tokens=None, kind=None, target=None):
         """Guard.record (see there)."""
-        if error is None and kind is None and target is None and call_id is None and (
-                tokens is None or type(tokens) is int):
-            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0) >= 0:
+        if error is None and kind is None and target is None and (
+                tokens is None or (type(tokens) is int and 0 <= tokens <= INT64_MAX)):
+            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0, call_id) >= 0:
                 return None
         return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
                                 tokens=tokens, kind=kind, target=target)
@@ -1318,7 +1569,7 @@ cdef class _Fast:
             why = (self.policy, tool, aux2, self.names.get(aux, "another tool"))
             dk = (code, 0, aux2)
         else:
-            why = (self.policy, tool, ah, None)
+            why = (self.policy, tool, ah, aux if det == D_GLOBAL and aux else None)
             dk = (code, tid, 0 if det == D_BUDGET else ah)
         d = _new_decision(self.decision, self.actions[code >> 4], self.det_names[det], count, of_step, why)
         buckets = st.extra

@@ -429,6 +429,7 @@ cdef class TextLoopDetector:
         n = PyUnicode_GET_LENGTH(chunk)
         t = _text_of(chunk)
         self._fed += n
+        core.line_start = True  # gemini: a streamed chunk's start is a line start too
         s = 0
         while s < n:
             e = _line_end(t, s, n)
@@ -460,7 +461,7 @@ def repeated_spans(text):
 
     Same contract as loopcore._textloop_py.repeated_spans. Raises TypeError for a non-str.
     """
-    cdef Py_ssize_t n, s, e, i, a, b, k, nseg = 0
+    cdef Py_ssize_t n, s, e, i, a, b, k, nseg = 0, npieces
     cdef Text t
     cdef _Core core
     cdef int64_t* seg_abs = NULL
@@ -476,10 +477,15 @@ def repeated_spans(text):
     core.collect = True
     core.marks = bytearray(n + 1)
     core.mark_base = core.total
+    # one segment per added piece at most (a piece ends at a newline), plus a sentinel
+    npieces = 1
+    s = 0
+    while s < n:
+        s = _line_end(t, s, n)
+        npieces += 1
     try:
-        # one segment per added piece at most, plus a sentinel
-        seg_abs = <int64_t*>PyMem_Malloc((n + 2) * sizeof(int64_t))
-        seg_off = <int64_t*>PyMem_Malloc((n + 2) * sizeof(int64_t))
+        seg_abs = <int64_t*>PyMem_Malloc((npieces + 1) * sizeof(int64_t))
+        seg_off = <int64_t*>PyMem_Malloc((npieces + 1) * sizeof(int64_t))
         if seg_abs == NULL or seg_off == NULL:
             raise MemoryError()
         s = 0

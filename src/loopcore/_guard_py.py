@@ -10,34 +10,40 @@ the cumulative per-tool budget counters, and answers ``check``/``record``.
 left in the state's ``out_count``, ``out_of_step`` (-1 for none), ``out_aux`` (the paired tool
 id of a cycle) and ``out_aux2`` (a stable 64-bit id of the pattern, for the warning key).
 
-Parameter tuple (0 switches a threshold off):
-  0 window, 1 generic warn, 2 generic block, 3 poll warn, 4 poll block, 5 cycle warn,
-  6 cycle block, 7 cycle period bit mask (bit k = period k), 8 cycle counts repeats (0/1),
-  9 cycle block needs no-progress, 10 repeat warn, 11 repeat block, 12 repeat block needs
-  no-progress, 13 global block, 14 unknown block, 15 error warn, 16 error block,
-  17 redundant warn, 18 monologue block.
+Parameters come by name (``loopcore._guard_params.PARAM_NAMES``; the compiled twin reads the
+same names into the C struct of ``src/_native/guard_params.pxd``): thresholds (0 switches one
+off) and 0/1 flags, documented beside their Policy fields.
+
+Kinds 5-7 are not calls but events the harness reports, pushed into the ring as markers:
+a user message (5: the evidence of every streak starts again after it), a compaction (6) and a
+context-window condensation (7). Flag 8 on an entry stops the consecutive count there (the
+call before a refusal, when the count starts again after refusals).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+from ._guard_params import PARAM_NAMES, Params
 
 from ._hashing_py import MAX_DEPTH
 
 __all__ = [
-    "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER",
-    "F_ERROR", "F_HAS", "F_UNKNOWN",
+    "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER", "USER", "COMPACTION", "CONDENSATION",
+    "F_BARRIER", "F_ERROR", "F_HAS", "F_UNKNOWN",
     "BLOCK", "WARN", "N_PARAMS", "DUMP_VERSION",
     "D_UNKNOWN", "D_GLOBAL", "D_POLL", "D_CYCLE", "D_REPEAT", "D_MONOLOGUE", "D_GENERIC",
-    "D_ERROR", "D_BUDGET", "D_REDUNDANT",
-    "Engine", "State", "Table", "ToolInfo", "bind_fast", "project_exec", "strip_send_result",
+    "D_ERROR", "D_BUDGET", "D_REDUNDANT", "D_COMPACTION", "D_CONTEXT", "D_CONTENT",
+    "Engine", "State", "Table", "ToolInfo", "bind_fast", "block_veto", "project_exec", "strip_send_result",
 ]
 
-OTHER, OBSERVE, MUTATE, EXEC, ASK = 0, 1, 2, 3, 4
-F_HAS, F_ERROR, F_UNKNOWN = 1, 2, 4
+OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
+F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = 1, 2, 4, 8
 WARN, BLOCK = 1, 2
 (D_UNKNOWN, D_GLOBAL, D_POLL, D_CYCLE, D_REPEAT, D_MONOLOGUE, D_GENERIC, D_ERROR, D_BUDGET,
- D_REDUNDANT) = range(1, 11)
-N_PARAMS = 19
+ D_REDUNDANT, D_COMPACTION, D_CONTEXT, D_CONTENT) = range(1, 14)
+N_PARAMS = len(PARAM_NAMES)
+#: an argument variant with this many calls, all with one outcome, is a stable variant
+CHURN_MIN_CALLS = 3
 DUMP_VERSION = 1
 _MASK64 = (1 << 64) - 1
 
@@ -147,15 +153,45 @@ def _scrub_text(v: Any, removed: tuple, depth: int = 0) -> Any:
     return v
 
 
+#: The most containers a send-like result may hold, counted as the strip walks them (a shared
+#: sub-object counts each time it is reached): two references to itself would take
+#: 2**MAX_DEPTH steps otherwise.
+MAX_SEND_NODES = 100_000
+
+
+def _check_send_size(v: Any) -> None:
+    stack = [(v, 0)]
+    seen = 0
+    while stack:
+        x, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(x, dict):
+            items = x.values()
+        elif isinstance(x, (list, tuple)):
+            items = x
+        else:
+            continue
+        seen += 1
+        if seen > MAX_SEND_NODES:
+            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                             "(shared or self-referential references); it cannot be stripped")
+        for y in items:
+            if isinstance(y, (dict, list, tuple)):
+                stack.append((y, depth + 1))
+
+
 def strip_send_result(result: Any, volatile_keys: frozenset) -> Any:
     """A send-like result without its per-call volatile ids (keys, delivery-object ids, and the
     text that restates them); structured ``details`` stand for the whole result when present.
 
     Containers nested deeper than MAX_DEPTH (or a cycle) are left as they are, so hashing the
     projection raises the hash's ValueError for them; this function itself never recurses
-    without bound."""
+    without bound. Raises ValueError when the result holds more than MAX_SEND_NODES containers
+    as the walk counts them (see _check_send_size)."""
     if isinstance(result, dict) and isinstance(result.get("details"), dict):
         result = result["details"]
+    _check_send_size(result)
     removed: set = set()
     stripped = _strip_send(result, volatile_keys, removed)
     # Whether any text restates a stripped id does not depend on their order: sort (longest
@@ -179,16 +215,32 @@ def _mentions(v: Any, removed: tuple, depth: int = 0) -> bool:
 
 
 
+_I64 = (-(1 << 63), 1 << 63)
+_U64 = (0, 1 << 64)
+_I32 = (-(1 << 31), 1 << 31)
+_U8 = (0, 256)
+
+
+def _ranged(x: Any, bounds: tuple[int, int] | None) -> int:
+    # An int (bool included, as C converts it) within *bounds*, else TypeError/ValueError.
+    if not isinstance(x, int):
+        raise TypeError(f"expected an int, got {type(x).__name__}")
+    if bounds is not None and not bounds[0] <= x < bounds[1]:
+        raise ValueError(f"value {x} out of range")
+    return int(x)
+
+
 class State:
     """One session's guard state (ring of recent calls, budget counters, last answer)."""
 
     __slots__ = (
         "tool", "args", "res", "flags", "kind", "tgt", "cid", "seq",
         "budget", "n_steps", "veto_tool", "veto_args",
-        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra",
+        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra", "cap",
     )
 
-    def __init__(self, n_budget: int) -> None:
+    def __init__(self, n_budget: int, cap: int = 0) -> None:
+        self.cap = cap  # the window of the engine that made it
         self.tool: list[int] = []
         self.args: list[int] = []
         self.res: list[int] = []
@@ -217,21 +269,27 @@ class Engine:
 
     __slots__ = ("p", "bwarn", "bblock", "window")
 
-    def __init__(self, params: Sequence[int], budget_warn: Sequence[int], budget_block: Sequence[int]) -> None:
-        if len(params) != N_PARAMS:
-            raise ValueError(f"engine parameters: expected {N_PARAMS} ints, got {len(params)}")
+    def __init__(self, params: Mapping[str, int], budget_warn: Sequence[int], budget_block: Sequence[int]) -> None:
+        if not isinstance(params, Mapping):
+            raise ValueError("engine parameters must be a mapping of PARAM_NAMES to ints")
         if len(budget_warn) != len(budget_block):
             raise ValueError("budget_warn and budget_block differ in length")
-        if params[0] < 1:
+        self.p = Params(params)
+        if self.p.window < 1:
             raise ValueError("window must be positive")
-        self.p = tuple(int(x) for x in params)
-        self.window = self.p[0]
+        self.window = self.p.window
         self.bwarn = tuple(int(x) for x in budget_warn)
         self.bblock = tuple(int(x) for x in budget_block)
 
     def new_state(self) -> State:
         """A fresh, empty session state."""
-        return State(len(self.bwarn))
+        return State(len(self.bwarn), self.window)
+
+    def fits(self, st: State) -> None:
+        """ValueError unless *st* was made by an engine of this window and budget count."""
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            raise ValueError(f"state of another size: {st.cap} slots and {len(st.budget)} budget counters, "
+                             f"this engine has {self.window} and {len(self.bwarn)}")
 
     # -- hot path ---------------------------------------------------------------------------
 
@@ -251,7 +309,11 @@ class Engine:
 
     def check(self, st: State, tool: int, args: int, kind: int, target: int, cid: int,
               poll: int, unknown: int, bslot: int) -> int:
-        """Decide on a call before it runs; push it into the ring unless blocked."""
+        """Decide on a call before it runs; push it into the ring unless blocked.
+
+        Raises ValueError for a State made by an engine of another window or budget count."""
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            self.fits(st)
         p = self.p
         T, A, R, F, K, G, S = st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.seq
         n = len(T)
@@ -261,19 +323,22 @@ class Engine:
         b_of = w_of = -1
         b_aux = w_aux = b_aux2 = w_aux2 = 0
 
+        if kind >= USER:
+            return self._event(st, tool, args, kind)
+
         bcount = 0
         if bslot >= 0:
             st.budget[bslot] += 1
             bcount = st.budget[bslot]
 
         # unknown_tool: newest consecutive calls of this tool that turned out not to exist
-        if p[14]:
+        if p.unknown_block:
             s = 0
             for i in range(n - 1, -1, -1):
                 if T[i] != tool or not F[i] & F_UNKNOWN:
                     break
                 s += 1
-            if s >= p[14]:
+            if s >= p.unknown_block:
                 block, b_count, b_of = D_UNKNOWN, s, S[n - 1]
 
         # identical-call streaks over calls with an outcome (other calls are skipped)
@@ -288,6 +353,8 @@ class Engine:
         rc_of = -1
         for i in range(n - 1, -1, -1):
             if T[i] != tool or A[i] != args:
+                if K[i] == USER:
+                    break
                 continue
             rc += 1
             if rc_of < 0:
@@ -306,26 +373,35 @@ class Engine:
                     es_done = True
                 elif es == 0:
                     es, es_res = 1, R[i]
-                elif R[i] == es_res:
+                elif R[i] == es_res or p.error_any_text:
                     es += 1
                 else:
                     es_done = True
 
-        if not block and p[13] and np_ >= p[13]:
+        if not block and p.global_block and np_ >= p.global_block:
             block, b_count, b_of, b_aux2 = D_GLOBAL, np_, np_of, np_res
+        if not block and p.argument_churn and p.global_block and n >= p.global_block:
+            m, variants, of = self._churn(st, tool)
+            if m >= p.global_block:
+                block, b_count, b_of, b_aux = D_GLOBAL, m, of, variants
+
+        if not block and p.compaction_window and n >= p.compaction_window:
+            c = self._after_compaction(st, tool, args)
+            if c:
+                block, b_count, b_of = D_COMPACTION, c, S[n - 1]
 
         if poll:
-            if not block and p[4] and np_ >= p[4]:
+            if not block and p.poll_block and np_ >= p.poll_block:
                 block, b_count, b_of, b_aux2 = D_POLL, np_, np_of, np_res
-            if not warn and p[3] and np_ >= p[3]:
+            if not warn and p.poll_warn and np_ >= p.poll_warn:
                 warn, w_count, w_of, w_aux2 = D_POLL, np_, np_of, np_res
 
         # cycle of period 2..5 (distinct calls) ending with the checked call
-        if p[7]:
+        if p.cycle_periods_mask:
             best_c = best_k = best_L = 0
             best_ev = False
             for k in (2, 3, 4, 5):
-                if not p[7] & (1 << k) or n < k:
+                if not p.cycle_periods_mask & (1 << k) or n < k:
                     continue
                 # how far the period-k repetition reaches back (the call k back must equal this
                 # one; most calls stop here, so this runs before the distinctness test below)
@@ -353,7 +429,7 @@ class Engine:
                 if not distinct:
                     continue
                 L = t + k
-                c = L // k if p[8] else L
+                c = L // k if p.cycle_counts_repeats else L
                 if c > best_c:
                     ev = True
                     lo = n - L + 1
@@ -366,82 +442,152 @@ class Engine:
                 combo = (args + best_k) & _MASK64
                 for q in range(n - best_k + 1, n):
                     combo = (combo + A[q]) & _MASK64
-                if not block and p[6] and best_c >= p[6] and (best_ev or not p[9]):
+                if not block and p.cycle_block and best_c >= p.cycle_block and (best_ev or not p.cycle_block_needs_no_progress):
                     block, b_count, b_of, b_aux, b_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
-                if not warn and p[5] and best_c >= p[5]:
+                if not warn and p.cycle_warn and best_c >= p.cycle_warn:
                     warn, w_count, w_of, w_aux, w_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
 
-        # consecutive identical calls (period 1), counting the checked call
-        if p[10] or p[11]:
+        # the same call failing (before the consecutive count: a failure's streak is the better name)
+        if es:
+            if not block and p.error_block and es >= p.error_block:
+                block, b_count, b_of, b_aux2 = D_ERROR, es, rc_of, es_res
+            if not warn and p.error_warn and es >= p.error_warn:
+                warn, w_count, w_of, w_aux2 = D_ERROR, es, rc_of, es_res
+
+        # consecutive identical calls (period 1), counting the checked call; polls are judged
+        # by poll_no_progress instead
+        if (p.repeat_warn or p.repeat_block) and not poll:
             t = 0
             ev = True
             for i in range(n - 1, -1, -1):
-                if T[i] != tool or A[i] != args:
+                if T[i] != tool or A[i] != args or F[i] & F_BARRIER:
                     break
-                if not F[i] & F_HAS or (t and R[i] != R[i + 1]):
+                # failures are no evidence here when error_streak judges them
+                if not F[i] & F_HAS or (t and R[i] != R[i + 1]) or (F[i] & F_ERROR and (p.error_warn or p.error_block)):
                     ev = False
                 t += 1
             if t:
                 L = t + 1
-                if not block and p[11] and L >= p[11] and (ev or not p[12]):
+                if not block and p.repeat_block and L >= p.repeat_block and (ev or not p.repeat_block_needs_no_progress):
                     block, b_count, b_of = D_REPEAT, L, S[n - 1]
-                if not warn and p[10] and L >= p[10]:
+                if (not warn and p.repeat_warn and L >= p.repeat_warn and (ev or not p.repeat_warn_needs_no_progress)
+                        and (L == p.repeat_warn or not p.repeat_warn_once)):
                     warn, w_count, w_of = D_REPEAT, L, S[n - 1]
 
-        # identical agent messages with no tool call between
-        if p[18] and kind == ASK:
+        # agent messages with no tool call between (identical ones, or any with p.monologue_any_text)
+        if p.monologue_block and kind == ASK:
             t = 0
             for i in range(n - 1, -1, -1):
-                if K[i] != ASK or T[i] != tool or A[i] != args:
+                if K[i] != ASK or (not p.monologue_any_text and (T[i] != tool or A[i] != args)):
                     break
                 t += 1
-            if not block and t >= p[18]:
-                block, b_count, b_of = D_MONOLOGUE, t, S[n - 1]
+            if p.monologue_any_text:
+                t += 1
+            if not block and t >= p.monologue_block:
+                block, b_count, b_of = D_MONOLOGUE, t, S[n - 1] if n else -1
 
         if not poll:
-            if not block and p[2] and np_ >= p[2]:
+            if not block and p.generic_block and np_ >= p.generic_block:
                 block, b_count, b_of, b_aux2 = D_GENERIC, np_, np_of, np_res
-            if not warn and p[1] and rc >= p[1]:
+            if not warn and p.generic_warn and rc >= p.generic_warn:
                 warn, w_count, w_of = D_GENERIC, rc, rc_of
-
-        if es:
-            if not block and p[16] and es >= p[16]:
-                block, b_count, b_of, b_aux2 = D_ERROR, es, rc_of, es_res
-            if not warn and p[15] and es >= p[15]:
-                warn, w_count, w_of, w_aux2 = D_ERROR, es, rc_of, es_res
 
         if bcount:
             bb = self.bblock[bslot]
             bw = self.bwarn[bslot]
             if not block and bb and bcount >= bb:
                 block, b_count = D_BUDGET, bcount
-            if not warn and bw and bcount >= bw:
+            if not warn and bw and bcount >= bw and (bcount == bw or not p.budget_warn_once):
                 warn, w_count = D_BUDGET, bcount
 
-        if p[17] and kind == OBSERVE and target and not warn:
+        if p.redundant_warn and kind == OBSERVE and target and not warn:
             c = 0
             of = -1
             for i in range(n - 1, -1, -1):
                 ki = K[i]
-                if ki == EXEC or (ki == MUTATE and (G[i] == target or G[i] == 0)):
+                if ki == EXEC or ki == USER or (ki == MUTATE and (G[i] == target or G[i] == 0)):
                     break
                 if (ki == OBSERVE and G[i] == target and T[i] == tool and A[i] == args
                         and F[i] & F_HAS and not F[i] & F_ERROR):
                     c += 1
                     if of < 0:
                         of = S[i]
-            if c >= p[17]:
+            if c >= p.redundant_warn:
                 warn, w_count, w_of = D_REDUNDANT, c, of
 
         if block:
             st.veto_tool = tool
             st.veto_args = args
             st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = b_count, b_of, b_aux, b_aux2
+            if block == D_REPEAT and p.repeat_reset_after_block:
+                F[n - 1] |= F_BARRIER  # the count starts again after this refusal
             return BLOCK << 4 | block
         self._push(st, tool, args, 0, F_UNKNOWN if unknown else 0, kind, target, cid)
         if warn:
             st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = w_count, w_of, w_aux, w_aux2
             return WARN << 4 | warn
+        return 0
+
+    def _event(self, st: State, tool: int, args: int, kind: int) -> int:
+        # A reported event (user message, compaction, condensation): a marker in the ring.
+        p = self.p
+        if kind == CONDENSATION and p.context_block:
+            K = st.kind
+            c = 1
+            for i in range(len(K) - 1, -1, -1):
+                if K[i] != CONDENSATION:
+                    break
+                c += 1
+            if c >= p.context_block:
+                st.veto_tool = 0
+                st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = c, st.seq[-1] if st.seq else -1, 0, 0
+                return BLOCK << 4 | D_CONTEXT
+        st.veto_tool = 0
+        self._push(st, tool, args, 0, F_HAS, kind, 0, 0)
+        return 0
+
+    def _churn(self, st: State, tool: int) -> tuple[int, int, int]:
+        # (calls of *tool* with an outcome, stable variants, step of the newest) when they are
+        # argument churn: 2-3 variants of >= CHURN_MIN_CALLS calls each with one outcome, and
+        # other calls at most 1 in 10; else (0, 0, -1).
+        T, A, R, F, K, S = st.tool, st.args, st.res, st.flags, st.kind, st.seq
+        groups: dict[int, list] = {}
+        m = 0
+        of = -1
+        for i in range(len(T) - 1, -1, -1):
+            if K[i] == USER:
+                break
+            if T[i] != tool or not F[i] & F_HAS:
+                continue
+            m += 1
+            if of < 0:
+                of = S[i]
+            g = groups.get(A[i])
+            if g is None:
+                groups[A[i]] = [R[i], 1, True]
+            else:
+                g[1] += 1
+                if R[i] != g[0]:
+                    g[2] = False
+        stable = [g[1] for g in groups.values() if g[2] and g[1] >= CHURN_MIN_CALLS]
+        if 2 <= len(stable) <= 3 and (m - sum(stable)) * 10 <= m:
+            return m, len(stable), of
+        return 0, 0, -1
+
+    def _after_compaction(self, st: State, tool: int, args: int) -> int:
+        # The first p.compaction_window calls after the newest compaction marker, when they are exactly p.compaction_window
+        # and all this call with one outcome: p.compaction_window; else 0.
+        w = self.p.compaction_window
+        T, A, R, F, K = st.tool, st.args, st.res, st.flags, st.kind
+        n = len(T)
+        for i in range(n - 1, max(-1, n - w - 2), -1):
+            if K[i] == COMPACTION:
+                if n - 1 - i != w:
+                    return 0
+                for q in range(i + 1, n):
+                    if T[q] != tool or A[q] != args or not F[q] & F_HAS or R[q] != R[i + 1]:
+                        return 0
+                return w
         return 0
 
     def record(self, st: State, tool: int, args: int, result: int, flags: int, kind: int,
@@ -451,6 +597,8 @@ class Engine:
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
         its block message (ignored only right after blocking this very call), else 0.
         """
+        if st.cap != self.window or len(st.budget) != len(self.bwarn):
+            self.fits(st)
         if veto == 1 or (veto == 2 and st.veto_tool and st.veto_tool == tool and st.veto_args == args):
             # the guard's own block is not an outcome: hashing it would reset the streak (C8)
             st.veto_tool = 0
@@ -479,33 +627,42 @@ class Engine:
             out.extend((st.tool[i], st.args[i], st.res[i], st.flags[i], st.kind[i], st.tgt[i], st.cid[i], st.seq[i]))
         return out
 
-    def load(self, data: Sequence[int]) -> State:
+    def load(self, data: Sequence[int]) -> State:  # noqa: C901 - one check per field
         """Rebuild a state from dump(); ValueError when the data does not fit this engine."""
+        if not isinstance(data, (list, tuple)):
+            raise ValueError(f"state dump must be a list of ints, not {type(data).__name__}")
         try:
+            if len(data) < 6:
+                raise ValueError(f"state dump is too short ({len(data)} values)")
             if data[0] != DUMP_VERSION:
                 raise ValueError(f"state dump version {data[0]} is not {DUMP_VERSION}")
             nb = data[4]
+            nb = _ranged(nb, _I32)
             if nb != len(self.bwarn):
                 raise ValueError(f"state has {nb} budget counters, this policy has {len(self.bwarn)}")
-            st = State(nb)
-            st.n_steps, st.veto_tool, st.veto_args = int(data[1]), int(data[2]), int(data[3])
-            st.budget = [int(x) for x in data[5:5 + nb]]
+            if len(data) < 6 + nb:
+                raise ValueError("state dump is too short for its budget counters")
+            st = State(nb, self.window)
+            # the ranges the compiled twin's C fields take (a value outside is a ValueError there)
+            st.n_steps = _ranged(data[1], _I64)
+            st.veto_tool, st.veto_args = _ranged(data[2], _U64), _ranged(data[3], _U64)
+            st.budget = [_ranged(x, _I64) for x in data[5:5 + nb]]
             pos = 5 + nb
-            n = data[pos]
+            n = _ranged(data[pos], _I32)
             pos += 1
             if n < 0 or len(data) != pos + 8 * n:
                 raise ValueError("state dump length does not match its entry count")
             start = max(0, n - self.window)
             for i in range(start, n):
                 e = data[pos + 8 * i:pos + 8 * i + 8]
-                st.tool.append(int(e[0]))
-                st.args.append(int(e[1]) & _MASK64)
-                st.res.append(int(e[2]) & _MASK64)
-                st.flags.append(int(e[3]))
-                st.kind.append(int(e[4]))
-                st.tgt.append(int(e[5]) & _MASK64)
-                st.cid.append(int(e[6]) & _MASK64)
-                st.seq.append(int(e[7]))
+                st.tool.append(_ranged(e[0], None) & _MASK64)
+                st.args.append(_ranged(e[1], None) & _MASK64)
+                st.res.append(_ranged(e[2], None) & _MASK64)
+                st.flags.append(_ranged(e[3], _U8))
+                st.kind.append(_ranged(e[4], _U8))
+                st.tgt.append(_ranged(e[5], None) & _MASK64)
+                st.cid.append(_ranged(e[6], None) & _MASK64)
+                st.seq.append(_ranged(e[7], _I64))
         except (IndexError, TypeError) as exc:
             raise ValueError(f"state dump is malformed: {exc}") from None
         return st
@@ -627,7 +784,8 @@ class Table:
         with self.lock:
             st = self._get(session, run_id)
             self.records += 1
-            self.tokens += tokens
+            # saturating at 2**63 - 1, as the compiled twin's int64 counter does
+            self.tokens = min(self.tokens + tokens, (1 << 63) - 1)
             return self.engine.record(st, tool, args, result, flags, kind, target, cid, bslot, veto)
 
     def _hash(self, value) -> int:
@@ -651,7 +809,7 @@ class Table:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
-    def fast_check(self, session, tool, args, run_id):
+    def fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
         Returns None when the tool is not registered (the caller takes the full path)."""
@@ -665,27 +823,25 @@ class Table:
         poll = t.poll
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = args.get("action") in t.poll_actions
-        return self.check(session, run_id, t.tid, ah, 0, 0, 0, poll, t.unknown, t.bslot)
+        cid = 0 if call_id is None else (self._hash(call_id) or 1)
+        return self.check(session, run_id, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot)
 
-    def fast_record(self, session, tool, args, result, run_id, tokens: int):
+    def fast_record(self, session, tool, args, result, run_id, tokens: int, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
 
         Returns None when it cannot (unregistered tool, a veto-shaped result)."""
         t = self.tools.get(tool)
-        if t is None or isinstance(result, self.veto_type):
+        if t is None:
             return None
-        if isinstance(result, dict):
-            d = result.get("details")
-            if not isinstance(d, dict):
-                d = result
-            if d.get("status") == "blocked":
-                return None
-        elif isinstance(result, str) and result.startswith("BLOCKED:"):
-            return None
+        veto = block_veto(result, self.veto_type)
+        if veto == 2:
+            return None  # the block message as the tool's output: Guard.record decides on it
         last_args, last_ah = self.last
         ah = last_ah if args is last_args and args is not None else self._hash(args)  # the call as checked
-        rh = self._hash(self.outcome(t, args, result))
-        return self.record(session, run_id, t.tid, ah, rh, F_UNKNOWN if t.unknown else 0, 0, 0, 0, t.bslot, 0, tokens)
+        rh = 0 if veto else self._hash(self.outcome(t, args, result))
+        cid = 0 if call_id is None else (self._hash(call_id) or 1)
+        flags = F_UNKNOWN if t.unknown and not veto else 0
+        return self.record(session, run_id, t.tid, ah, rh, flags, 0, 0, cid, t.bslot, veto, tokens)
 
     def send_hash(self, result) -> int:
         """The hash record() gives a send-like *result*: its stripped copy, hashed."""
@@ -711,7 +867,9 @@ class Table:
         return self.sessions.get((session, run_id))
 
     def put(self, session, run_id, st: State) -> None:
-        """Insert a restored state as the most recently used (evicting beyond the cap)."""
+        """Insert a restored state as the most recently used (evicting beyond the cap);
+        ValueError for a state of another engine's size."""
+        self.engine.fits(st)
         with self.lock:
             self.sessions[(session, run_id)] = st
             self.sessions.move_to_end((session, run_id))
@@ -744,10 +902,29 @@ class Table:
         with self.lock:
             for k in ("checks", "warns", "blocks", "records", "tokens", "evicted"):
                 if k in counts:
-                    setattr(self, k, int(counts[k]))
+                    v = int(counts[k])
+                    if not -(1 << 63) <= v < (1 << 63):  # the compiled twin's int64 counters
+                        raise OverflowError(f"counter {k} out of range: {v}")
+                    setattr(self, k, v)
 
     def __len__(self) -> int:
         return len(self.sessions)
+
+
+def block_veto(result: Any, veto_type) -> int:
+    """1 when *result* is the guard's own block (a block *veto_type* Decision, or OpenClaw's
+    tool-loop denial), 2 when it is text starting with the block message's "BLOCKED:", else 0.
+
+    The one place this twin recognises a block handed back as a call's result."""
+    if isinstance(result, str):
+        return 2 if result.startswith("BLOCKED:") else 0
+    if isinstance(result, dict):
+        d = result.get("details")
+        d = d if isinstance(d, dict) else result
+        return 1 if d.get("status") == "blocked" and d.get("deniedReason") == "tool-loop" else 0
+    if veto_type and isinstance(result, veto_type):
+        return 1 if result.action == "block" else 0
+    return 0
 
 
 def bind_fast(table, guard, allow, decision, det_names):

@@ -6,7 +6,8 @@ The rules follow gemini-cli's content-loop detector (its ``checkContentLoop``):
   fed), so a whole reply and the same reply streamed line by line are judged alike.
 * A piece that starts a line and opens a markdown element -- a table row (``|a|b|`` or a run of
   3+ of ``|+-``), a list item (``*``/``+``/``-`` or ``12.`` followed by whitespace), a heading
-  (``#`` run then whitespace) or a blockquote (``>`` then whitespace) -- and any piece holding a
+  (``#`` run then whitespace) or a blockquote (``>`` then whitespace); a piece starts a line when
+  it follows a newline or starts a streamed chunk -- and any piece holding a
   code fence (three backticks) clears the tracking: repetition is never counted across such a
   boundary. Leading blanks are allowed before table and list markers.
 * Pieces inside a fenced code block (an odd number of fences toggles the state) and dividers (a
@@ -25,7 +26,7 @@ and capital letters; here ``-`` items are lists and dividers are what the name s
 a streamed chunk as a whole (so one list line anywhere in it clears the tracking before the whole
 chunk is added) and analyses only the newest 5,000 characters of an oversized chunk; here each
 line piece is judged on its own and every position is analysed. Markers count only at the start
-of a line (gemini also takes the start of every streamed chunk for one).
+of a line, and the start of every streamed chunk counts as one (as in gemini).
 
 ``TextLoopDetector`` is the streaming form (``feed`` returns True once a loop is seen, and keeps
 returning True until ``reset``); ``repeated_spans`` is the whole-text form used to charge
@@ -250,6 +251,7 @@ class TextLoopDetector:
         if self._scan.found is not None:
             return True
         self._fed += len(chunk)
+        self._pieces.line_start = True  # gemini: a streamed chunk's start is a line start too
         for _, piece in _pieces(chunk):
             clear, add = self._pieces.judge(piece)
             if clear:

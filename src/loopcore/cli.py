@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
                    help="after the client leaves: wait this long for the server before SIGTERM, "
                    "and again before SIGKILL (default 5)")
+    m.add_argument("--call-timeout", type=float, default=None, metavar="SECONDS",
+                   help="answer a tools/call the server has not answered within SECONDS with an "
+                   "isError result, and cancel it on the server (default: wait as long as it takes)")
     m.add_argument("--quiet", action="store_true", help="no line on stderr for each warn/block")
     m.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ARGS", help="the MCP server's command")
     m.set_defaults(run=_run_mcp_proxy)
@@ -538,7 +541,7 @@ def _run_mcp_proxy(args: argparse.Namespace) -> int:
         raise _CliError(f"bad --policy {args.policy!r}: {exc}") from None
     try:
         return run_cli(server, policy=args.policy, state=args.state, session=args.session, grace=args.grace,
-                       quiet=args.quiet)
+                       quiet=args.quiet, call_timeout=args.call_timeout)
     except OSError as exc:
         raise _CliError(f"cannot start the MCP server {server[0]!r}: {exc}") from None
 

@@ -10,17 +10,20 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import struct
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
-import orjson
 from xxhash import xxh3_64_intdigest
 
+from . import _guard_snapshot as _snapshot
+from ._guard_snapshot import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION  # noqa: F401 (tests, tools)
 from . import _native_flag
-from .policy import DETECTORS, Policy
+from ._guard_params import engine_params as _engine_params
+from .decision import _DET_NAMES, ALLOW, Decision, LoopBlocked, _lazy_decision, _render_key, _render_message  # noqa: F401
+from .policy import Policy
+from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
 if TYPE_CHECKING:
     from . import _guard_py as _engine_mod
@@ -29,21 +32,15 @@ __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
 
 log = logging.getLogger("loopcore")
 
-_DET_NAMES = {
-    1: "unknown_tool",
-    2: "global_breaker",
-    3: "poll_no_progress",
-    4: "cycle",
-    5: "consecutive_repeat",
-    6: "monologue",
-    7: "generic_repeat",
-    8: "error_streak",
-    9: "tool_budget",
-    10: "redundant_observation",
-}
-assert set(_DET_NAMES.values()) == set(DETECTORS)
-_D_CYCLE, _D_BUDGET = 4, 9
+_D_GLOBAL, _D_CYCLE, _D_BUDGET = 2, 4, 9
 _KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
+_K_ASK, _K_USER, _K_COMPACTION, _K_CONDENSATION = 4, 5, 6, 7
+# The names under which reported events sit in a session's window (never a real tool's name:
+# a tool name cannot start with a parenthesis in any harness loopcore knows).
+_MSG_TOOL, _USER_TOOL, _COMPACTION_TOOL, _CONDENSATION_TOOL = (
+    "(agent message)", "(user message)", "(compaction)", "(condensation)")
+_EVENTS = {"condensation": (_CONDENSATION_TOOL, _K_CONDENSATION), "compaction": (_COMPACTION_TOOL, _K_COMPACTION),
+           "user_message": (_USER_TOOL, _K_USER)}
 _F_ERROR, _F_UNKNOWN = 2, 4
 _MASK64 = (1 << 64) - 1
 _MAX_EVENT_KEYS = 256  # per session; OpenClaw's bound on its warning-bucket map
@@ -55,116 +52,7 @@ _UNKNOWN_TOOL_RE = re.compile(
     re.IGNORECASE,
 )
 
-_SNAP_MAGIC = b"LOOPCORE-GUARD\x00\x01"
-_SNAP_VERSION = 2  # 2: event buckets as [code, tool id, pattern hash, bucket] rows
-_SNAP_HEADER = struct.Struct("<IQQ")  # version, payload length, xxh3-64 of payload
-
-
-class Decision:
-    """The guard's answer for one call: ``action`` is "allow", "warn" or "block".
-
-    ``detector`` names what fired (None on allow), ``count`` is the count it compared with its
-    threshold, ``message`` the text for the model, ``key`` a stable id for de-duplicating
-    warnings, ``of_step`` the step index (per session, from 0) of the earlier call this one
-    repeats, or None. The guard's own decisions render ``message`` and ``key`` on first access
-    (most warnings are never read), so building one costs no string formatting.
-    """
-
-    __slots__ = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
-    _FIELDS = ("action", "detector", "count", "message", "key", "of_step")
-
-    def __init__(self, action: str, detector: str | None = None, count: int = 0, message: str = "",
-                 key: str | None = None, of_step: int | None = None) -> None:
-        self.action = action
-        self.detector = detector
-        self.count = count
-        self.of_step = of_step
-        self._message = message
-        self._key = key
-        self._why = None
-
-    @property
-    def message(self) -> str:
-        """The text written for the model ("" on allow)."""
-        m = self._message
-        if m is None:  # a guard decision: rendered once, from the facts it was built with
-            m = self._message = _render_message(self.detector, self.action == "block", self.count, self._why)
-        return m
-
-    @message.setter
-    def message(self, value: str) -> None:
-        self._message = value
-
-    @property
-    def key(self) -> str | None:
-        """A stable id of the pattern (detector, tool, call or cycle) for de-duplicating warnings."""
-        k = self._key
-        if k is None and self._why is not None:
-            k = self._key = _render_key(self.detector, self._why)
-        return k
-
-    @key.setter
-    def key(self, value: str | None) -> None:
-        self._key = value
-
-    @property
-    def allowed(self) -> bool:
-        """True unless the call is blocked (a warned call may run)."""
-        return self.action != "block"
-
-    @property
-    def blocked(self) -> bool:
-        """True when the call must not run; return ``message`` to the model instead."""
-        return self.action == "block"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The decision as a JSON-ready dict."""
-        return {s: getattr(self, s) for s in self._FIELDS}
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Decision):
-            return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self._FIELDS)
-
-    def __hash__(self) -> int:
-        return hash((self.action, self.detector, self.count, self.key, self.of_step))
-
-    def __reduce__(self) -> tuple:
-        return (Decision, (self.action, self.detector, self.count, self.message, self.key, self.of_step))
-
-    def __repr__(self) -> str:
-        if self.action == "allow":
-            return "Decision(action='allow')"
-        return (f"Decision(action={self.action!r}, detector={self.detector!r}, count={self.count}, "
-                f"key={self.key!r}, of_step={self.of_step!r})")
-
-
-def _lazy_decision(code: int, count: int, of_step: int, why: tuple) -> Decision:
-    """A warn/block Decision whose message and key render on first access (see _render_message).
-
-    The compiled twin builds the very same object in C (guard.pyx, ``_new_decision``).
-    """
-    d = object.__new__(Decision)
-    d.action = "block" if code >> 4 == 2 else "warn"
-    d.detector = _DET_NAMES[code & 15]
-    d.count = count
-    d.of_step = of_step if of_step >= 0 else None
-    d._message = None
-    d._key = None
-    d._why = why
-    return d
-
-
-#: The answer to almost every call; shared, never mutated.
-ALLOW = Decision("allow")
-
-
-class LoopBlocked(RuntimeError):
-    """Raised by a ``guarded`` tool with ``on_block="raise"``; ``.decision`` holds the block."""
-
-    def __init__(self, decision: Decision) -> None:
-        super().__init__(decision.message)
-        self.decision = decision
+_TOKENS_LIMIT = 1 << 63  # record(tokens=...) takes 0 <= tokens < 2**63; the total saturates there
 
 
 class _ToolInfo:
@@ -179,53 +67,17 @@ def _error_text(error: Any) -> str:
     return repr(error)
 
 
-def _is_veto(result: Any) -> bool:
-    """The guard's own block (a Decision, or OpenClaw's tool-loop denial shape)."""
-    if isinstance(result, Decision):
-        return result.action == "block"
-    if isinstance(result, dict):
-        d = result.get("details")
-        d = d if isinstance(d, dict) else result
-        return d.get("status") == "blocked" and d.get("deniedReason") == "tool-loop"
-    return False
-
-
 #: The result projections of the process-wide twin (the Guard uses its own twin's).
 project_exec = _native_flag.load("guard").project_exec
 strip_send_result = _native_flag.load("guard").strip_send_result
 
 
-def _engine_params(pol: Policy) -> tuple[int, ...]:
-    def z(on: bool, v: int | None) -> int:
-        return int(v) if on and v is not None else 0
-
-    mask = sum(1 << k for k in pol.cycle_periods) if pol.cycle else 0
-    return (
-        pol.window,
-        z(pol.generic_repeat, pol.generic_warn),
-        z(pol.generic_repeat, pol.generic_block),
-        z(pol.poll_no_progress, pol.poll_warn),
-        z(pol.poll_no_progress, pol.poll_block),
-        z(pol.cycle, pol.cycle_warn),
-        z(pol.cycle, pol.cycle_block),
-        mask,
-        int(pol.cycle_unit == "repeats"),
-        int(pol.cycle_block_needs_no_progress),
-        z(pol.consecutive_repeat, pol.repeat_warn),
-        z(pol.consecutive_repeat, pol.repeat_block),
-        int(pol.repeat_block_needs_no_progress),
-        z(pol.global_breaker, pol.global_block),
-        z(pol.unknown_tool, pol.unknown_block),
-        z(pol.error_streak, pol.error_warn),
-        z(pol.error_streak, pol.error_block),
-        z(pol.redundant_observation, pol.redundant_warn),
-        z(pol.monologue, pol.monologue_block),
-    )
-
-
-def _todo_like(tool: str) -> bool:
-    t = tool.lower()
-    return "todo" in t or "plan" in t
+def _plain_str(tool: Any) -> str:
+    """The exact str of a str subclass (a str Enum member...) read from its storage: a subclass's
+    own __hash__/__eq__ would miss the tool registry. TypeError for anything else."""
+    if not isinstance(tool, str):
+        raise TypeError(f"tool must be a str, got {type(tool).__name__}")
+    return str.__getitem__(tool, slice(None))
 
 
 class Guard:
@@ -283,12 +135,18 @@ class Guard:
         )
         self._fast_check = self._table.fast_check
         self._fast_record = self._table.fast_record
+        self._block_veto = self._mod.block_veto
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = {}
+        self._disabled: set = set()  # sessions with detection switched off (disable())
+        self._texts: dict = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
         # Only a warning's bucket crossing takes this lock (event de-duplication); the per-call
         # work is one engine call, atomic under the GIL in the compiled twin, locked in the pure one.
         self._event_lock = threading.Lock()
-        if classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
+        if not policy.enabled:
+            # the master switch: every call allowed, nothing recorded, nothing emitted
+            self.check, self.record = self._off_check, self._off_record  # type: ignore[method-assign]
+        elif classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
             # The compiled twin offers check/record callables that run the common case, warn and
             # block decisions included, with no Python frame, and hand everything else to the
             # methods below (same behaviour).
@@ -303,11 +161,11 @@ class Guard:
     # -- per-call ---------------------------------------------------------------------------
 
     def _tool(self, tool: str) -> _ToolInfo:
+        if type(tool) is not str:
+            tool = _plain_str(tool)
         info = self._tools.get(tool)
         if info is not None:
             return info
-        if not isinstance(tool, str):
-            raise TypeError(f"tool must be a str, got {type(tool).__name__}")
         pol = self.policy
         info = _ToolInfo()
         info.name = tool
@@ -356,11 +214,15 @@ class Guard:
         ValueError for an unknown *kind* or args nested deeper than loopcore.MAX_DEPTH; values
         canonical_hash does not support are hashed by repr().
         """
-        if kind is None and target is None and call_id is None and self.classify is None:
-            out = self._fast_check(session, tool, args, run_id)
+        if self._disabled and session in self._disabled:
+            return ALLOW
+        if type(tool) is not str:
+            tool = _plain_str(tool)
+        if kind is None and target is None and self.classify is None:
+            out = self._fast_check(session, tool, args, run_id, call_id)
             if out is None:  # first sight of this tool name: register it and retry
                 self._tool(tool)
-                out = self._fast_check(session, tool, args, run_id)
+                out = self._fast_check(session, tool, args, run_id, call_id)
         else:
             info = self._tools.get(tool) or self._tool(tool)
             ah = self._hash(args, default=repr)
@@ -383,7 +245,8 @@ class Guard:
             why = (self.policy, tool, aux2, self._names.get(aux, "another tool"))
             dk = (code, 0, aux2)
         else:
-            why = (self.policy, tool, ah, None)
+            # the global breaker's aux is the number of argument variants when it counted churn
+            why = (self.policy, tool, ah, aux if det == _D_GLOBAL and aux else None)
             dk = (code, info.tid, 0 if det == _D_BUDGET else ah)
         d = _lazy_decision(code, count, of_step, why)
         bucket = count // self.policy.event_bucket
@@ -439,8 +302,16 @@ class Guard:
         a replay) is recorded as a call.
         Raises TypeError when *tool* is not a str.
         """
-        if (error is None and kind is None and target is None and call_id is None and self.classify is None
-                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0)) is not None):
+        if self._disabled and session in self._disabled:
+            return None
+        if type(tool) is not str:
+            tool = _plain_str(tool)
+        if tokens is not None and not (type(tokens) is int and 0 <= tokens < _TOKENS_LIMIT):
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < _TOKENS_LIMIT:
+                raise ValueError(f"tokens must be an int in 0..2**63-1; got {tokens!r}")
+            tokens = int(tokens)
+        if (error is None and kind is None and target is None and self.classify is None
+                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0), call_id) is not None):
             return
         info = self._tools.get(tool) or self._tool(tool)
         ah = self._table.hash_checked(args)
@@ -452,14 +323,12 @@ class Guard:
             flags = _F_ERROR
             if info.unknown or _UNKNOWN_TOOL_RE.search(text):
                 flags |= _F_UNKNOWN
-        elif _is_veto(result):
-            rh, veto = 0, 1
-        elif isinstance(result, str) and result.startswith("BLOCKED:"):
-            # the block message recorded as the tool's output: a veto if this call was just blocked
-            rh, veto = self._result_hash(info, args, result), 2
         else:
-            rh = self._result_hash(info, args, result)
-            if info.unknown:
+            # 1: the guard's own block; 2: its block message as the tool's output, a veto only if
+            # this very call was just blocked (the engine decides); 0: an ordinary outcome
+            veto = self._block_veto(result, Decision)
+            rh = 0 if veto == 1 else self._result_hash(info, args, result)
+            if not veto and info.unknown:
                 flags = _F_UNKNOWN
         if kind is None and target is None and self.classify is None:
             k = tg = 0
@@ -486,12 +355,130 @@ class Guard:
         return self._result_hash(info, args, result)
 
     def reset(self, session: Hashable) -> None:
-        """Clear all state of *session* (every run id); the next call starts from zero."""
+        """Clear all state of *session* (every run id); the next call starts from zero.
+
+        A session switched off with disable() stays off."""
         self._table.drop(session)
+        self._drop_texts(session)
 
     def forget(self, session: Hashable) -> None:
-        """Remove *session* entirely (same effect as reset; use when a session has ended)."""
+        """Remove *session* entirely (its state, and a disable() of it)."""
         self._table.drop(session)
+        self._drop_texts(session)
+        self._disabled.discard(session)
+
+    def disable(self, session: Hashable) -> None:
+        """Switch detection off for *session*: its calls are allowed and recorded nowhere, its
+        text is not checked, and it emits nothing (gemini-cli's disable-for-session)."""
+        self._disabled.add(session)
+        # the compiled fast path knows nothing of disabled sessions: use the methods that do
+        self.__dict__.pop("check", None)
+        self.__dict__.pop("record", None)
+        self._table.drop(session)
+        self._drop_texts(session)
+
+    def _drop_texts(self, session: Hashable) -> None:
+        for key in [k for k in self._texts if k[0] == session]:
+            del self._texts[key]
+
+    def _off_check(self, session: Hashable, tool: str, args: Any = None, **kw: Any) -> Decision:
+        return ALLOW
+
+    def _off_record(self, session: Hashable, tool: str, args: Any = None, result: Any = None, **kw: Any) -> None:
+        return None
+
+    # -- events other than tool calls -------------------------------------------------------
+
+    def _live(self, session: Hashable) -> bool:
+        return self.policy.enabled and not (self._disabled and session in self._disabled)
+
+    def _note(self, session: Hashable, run_id: Hashable | None, tool: str, kind: int, args: int = 0) -> Decision:
+        info = self._tools.get(tool) or self._tool(tool)
+        out = self._table.check(session, run_id, info.tid, args, kind, 0, 0, False, False, -1)
+        if not out:
+            return ALLOW
+        return self._finish(out, session, tool, None, run_id)
+
+    def note_compaction(self, session: Hashable, *, run_id: Hashable | None = None) -> None:
+        """The harness compacted *session*'s context: the next ``compaction_window`` calls are
+        watched for the loop a compaction can restart (OpenClaw's post-compaction guard)."""
+        if self._live(session):
+            self._note(session, run_id, _COMPACTION_TOOL, _K_COMPACTION)
+
+    def note_message(self, session: Hashable, text: str, *, role: str = "assistant",
+                     run_id: Hashable | None = None) -> Decision:
+        """A message with no tool call: the agent's (``role="assistant"``, checked by the
+        ``monologue`` detector; ALLOW or a block) or the user's (``role="user"``: every loop's
+        evidence starts again after it). Raises ValueError for another role, TypeError when
+        *text* is not a str."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if role not in ("assistant", "user"):
+            raise ValueError(f"role must be 'assistant' or 'user'; got {role!r}")
+        if not self._live(session):
+            return ALLOW
+        if role == "user":
+            self._drop_texts(session)
+            return self._note(session, run_id, _USER_TOOL, _K_USER)
+        info = self._tools.get(_MSG_TOOL) or self._tool(_MSG_TOOL)
+        ah = self._hash(text.strip())
+        out = self._table.check(session, run_id, info.tid, ah, _K_ASK, 0, 0, False, False, -1)
+        if out:
+            return self._finish(out, session, _MSG_TOOL, None, run_id)
+        self._table.record(session, run_id, info.tid, ah, 0, 0, _K_ASK, 0, 0, -1, 0, 0)
+        return ALLOW
+
+    def note_event(self, session: Hashable, event: str, *, run_id: Hashable | None = None) -> Decision:
+        """A harness event that is not a tool call: ``"condensation"`` (a context-window
+        condensation; ``context_loop`` refuses the ``context_block``-th in a row),
+        ``"compaction"`` (as note_compaction) or ``"user_message"``. Returns ALLOW or a block;
+        raises ValueError for another event."""
+        spec = _EVENTS.get(event)
+        if spec is None:
+            raise ValueError(f"event must be one of {', '.join(sorted(_EVENTS))}; got {event!r}")
+        if not self._live(session):
+            return ALLOW
+        if event == "user_message":
+            self._drop_texts(session)
+        return self._note(session, run_id, *spec)
+
+    def check_text(self, session: Hashable, chunk: str, *, run_id: Hashable | None = None) -> Decision:
+        """Check a chunk of the model's streamed reply (or a whole reply) for a content loop:
+        ALLOW, or a ``content_loop`` block once a 50-character chunk repeats 10 times close
+        together outside code, tables, lists, headings and dividers (gemini-cli's rules, see
+        loopcore.textloop). A tool call between chunks starts a new reply. Raises TypeError
+        when *chunk* is not a str."""
+        if not isinstance(chunk, str):
+            raise TypeError(f"chunk must be a str, got {type(chunk).__name__}")
+        if not self.policy.content_loop or not self._live(session):
+            return ALLOW
+        key = (session, run_id)
+        st = self._table.get(session, run_id)
+        steps = st.n_steps if st is not None else 0
+        entry = self._texts.get(key)
+        if entry is None:
+            if len(self._texts) >= self.max_sessions:
+                del self._texts[next(iter(self._texts))]
+            entry = self._texts[key] = [TextLoopDetector(), steps]
+        elif entry[1] != steps:  # a tool call since the last chunk: a new reply
+            entry[0].reset()
+            entry[1] = steps
+        det = entry[0]
+        was = det.detected
+        if not det.feed(chunk):
+            return ALLOW
+        rep = det.chunk or ""
+        d = Decision("block", "content_loop", LOOP_THRESHOLD,
+                     f'BLOCKED: your reply keeps repeating the same text ("{rep.strip()[:60]}..." '
+                     f"{LOOP_THRESHOLD} times). Stop repeating it; say something new or end the reply.",
+                     key=f"content_loop:{xxh3_64_intdigest(rep.encode('utf-8', 'surrogatepass')):016x}")
+        if not was:
+            self._emit({
+                "event": "doom_loop_detected", "session": session, "run_id": run_id, "tool": None,
+                "detector": "content_loop", "level": "block", "count": d.count, "key": d.key,
+                "of_step": None, "message": d.message, "policy": self.policy.name,
+            })
+        return d
 
     def __len__(self) -> int:
         return len(self._table)
@@ -554,23 +541,7 @@ class Guard:
 
         Raises TypeError when a session or run id is not a str, int or None (JSON keys).
         """
-        with self._event_lock:
-            now = self._table.now()
-            sessions = []
-            for (session, run_id), st in self._table.items():
-                for ident in (session, run_id):
-                    if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
-                        raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
-                buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
-                sessions.append([session, run_id, max(0.0, now - st.touched), buckets, self._engine.dump(st)])
-            payload = orjson.dumps({
-                "format": "loopcore.guard",
-                "policy": self.policy.to_dict(),
-                "names": [[tid, name] for tid, name in self._names.items()],
-                "counts": self._table.counters(),
-                "sessions": sessions,
-            })
-        return _SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), xxh3_64_intdigest(payload)) + payload
+        return _snapshot.dump(self)
 
     @classmethod
     def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> "Guard":
@@ -580,122 +551,11 @@ class Guard:
         implementation). Raises ValueError when *data* is not a loopcore guard snapshot, is
         truncated or corrupted, or does not fit the policy.
         """
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"Guard.restore needs bytes, got {type(data).__name__}")
-        data = bytes(data)
-        if not data.startswith(_SNAP_MAGIC):
-            if 0 < len(data) < len(_SNAP_MAGIC) and _SNAP_MAGIC.startswith(data):
-                raise ValueError("guard snapshot is truncated (the header is incomplete)")
-            raise ValueError("not a loopcore guard snapshot (bad magic bytes)")
-        head = data[len(_SNAP_MAGIC):len(_SNAP_MAGIC) + _SNAP_HEADER.size]
-        if len(head) < _SNAP_HEADER.size:
-            raise ValueError("guard snapshot is truncated (the header is incomplete)")
-        version, length, digest = _SNAP_HEADER.unpack(head)
-        if version not in (1, _SNAP_VERSION):
-            raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
-        payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
-        if len(payload) != length:
-            raise ValueError(f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}")
-        if xxh3_64_intdigest(payload) != digest:
-            raise ValueError("guard snapshot is corrupted (checksum mismatch)")
-        try:
-            doc = orjson.loads(payload)
-            if doc.get("format") != "loopcore.guard":
-                raise ValueError("payload is not a loopcore guard state")
-            guard = cls(policy or Policy.from_dict(doc["policy"]), **kwargs)
-            now = guard._table.now()
-            for tid, name in doc["names"]:
-                guard._names[int(tid)] = name
-            guard._table.set_counters(doc.get("counts", {}))
-            for session, run_id, age, buckets, dump in doc["sessions"]:
-                st = guard._engine.load(dump)
-                st.touched = now - float(age)
-                # Version 1 keyed its event buckets by rendered strings; dropping them only means
-                # a warning already reported may be reported once more.
-                if version > 1 and buckets:
-                    st.extra = {(int(c), int(t), int(x)): int(b) for c, t, x, b in buckets}
-                guard._table.put(session, run_id, st)
-        except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
-            raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
-        return guard
+        return _snapshot.load(cls, data, policy, kwargs)
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""
         return sum(self._engine.nbytes(st) for _key, st in self._table.items())
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-# A guard Decision's ``_why``: (policy, tool, pattern hash, paired tool name or None); the
-# pattern hash is the cycle's id for cycles, else the call's args hash.
-
-def _render_key(det: str, why: tuple) -> str:
-    _pol, tool, x, _other = why
-    if det == "tool_budget":
-        return f"tool_budget:{tool}"
-    if det == "cycle":
-        return f"cycle:{x:016x}"
-    return f"{det}:{tool}:{x:016x}"
-
-
-def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
-    pol, tool, _x, other = why
-    if det == "tool_budget":
-        what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"
-        if block:
-            return (f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
-                    "and continue with the work itself.")
-        limit = pol.budgets.get(tool, (None, None))[1]
-        lim = f" (the limit is {limit})" if limit else ""
-        return (f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
-                "and continue with the work itself.")
-    if det == "generic_repeat":
-        if block:
-            return (f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
-                    f"{count} times. It is not making progress; try a different approach or report "
-                    "the task as failed.")
-        return (f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
-                "not making progress, stop retrying and report the task as failed.")
-    if det == "poll_no_progress":
-        if block:
-            return (f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
-                    "This is a stuck polling loop; report the task as failed.")
-        return (f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
-                "Stop polling: wait longer between checks, or report the task as failed if the process is stuck.")
-    if det == "cycle":
-        pair = f" (with {other})" if other != tool else ""
-        unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
-        if block:
-            return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
-                    "no progress. Stop and try a different approach or report the task as failed.")
-        return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
-                "looks like a loop; stop retrying and change approach.")
-    if det == "consecutive_repeat":
-        if block:
-            return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                    "Repeating it will not change the result; try something else.")
-        return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                "If it is not making progress, change approach.")
-    if det == "global_breaker":
-        return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
-                "The session's loop circuit breaker stopped it to prevent a runaway loop.")
-    if det == "unknown_tool":
-        return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
-                "continue without it.")
-    if det == "error_streak":
-        if block:
-            return (f"BLOCKED: {tool} failed the same way {count} times with identical arguments. "
-                    "Retrying will fail again; fix the cause or try a different approach.")
-        return (f"WARNING: {tool} failed the same way {count} times with identical arguments. "
-                "Do not retry unchanged; fix the cause first.")
-    if det == "monologue":
-        return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
-                "Take an action or end the turn.")
-    return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
-            "since; reuse the earlier result instead of observing it again.")
 
 
 def guarded(guard: Guard, session: Hashable | Callable[[], Hashable] = "default", *, name: str | None = None,

@@ -38,12 +38,15 @@ DETECTORS = (
     "global_breaker",
     "poll_no_progress",
     "cycle",
+    "error_streak",
     "consecutive_repeat",
     "monologue",
     "generic_repeat",
-    "error_streak",
     "tool_budget",
     "redundant_observation",
+    "compaction_loop",
+    "context_loop",
+    "content_loop",
 )
 
 #: Per-call ids and timestamps a delivery result carries (BEHAVIOURS.md C). A fresh message id
@@ -107,7 +110,7 @@ DEFAULT_EXEC_TOOLS = frozenset(
     }
 )
 
-PRESETS = ("default", "openclaw", "opencode", "gemini_cli", "openhands", "cline")
+PRESETS = ("default", "openclaw", "opencode", "gemini_cli", "openhands", "cline", "roo", "altimate")
 
 
 class PolicyError(ValueError):
@@ -128,6 +131,10 @@ class Policy:
     block threshold.
     """
 
+    #: the master switch: ``False`` allows every call and emits nothing (gemini-cli's and
+    #: OpenClaw's "loop detection disabled").
+    enabled: bool = True
+
     #: ring-buffer length: how many recent calls per session the detectors see.
     window: int = 30
 
@@ -136,6 +143,8 @@ class Policy:
     budgets: Mapping[str, tuple[int | None, int | None]] = field(
         default_factory=lambda: _budgets(25, 50)
     )
+    #: warn only at the exact warn count (altimate's todowrite cap), not at every call above it.
+    budget_warn_once: bool = False
 
     #: same tool + same canonical args within the window; block only with identical outcomes.
     generic_repeat: bool = True
@@ -166,10 +175,19 @@ class Policy:
     repeat_warn: int | None = None
     repeat_block: int | None = None
     repeat_block_needs_no_progress: bool = False
+    #: the warning too needs identical outcomes of the repeated calls (Policy.default()).
+    repeat_warn_needs_no_progress: bool = False
+    #: warn only at the exact warn count (cline's soft limit), not at every repeat above it.
+    repeat_warn_once: bool = False
+    #: after a refusal the consecutive count starts again (Roo Code's ToolRepetitionDetector).
+    repeat_reset_after_block: bool = False
 
     #: any identical-call no-progress streak.
     global_breaker: bool = True
     global_block: int | None = 30
+    #: the breaker also counts a tool cycling over 2-3 argument variants, each with one stable
+    #: outcome (OpenClaw's argument churn); probes of other arguments may be 1 in 10 of the calls.
+    argument_churn: bool = True
 
     #: repeated calls to a tool that does not exist.
     unknown_tool: bool = True
@@ -181,6 +199,8 @@ class Policy:
     error_streak: bool = True
     error_warn: int | None = 3
     error_block: int | None = 5
+    #: count failures of the same call whatever their error text (OpenHands); else the same text.
+    error_any_text: bool = False
 
     #: re-observing a target that nothing changed since (needs kind/target or classify).
     redundant_observation: bool = True
@@ -189,6 +209,22 @@ class Policy:
     #: identical consecutive agent messages (calls of kind ``ask``) with no tool call between.
     monologue: bool = False
     monologue_block: int | None = 3
+    #: agent messages count whatever they say, and the checked one counts too (the OpenHands
+    #: SDK: three agent messages in a row with no tool call between are a monologue).
+    monologue_any_text: bool = False
+
+    #: after ``Guard.note_compaction``, the first ``compaction_window`` calls all identical
+    #: (tool, args, outcome): the next identical call is refused (OpenClaw's post-compaction guard).
+    compaction_loop: bool = True
+    compaction_window: int = 3
+
+    #: ``context_block`` context-window condensations in a row (``Guard.note_event``) with
+    #: nothing between them: the last is refused (OpenHands' context-window error loop).
+    context_loop: bool = False
+    context_block: int | None = 10
+
+    #: content loops in streamed reply text (``Guard.check_text``, gemini-cli's chanting rules).
+    content_loop: bool = True
 
     #: result hashing rules.
     volatile_keys: frozenset[str] = DEFAULT_VOLATILE_KEYS
@@ -226,6 +262,7 @@ class Policy:
             budgets[tool] = (warn, block)
         setattr_(self, "budgets", budgets)
         _check_positive("window", self.window)
+        _check_positive("compaction_window", self.compaction_window)
         if self.window > 4096:
             raise PolicyError(f"Policy.window must be at most 4096; got {self.window}")
         _check_positive("event_bucket", self.event_bucket)
@@ -234,7 +271,7 @@ class Policy:
         _check_pair("cycle_warn/cycle_block", self.cycle_warn, self.cycle_block)
         _check_pair("repeat_warn/repeat_block", self.repeat_warn, self.repeat_block)
         _check_pair("error_warn/error_block", self.error_warn, self.error_block)
-        for fname in ("global_block", "unknown_block", "redundant_warn", "monologue_block"):
+        for fname in ("global_block", "unknown_block", "redundant_warn", "monologue_block", "context_block"):
             value = getattr(self, fname)
             if value is not None:
                 _check_positive(fname, value)
@@ -247,7 +284,9 @@ class Policy:
         for fname in (
             "tool_budget", "generic_repeat", "poll_no_progress", "cycle", "consecutive_repeat",
             "global_breaker", "unknown_tool", "error_streak", "redundant_observation", "monologue",
-            "cycle_block_needs_no_progress", "repeat_block_needs_no_progress",
+            "cycle_block_needs_no_progress", "repeat_block_needs_no_progress", "enabled", "budget_warn_once",
+            "repeat_warn_needs_no_progress", "repeat_warn_once", "repeat_reset_after_block", "argument_churn",
+            "error_any_text", "monologue_any_text", "compaction_loop", "context_loop", "content_loop",
         ):
             if not isinstance(getattr(self, fname), bool):
                 raise PolicyError(f"Policy.{fname} must be True or False; got {getattr(self, fname)!r}")
@@ -260,11 +299,12 @@ class Policy:
             changes["name"] = "custom" if self.name == "custom" else f"{self.name}+custom"
         return dataclasses.replace(self, **changes)
 
-    def enabled(self, detector: str) -> bool:
-        """True when *detector* (a name from DETECTORS) is switched on; KeyError for unknown names."""
+    def detector_on(self, detector: str) -> bool:
+        """True when *detector* (a name from DETECTORS) is switched on (and the policy enabled);
+        KeyError for unknown names."""
         if detector not in DETECTORS:
             raise KeyError(f"unknown detector {detector!r}; expected one of {', '.join(DETECTORS)}")
-        return bool(getattr(self, detector))
+        return self.enabled and bool(getattr(self, detector))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (sets as sorted lists); Policy.from_dict inverts it."""
@@ -313,8 +353,20 @@ class Policy:
 
     @classmethod
     def default(cls) -> "Policy":
-        """loopcore's policy: every detector of DESIGN.md's table at its default thresholds."""
-        return cls(name="default")
+        """loopcore's policy: every detector at its default thresholds, plus the tight loop:
+        the 3rd consecutive identical call with identical outcomes is warned, the 5th refused.
+
+        A re-run after anything else (an edit of what it reads) is not consecutive, so it never
+        counts; known polling calls are judged by ``poll_no_progress`` instead.
+        """
+        return cls(
+            name="default",
+            consecutive_repeat=True,
+            repeat_warn=3,
+            repeat_block=5,
+            repeat_block_needs_no_progress=True,
+            repeat_warn_needs_no_progress=True,
+        )
 
     @classmethod
     def openclaw(cls) -> "Policy":
@@ -356,6 +408,7 @@ class Policy:
             cycle_warn=None,
             cycle_block=5,
             cycle_block_needs_no_progress=False,
+            content_loop=True,
         )
 
     @classmethod
@@ -373,8 +426,12 @@ class Policy:
             error_streak=True,
             error_warn=None,
             error_block=3,
+            error_any_text=True,
             monologue=True,
             monologue_block=3,
+            monologue_any_text=True,
+            context_loop=True,
+            context_block=10,
             cycle=True,
             cycle_periods=(2,),
             cycle_warn=None,
@@ -384,9 +441,22 @@ class Policy:
 
     @classmethod
     def cline(cls) -> "Policy":
-        """Roo Code / cline's tool-repetition detector: identical consecutive calls, warn at the
-        3rd, block at the 5th."""
-        return _only(cls, "cline", consecutive_repeat=True, repeat_warn=3, repeat_block=5)
+        """cline's loop detection: identical consecutive calls, warned exactly at the 3rd,
+        refused from the 5th."""
+        return _only(cls, "cline", consecutive_repeat=True, repeat_warn=3, repeat_block=5, repeat_warn_once=True)
+
+    @classmethod
+    def roo(cls) -> "Policy":
+        """Roo Code's ToolRepetitionDetector (limit 3): the 4th identical consecutive call is
+        refused, and after a refusal the count starts again."""
+        return _only(cls, "roo", consecutive_repeat=True, repeat_warn=None, repeat_block=4,
+                     repeat_reset_after_block=True)
+
+    @classmethod
+    def altimate(cls) -> "Policy":
+        """altimate-code's todowrite cap as a per-session budget: warned exactly at the 25th
+        todo write, silent from the 26th to the 49th, refused from the 50th (refused attempts count)."""
+        return _only(cls, "altimate", tool_budget=True, budgets=_budgets(25, 50), budget_warn_once=True)
 
 
 def _only(cls, name: str, **on: Any) -> Policy:
@@ -403,6 +473,9 @@ def _only(cls, name: str, **on: Any) -> Policy:
         "error_streak": False,
         "redundant_observation": False,
         "monologue": False,
+        "compaction_loop": False,
+        "context_loop": False,
+        "content_loop": False,
     }
     off.update(on)
     return cls(name=name, **off)

@@ -114,7 +114,8 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
                     f"{', '.join(sorted(MESSAGE_TYPES))}", None if "line" in ref else i, ref.get("line"))
             continue
         if mtype != "gemini":
-            ledger.context(len(_content_text(m.get("content"))))
+            if mtype == "user":  # info / error / warning messages are shown, never sent to the model
+                ledger.context(len(_content_text(m.get("content"))))
             continue
         reply = "\n".join(x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x)
         ledger.turn(m.get("tokens"), text=reply, ref=ref)

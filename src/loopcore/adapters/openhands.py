@@ -6,7 +6,8 @@
   ``kind``: ``ActionEvent`` (``tool_name``, ``tool_call_id``, ``action`` with the arguments,
   ``thought`` / ``reasoning_content``, ``llm_response_id``), ``ObservationEvent`` (``action_id``,
   ``observation`` with ``content`` and ``is_error``), ``AgentErrorEvent`` (a call the SDK
-  refused: unknown tool, bad arguments), ``MessageEvent``, and ``ConversationStateUpdateEvent``
+  refused: unknown tool, bad arguments; V0 says so with an ``error`` observation naming a
+  ``FunctionCall...Error``), ``MessageEvent``, and ``ConversationStateUpdateEvent``
   whose ``stats`` carry the accumulated token usage (each call's usage is the growth since the
   update before).
 * **V0** (the ``/events`` API, trajectory exports, evaluation ``output.jsonl``): actions
@@ -49,6 +50,17 @@ V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "System
 _FAILED_EDIT = "No replacement was performed"
 # Observations in which the harness refused to run the call at all (a rejected action).
 _REFUSALS = ("Cannot execute multiple commands at once",)
+
+
+def _refused_call(content: Any) -> bool:
+    """A V0 error observation that answers no action: the agent could not make one of the
+    model's reply (``FunctionCallValidationError``, ``FunctionCallNotExistsError``, a parameter
+    that does not validate: ``Parameter 'command' is expected to be one of [...]``)."""
+    if not isinstance(content, str):
+        return False
+    head = content.lstrip()[:300]
+    return "FunctionCall" in head or head.startswith(("Parameter '", "Missing required")) or \
+        "is not registered" in head
 
 
 def _refuse(step: Any, content: Any) -> None:
@@ -147,6 +159,13 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 tcm = e.get("tool_call_metadata")
                 step = ledger.pair(tcm.get("tool_call_id") if isinstance(tcm, dict) else None)
             content = e.get("content")
+            if step is None and obs == "error" and _refused_call(content):
+                # the agent could not turn the model's reply into an action (an unknown tool,
+                # arguments that do not validate): a turn whose action was rejected
+                ledger.turn(None, text="", ref=_ref(e, i))
+                ledger.reject(content, ref=_ref(e, i))
+                last_response = None
+                continue
             if step is None:
                 if e.get("source") == "agent" or obs == "error":
                     ledger.orphans += 1

@@ -15,7 +15,8 @@ newline-delimited JSON-RPC both ways (no MCP library is needed at run time):
   forwarded to the server's process group; the proxy exits with the server's exit code (128+N
   for a server killed by signal N);
 * a server that exits or crashes has its unanswered requests answered with a JSON-RPC error
-  before the proxy closes its stdout, so no client waits forever; when the client closes its
+  before the proxy closes its stdout, so no client waits forever; with a call timeout, a
+  ``tools/call`` the server sits on is answered and cancelled; when the client closes its
   stdin the server gets its stdin closed, then SIGTERM and SIGKILL after a grace period (the
   MCP stdio shutdown sequence), so a server that hangs cannot keep the proxy alive.
 
@@ -40,6 +41,7 @@ __all__ = ["MCPProxy", "SERVER_GONE", "block_result", "load_policy", "run", "run
 #: The JSON-RPC error code of the answers the proxy gives for requests a dead server left open.
 SERVER_GONE = -32000
 
+_SAME, _CHANGED, _DROP = 0, 1, 2  # what the server-side handler does with one message
 _FORWARDED_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 _MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
@@ -112,12 +114,15 @@ def _lines(stream: IO[bytes]):
 
 
 class _Call:
-    __slots__ = ("tool", "args", "decision")
+    __slots__ = ("tool", "args", "decision", "started", "raw_id", "modern")
 
-    def __init__(self, tool: str, args: Any, decision: Any) -> None:
+    def __init__(self, tool: str, args: Any, decision: Any, raw_id: Any, modern: bool) -> None:
         self.tool = tool
         self.args = args
         self.decision = decision
+        self.raw_id = raw_id
+        self.modern = modern
+        self.started = time.monotonic()
 
 
 class MCPProxy:
@@ -128,15 +133,18 @@ class MCPProxy:
     session (default: one fresh id per proxy). *client_in* / *client_out* are the client side's
     binary streams (default: this process's stdin / stdout). *grace* is how long a server gets
     to exit after its stdin closes before SIGTERM (and as long again before SIGKILL).
-    *on_decision(decision, tool, call_id)* is called for each warn/block; *on_record* after each
-    recorded outcome (the CLI saves ``--state`` there).
+    *call_timeout* (seconds, None for never) bounds how long a checked ``tools/call`` may wait
+    for the server: past it the proxy answers the call itself (an ``isError`` result saying so,
+    recorded as an error), sends the server ``notifications/cancelled`` for it, and drops the
+    server's late answer. *on_decision(decision, tool, call_id)* is called for each warn/block;
+    *on_record* after each recorded outcome (the CLI saves ``--state`` there).
     """
 
     def __init__(self, command: Sequence[str], guard: Any = None, *, session: Hashable | None = None,
                  client_in: IO[bytes] | None = None, client_out: IO[bytes] | None = None, grace: float = 5.0,
                  on_decision: Callable[[Any, str, Any], Any] | None = None,
                  on_record: Callable[[], Any] | None = None, env: dict[str, str] | None = None,
-                 cwd: str | None = None) -> None:
+                 cwd: str | None = None, call_timeout: float | None = None) -> None:
         if not command:
             raise ValueError("no MCP server command given (loopcore mcp-proxy -- SERVER_CMD ARGS...)")
         self.command = list(command)
@@ -154,6 +162,10 @@ class MCPProxy:
         self._open: dict[Hashable, Any] = {}          # every open client request: key -> raw id
         self._proc: subprocess.Popen | None = None
         self._client_done = threading.Event()
+        self._stdin_lock = threading.Lock()           # the client pump and the watchdog both write
+        self._timed_out: set[Hashable] = set()
+        self._answer_lock = threading.Lock()          # a call is answered by the server or timed out, once
+        self.call_timeout = call_timeout
         self.blocked = 0
         self.warned = 0
 
@@ -195,7 +207,7 @@ class MCPProxy:
             if self.on_decision is not None:
                 self.on_decision(d, tool, msg["id"])
             return {"jsonrpc": "2.0", "id": msg["id"], "result": block_result(d.message, modern=_is_modern(params))}
-        self._calls[key] = _Call(tool, args, d)
+        self._calls[key] = _Call(tool, args, d, msg["id"], _is_modern(params))
         return None
 
     def _client_message(self, msg: Any) -> tuple[bool, list]:
@@ -248,8 +260,9 @@ class MCPProxy:
                 if not fwd:
                     forward = b""
         if forward:
-            stdin.write(forward)
-            stdin.flush()
+            with self._stdin_lock:
+                stdin.write(forward)
+                stdin.flush()
 
     def _pump_client(self) -> None:
         proc = self._proc
@@ -297,17 +310,22 @@ class MCPProxy:
 
     # -- server -> client ---------------------------------------------------------------------
 
-    def _server_response(self, msg: Any) -> bool:
-        """Record one server message if it answers a guarded call; True when it was changed."""
+    def _server_response(self, msg: Any) -> int:
+        """Record one server message if it answers a guarded call: _SAME, _CHANGED or _DROP."""
         if not isinstance(msg, dict) or "method" in msg:
-            return False
+            return _SAME
         key = _id_key(msg.get("id"))
         if key is None:
-            return False
-        self._open.pop(key, None)
-        call = self._calls.pop(key, None)
+            return _SAME
+        with self._answer_lock:
+            if key in self._timed_out:
+                # The proxy answered it when it timed out: the client must not get two answers.
+                self._timed_out.discard(key)
+                return _DROP
+            self._open.pop(key, None)
+            call = self._calls.pop(key, None)
         if call is None:
-            return False
+            return _SAME
         guard, d = self.guard, call.decision
         result = msg.get("result")
         try:
@@ -331,24 +349,64 @@ class MCPProxy:
                 self.on_decision(d, call.tool, msg["id"])
             if isinstance(result, dict) and isinstance(result.get("content"), list):
                 result["content"].append({"type": "text", "text": d.message})
-                return True
-        return False
+                return _CHANGED
+        return _SAME
 
     def _server_line(self, line: bytes) -> bytes:
-        if not (self._open or self._calls):
+        if not (self._open or self._calls or self._timed_out):
             return line  # nothing is waiting for an answer: nothing to look at
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError:
             return line
         if isinstance(msg, list):
-            changed = False
+            changed, keep = False, []
             for item in msg:
-                changed = self._server_response(item) or changed
-            return orjson.dumps(msg) + b"\n" if changed else line
-        if self._server_response(msg):
-            return orjson.dumps(msg) + b"\n"
-        return line
+                what = self._server_response(item)
+                changed = changed or what != _SAME
+                if what != _DROP:
+                    keep.append(item)
+            if not changed:
+                return line
+            return orjson.dumps(keep) + b"\n" if keep else b""
+        what = self._server_response(msg)
+        if what == _SAME:
+            return line
+        return orjson.dumps(msg) + b"\n" if what == _CHANGED else b""
+
+    def _watchdog(self) -> None:
+        timeout = float(self.call_timeout or 0)
+        tick = min(max(timeout / 4, 0.01), 1.0)
+        proc = self._proc
+        while proc is not None and proc.poll() is None:
+            time.sleep(tick)
+            now = time.monotonic()
+            for key, call in list(self._calls.items()):
+                if now - call.started < timeout:
+                    continue
+                with self._answer_lock:
+                    if self._calls.pop(key, None) is None:
+                        continue  # answered meanwhile
+                    self._open.pop(key, None)
+                    self._timed_out.add(key)
+                text = (f"loopcore mcp-proxy: the MCP server did not answer this {call.tool} call within "
+                        f"{timeout:g} s; it was cancelled.")
+                try:
+                    self.guard.record(self.session, call.tool, call.args, error="timed out", call_id=call.raw_id)
+                except Exception as exc:  # noqa: BLE001 - never break the connection
+                    _warn(f"the guard could not record {call.tool!r} ({type(exc).__name__}: {exc})")
+                self._to_client(orjson.dumps({"jsonrpc": "2.0", "id": call.raw_id,
+                                              "result": block_result(text, modern=call.modern)}) + b"\n")
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": call.raw_id, "reason": "timed out in loopcore mcp-proxy"}}
+                try:
+                    with self._stdin_lock:
+                        assert proc.stdin is not None
+                        proc.stdin.write(orjson.dumps(cancel) + b"\n")
+                        proc.stdin.flush()
+                except (BrokenPipeError, OSError, ValueError):
+                    pass
+                _warn(f"{call.tool} (request {call.raw_id!r}) timed out after {timeout:g} s")
 
     def _answer_open(self, returncode: int | None) -> None:
         """Answer every request the server left open, so the client does not wait forever."""
@@ -374,6 +432,8 @@ class MCPProxy:
         restore = self._forward_signals()
         client = threading.Thread(target=self._pump_client, name="loopcore-mcp-client", daemon=True)
         client.start()
+        if self.call_timeout is not None and self.guard is not None:
+            threading.Thread(target=self._watchdog, name="loopcore-mcp-watchdog", daemon=True).start()
         try:
             assert proc.stdout is not None
             with proc.stdout as out:
@@ -381,7 +441,9 @@ class MCPProxy:
                     line = out.readline()
                     if not line:
                         break
-                    self._to_client(self._server_line(line))
+                    out_line = self._server_line(line)
+                    if out_line:
+                        self._to_client(out_line)
             # stdout closed: the server is exiting (or handed its stdout away; give it the grace).
             try:
                 rc = proc.wait(self.grace)
@@ -446,10 +508,14 @@ def _load_guard(policy: Any, state: str | None) -> Any:
     from ..guard import Guard
 
     if state and os.path.exists(state):
-        with open(state, "rb") as fh:
-            data = fh.read()
-        if data:
-            return Guard.restore(data, policy=policy) if policy is not None else Guard.restore(data)
+        try:
+            with open(state, "rb") as fh:
+                data = fh.read()
+            if data:
+                return Guard.restore(data, policy=policy) if policy is not None else Guard.restore(data)
+        except (OSError, ValueError) as exc:
+            # A state that cannot be read must not keep the server from starting (fail open).
+            _warn(f"cannot restore the guard from {state!r} ({exc}); starting with fresh counts")
     return Guard(policy)
 
 
@@ -462,7 +528,7 @@ def _save_guard(guard: Any, state: str) -> None:
 
 def run_cli(server: Sequence[str], *, policy: str | None = None, state: str | None = None,
             session: str | None = None, grace: float = 5.0, quiet: bool = False,
-            save_every: float = 2.0) -> int:
+            save_every: float = 2.0, call_timeout: float | None = None) -> int:
     """``loopcore mcp-proxy``: proxy stdio to *server* under a guard; returns the exit code.
 
     *state* is a file the guard's snapshot is restored from at start and saved to at exit (and
@@ -489,7 +555,8 @@ def run_cli(server: Sequence[str], *, policy: str | None = None, state: str | No
             last_save[0] = now
             _save_guard(guard, state)
 
-    proxy = MCPProxy(server, guard, session=session, grace=grace, on_decision=on_decision, on_record=on_record)
+    proxy = MCPProxy(server, guard, session=session, grace=grace, on_decision=on_decision, on_record=on_record,
+                     call_timeout=call_timeout)
     try:
         return proxy.run()
     finally:

@@ -91,7 +91,8 @@ class LoopGuardrails:
         if d.action == "warn":
             with self._lock:
                 self._open[(session, call_id)] = d
-        return ToolGuardrailFunctionOutput.allow(output_info=d.to_dict())
+            return ToolGuardrailFunctionOutput.allow(output_info=d.to_dict())
+        return ToolGuardrailFunctionOutput.allow()
 
     def _record(self, data: Any) -> Any:
         ctx = data.context

@@ -6,9 +6,9 @@ model sees a failed tool result and the tool's retry budget is not spent), or, w
 ``on_block="skip"``, ``SkipToolExecution`` (the message stands in as the tool's result), or, with
 ``on_block="retry"``, ``ModelRetry`` (a retry prompt, which does spend the budget). The outcome
 is recorded in ``after_tool_execute`` (a warning is appended to a text result there) and
-failures in ``on_tool_execute_error``. Needs pydantic-ai with capabilities (1.x releases from
-2026 on, 2.x). Install with ``pip install 'loopcore[pydantic-ai]'``. See
-docs/integrations/pydantic-ai.md.
+failures in ``on_tool_execute_error``. Needs a pydantic-ai with capabilities and their
+tool-execute hooks (tested with 2.68). Install with ``pip install 'loopcore[pydantic-ai]'``.
+See docs/integrations/pydantic-ai.md.
 """
 from __future__ import annotations
 
