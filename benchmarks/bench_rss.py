@@ -19,7 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+_SRC = Path(__file__).resolve().parent.parent / "src"
+if list((_SRC / "loopcore").glob("_native_hashing*")):  # an in-place build: measure the tree
+    sys.path.insert(0, str(_SRC))
 
 from loopcore import Guard, Policy, Step, Trace  # noqa: E402
 from loopcore.encoded import analyse_encoded, encode  # noqa: E402

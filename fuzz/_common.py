@@ -1,16 +1,17 @@
 """Shared pieces of the atheris harnesses: both twins, and values built from fuzzer bytes.
 
-Every harness runs with the repository's ``src`` on ``sys.path`` (fuzz/run.py sets it), so it
-fuzzes the working tree, compiled core included (build it in place first).
+The harnesses fuzz the working tree's ``src`` when it holds an in-place build of the compiled
+core (``python setup.py build_ext --inplace``), else the installed loopcore.
 """
 from __future__ import annotations
 
+import glob
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
-if SRC not in sys.path:
+if glob.glob(os.path.join(SRC, "loopcore", "_native_hashing*")) and SRC not in sys.path:
     sys.path.insert(0, SRC)
 
 import atheris  # noqa: E402

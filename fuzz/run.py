@@ -28,8 +28,7 @@ def run_one(target: str, seconds: int, artifacts: str, extra: list[str]) -> dict
     work = tempfile.mkdtemp(prefix=f"loopcore-fuzz-{target}-")
     seeds = os.path.join(HERE, "corpus", target)
     os.makedirs(artifacts, exist_ok=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(os.path.dirname(HERE), "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env = dict(os.environ)  # the harnesses pick src/ (an in-place build) or the installed package
     env.pop("LOOPCORE_NO_EXTENSIONS", None)
     cmd = [sys.executable, os.path.join(HERE, f"fuzz_{target}.py"), work, seeds,
            f"-max_total_time={seconds}", "-print_final_stats=1", "-rss_limit_mb=3072", "-timeout=30",

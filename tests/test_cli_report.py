@@ -186,3 +186,22 @@ def test_cli_findings_are_the_same_on_either_twin(tmp_path):
     assert out["1"][2] == "py"
     assert out["0"][1]["by_kind"]["rejected_action"]["steps"] >= 2  # there is something to compare
     assert all("refs" in f and "of_ref" in f for t in out["0"][0] for f in t["findings"])
+
+
+def test_estimate_footnote_says_how_much_rests_on_estimates(tmp_path, capsys):
+    """One estimated step among many measured ones: the note gives the share, not a blanket '~'."""
+    from loopcore.cli import main
+
+    lines = [Step("s", k, "observe", "read_file", f"f{k}", {"path": f"f{k}"}, f"text {k}", tokens_in=100, tokens_out=10)
+             for k in range(9)]
+    lines.append(Step("s", 9, "observe", "read_file", "g", {"path": "g"}, "x" * 40, tokens_in=10, tokens_out=2,
+                      tokens_estimated=True))
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(__import__("json").dumps(s.to_dict()) + "\n" for s in lines))
+    assert main(["analyse", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the console may fold the line
+    assert "12 of 1,002 tokens (1.2%)" in out
+    from loopcore.report import collect
+
+    rep = collect([str(path)])
+    assert rep.overall.estimated_tokens == 12 and rep.overall.to_dict()["estimated_tokens"] == 12

@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from conftest import package_env
 from loopcore import Step, load
 from loopcore.adapters import LoadStats, TraceFormatError
 from loopcore.adapters import _io
@@ -27,9 +28,8 @@ FIX = ROOT / "tests" / "fixtures"
 
 
 def _env(impl_name: str, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = package_env()
     env["LOOPCORE_NO_EXTENSIONS"] = "1" if impl_name == "py" else "0"
-    env["PYTHONPATH"] = str(ROOT / "src")
     env.pop("COLUMNS", None)
     env.pop("LOOPCORE_TRACEBACK", None)
     env.update(extra)

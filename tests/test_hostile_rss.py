@@ -7,16 +7,15 @@ the warm-up generously: a leak of even a few bytes per call would exceed it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, package_env
 
 
 def test_rss_stays_flat_over_churning_guard_sessions_and_encoded_steps(impl):
     calls, steps = (400_000, 200_000) if impl.name == "c" else (100_000, 50_000)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = package_env()
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_rss.py"), "--calls", str(calls),
                            "--steps", str(steps), "--impl", impl.name, "--json"],
                           capture_output=True, text=True, env=env, timeout=600)

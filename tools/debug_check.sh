@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # we cd away below
 parent="$(mktemp -d /tmp/loopcore-debug.XXXXXX)"
 [ "${KEEP:-}" = 1 ] || trap 'rm -rf "$parent"' EXIT
 work="$parent/loopcore"

@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # we cd away below
 CC_BIN="${CC:-gcc}"
 asan="$("$CC_BIN" -print-file-name=libasan.so)"
 ubsan="$("$CC_BIN" -print-file-name=libubsan.so)"

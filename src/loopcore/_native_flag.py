@@ -27,12 +27,16 @@ def env_flag(name: str) -> bool:
 
 
 def pure_build() -> bool:
-    """True when this install was built pure (setup.py's ``_build_flags`` marker says so)."""
+    """True when this install was built pure (setup.py's ``_build_flags.py`` marker says so).
+
+    The marker is read as text, not imported: ``import loopcore`` stays one module deep."""
+    marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_build_flags.py")
     try:
-        from ._build_flags import PURE_BUILD  # type: ignore[import-not-found]
-    except ImportError:  # a source checkout or an in-place build: no marker
+        with open(marker, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:  # a source checkout or an in-place build: no marker
         return False
-    return bool(PURE_BUILD)
+    return "PURE_BUILD = True" in text
 
 
 NO_EXTENSIONS: bool = env_flag("LOOPCORE_NO_EXTENSIONS") or pure_build() or sys.implementation.name != "cpython"

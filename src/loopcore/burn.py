@@ -167,6 +167,9 @@ class BurnReport:
     steps: int = 0
     traces: int = 1
     session: str | None = None
+    #: the part of total_tokens that rests on estimates from text length (0 when all came
+    #: from the trace's usage fields)
+    estimated_tokens: int = 0
 
     @property
     def waste_ratio(self) -> float:
@@ -196,6 +199,7 @@ class BurnReport:
             "wasted_tokens": self.wasted_tokens,
             "waste_ratio": self.waste_ratio,
             "tokens_estimated": self.tokens_estimated,
+            "estimated_tokens": self.estimated_tokens,
             "wasted_estimated": self.wasted_estimated,
             "by_kind": {k: dict(v) for k, v in self.by_kind.items()},
             "top_recommendation": self.top_recommendation,
@@ -223,6 +227,7 @@ class BurnReport:
             steps=sum(r.steps for r in reports),
             traces=sum(r.traces for r in reports),
             session=sessions.pop() if len(sessions) == 1 else None,
+            estimated_tokens=sum(r.estimated_tokens for r in reports),
         )
 
 
@@ -381,6 +386,7 @@ def _report(trace: Trace, codes: Sequence[int], of: Sequence[int], charge: Seque
         steps=len(steps),
         traces=1,
         session=trace.session,
+        estimated_tokens=trace.estimated_tokens,
     )
 
 

@@ -462,7 +462,9 @@ def _warn_no_steps(sources: list[str]) -> None:
     if not sources:
         return
     n = len(sources)
-    shown = ", ".join(sources[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    from .report import terminal_safe
+
+    shown = terminal_safe(", ".join(sources[:3])) + (f" and {n - 3} more" if n > 3 else "")
     print(f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
           f"(see `loopcore formats` and docs/formats.md)")
     sys.stdout.flush()

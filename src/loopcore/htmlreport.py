@@ -513,7 +513,9 @@ def render_report(
         out.append("<p>No waste found: every repeated call had a reason (a change in between, or a new result).</p>")
     out.append("</section>")
     if est:
-        out.append('<p class="muted">~ = the count rests on tokens estimated from text length (the trace has no usage fields there).</p>')
+        from .report import estimate_note
+
+        out.append(f'<p class="muted">{e(estimate_note(o))}</p>')
 
     formats = sorted({d["format"] for d in data})
     kinds = [k for k, _ in by_kind]

@@ -226,6 +226,14 @@ def fmt_tokens(n: int, estimated: bool = False) -> str:
     return f"{'~' if estimated and n else ''}{n:,}"
 
 
+def estimate_note(report: "BurnReport") -> str:
+    """The footnote for ``~``: how much of the total rests on estimates from text length."""
+    share = report.estimated_tokens / report.total_tokens if report.total_tokens else 0.0
+    pct = f"{share * 100:.1f}%" if share >= 0.001 else "under 0.1%"
+    return (f"~ = estimated from text length where the trace has no usage fields: "
+            f"{report.estimated_tokens:,} of {report.total_tokens:,} tokens ({pct}); the rest come from usage fields.")
+
+
 def fmt_ratio(r: float) -> str:
     """A waste ratio as a percentage with one decimal."""
     return f"{r * 100:.1f}%"
@@ -373,8 +381,7 @@ def render_text(
         console.print()
         console.print(Text.assemble(("Top recommendation: ", "bold"), terminal_safe(o.top_recommendation)))
     if o.tokens_estimated:
-        console.print("~ = estimated from text length: marks the counts that rest on estimates (the trace has "
-                      "no per-call usage fields there).")
+        console.print(estimate_note(o), markup=False, highlight=False)
     if report.ignored:
         n = len(report.ignored)
         console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "

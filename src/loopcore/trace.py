@@ -242,6 +242,11 @@ class Trace:
         return sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps))) + sum(map(_tokens_turn, steps))
 
     @property
+    def estimated_tokens(self) -> int:
+        """The part of :attr:`total_tokens` that rests on estimates from text length."""
+        return sum(s.tokens_in + s.tokens_out + s.tokens_turn for s in self.steps if s.tokens_estimated)
+
+    @property
     def tokens_estimated(self) -> bool:
         """True when any step's tokens were estimated rather than read from usage fields."""
         return any(map(_tokens_estimated, self.steps))

@@ -98,7 +98,7 @@ def _ui_usage(path: str | None) -> list[dict]:
         return []
     try:
         msgs = orjson.loads(read_bytes(ui))
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, ValueError):  # unreadable (TraceFormatError) or not JSON: no usage to read
         return []
     out = []
     for m in msgs if isinstance(msgs, list) else []:
