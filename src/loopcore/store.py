@@ -314,7 +314,7 @@ def _summary_tables(pa: Any, run: str, part: int, meta: dict[str, list], reports
 
     tr: dict[str, list] = {k: [] for k in ("run", "part", "trace", "session", "source", "format", "steps",
                                            "step_offset", "total_tokens", "wasted_tokens", "waste_ratio",
-                                           "tokens_estimated", "findings")}
+                                           "tokens_estimated", "estimated_tokens", "findings")}
     for kind in FINDING_KINDS:
         tr[f"{kind}_tokens"] = []
         tr[f"{kind}_steps"] = []
@@ -335,6 +335,7 @@ def _summary_tables(pa: Any, run: str, part: int, meta: dict[str, list], reports
         tr["wasted_tokens"].append(r.wasted_tokens)
         tr["waste_ratio"].append(r.waste_ratio)
         tr["tokens_estimated"].append(bool(r.tokens_estimated))
+        tr["estimated_tokens"].append(int(getattr(r, "estimated_tokens", 0)))
         tr["findings"].append(len(r.findings))
         for kind in FINDING_KINDS:
             v = r.by_kind.get(kind, {"tokens": 0, "steps": 0})
@@ -672,6 +673,7 @@ class _StoredTrace:
     format: str | None
     total_tokens: int
     tokens_estimated: bool
+    estimated_tokens: int = 0
 
 
 class _Side:
@@ -762,12 +764,16 @@ def analyse_columns(enc: "EncodedTrace", meta: dict[str, list], side: _Side, *, 
         roots = res.of_step[charged].astype(np.int64)
         start = offs[np.searchsorted(offs, charged, side="right") - 1]
         side.want(np.union1d(charged, (start + roots)[roots >= 0]))
-    est = _per_trace_any(enc, _estimated_flags(enc))
+    flags = _estimated_flags(enc)
+    est = _per_trace_any(enc, flags)
+    # the part of a trace's tokens that rests on estimates: every token of its estimated steps
+    own = enc.tokens + enc.turn_tokens if hasattr(enc, "turn_tokens") else enc.tokens
+    est_tokens = _per_trace_sum(enc, np.where(flags, own, 0))
     part = _Part(enc, side)
     o = offs.tolist()
     totals = res.total_tokens.tolist()
     traces = [_StoredTrace(_StoredSteps(part, o[k], o[k + 1] - o[k]), meta["session"][k], meta["source"][k],
-                           meta["format"][k], totals[k], est[k]) for k in range(enc.n_traces)]
+                           meta["format"][k], totals[k], est[k], est_tokens[k]) for k in range(enc.n_traces)]
     return [TraceResult(source=t.source, session=t.session or "", format=t.format, steps=len(t.steps), report=r)
             for t, r in zip(traces, _reports(traces, enc, res, charge_turn_output))]
 
@@ -898,3 +904,9 @@ def _per_trace_any(enc: "EncodedTrace", mask: np.ndarray) -> list[bool]:
         return [False] * enc.n_traces
     c = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
     return (c[offs[1:]] - c[offs[:-1]] > 0).tolist()
+
+
+def _per_trace_sum(enc: "EncodedTrace", values: np.ndarray) -> list[int]:
+    offs = enc.trace_offsets
+    c = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+    return (c[offs[1:]] - c[offs[:-1]]).tolist()
