@@ -166,6 +166,8 @@ def test_findings_cite_the_traces_own_coordinates_in_text_json_and_html(tmp_path
 def test_cli_findings_are_the_same_on_either_twin(tmp_path):
     # the CLI runs analyse_burn, which runs the live kernel: a pure run gives the same findings
     import json as _json
+
+    from conftest import package_env
     import os
     import pathlib
     import subprocess
@@ -176,7 +178,7 @@ def test_cli_findings_are_the_same_on_either_twin(tmp_path):
                                                   "loopcore_steps.jsonl", "swe_agent_text.json")]
     out = {}
     for flag in ("0", "1"):
-        env = dict(os.environ, LOOPCORE_NO_EXTENSIONS=flag, PYTHONPATH=str(pathlib.Path(__file__).parent.parent / "src"))
+        env = dict(package_env(), LOOPCORE_NO_EXTENSIONS=flag)
         path = tmp_path / f"report{flag}.json"
         subprocess.run([sys.executable, "-m", "loopcore", "analyse", *inputs, "--json", str(path)], env=env, check=True,
                        capture_output=True)
