@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "4 MB or more; 1 = one process); the report is the same either way")
     a.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run on the Dask cluster at ADDRESS (tcp://host:8786); needs loopcore[fleet]")
+    a.add_argument("--parquet", metavar="DIR", default=None,
+                   help="also store the step columns, findings and per-trace summaries as Parquet in DIR (a new "
+                        "folder or a store: the run is appended); `loopcore analyse DIR` re-analyses a store "
+                        "(docs/store.md)")
     a.add_argument("--min-ratio", type=_ratio, default=0.0, metavar="RATIO",
                    help="list only traces whose waste ratio is at least RATIO (totals keep all)")
     a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
@@ -357,7 +361,10 @@ def _run_analyse(args: argparse.Namespace) -> int:
     no_steps: list[str] = []
     try:
         with _Progress(args.paths, args.progress) as prog:
-            if getattr(args, "charge_turn_output", False):
+            stored = _run_store(args, prog.callback(), no_steps)
+            if stored is not None:
+                report, drawn = stored, None
+            elif getattr(args, "charge_turn_output", False):
                 # the whole turn charged: analysed in this process, with that setting
                 from .report import collect
 
@@ -394,6 +401,37 @@ def _run_analyse(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _run_store(args: argparse.Namespace, on_trace: Callable[[Any], None] | None, no_steps: list[str]) -> Any:
+    """The stored-columns branch of ``analyse``: re-analyse a store given as the only path, or
+    analyse and append to the store of ``--parquet``; None when neither applies."""
+    from . import store
+
+    parquet = getattr(args, "parquet", None)
+    if len(args.paths) == 1 and store.is_store(args.paths[0]):
+        if parquet:
+            raise _CliError("--parquet writes traces into a store; the input is already one")
+        try:
+            return store.analyse_store(args.paths[0])
+        except store.StoreError as exc:
+            raise _CliError(str(exc)) from None
+    if not parquet:
+        return None
+    if args.scheduler:
+        raise _CliError("--parquet analyses in this process; it cannot be combined with --scheduler")
+    settings = None
+    if getattr(args, "charge_turn_output", False):
+        from .burn import BurnSettings
+
+        settings = BurnSettings(charge_turn_output=True)
+    try:
+        report = store.collect_to_store(args.paths, parquet, format=args.format, keep_going=args.keep_going,
+                                        on_trace=_watch_no_steps(on_trace, no_steps), settings=settings)
+    except store.StoreError as exc:
+        raise _CliError(str(exc)) from None
+    print(f"loopcore: stored {report.steps:,} steps of {len(report.traces):,} traces in {parquet}", file=sys.stderr)
+    return report
 
 
 def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
