@@ -70,3 +70,15 @@ def package_env(base: dict | None = None) -> dict:
     where = os.path.dirname(os.path.dirname(os.path.abspath(loopcore.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [where, env.get("PYTHONPATH")]))
     return env
+
+
+@pytest.fixture
+def make(impl):
+    """``make(policy, **kw)``: a Guard on the twin the ``impl`` fixture selects (the peers'
+    cases in tests/peers use it; modules with a ``make`` of their own keep theirs)."""
+    from loopcore import Guard
+
+    def make(policy, **kw) -> Guard:
+        return Guard(policy, implementation=impl.name, **kw)
+
+    return make
