@@ -8,8 +8,8 @@
     does without rendering: format detection, adapters, taxonomy, hashing, burn analysis.
 
 Both run in this process, interleaved, and the medians of ``--runs`` runs are compared. The bar
-(DESIGN/issue 5): end-to-end <= 2.0x parse-only, i.e. the analysis adds no more than the parse
-costs. Wall and CPU time are both printed; the bar is judged on CPU time because the work is
+(the performance table of the design): end-to-end <= 1.25x parse-only, i.e. the analysis adds at
+most a quarter of what the parse costs. Wall and CPU time are both printed; the bar is judged on CPU time because the work is
 single-threaded and a shared machine makes wall time count waits for a core. Each end-to-end run is checked against the first (same traces, steps and totals) and for
 0 <= wasted <= total, so a fast wrong answer cannot pass. When the ratio misses the bar a cProfile
 of one end-to-end run is printed (or always with ``--profile``). Exit code 0 = bar met, 1 = missed,
@@ -40,7 +40,7 @@ from loopcore.taxonomy.shell import classify_shell
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
-BAR = 2.0
+BAR = 1.25
 
 
 
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "PASS" if ratio <= BAR and ok else "FAIL"
     print()
     print(f"rates are per CPU second; wall-clock ratio {e / p:.2f}")
-    print(f"end-to-end / parse-only = {ratio:.2f} (CPU time; bar <= {BAR:.1f}): {verdict}")
+    print(f"end-to-end / parse-only = {ratio:.2f} (CPU time; bar <= {BAR:.2f}): {verdict}")
 
     if args.profile or ratio > BAR:
         prof = cProfile.Profile()
