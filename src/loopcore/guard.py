@@ -8,7 +8,6 @@ with identical decisions. See docs/guard.md for the user guide.
 from __future__ import annotations
 
 import functools
-import logging
 import re
 import sys
 import threading
@@ -30,7 +29,25 @@ if TYPE_CHECKING:
 
 __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
 
-log = logging.getLogger("loopcore")
+_log: Any = None
+#: Set by processes whose stderr someone else reads (the command hooks): the "loopcore" logger
+#: then gets a NullHandler when it is first made, so an unconfigured logging module never prints
+#: an event on stderr through its last-resort handler.
+_QUIET_LOGGER = False
+
+
+def _logger() -> Any:
+    """The "loopcore" logger, made on the first event: logging costs a hook process ~7 ms to
+    import, and a process that emits no event never needs it."""
+    global _log
+    if _log is None:
+        import logging
+
+        lg = logging.getLogger("loopcore")
+        if _QUIET_LOGGER:
+            lg.addHandler(logging.NullHandler())
+        _log = lg
+    return _log
 
 _D_GLOBAL, _D_CYCLE, _D_BUDGET = 2, 4, 9
 _KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
@@ -518,7 +535,8 @@ class Guard:
     # -- decisions and events ---------------------------------------------------------------
 
     def _emit(self, event: dict) -> None:
-        level = logging.ERROR if event["level"] == "block" else logging.WARNING
+        log = _logger()
+        level = 40 if event["level"] == "block" else 30  # logging.ERROR / logging.WARNING
         if log.isEnabledFor(level):
             # What log.log() does, minus its stack walk (findCaller), which cost more than the rest
             # of the event: the caller is always this very line.

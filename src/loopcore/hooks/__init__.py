@@ -355,11 +355,12 @@ def main(argv: Sequence[str] | None = None, *, stdin: IO[bytes] | None = None, s
     if not argv or argv[0] in ("-h", "--help"):
         (out if argv else err).write(_USAGE + "\n")
         return 0 if argv else 2
-    import logging
+    from .. import guard as _guard
 
     # The guard also logs each event to the "loopcore" logger; with no handler configured Python
-    # would print it on stderr, which a harness may read as the hook's output.
-    logging.getLogger("loopcore").addHandler(logging.NullHandler())
+    # would print it on stderr, which a harness may read as the hook's output. The guard makes
+    # that logger (with a NullHandler, so) only when it has an event to log.
+    _guard._QUIET_LOGGER = True
     try:
         opts = _parse_options(argv)
     except _UsageError as exc:
