@@ -83,7 +83,8 @@ _SIDECARS = {"cline_task/1760001234567/api_conversation_history.json"}
 
 @pytest.mark.parametrize("name,fmt", sorted((k, v) for k, v in FIXTURE_FORMATS.items() if k not in _SIDECARS))
 def test_parsed_objects_load_like_files(name, fmt):
-    """load() takes already-parsed objects too; only the session names (file stems) differ."""
+    """load() takes already-parsed objects too; only the session names (file stems) differ, and
+    for loopcore steps the default coordinate (a file's line, an object's record index)."""
     path = FIX / name
     data = path.read_bytes()
     if name.endswith(".jsonl"):
@@ -95,6 +96,9 @@ def test_parsed_objects_load_like_files(name, fmt):
     from_obj = [s.to_dict() for t in load(obj) for s in t]
     for d in from_file + from_obj:
         d.pop("session")
+        if fmt == "loopcore":
+            ref = d.pop("ref")
+            assert set(ref) <= {"line", "record"}
     assert from_obj == from_file
 
 
@@ -579,6 +583,9 @@ def test_loopcore_jsonl_round_trips_any_steps(records):
     traces = list(load(data, format="loopcore"))
     got = [s.to_dict() for t in traces for s in t]
     order = list(dict.fromkeys(r["session"] for r in records))
+    # a step written without a coordinate is cited by its place in the input (line or record)
+    refs = [d.pop("ref") for d in got]
+    assert all(set(ref) <= {"line", "record"} for ref in refs)
     expected = [dict(r, error=None) for sess in order for r in records if r["session"] == sess]
     assert got == expected
 

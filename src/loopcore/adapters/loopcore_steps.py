@@ -17,7 +17,8 @@ call_id            no        str
 meta               no        object
 reads, writes      no        list of str, or null (derived from kind and target)
 ref                no        object: the step's coordinate in the trace it came from (kept as
-                             written: a loopcore file is itself a copy of some trace)
+                             written: a loopcore file is itself a copy of some trace); default:
+                             its place in this file, ``{"line": N}`` (JSONL) or ``{"record": i}``
 text               no        str: the reply text of the turn that issued the step
 rejected           no        str: the harness's message when it rejected the action
 tokens_turn        no        int >= 0: the rest of the turn's output
@@ -102,6 +103,10 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 continue
         meta = r.get("meta")
         extra = {k: r[k] for k in _EXTRA if k in r}
+        if "ref" not in extra:
+            # a step written without a coordinate of its own is cited by its place in this file
+            lines = ctx.lines
+            extra["ref"] = {"line": lines[i]} if lines is not None and i < len(lines) else {"record": i}
         try:
             step = Step.from_dict(extra, session=session, turn=turn, kind=kind, name=name, target=target, args=args,
                                   result=r.get("result"), error=r.get("error"), tokens_in=tin, tokens_out=tout,
