@@ -189,6 +189,29 @@ _P, _C, _R, _START, _EXTRA, _OPEN, _TEXT, _REF = range(8)
 _NO_USAGE = (None, None, 0)
 
 
+
+def _split_growth(answered: list, prompt: int | None, nxt: int | None, completion: int | None, reasoning: int,
+                  extra: int) -> bool:
+    """Set ``tokens_in`` of the (step, result chars) in *answered*: the prompt's growth to the
+    next API call (less the completion tokens it holds) split in proportion to the result text
+    (*extra* chars of other messages in the gap take their share too); True when the usage
+    allowed that, else the estimate ceil(chars / 4) and False."""
+    if prompt is not None and nxt is not None:
+        visible = (completion or 0) - reasoning  # completion tokens the next prompt holds
+        growth = nxt - prompt - (visible if visible > 0 else 0)
+        if growth >= 0:
+            total = extra
+            for _, chars in answered:
+                total += chars
+            for s, chars in answered:
+                s.tokens_in = growth * chars // total if total else 0
+            return True
+    for s, chars in answered:
+        if chars:
+            s.tokens_in = (chars + 3) >> 2
+            s.tokens_estimated = True
+    return False
+
 class Ledger:
     """Builds the steps of one session: API calls (turns), the tool calls each issued, their
     results, then the token accounting of the module docstring in :meth:`finish`."""
@@ -443,25 +466,9 @@ class Ledger:
                     answered.append((s, chars))
             if not answered:
                 continue
-            growth = None
-            nxt = after[_P]
-            if prompt is not None and nxt is not None:
-                visible = (completion or 0) - reasoning  # completion tokens the next prompt holds
-                g = nxt - prompt - (visible if visible > 0 else 0)
-                if g >= 0:
-                    growth = g
-            if growth is not None:
-                total = extra
-                for _, chars in answered:
-                    total += chars
-                for s, chars in answered:
-                    s.tokens_in = growth * chars // total if total else 0
+            if _split_growth(answered, prompt, after[_P], completion, reasoning, extra):
                 used += 1
             else:
-                for s, chars in answered:
-                    if chars:
-                        s.tokens_in = (chars + 3) >> 2
-                        s.tokens_estimated = True
                 estimated += 1
         if replies:
             merged: list[Step] = []
@@ -529,24 +536,9 @@ class Ledger:
                 answered.append((s, chars))
         if not answered:
             return used, estimated
-        growth = None
-        if prompt is not None and nxt is not None:
-            visible = (completion or 0) - reasoning
-            g = nxt - prompt - (visible if visible > 0 else 0)
-            if g >= 0:
-                growth = g
-        if growth is not None:
-            total = extra
-            for _, chars in answered:
-                total += chars
-            for s, chars in answered:
-                s.tokens_in = growth * chars // total if total else 0
+        if _split_growth(answered, prompt, nxt, completion, reasoning, extra):
             used += 1
         else:
-            for s, chars in answered:
-                if chars:
-                    s.tokens_in = (chars + 3) >> 2
-                    s.tokens_estimated = True
             estimated += 1
         return used, estimated
 
