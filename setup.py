@@ -16,6 +16,7 @@ A pure build records itself in the package (``loopcore/_build_flags.py``), so it
 without the variable at run time.
 A compiler failure fails the build: there is no silent pure-Python fallback.
 """
+
 import os
 import pathlib
 import sys
@@ -50,7 +51,9 @@ def target_is_x86():
 
     plat = sysconfig.get_platform().lower()
     machine = platform.machine().lower()
-    return any(tag in plat or tag == machine for tag in ("x86_64", "amd64", "i686", "i386", "win32"))
+    return any(
+        tag in plat or tag == machine for tag in ("x86_64", "amd64", "i686", "i386", "win32")
+    )
 
 
 def native_sources(only=None):
@@ -70,7 +73,9 @@ def build_flags():
     if SANITIZE:
         san = "-fsanitize=" + ",".join(SANITIZE)
         debug = ["-UNDEBUG"] if DEBUG else []  # both: the sanitizers on the debug build's asserts
-        return [*debug, "-O1", "-g", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", san], [san]
+        return [*debug, "-O1", "-g", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", san], [
+            san
+        ]
     if DEBUG:
         return ["-O0", "-g", "-UNDEBUG"], []
     ldflags = ["-Wl,--strip-debug"] if sys.platform.startswith("linux") else []
@@ -87,11 +92,16 @@ def c_libraries():
     if not target_is_x86():
         return []
     cflags, _ = build_flags()
-    return [(SHARED_C, {
-        "sources": [str(VENDOR / "xxh_x86dispatch.c")],
-        "include_dirs": [str(VENDOR)],
-        "cflags": [*cflags, "-fvisibility=hidden"],
-    })]
+    return [
+        (
+            SHARED_C,
+            {
+                "sources": [str(VENDOR / "xxh_x86dispatch.c")],
+                "include_dirs": [str(VENDOR)],
+                "cflags": [*cflags, "-fvisibility=hidden"],
+            },
+        )
+    ]
 
 
 def extensions(only=None):
@@ -185,7 +195,9 @@ class StrictBuildClib(build_clib):
         try:
             super().build_libraries(todo)
         except Exception as exc:  # noqa: BLE001 - re-raised with context
-            raise _refuse("the shared C library " + ", ".join(name for name, _ in todo), exc) from exc
+            raise _refuse(
+                "the shared C library " + ", ".join(name for name, _ in todo), exc
+            ) from exc
         for name, info in todo:
             _, stamp, flags = self._stamp(name, info)
             stamp.write_text(flags)
@@ -214,7 +226,11 @@ class StrictBuildExt(build_ext):
 
     def run(self):
         try:
-            jobs = build_jobs() if self.parallel is True or not isinstance(self.parallel, int) else self.parallel
+            jobs = (
+                build_jobs()
+                if self.parallel is True or not isinstance(self.parallel, int)
+                else self.parallel
+            )
             with ThreadPoolExecutor(max_workers=1) as pool:
                 # the library compiles (gcc, a child process) while Cython translates the .pyx
                 clib = None
@@ -223,8 +239,12 @@ class StrictBuildExt(build_ext):
                 translated = {ext.name: ext for ext in cythonize_all(self.extensions, jobs)}
                 if clib is not None:
                     clib.result()
-            archives = self.get_finalized_command("build_clib").archives() if clib is not None else []
-            for ext in self.extensions:  # the objects build_ext's finalize_options annotated, now on C
+            archives = (
+                self.get_finalized_command("build_clib").archives() if clib is not None else []
+            )
+            for (
+                ext
+            ) in self.extensions:  # the objects build_ext's finalize_options annotated, now on C
                 ext.sources = translated[ext.name].sources
                 ext.depends = [*ext.depends, *archives]  # a rebuilt library relinks them
             # longest first: the parallel build ends when its biggest module does
@@ -268,6 +288,13 @@ if __name__ == "__main__":  # setuptools.build_meta runs this file as __main__
     if NO_EXTENSIONS:
         setup(ext_modules=[], cmdclass={"build_py": MarkedBuildPy})
     else:
-        setup(ext_modules=extensions(), libraries=c_libraries(),
-              cmdclass={"build": LibraryInExtBuild, "build_clib": StrictBuildClib, "build_ext": StrictBuildExt,
-                        "build_py": MarkedBuildPy})
+        setup(
+            ext_modules=extensions(),
+            libraries=c_libraries(),
+            cmdclass={
+                "build": LibraryInExtBuild,
+                "build_clib": StrictBuildClib,
+                "build_ext": StrictBuildExt,
+                "build_py": MarkedBuildPy,
+            },
+        )

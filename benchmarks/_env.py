@@ -1,4 +1,5 @@
 """Shared benchmark helpers: environment line, timing, table printing."""
+
 from __future__ import annotations
 
 import os
@@ -57,7 +58,9 @@ def print_table(headers, rows) -> None:
     sys.stdout.flush()
 
 
-def interleaved_ns_per_op(fns: dict, ops_per_call: int, repeats: int = 11, min_time: float = 0.01) -> dict:
+def interleaved_ns_per_op(
+    fns: dict, ops_per_call: int, repeats: int = 11, min_time: float = 0.01
+) -> dict:
     """Median time per op of each callable, measured in interleaved rounds.
 
     On a shared, noisy machine, load drifts over seconds; running one batch of every

@@ -22,6 +22,7 @@ the pure reference == the compiled kernel on every session of the template.
 Bars (DESIGN.md): >= 20 M steps/s on one core; >= 50x the pure twin; 10x the steps in <= 11x
 the time. Exit status 0 when every bar and every check passes, 1 otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,6 @@ _COMMANDS = ("npm test", "npm run build", "git status", "git diff", "ls src", "p
 _PATTERNS = ("TODO", "def main", "import", "useState", "fixme", "config")
 
 
-
-
 def synth_session(rng: random.Random, sid: int, n_steps: int) -> Trace:
     """One realistic session: a coding agent working on a handful of hot files."""
     files = [f"src/module_{k}.ts" for k in range(rng.randint(8, 40))]
@@ -62,7 +61,11 @@ def synth_session(rng: random.Random, sid: int, n_steps: int) -> Trace:
     session = f"session-{sid}"
 
     def add(kind, name, target, args, result, tokens, error=None):
-        steps.append(Step(session, turn, kind, name, target, args, result, error, tokens, rng.randint(20, 200)))
+        steps.append(
+            Step(
+                session, turn, kind, name, target, args, result, error, tokens, rng.randint(20, 200)
+            )
+        )
 
     while len(steps) < n_steps:
         if rng.random() < 0.12:
@@ -70,53 +73,142 @@ def synth_session(rng: random.Random, sid: int, n_steps: int) -> Trace:
         r = rng.random()
         f = files[min(int(rng.paretovariate(1.2)) - 1, len(files) - 1)]  # a few hot files
         if r < 0.38:  # read, often a re-read of an unchanged hot file
-            add("observe", "Read", f, {"file_path": f}, f"{f} v{version[f]} " + "x" * 400, rng.randint(300, 6000))
+            add(
+                "observe",
+                "Read",
+                f,
+                {"file_path": f},
+                f"{f} v{version[f]} " + "x" * 400,
+                rng.randint(300, 6000),
+            )
         elif r < 0.46:  # search the repo
             pat = rng.choice(_PATTERNS)
-            add("observe", "Grep", None, {"pattern": pat, "path": "src"}, f"{pat}: {world % 7} hits", rng.randint(100, 900))
+            add(
+                "observe",
+                "Grep",
+                None,
+                {"pattern": pat, "path": "src"},
+                f"{pat}: {world % 7} hits",
+                rng.randint(100, 900),
+            )
         elif r < 0.50:  # cat two files at once
             g = rng.choice(files)
-            add("observe", "Bash", (f, g), {"command": f"cat {f} {g}"}, f"{version[f]}/{version[g]}", rng.randint(500, 4000))
+            add(
+                "observe",
+                "Bash",
+                (f, g),
+                {"command": f"cat {f} {g}"},
+                f"{version[f]}/{version[g]}",
+                rng.randint(500, 4000),
+            )
         elif r < 0.62:  # edit; now and then the agent reverts its previous edit of the file
             if f in last_edit and rng.random() < 0.15:
                 old, new = last_edit[f][1], last_edit[f][0]
             else:
                 old, new = f"line {rng.randint(0, 50)}", f"line {rng.randint(0, 50)}'"
-            add("mutate", "Edit", f, {"file_path": f, "old_string": old, "new_string": new}, "ok", rng.randint(100, 800))
+            add(
+                "mutate",
+                "Edit",
+                f,
+                {"file_path": f, "old_string": old, "new_string": new},
+                "ok",
+                rng.randint(100, 800),
+            )
             last_edit[f] = (old, new)
             version[f] += 1
             world += 1
         elif r < 0.65:  # whole-file write, sometimes back to an earlier content
             content = f"content {rng.randint(0, 3)}"
-            add("mutate", "Write", f, {"file_path": f, "content": content}, "ok", rng.randint(500, 3000))
+            add(
+                "mutate",
+                "Write",
+                f,
+                {"file_path": f, "content": content},
+                "ok",
+                rng.randint(500, 3000),
+            )
             version[f] += 1
             world += 1
         elif r < 0.77:  # run something: unknown side effects
             cmd = rng.choice(_COMMANDS)
             err = "exit 1" if rng.random() < 0.2 else None
-            add("exec", "Bash", None, {"command": cmd}, f"{cmd}: {world % 5}", rng.randint(200, 3000), err)
+            add(
+                "exec",
+                "Bash",
+                None,
+                {"command": cmd},
+                f"{cmd}: {world % 5}",
+                rng.randint(200, 3000),
+                err,
+            )
             world += 1
         elif r < 0.80:  # a stretch of turns that only ask the user
             for _ in range(rng.choice((1, 1, 2, 3, 4))):
                 turn += 1
-                add("ask", "AskUserQuestion", None, {"question": f"q{rng.randint(0, 9)}"}, "yes", rng.randint(50, 300))
+                add(
+                    "ask",
+                    "AskUserQuestion",
+                    None,
+                    {"question": f"q{rng.randint(0, 9)}"},
+                    "yes",
+                    rng.randint(50, 300),
+                )
             turn += 1
         elif r < 0.83:  # shell reads and writes: a patch written from a file, a file restored
-            add("mutate", "Bash", "patch.txt", {"command": f"git diff -- {f} > patch.txt"}, "", rng.randint(50, 300))
+            add(
+                "mutate",
+                "Bash",
+                "patch.txt",
+                {"command": f"git diff -- {f} > patch.txt"},
+                "",
+                rng.randint(50, 300),
+            )
             steps[-1].reads, steps[-1].writes = (f,), ("patch.txt",)
             if rng.random() < 0.3:
-                add("mutate", "Bash", f, {"command": f"git checkout -- {f}"}, "", rng.randint(50, 200))
+                add(
+                    "mutate",
+                    "Bash",
+                    f,
+                    {"command": f"git checkout -- {f}"},
+                    "",
+                    rng.randint(50, 200),
+                )
                 steps[-1].reads, steps[-1].writes = (), (f,)
                 version[f] += 1
         elif r < 0.85:  # a turn that ran nothing: a plain reply, or an action the harness rejected
             turn += 1
             if rng.random() < 0.5:
-                steps.append(Step(session, turn, "other", "", text="Let me think about this.", tokens_out=rng.randint(50, 900)))
+                steps.append(
+                    Step(
+                        session,
+                        turn,
+                        "other",
+                        "",
+                        text="Let me think about this.",
+                        tokens_out=rng.randint(50, 900),
+                    )
+                )
             else:
-                steps.append(Step(session, turn, "other", "bash", rejected="format error", tokens_in=40,
-                                  tokens_out=rng.randint(50, 900)))
+                steps.append(
+                    Step(
+                        session,
+                        turn,
+                        "other",
+                        "bash",
+                        rejected="format error",
+                        tokens_in=40,
+                        tokens_out=rng.randint(50, 900),
+                    )
+                )
         else:  # todo list updates and other bookkeeping
-            add("other", "TodoWrite", None, {"todos": [rng.randint(0, 3) for _ in range(3)]}, "ok", rng.randint(50, 400))
+            add(
+                "other",
+                "TodoWrite",
+                None,
+                {"todos": [rng.randint(0, 3) for _ in range(3)]},
+                "ok",
+                rng.randint(50, 400),
+            )
     return Trace(steps[:n_steps], session=session)
 
 
@@ -168,21 +260,35 @@ def timed(fn, runs: int, cold: bool = False) -> tuple[float, float, float, objec
 def same(a, b) -> bool:
     return all(
         np.array_equal(getattr(a, f), getattr(b, f))
-        for f in ("finding", "of_step", "charge", "total_tokens", "wasted_tokens", "by_kind_tokens", "by_kind_steps")
+        for f in (
+            "finding",
+            "of_step",
+            "charge",
+            "total_tokens",
+            "wasted_tokens",
+            "by_kind_tokens",
+            "by_kind_steps",
+        )
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    ap.add_argument("--template", type=int, default=100_000, help="steps of Step objects encoded and tiled")
-    ap.add_argument("--runs", type=int, default=9, help="timed runs of the compiled kernel per size")
+    ap.add_argument(
+        "--template", type=int, default=100_000, help="steps of Step objects encoded and tiled"
+    )
+    ap.add_argument(
+        "--runs", type=int, default=9, help="timed runs of the compiled kernel per size"
+    )
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
 
     print("loopcore bulk burn analysis benchmark")
     print(f"  command : python {' '.join(sys.argv)}")
-    print(f"  python  : {platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}")
+    print(
+        f"  python  : {platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}"
+    )
     print(f"  cpu     : {cpu_model()} ({os.cpu_count()} logical CPUs; kernels are single-threaded)")
     print(f"  loopcore: {loopcore.__version__}, live core {loopcore.implementation()!r}")
     if loopcore.implementation() != "c":
@@ -194,9 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     t_gen = time.perf_counter() - t0
     t_enc, _, _, template = timed(lambda: encode(corpus), 1)
     n_tpl = len(template)
-    print(f"\ntemplate: {n_tpl:,} steps in {template.n_traces:,} sessions (generated in {t_gen:.1f} s)")
-    print(f"encode(): {t_enc:.2f} s = {t_enc / n_tpl * 1e6:.2f} us/step (Python, per step: hashing + interning;"
-          " not part of the kernel times below)")
+    print(
+        f"\ntemplate: {n_tpl:,} steps in {template.n_traces:,} sessions (generated in {t_gen:.1f} s)"
+    )
+    print(
+        f"encode(): {t_enc:.2f} s = {t_enc / n_tpl * 1e6:.2f} us/step (Python, per step: hashing + interning;"
+        " not part of the kernel times below)"
+    )
 
     res_py = analyse_encoded(template, impl="py")
     res_c_tpl = analyse_encoded(template, impl="c")
@@ -213,9 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     checks["analyse_burn (pure reference) == compiled kernel, every template session"] = ref_ok
     kinds = np.bincount(res_py.finding, minlength=len(loopcore.burn.FINDING_KINDS) + 1)
     wasted, total = int(res_py.wasted_tokens.sum()), int(res_py.total_tokens.sum())
-    print(f"template waste: {wasted:,} of {total:,} tokens ({wasted / total:.1%}); charged steps by kind: "
-          + ", ".join(f"{k} {int(kinds[i + 1]):,}" for i, k in enumerate(loopcore.burn.FINDING_KINDS)))
-    print(f"analyse_burn over Step objects (encode + pure kernel): {n_tpl / t_ref / 1e3:,.0f} k steps/s (incl. hashing)")
+    print(
+        f"template waste: {wasted:,} of {total:,} tokens ({wasted / total:.1%}); charged steps by kind: "
+        + ", ".join(f"{k} {int(kinds[i + 1]):,}" for i, k in enumerate(loopcore.burn.FINDING_KINDS))
+    )
+    print(
+        f"analyse_burn over Step objects (encode + pure kernel): {n_tpl / t_ref / 1e3:,.0f} k steps/s (incl. hashing)"
+    )
 
     rows = []
     py_rate = py_n = t_py = t_py_med = None
@@ -226,12 +340,16 @@ def main(argv: list[str] | None = None) -> int:
         if py_rate is None:
             # the pure twin on the same input as the compiled kernel (the first size), from
             # cold caches too; bigger sizes scale its rate linearly (it would take minutes)
-            t_py, t_py_med, _, res_pure = timed(lambda: analyse_encoded(enc, impl="py"), 3, cold=True)
+            t_py, t_py_med, _, res_pure = timed(
+                lambda enc=enc: analyse_encoded(enc, impl="py"), 3, cold=True
+            )
             py_rate, py_n = n / t_py, n
             del res_pure
         runs = args.runs
         analyse_encoded(enc, impl="c")  # warm the pages
-        t_c, t_c_med, t_c_cpu, res = timed(lambda: analyse_encoded(enc, impl="c"), runs, cold=True)
+        t_c, t_c_med, t_c_cpu, res = timed(
+            lambda enc=enc: analyse_encoded(enc, impl="c"), runs, cold=True
+        )
         checks[f"c on {n:,} steps == template result tiled"] = (
             np.array_equal(res.finding, np.tile(res_c_tpl.finding, copies))
             and np.array_equal(res.of_step, np.tile(res_c_tpl.of_step, copies))
@@ -240,27 +358,43 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((n, t_c, t_c_med, t_c_cpu, n / t_c, n / py_rate))
         del enc, res
 
-    print("\n| steps | compiled kernel: best (median) | CPU time | compiled steps/s | pure twin (scaled) | pure steps/s | ratio |")
+    print(
+        "\n| steps | compiled kernel: best (median) | CPU time | compiled steps/s | pure twin (scaled) | pure steps/s | ratio |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for n, t_c, t_med, t_cpu, rate, t_pure in rows:
-        print(f"| {n:,} | {t_c * 1e3:,.1f} ms ({t_med * 1e3:,.1f} ms) | {t_cpu * 1e3:,.1f} ms | {rate / 1e6:,.1f} M | "
-              f"{t_pure:,.1f} s | {py_rate / 1e6:,.2f} M | {rate / py_rate:,.0f}x |")
-    print(f"\ncompiled: best of {args.runs} wall-clock runs, each from cold caches (median in brackets; CPU time ="
-          " best thread CPU time);"
-          f" pure twin: measured on the {py_n:,}-step input (best of 3: {t_py:.2f} s, median {t_py_med:.2f} s),"
-          " bigger sizes scaled linearly. steps/s and ratio from the best wall-clock times.")
+        print(
+            f"| {n:,} | {t_c * 1e3:,.1f} ms ({t_med * 1e3:,.1f} ms) | {t_cpu * 1e3:,.1f} ms | {rate / 1e6:,.1f} M | "
+            f"{t_pure:,.1f} s | {py_rate / 1e6:,.2f} M | {rate / py_rate:,.0f}x |"
+        )
+    print(
+        f"\ncompiled: best of {args.runs} wall-clock runs, each from cold caches (median in brackets; CPU time ="
+        " best thread CPU time);"
+        f" pure twin: measured on the {py_n:,}-step input (best of 3: {t_py:.2f} s, median {t_py_med:.2f} s),"
+        " bigger sizes scaled linearly. steps/s and ratio from the best wall-clock times."
+    )
 
     ok = True
     min_rate = min(r[4] for r in rows)
-    bars = [(f"compiled >= {BAR_STEPS_PER_S / 1e6:.0f} M steps/s (slowest size: {min_rate / 1e6:.1f} M)",
-             min_rate >= BAR_STEPS_PER_S),
-            (f"compiled >= {BAR_RATIO:.0f}x the pure twin (lowest: {min_rate / py_rate:.0f}x)",
-             min_rate / py_rate >= BAR_RATIO)]
+    bars = [
+        (
+            f"compiled >= {BAR_STEPS_PER_S / 1e6:.0f} M steps/s (slowest size: {min_rate / 1e6:.1f} M)",
+            min_rate >= BAR_STEPS_PER_S,
+        ),
+        (
+            f"compiled >= {BAR_RATIO:.0f}x the pure twin (lowest: {min_rate / py_rate:.0f}x)",
+            min_rate / py_rate >= BAR_RATIO,
+        ),
+    ]
     if len(rows) >= 2:
         (n1, t1, *_), (n2, t2, *_) = rows[0], rows[-1]
         growth = t2 / t1
-        bars.append((f"{n2 / n1:.0f}x the steps in {growth:.2f}x the time (bar <= {BAR_SCALING * n2 / n1 / 10:.1f}x)",
-                     growth <= BAR_SCALING * (n2 / n1) / 10))
+        bars.append(
+            (
+                f"{n2 / n1:.0f}x the steps in {growth:.2f}x the time (bar <= {BAR_SCALING * n2 / n1 / 10:.1f}x)",
+                growth <= BAR_SCALING * (n2 / n1) / 10,
+            )
+        )
     print("\nbars:")
     for text, passed in bars:
         print(f"  [{'PASS' if passed else 'FAIL'}] {text}")

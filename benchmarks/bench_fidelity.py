@@ -21,22 +21,25 @@ the trace file (``step_refs``), which knows the tool-call layout of the formats 
 Exit status 0 when the two twins agree, 1 otherwise (wrong labels are reported, not failed:
 the test suite, tests/test_fidelity.py, asserts them).
 """
+
 from __future__ import annotations
 
 import argparse
-import collections
 import gzip
 import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # ../shared/traces beside the checkout; LOOPCORE_SHARED_TRACES names another place (a worktree
 # that does not sit beside it).
-DEFAULT_TRACES = os.environ.get("LOOPCORE_SHARED_TRACES") or os.path.join(os.path.dirname(ROOT), "shared", "traces")
+DEFAULT_TRACES = os.environ.get("LOOPCORE_SHARED_TRACES") or os.path.join(
+    os.path.dirname(ROOT), "shared", "traces"
+)
 DEFAULT_LABELS = os.path.join(ROOT, "tests", "labels", "shared_traces.json")
 
 # mini-swe-agent 1.x's action regex: a text turn runs a command only with exactly one match.
@@ -93,7 +96,11 @@ def ref_matches(ref: dict[str, Any] | None, coord: dict[str, Any]) -> bool:
 
 
 def _read_doc(path: str) -> Any:
-    with gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8") as f:
+    with (
+        gzip.open(path, "rt", encoding="utf-8")
+        if path.endswith(".gz")
+        else open(path, encoding="utf-8") as f
+    ):
         return json.load(f)
 
 
@@ -115,8 +122,11 @@ def _issues_call(m: dict, text: bool) -> bool:
         content = m.get("content")
         return isinstance(content, str) and len(_ACTION_RE.findall(content)) == 1
     calls = m.get("tool_calls")
-    return bool(isinstance(calls, list) and calls) or bool(isinstance(m.get("action"), str) and m["action"].strip()) \
+    return (
+        bool(isinstance(calls, list) and calls)
+        or bool(isinstance(m.get("action"), str) and m["action"].strip())
         or isinstance(m.get("function_call"), dict)
+    )
 
 
 def step_refs(trace: Any, doc: Any) -> list[dict[str, int]]:
@@ -129,15 +139,22 @@ def step_refs(trace: Any, doc: Any) -> list[dict[str, int]]:
     issued no call (the layout is not one this knows: the adapter must set ``Step.ref``).
     """
     messages, text = _messages_of(trace, doc)
-    turns = [i for i, m in enumerate(messages)
-             if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")]
+    turns = [
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")
+    ]
     refs: list[dict[str, int]] = []
     for s in trace.steps:
         if not 0 <= s.turn < len(turns):
-            raise ValueError(f"{trace.source}: step of turn {s.turn}, the trace has {len(turns)} model turns")
+            raise ValueError(
+                f"{trace.source}: step of turn {s.turn}, the trace has {len(turns)} model turns"
+            )
         i = turns[s.turn]
         if s.name and getattr(s, "rejected", None) is None and not _issues_call(messages[i], text):
-            raise ValueError(f"{trace.source}: the call {s.name!r} of turn {s.turn} is not at messages[{i}]")
+            raise ValueError(
+                f"{trace.source}: the call {s.name!r} of turn {s.turn} is not at messages[{i}]"
+            )
         refs.append({"message": i})
     return refs
 
@@ -203,8 +220,12 @@ def _finding_refs(finding: Any, refs: list) -> tuple[list, Any]:
     return step_refs_, of_ref
 
 
-def run_analysis(traces_dir: str, impl: str, labelled: Iterable[tuple[str, str | None]] = (),
-                 traces: list | None = None) -> Run:
+def run_analysis(
+    traces_dir: str,
+    impl: str,
+    labelled: Iterable[tuple[str, str | None]] = (),
+    traces: list | None = None,
+) -> Run:
     """Analyse every trace under *traces_dir* with twin *impl* ("c" or "py").
 
     Charges are kept, with coordinates, for the traces in *labelled* ((file, session) pairs;
@@ -273,7 +294,9 @@ def judge_case(run: Run, case: dict[str, Any]) -> tuple[bool, str]:
 def judge_loop(run: Run, loop: dict[str, Any]) -> tuple[bool, int]:
     """(found, how many of its charged steps were charged with its kind) for one loop."""
     kinds = accepted_kinds(loop)
-    hit = sum(1 for coord in loop["charged"] if any(c.kind in kinds for c in charges_at(run, loop, coord)))
+    hit = sum(
+        1 for coord in loop["charged"] if any(c.kind in kinds for c in charges_at(run, loop, coord))
+    )
     return hit > 0, hit
 
 
@@ -376,14 +399,22 @@ def _pct(x: float | None) -> str:
 
 
 def _print_score(s: Score, run: Run) -> None:
-    print(f"[{s.impl}] {run.traces} traces, {run.steps:,} steps, {run.total_tokens:,} tokens, "
-          f"{run.wasted_tokens:,} wasted")
-    print(f"  precision  {_pct(s.precision):>6}  ({s.charged_waste} of {s.charged_labelled} charged labelled steps "
-          f"are labelled waste; {s.charged_right_kind} with the labelled kind)")
-    print(f"  recall     {_pct(s.recall):>6}  ({s.loops_found} of {s.loops} labelled loops found; "
-          f"{s.loop_steps_found} of {s.loop_steps} of their steps charged)")
-    print(f"  waste cases charged with the right kind: {s.waste_found} of {s.waste_cases}; "
-          f"not-waste cases left alone: {s.not_waste_clear} of {s.not_waste_cases}")
+    print(
+        f"[{s.impl}] {run.traces} traces, {run.steps:,} steps, {run.total_tokens:,} tokens, "
+        f"{run.wasted_tokens:,} wasted"
+    )
+    print(
+        f"  precision  {_pct(s.precision):>6}  ({s.charged_waste} of {s.charged_labelled} charged labelled steps "
+        f"are labelled waste; {s.charged_right_kind} with the labelled kind)"
+    )
+    print(
+        f"  recall     {_pct(s.recall):>6}  ({s.loops_found} of {s.loops} labelled loops found; "
+        f"{s.loop_steps_found} of {s.loop_steps} of their steps charged)"
+    )
+    print(
+        f"  waste cases charged with the right kind: {s.waste_found} of {s.waste_cases}; "
+        f"not-waste cases left alone: {s.not_waste_clear} of {s.not_waste_cases}"
+    )
     print("  by kind (all traces):")
     for kind in sorted(run.by_kind):
         v = run.by_kind[kind]
@@ -397,8 +428,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--impl", choices=("c", "py", "both"), default="both")
     ap.add_argument("--cases", action="store_true", help="list every label the analysis gets wrong")
     ap.add_argument("--json", metavar="FILE", help="write the figures as JSON")
-    ap.add_argument("--write-known-wrong", action="store_true",
-                    help="rewrite the label file's known_wrong_today marks from this run (twins must agree)")
+    ap.add_argument(
+        "--write-known-wrong",
+        action="store_true",
+        help="rewrite the label file's known_wrong_today marks from this run (twins must agree)",
+    )
     args = ap.parse_args(argv)
     if not os.path.isdir(args.traces):
         print(f"bench_fidelity: no traces at {args.traces}", file=sys.stderr)
@@ -411,8 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     impls = ("c", "py") if args.impl == "both" else (args.impl,)
     runs = [run_analysis(args.traces, impl, labelled_traces(labels), traces) for impl in impls]
     scores = [score(r, labels) for r in runs]
-    print(f"labels: {args.labels} ({len(labels['cases'])} cases, "
-          f"{sum(c['verdict'] == 'waste' for c in labels['cases'])} waste; {len(labels['loops'])} loops)")
+    print(
+        f"labels: {args.labels} ({len(labels['cases'])} cases, "
+        f"{sum(c['verdict'] == 'waste' for c in labels['cases'])} waste; {len(labels['loops'])} loops)"
+    )
     for s, r in zip(scores, runs):
         _print_score(s, r)
     if args.cases:
@@ -421,27 +457,41 @@ def main(argv: list[str] | None = None) -> int:
             d = by_id[ident]
             where = d.get("at") or d["charged"]
             kind = accepted_kinds(d)
-            print(f"  {ident} {d['file'].rsplit('/', 1)[-1]} {d.get('session') or ''} {where}: "
-                  f"labelled {d.get('verdict', 'loop')}{' ' + '/'.join(kind) if kind else ''}, {what}")
+            print(
+                f"  {ident} {d['file'].rsplit('/', 1)[-1]} {d.get('session') or ''} {where}: "
+                f"labelled {d.get('verdict', 'loop')}{' ' + '/'.join(kind) if kind else ''}, {what}"
+            )
     agree = all(s.wrong == scores[0].wrong for s in scores) and all(
-        r.by_kind == runs[0].by_kind for r in runs)
+        r.by_kind == runs[0].by_kind for r in runs
+    )
     if len(runs) > 1:
         print("twins agree" if agree else "TWINS DISAGREE")
     if args.write_known_wrong:
         if not agree:
-            print("bench_fidelity: the twins disagree; known_wrong_today marks left as they are", file=sys.stderr)
+            print(
+                "bench_fidelity: the twins disagree; known_wrong_today marks left as they are",
+                file=sys.stderr,
+            )
         else:
             n = mark_known_wrong(labels, scores[0])
             dump_labels(labels, args.labels)
-            print(f"known_wrong_today: {len(scores[0].wrong)} labels marked, {n} changed in {args.labels}")
+            print(
+                f"known_wrong_today: {len(scores[0].wrong)} labels marked, {n} changed in {args.labels}"
+            )
     if args.json:
         out = {
             s.impl: {
-                "precision": s.precision, "recall": s.recall,
-                "charged_labelled": s.charged_labelled, "charged_waste": s.charged_waste,
-                "waste_cases": s.waste_cases, "waste_found": s.waste_found,
-                "loops": s.loops, "loops_found": s.loops_found,
-                "by_kind": r.by_kind, "total_tokens": r.total_tokens, "wasted_tokens": r.wasted_tokens,
+                "precision": s.precision,
+                "recall": s.recall,
+                "charged_labelled": s.charged_labelled,
+                "charged_waste": s.charged_waste,
+                "waste_cases": s.waste_cases,
+                "waste_found": s.waste_found,
+                "loops": s.loops,
+                "loops_found": s.loops_found,
+                "by_kind": r.by_kind,
+                "total_tokens": r.total_tokens,
+                "wasted_tokens": r.wasted_tokens,
                 "wrong": [ident for ident, _ in s.wrong],
             }
             for s, r in zip(scores, runs)

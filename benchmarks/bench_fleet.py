@@ -8,12 +8,12 @@ worker and of two (one thread each), alternating, and prints steps/s, the scalin
 worker's peak RSS. Every run's report must equal the first one byte for byte (the correctness
 check printed beside the time). Bar (DESIGN.md): 2 workers >= 1.8x one worker, identical report.
 """
+
 from __future__ import annotations
 
 import argparse
 import hashlib
 import logging
-import os
 import pathlib
 import shutil
 import sys
@@ -43,8 +43,16 @@ def run(paths: list[str], workers: int) -> tuple[float, int, str, list[float]]:
     from loopcore import fleet
     from loopcore.report import to_json
 
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                  silence_logs=logging.ERROR) as lc, distributed.Client(lc) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
         client.run(lambda: None)  # workers up and importable before the clock starts
         t0 = time.perf_counter()
         report, _ = fleet.analyse(paths, client=client)
@@ -77,21 +85,34 @@ def main() -> None:
         print(environment(f"python benchmarks/bench_fleet.py --steps {a.steps}"))
         print(f"corpus: {root} ({size / 1e9:.2f} GB)")
         rows, first, rates = [], None, {1: [], 2: []}
-        for rep in range(a.repeats):
+        for _rep in range(a.repeats):
             for workers in (1, 2):
                 seconds, steps, digest, rss = run([str(root)], workers)
                 first = first or digest
                 rates[workers].append(steps / seconds)
-                rows.append((f"{workers} worker{'s' if workers > 1 else ''}", f"{steps:,}", f"{seconds:.1f}",
-                             f"{steps / seconds:,.0f}", ", ".join(f"{r:.0f}" for r in rss),
-                             "same" if digest == first else f"DIFFERENT ({digest})"))
-        print_table(("cluster", "steps", "seconds", "steps/s", "peak RSS per worker (MB)", "report"), rows)
+                rows.append(
+                    (
+                        f"{workers} worker{'s' if workers > 1 else ''}",
+                        f"{steps:,}",
+                        f"{seconds:.1f}",
+                        f"{steps / seconds:,.0f}",
+                        ", ".join(f"{r:.0f}" for r in rss),
+                        "same" if digest == first else f"DIFFERENT ({digest})",
+                    )
+                )
+        print_table(
+            ("cluster", "steps", "seconds", "steps/s", "peak RSS per worker (MB)", "report"), rows
+        )
         best1, best2 = max(rates[1]), max(rates[2])
         scale = best2 / best1
-        print(f"scaling, 2 workers / 1 worker: {scale:.2f}x (bar >= {BAR}x: {'met' if scale >= BAR else 'NOT met'})")
+        print(
+            f"scaling, 2 workers / 1 worker: {scale:.2f}x (bar >= {BAR}x: {'met' if scale >= BAR else 'NOT met'})"
+        )
         per_worker = best1
-        print(f"estimate for 10^9 steps: {1e9 / per_worker / 3600:.1f} worker-hours at {per_worker:,.0f} steps/s a "
-              f"worker; on 100 workers about {1e9 / per_worker / 100 / 60:.0f} minutes")
+        print(
+            f"estimate for 10^9 steps: {1e9 / per_worker / 3600:.1f} worker-hours at {per_worker:,.0f} steps/s a "
+            f"worker; on 100 workers about {1e9 / per_worker / 100 / 60:.0f} minutes"
+        )
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

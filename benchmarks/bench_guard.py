@@ -27,6 +27,7 @@ none of OpenClaw's code) as a CommonJS module exporting ``detectToolCallLoop``,
 ``recordToolCall`` and ``recordToolCallOutcome``; the benchmark skips it, saying why, when Node or
 the bundle is missing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,7 +56,13 @@ def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
     paths = [f"src/pkg/module_{i}.py" for i in range(40)]
     weights = [1.0 / (i + 1) for i in range(40)]  # a few hot files, a long tail
     bodies = {p: "".join(f"line {j} of {p}: x = {j * 7}\n" for j in range(60)) for p in paths}
-    cmds = ["pytest -q tests/test_api.py", "ruff check src", "git status --short", "make build", "ls -la src"]
+    cmds = [
+        "pytest -q tests/test_api.py",
+        "ruff check src",
+        "git status --short",
+        "make build",
+        "ls -la src",
+    ]
     outputs = {c: f"$ {c}\n" + "ok\n" * 40 for c in cmds}
     stream = []
     i = 0
@@ -69,18 +76,43 @@ def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
             elif r < 0.70:
                 c = rnd.choice(cmds)
                 code = 0 if rnd.random() < 0.8 else 1
-                call = ("exec", {"command": c, "timeout": 120},
-                        {"status": "completed", "exitCode": code, "aggregated": outputs[c],
-                         "durationMs": rnd.randint(50, 5000), "pid": rnd.randint(1000, 60000),
-                         "cwd": "/work/repo"})
+                call = (
+                    "exec",
+                    {"command": c, "timeout": 120},
+                    {
+                        "status": "completed",
+                        "exitCode": code,
+                        "aggregated": outputs[c],
+                        "durationMs": rnd.randint(50, 5000),
+                        "pid": rnd.randint(1000, 60000),
+                        "cwd": "/work/repo",
+                    },
+                )
             elif r < 0.85:
-                text = rnd.choice(["Build is green.", "Tests pass, opening the PR.", "Working on it."])
-                call = ("message", {"action": "send", "to": "user-42", "text": text},
-                        {"ok": True, "messageId": f"msg-{i}", "ts": 1_700_000_000 + i,
-                         "route": {"id": "conv-9"}})
+                text = rnd.choice(
+                    ["Build is green.", "Tests pass, opening the PR.", "Working on it."]
+                )
+                call = (
+                    "message",
+                    {"action": "send", "to": "user-42", "text": text},
+                    {
+                        "ok": True,
+                        "messageId": f"msg-{i}",
+                        "ts": 1_700_000_000 + i,
+                        "route": {"id": "conv-9"},
+                    },
+                )
             else:
-                call = ("todo_write", {"todos": [{"content": f"step {k}", "status": "pending"}
-                                                 for k in range(rnd.randint(2, 6))]}, "Todos updated")
+                call = (
+                    "todo_write",
+                    {
+                        "todos": [
+                            {"content": f"step {k}", "status": "pending"}
+                            for k in range(rnd.randint(2, 6))
+                        ]
+                    },
+                    "Todos updated",
+                )
             stream.append((session, *call, f"call-{i}"))
             i += 1
     return stream[:n_calls]
@@ -128,9 +160,17 @@ def hashing_once(impl: str, stream: list[tuple]) -> float:
     h = _native_flag.load("hashing", impl).canonical_hash
     eng = _native_flag.load("guard", impl)
     vk = Policy.default().volatile_keys
-    items = [(args, eng.project_exec(result) if tool == "exec" else
-              eng.strip_send_result(result, vk) if tool == "message" else result)
-             for _session, tool, args, result, _cid in stream]
+    items = [
+        (
+            args,
+            eng.project_exec(result)
+            if tool == "exec"
+            else eng.strip_send_result(result, vk)
+            if tool == "message"
+            else result,
+        )
+        for _session, tool, args, result, _cid in stream
+    ]
     gc.disable()
     t0 = time.perf_counter_ns()
     for args, outcome in items:
@@ -157,8 +197,6 @@ def bytes_per_session(impl: str, n: int = 2000) -> float:
     finally:
         tracemalloc.stop()
     return (after - before) / n
-
-
 
 
 # Node driver for a user-built OpenClaw bundle: replays the dumped stream through OpenClaw's own
@@ -190,10 +228,18 @@ console.log(JSON.stringify(out));
 
 def dump_stream(stream: list[tuple], path: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
-        json.dump([{"session": s, "tool": t, "args": a, "result": r, "call_id": c} for s, t, a, r, c in stream], f)
+        json.dump(
+            [
+                {"session": s, "tool": t, "args": a, "result": r, "call_id": c}
+                for s, t, a, r, c in stream
+            ],
+            f,
+        )
 
 
-def run_openclaw(bundle: str | None, stream: list[tuple], repeats: int) -> tuple[list[float] | None, str]:
+def run_openclaw(
+    bundle: str | None, stream: list[tuple], repeats: int
+) -> tuple[list[float] | None, str]:
     """ns per call of OpenClaw's detector on *stream* with Node, or (None, why it was skipped)."""
     if not bundle:
         return None, "no --openclaw bundle given"
@@ -208,8 +254,12 @@ def run_openclaw(bundle: str | None, stream: list[tuple], repeats: int) -> tuple
         dump_stream(stream, data)
         with open(driver, "w", encoding="utf-8") as f:
             f.write(_NODE_DRIVER)
-        out = subprocess.run([node, driver, os.path.abspath(bundle), data, str(repeats)],
-                             capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [node, driver, os.path.abspath(bundle), data, str(repeats)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if out.returncode != 0:
         return None, f"the OpenClaw run failed: {out.stderr.strip()[-300:]}"
     return [ns for ns, _blocks in json.loads(out.stdout)], "ok"
@@ -220,10 +270,18 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--sessions", type=int, default=64)
-    ap.add_argument("--no-call-id", dest="call_ids", action="store_false",
-                    help="check/record without call ids (harnesses pass them; the default does too)")
+    ap.add_argument(
+        "--no-call-id",
+        dest="call_ids",
+        action="store_false",
+        help="check/record without call ids (harnesses pass them; the default does too)",
+    )
     ap.add_argument("--dump-stream", metavar="FILE", help="write the replayed call stream as JSON")
-    ap.add_argument("--openclaw", metavar="BUNDLE", help="a local CommonJS bundle of OpenClaw's tool-loop-detection")
+    ap.add_argument(
+        "--openclaw",
+        metavar="BUNDLE",
+        help="a local CommonJS bundle of OpenClaw's tool-loop-detection",
+    )
     opts = ap.parse_args(argv)
     # Events still go to the logger (that cost is measured); printing them to stderr is not.
     logging.getLogger("loopcore").addHandler(logging.NullHandler())
@@ -253,50 +311,76 @@ def main(argv=None) -> int:
             floor.append(run_once("floor", stream, call_ids=opts.call_ids)[0])
     times = {impl: statistics.median(r) for impl, r in runs.items()}
     hash_ns = {impl: statistics.median(r) for impl, r in hashing.items()}
-    ratios = {impl: statistics.median(p / c for p, c in zip(runs["py"], runs[impl])) for impl in impls}
+    ratios = {
+        impl: statistics.median(p / c for p, c in zip(runs["py"], runs[impl])) for impl in impls
+    }
     mem = {impl: bytes_per_session(impl) for impl in impls}
     openclaw, why = run_openclaw(opts.openclaw, stream, opts.repeats)
 
-    print(f"loopcore guard benchmark: check + record per call, {opts.calls} calls, "
-          f"{opts.sessions} sessions, median of {opts.repeats} alternating runs per twin")
-    print(f"Python {platform.python_version()} ({platform.python_implementation()}), CPU: {cpu_model()}")
+    print(
+        f"loopcore guard benchmark: check + record per call, {opts.calls} calls, "
+        f"{opts.sessions} sessions, median of {opts.repeats} alternating runs per twin"
+    )
+    print(
+        f"Python {platform.python_version()} ({platform.python_implementation()}), CPU: {cpu_model()}"
+    )
     print(f"command: {sys.executable} {' '.join(sys.argv)}")
     if hasattr(os, "getloadavg"):
-        print(f"load average at the end (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
-              f"on {os.cpu_count()} cores")
-    print(f"decisions on the mix: {actions}; twins identical: {'yes' if same else 'NO'}; "
-          f"call ids: {'yes' if opts.call_ids else 'no'}")
+        print(
+            f"load average at the end (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
+            f"on {os.cpu_count()} cores"
+        )
+    print(
+        f"decisions on the mix: {actions}; twins identical: {'yes' if same else 'NO'}; "
+        f"call ids: {'yes' if opts.call_ids else 'no'}"
+    )
     print()
-    print("| implementation | median ns/call | calls/s | vs pure twin | of which hashing | guard logic | "
-          "bytes/session | identical decisions |")
+    print(
+        "| implementation | median ns/call | calls/s | vs pure twin | of which hashing | guard logic | "
+        "bytes/session | identical decisions |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for impl in impls:
         ns = times[impl]
         ratio = ratios[impl]
         hn = hash_ns[impl]
         name = "compiled core (Cython)" if impl == "c" else "pure-Python twin"
-        print(f"| {name} | {ns:,.0f} | {1e9 / ns:,.0f} | {ratio:.1f}x | {hn:,.0f} ({100 * hn / ns:.0f}%) | "
-              f"{ns - hn:,.0f} | {mem[impl]:,.0f} | {'yes' if same else 'NO'} |")
+        print(
+            f"| {name} | {ns:,.0f} | {1e9 / ns:,.0f} | {ratio:.1f}x | {hn:,.0f} ({100 * hn / ns:.0f}%) | "
+            f"{ns - hn:,.0f} | {mem[impl]:,.0f} | {'yes' if same else 'NO'} |"
+        )
     print()
     # On a shared machine the fastest run shows what the code costs when it gets the core.
-    print("fastest run: " + "; ".join(
-        f"{impl}: {min(runs[impl]):,.0f} ns/call, hashing {min(hashing[impl]):,.0f} ns" for impl in impls))
+    print(
+        "fastest run: "
+        + "; ".join(
+            f"{impl}: {min(runs[impl]):,.0f} ns/call, hashing {min(hashing[impl]):,.0f} ns"
+            for impl in impls
+        )
+    )
     # Every run of the compiled core, fastest first: on a shared VM they fall into speed phases
     # (the pure twin and the no-op loop move with them), which a median alone hides.
     if "c" in impls:
-        print("compiled core, every run (ns/call, sorted): " + " ".join(f"{r:,.0f}" for r in sorted(runs["c"])))
+        print(
+            "compiled core, every run (ns/call, sorted): "
+            + " ".join(f"{r:,.0f}" for r in sorted(runs["c"]))
+        )
     if floor:
         # The same loop calling do-nothing check/record callables of the same signatures: what
         # the harness pays to call anything; the rest is the guard's own work.
         own = [r - f for r, f in zip(runs["c"], floor)]
-        print(f"harness loop with no-op check/record (CallFloor): median {statistics.median(floor):,.0f} ns/call, "
-              f"fastest {min(floor):,.0f}; the compiled guard's own work: median {statistics.median(own):,.0f} "
-              f"ns/call, fastest {min(own):,.0f} (bar: about 1,000)")
+        print(
+            f"harness loop with no-op check/record (CallFloor): median {statistics.median(floor):,.0f} ns/call, "
+            f"fastest {min(floor):,.0f}; the compiled guard's own work: median {statistics.median(own):,.0f} "
+            f"ns/call, fastest {min(own):,.0f} (bar: about 1,000)"
+        )
     if openclaw:
         oc = statistics.median(openclaw)
         base = times.get("c", times["py"])
-        print(f"OpenClaw's detector (Node, same stream, same run): median {oc:,.0f} ns/call; "
-              f"loopcore {'compiled' if 'c' in times else 'pure'}: {oc / base:.1f}x faster (bar: >= 25x)")
+        print(
+            f"OpenClaw's detector (Node, same stream, same run): median {oc:,.0f} ns/call; "
+            f"loopcore {'compiled' if 'c' in times else 'pure'}: {oc / base:.1f}x faster (bar: >= 25x)"
+        )
     else:
         print(f"OpenClaw comparison skipped: {why}")
     bars = []

@@ -10,6 +10,7 @@ Bars (DESIGN.md): >= 1.5x orjson+xxh3 on typical args, >= 15x the pure twin, and
 >= 50% of raw xxh3 throughput on a 4 MB string. Every row first checks that the compiled
 core and the pure twin give identical hashes on its values.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import orjson  # noqa: E402
 import xxhash  # noqa: E402
-
 from _env import environment, interleaved_ns_per_op, print_table  # noqa: E402
+
 from loopcore import _native_flag  # noqa: E402
 
 C = _native_flag.load("hashing", "c")
@@ -50,22 +51,57 @@ def code(nbytes):
 
 TYPICAL_ARGS = [
     {"file_path": "/repo/src/components/Button.tsx", "offset": 0, "limit": 200},
-    {"command": "grep -rn \"useEffect\" src/ --include=*.tsx | head -50", "timeout": 120000,
-     "description": "Find effect hooks"},
-    {"pattern": "def analyse_burn", "path": "src/loopcore", "glob": "*.py", "output_mode": "content",
-     "-n": True, "-C": 2},
-    {"file_path": "/repo/src/loopcore/guard.py", "old_string": code(240), "new_string": code(260),
-     "replace_all": False},
-    {"todos": [{"content": words(8), "status": s, "activeForm": words(6)}
-               for s in ("completed", "completed", "in_progress", "pending", "pending")]},
-    {"action": "send", "channel": "slack", "to": "C0123ABCD", "text": words(25),
-     "threadId": "1712345678.000100"},
+    {
+        "command": 'grep -rn "useEffect" src/ --include=*.tsx | head -50',
+        "timeout": 120000,
+        "description": "Find effect hooks",
+    },
+    {
+        "pattern": "def analyse_burn",
+        "path": "src/loopcore",
+        "glob": "*.py",
+        "output_mode": "content",
+        "-n": True,
+        "-C": 2,
+    },
+    {
+        "file_path": "/repo/src/loopcore/guard.py",
+        "old_string": code(240),
+        "new_string": code(260),
+        "replace_all": False,
+    },
+    {
+        "todos": [
+            {"content": words(8), "status": s, "activeForm": words(6)}
+            for s in ("completed", "completed", "in_progress", "pending", "pending")
+        ]
+    },
+    {
+        "action": "send",
+        "channel": "slack",
+        "to": "C0123ABCD",
+        "text": words(25),
+        "threadId": "1712345678.000100",
+    },
     {"command": "view", "path": "/workspace/django/db/models/query.py", "view_range": [1200, 1260]},
     {"query": "python xxhash streaming api release GIL", "allowed_domains": ["docs.python.org"]},
-    {"cmd": ["bash", "-lc", "pytest -x tests/test_guard.py -q"], "workdir": "/repo",
-     "timeout_ms": 600000, "env": {"CI": "1", "PYTHONHASHSEED": "0"}},
-    {"path": "src", "recursive": True, "opts": {"depth": 3, "include": ["*.py", "*.pyx"],
-     "exclude": [".venv", "build"], "follow_symlinks": False, "max_results": 500}},
+    {
+        "cmd": ["bash", "-lc", "pytest -x tests/test_guard.py -q"],
+        "workdir": "/repo",
+        "timeout_ms": 600000,
+        "env": {"CI": "1", "PYTHONHASHSEED": "0"},
+    },
+    {
+        "path": "src",
+        "recursive": True,
+        "opts": {
+            "depth": 3,
+            "include": ["*.py", "*.pyx"],
+            "exclude": [".venv", "build"],
+            "follow_symlinks": False,
+            "max_results": 500,
+        },
+    },
     {"file_path": "/repo/README.md", "content": code(2048)},
     {"input": "*** Begin Patch\n*** Update File: src/app.ts\n@@\n" + code(900) + "\n*** End Patch"},
 ]
@@ -73,7 +109,12 @@ SMALL_ARGS = TYPICAL_ARGS[:3] + TYPICAL_ARGS[6:8]
 
 RESULTS = [
     {"exit_code": 0, "stdout": code(5000), "stderr": "", "duration_ms": 812, "pid": 4242},
-    {"ok": True, "messageId": "1712345678.000200", "channel": "C0123ABCD", "ts": "1712345678.000200"},
+    {
+        "ok": True,
+        "messageId": "1712345678.000200",
+        "channel": "C0123ABCD",
+        "ts": "1712345678.000200",
+    },
     code(2048),
 ]
 
@@ -103,22 +144,45 @@ def row(label, values, quick):
         repeats=5 if quick else 15,
     )
     t_c, t_py, t_or, t_js = t["c"], t["py"], t["orjson"], t["json"]
-    return [label, fmt(t_c), fmt(t_py), fmt(t_or), fmt(t_js), f"{t_py / t_c:.1f}x", f"{t_or / t_c:.2f}x",
-            f"{t_js / t_c:.1f}x"]
+    return [
+        label,
+        fmt(t_c),
+        fmt(t_py),
+        fmt(t_or),
+        fmt(t_js),
+        f"{t_py / t_c:.1f}x",
+        f"{t_or / t_c:.2f}x",
+        f"{t_js / t_c:.1f}x",
+    ]
 
 
 def main(argv):
     quick = "--quick" in argv
     print(environment("python benchmarks/bench_hash.py" + (" --quick" if quick else "")))
-    print(f"implementation under test: {C.__name__} vs {PY.__name__}; hash format v{C.HASH_FORMAT_VERSION}\n")
-    print("median ns per value (lower is better); ratios are the baseline's time / compiled core's time")
+    print(
+        f"implementation under test: {C.__name__} vs {PY.__name__}; hash format v{C.HASH_FORMAT_VERSION}\n"
+    )
+    print(
+        "median ns per value (lower is better); ratios are the baseline's time / compiled core's time"
+    )
     rows = [
         row("typical tool args (12 shapes)", TYPICAL_ARGS, quick),
         row("small args only (5 shapes)", SMALL_ARGS, quick),
         row("tool results (shell, send, 2 KB text)", RESULTS, quick),
     ]
-    print_table(["corpus", "loopcore c", "pure twin", "orjson+xxh3", "json+sha256", "vs pure", "vs orjson",
-                 "vs json+sha"], rows)
+    print_table(
+        [
+            "corpus",
+            "loopcore c",
+            "pure twin",
+            "orjson+xxh3",
+            "json+sha256",
+            "vs pure",
+            "vs orjson",
+            "vs json+sha",
+        ],
+        rows,
+    )
 
     print("\nlarge strings: throughput against raw xxh3_64 on the same UTF-8 bytes")
     srows = []
@@ -129,21 +193,42 @@ def main(argv):
         assert C.canonical_hash(s) == PY.canonical_hash(s)
         t = interleaved_ns_per_op(
             {
-                "c": lambda: C.canonical_hash(s),
-                "raw": lambda: xxhash.xxh3_64_intdigest(b),
-                "orjson": lambda: xxhash.xxh3_64_intdigest(orjson.dumps(s)),
+                "c": lambda s=s: C.canonical_hash(s),
+                "raw": lambda b=b: xxhash.xxh3_64_intdigest(b),
+                "orjson": lambda s=s: xxhash.xxh3_64_intdigest(orjson.dumps(s)),
             },
             1,
             repeats=5 if quick else 15,
         )
         t_c, t_raw, t_or = t["c"], t["raw"], t["orjson"]
-        srows.append([f"{size:,} B", fmt(t_c), fmt(t_raw), fmt(t_or), f"{size / t_c:.2f} GB/s",
-                      f"{100 * t_raw / t_c:.0f}%", f"{t_or / t_c:.2f}x"])
-    print_table(["string", "loopcore c ns", "raw xxh3 ns", "orjson+xxh3 ns", "c throughput", "% of raw xxh3",
-                 "vs orjson"], srows)
+        srows.append(
+            [
+                f"{size:,} B",
+                fmt(t_c),
+                fmt(t_raw),
+                fmt(t_or),
+                f"{size / t_c:.2f} GB/s",
+                f"{100 * t_raw / t_c:.0f}%",
+                f"{t_or / t_c:.2f}x",
+            ]
+        )
+    print_table(
+        [
+            "string",
+            "loopcore c ns",
+            "raw xxh3 ns",
+            "orjson+xxh3 ns",
+            "c throughput",
+            "% of raw xxh3",
+            "vs orjson",
+        ],
+        srows,
+    )
     four_mb = srows[-1]
-    print("\nbars: typical args vs orjson+xxh3 >= 1.5x: "
-          f"{rows[0][6]}; vs pure >= 15x: {rows[0][5]}; 4 MB string >= 50% of raw xxh3: {four_mb[5]}")
+    print(
+        "\nbars: typical args vs orjson+xxh3 >= 1.5x: "
+        f"{rows[0][6]}; vs pure >= 15x: {rows[0][5]}; 4 MB string >= 50% of raw xxh3: {four_mb[5]}"
+    )
 
 
 if __name__ == "__main__":

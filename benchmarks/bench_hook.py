@@ -26,6 +26,7 @@ machine the wall time also counts the wait for a core. Bars (DESIGN.md "Harness 
 ``--breakdown`` adds ``-X importtime`` of one hook call: the cumulative import cost of the
 modules on the hook's path. Exit code 0 = bars met, 1 = a bar missed, 2 = a run failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,20 +49,33 @@ SESSION = "bench-session-7c1e"
 
 
 def _event(i: int) -> bytes:
-    return json.dumps({
-        "session_id": SESSION, "transcript_path": f"/home/dev/.claude/projects/-home-dev-shop/{SESSION}.jsonl",
-        "cwd": "/home/dev/shop", "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Read",
-        "tool_input": {"file_path": f"/home/dev/shop/src/module_{i}.py"}, "tool_use_id": f"toolu_01bench{i:06d}",
-    }).encode()
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": f"/home/dev/.claude/projects/-home-dev-shop/{SESSION}.jsonl",
+            "cwd": "/home/dev/shop",
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"/home/dev/shop/src/module_{i}.py"},
+            "tool_use_id": f"toolu_01bench{i:06d}",
+        }
+    ).encode()
 
 
 def _variants(python: str, state: str) -> dict[str, tuple[list[str], dict[str, str]]]:
-    code = ("import sys,json;print(json.dumps(__import__('loopcore.hooks._install',fromlist=['x'])"
-            ".hook_command('claude', state=sys.argv[1])))")
+    code = (
+        "import sys,json;print(json.dumps(__import__('loopcore.hooks._install',fromlist=['x'])"
+        ".hook_command('claude', state=sys.argv[1])))"
+    )
     env = dict(os.environ)
     env.pop("LOOPCORE_NO_EXTENSIONS", None)
-    fast = json.loads(subprocess.run([python, "-c", code, state], capture_output=True, check=True, env=env).stdout)
-    out: dict[str, tuple[list[str], dict[str, str]]] = {"bare python -c pass": ([python, "-c", "pass"], env)}
+    fast = json.loads(
+        subprocess.run([python, "-c", code, state], capture_output=True, check=True, env=env).stdout
+    )
+    out: dict[str, tuple[list[str], dict[str, str]]] = {
+        "bare python -c pass": ([python, "-c", "pass"], env)
+    }
     out["fast entry (installed)"] = (shlex.split(fast), env)
     script = os.path.join(os.path.dirname(python), "loopcore-hook")
     if os.path.isfile(script):
@@ -72,8 +86,15 @@ def _variants(python: str, state: str) -> dict[str, tuple[list[str], dict[str, s
     # What each start-up saving is worth, on its own:
     out["bare python -I -S -c pass"] = ([python, "-I", "-S", "-c", "pass"], env)
     out["import loopcore (lazy)"] = ([python, "-c", "import loopcore"], env)
-    out["import loopcore, eager modules"] = ([python, "-c", "import loopcore, loopcore.guard, loopcore.burn, "
-                                              "loopcore.encoded, loopcore.adapters, loopcore.taxonomy"], env)
+    out["import loopcore, eager modules"] = (
+        [
+            python,
+            "-c",
+            "import loopcore, loopcore.guard, loopcore.burn, "
+            "loopcore.encoded, loopcore.adapters, loopcore.taxonomy",
+        ],
+        env,
+    )
     return out
 
 
@@ -85,14 +106,18 @@ def _run(cmd: list[str], env: dict[str, str], stdin: bytes) -> tuple[float, floa
     dt = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0 or p.stderr or p.stdout:
-        raise RuntimeError(f"{cmd!r}: exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr[:300]!r}")
+        raise RuntimeError(
+            f"{cmd!r}: exit {p.returncode}, stdout {p.stdout[:200]!r}, stderr {p.stderr[:300]!r}"
+        )
     return dt, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=60, help="interleaved rounds (>= 50)")
-    ap.add_argument("--python", default=sys.executable, help="the interpreter loopcore is installed in")
+    ap.add_argument(
+        "--python", default=sys.executable, help="the interpreter loopcore is installed in"
+    )
     ap.add_argument("--breakdown", action="store_true", help="add -X importtime of one hook call")
     args = ap.parse_args()
     runs = max(50, args.runs)
@@ -114,15 +139,25 @@ def main() -> int:
             return 2
         if args.breakdown:
             fast = variants["fast entry (installed)"][0]
-            p = subprocess.run([fast[0], "-X", "importtime", *fast[1:]], input=_event(10**6), capture_output=True,
-                               env=variants["fast entry (installed)"][1])
+            p = subprocess.run(
+                [fast[0], "-X", "importtime", *fast[1:]],
+                input=_event(10**6),
+                capture_output=True,
+                env=variants["fast entry (installed)"][1],
+            )
             top, own = [], []
             for line in p.stderr.decode().splitlines():
-                parts = line[len("import time:"):].split("|") if line.startswith("import time:") else []
+                parts = (
+                    line[len("import time:") :].split("|")
+                    if line.startswith("import time:")
+                    else []
+                )
                 if len(parts) == 3 and parts[1].strip().isdigit():
                     own.append((int(parts[0]), parts[2].strip()))
                     if not parts[2].startswith("  "):
-                        top.append((int(parts[1]), parts[2].strip()))  # a module the hook path imports itself
+                        top.append(
+                            (int(parts[1]), parts[2].strip())
+                        )  # a module the hook path imports itself
             top.sort(reverse=True)
             own.sort(reverse=True)
     print(environment(f"python benchmarks/bench_hook.py --runs {runs} --python {args.python}"))
@@ -135,16 +170,24 @@ def main() -> int:
         q = statistics.quantiles(v, n=4)
         med = statistics.median(v)
         c = statistics.median(cpu[name])
-        print(f"| {name:32} | {med * 1e3:6.1f} | {q[0] * 1e3:3.0f} | {q[2] * 1e3:3.0f} | {med / bare:6.2f} "
-              f"| {c * 1e3:6.1f} | {c / bare_cpu:10.2f} |")
-    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"({os.cpu_count()} cores): wall time includes waiting for a core")
+        print(
+            f"| {name:32} | {med * 1e3:6.1f} | {q[0] * 1e3:3.0f} | {q[2] * 1e3:3.0f} | {med / bare:6.2f} "
+            f"| {c * 1e3:6.1f} | {c / bare_cpu:10.2f} |"
+        )
+    print(
+        f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"({os.cpu_count()} cores): wall time includes waiting for a core"
+    )
     hook = statistics.median(samples["fast entry (installed)"])
     ok = hook * 1e3 <= BAR_MS and hook / bare <= BAR_RATIO
-    print(f"\ninstalled hook: {hook * 1e3:.1f} ms, {hook / bare:.2f}x the bare start "
-          f"(bars: <= {BAR_MS:g} ms, <= {BAR_RATIO:g}x): {'met' if ok else 'MISSED'}")
+    print(
+        f"\ninstalled hook: {hook * 1e3:.1f} ms, {hook / bare:.2f}x the bare start "
+        f"(bars: <= {BAR_MS:g} ms, <= {BAR_RATIO:g}x): {'met' if ok else 'MISSED'}"
+    )
     if args.breakdown:
-        print(f"\nimports of one hook call (-X importtime): {sum(c for c, _ in top) / 1e3:.1f} ms in all")
+        print(
+            f"\nimports of one hook call (-X importtime): {sum(c for c, _ in top) / 1e3:.1f} ms in all"
+        )
         print("  cumulative, top level (a module is charged with what it imports first):")
         for c, m in top[:8]:
             print(f"    {c / 1e3:6.1f}  {m}")

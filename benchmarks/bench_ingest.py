@@ -15,6 +15,7 @@ single-threaded and a shared machine makes wall time count waits for a core. Eac
 of one end-to-end run is printed (or always with ``--profile``). Exit code 0 = bar met, 1 = missed,
 2 = traces absent.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,6 @@ from loopcore.taxonomy.shell import classify_shell
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
 BAR = 1.25
-
-
 
 
 def parse_only(files: list[str]) -> int:
@@ -84,14 +83,20 @@ def _timed(fn, *args) -> tuple[float, float, object]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--traces", default=str(DEFAULT_TRACES), help="folder of traces (default ../shared/traces)")
+    ap.add_argument(
+        "--traces", default=str(DEFAULT_TRACES), help="folder of traces (default ../shared/traces)"
+    )
     ap.add_argument("--runs", type=int, default=7, help="timed runs of each side (median reported)")
-    ap.add_argument("--profile", action="store_true", help="always print a cProfile of one end-to-end run")
+    ap.add_argument(
+        "--profile", action="store_true", help="always print a cProfile of one end-to-end run"
+    )
     args = ap.parse_args(argv)
 
     traces = args.traces
     if not os.path.isdir(traces):
-        print(f"bench_ingest: skipped: no traces at {traces} (they live beside the checkout in ../shared/traces)")
+        print(
+            f"bench_ingest: skipped: no traces at {traces} (they live beside the checkout in ../shared/traces)"
+        )
         return 2
 
     # Warm-up run (imports, page cache) that also tells which files analyse actually reads, so
@@ -110,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parse_wall, parse_cpu, e2e_wall, e2e_cpu = [], [], [], []
     ok = warm.overall.wasted_tokens <= warm.overall.total_tokens and all(
-        0 <= t.report.wasted_tokens <= t.report.total_tokens for t in warm.traces)
+        0 <= t.report.wasted_tokens <= t.report.total_tokens for t in warm.traces
+    )
     for _ in range(args.runs):
         w, c, _docs = _timed(parse_only, files)
         parse_wall.append(w)
@@ -127,24 +133,38 @@ def main(argv: list[str] | None = None) -> int:
     n_traces, n_steps, total, wasted = expected
     mb = raw_bytes / 1e6
 
-    print("loopcore ingest benchmark: analyse (load + burn analysis) vs read + gunzip + orjson.loads")
+    print(
+        "loopcore ingest benchmark: analyse (load + burn analysis) vs read + gunzip + orjson.loads"
+    )
     print(f"command:     {' '.join([os.path.basename(sys.executable), *sys.argv])}")
-    print(f"environment: Python {platform.python_version()} ({platform.python_implementation()}), "
-          f"{platform.system()} {platform.machine()}, CPU {cpu_model()}, {os.cpu_count()} cores visible, "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"             loopcore {loopcore.__version__} core={loopcore.implementation()}, "
-          f"orjson {orjson.__version__}, runs={args.runs} interleaved (medians)")
-    print(f"input:       {len(files)} files with traces ({len(warm.skipped)} skipped, {len(warm.ignored)} ignored), "
-          f"{n_traces:,} traces, {n_steps:,} steps, {mb:.1f} MB uncompressed ({gz_bytes / 1e6:.1f} MB gzip)")
-    print(f"check:       {'ok' if ok else 'FAILED'}: identical traces/steps/totals on every run, "
-          f"0 <= wasted <= total ({wasted:,} of {total:,} tokens wasted, {wasted / total * 100 if total else 0:.1f}%)")
+    print(
+        f"environment: Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"{platform.system()} {platform.machine()}, CPU {cpu_model()}, {os.cpu_count()} cores visible, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"             loopcore {loopcore.__version__} core={loopcore.implementation()}, "
+        f"orjson {orjson.__version__}, runs={args.runs} interleaved (medians)"
+    )
+    print(
+        f"input:       {len(files)} files with traces ({len(warm.skipped)} skipped, {len(warm.ignored)} ignored), "
+        f"{n_traces:,} traces, {n_steps:,} steps, {mb:.1f} MB uncompressed ({gz_bytes / 1e6:.1f} MB gzip)"
+    )
+    print(
+        f"check:       {'ok' if ok else 'FAILED'}: identical traces/steps/totals on every run, "
+        f"0 <= wasted <= total ({wasted:,} of {total:,} tokens wasted, {wasted / total * 100 if total else 0:.1f}%)"
+    )
     print()
-    print(f"| {'work':<28} | {'wall s':>7} | {'CPU s':>7} | {'files/s':>8} | {'steps/s':>10} | {'MB/s':>7} | "
-          f"{'ratio (CPU)':>11} |")
+    print(
+        f"| {'work':<28} | {'wall s':>7} | {'CPU s':>7} | {'files/s':>8} | {'steps/s':>10} | {'MB/s':>7} | "
+        f"{'ratio (CPU)':>11} |"
+    )
     print(f"|{'-' * 30}|{'-' * 9}|{'-' * 9}|{'-' * 10}|{'-' * 12}|{'-' * 9}|{'-' * 13}|")
     for label, t, c in (("parse only (orjson)", p, pc), ("loopcore analyse, end to end", e, ec)):
-        print(f"| {label:<28} | {t:>7.3f} | {c:>7.3f} | {len(files) / c:>8.1f} | {n_steps / c:>10,.0f} | "
-              f"{mb / c:>7.1f} | {c / pc:>10.2f}x |")
+        print(
+            f"| {label:<28} | {t:>7.3f} | {c:>7.3f} | {len(files) / c:>8.1f} | {n_steps / c:>10,.0f} | "
+            f"{mb / c:>7.1f} | {c / pc:>10.2f}x |"
+        )
     verdict = "PASS" if ratio <= BAR and ok else "FAIL"
     print()
     print(f"rates are per CPU second; wall-clock ratio {e / p:.2f}")

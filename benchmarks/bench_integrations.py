@@ -19,6 +19,7 @@ alternate between the variants so drift hits both, and the figure is the median 
 the mean time per call. Each row checks that the guarded and unguarded outputs are identical.
 Frameworks that are not installed are skipped with a note.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ from _env import environment  # noqa: E402  (benchmarks/_env.py)
 
 import loopcore  # noqa: E402
 
-ECHO_SERVER = textwrap.dedent(r'''
+ECHO_SERVER = textwrap.dedent(r"""
     import sys
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
@@ -44,7 +45,7 @@ ECHO_SERVER = textwrap.dedent(r'''
         j = line.index(b",", i)
         out.write(b'{"jsonrpc":"2.0","id":' + line[i:j] + b',"result":{"content":[{"type":"text","text":"ok"}],"isError":false}}\n')
         out.flush()
-''')
+""")
 
 
 def _rounds(variants: dict, rounds: int) -> dict:
@@ -58,18 +59,27 @@ def _rounds(variants: dict, rounds: int) -> dict:
 
 # -- MCP proxy ------------------------------------------------------------------------------
 
+
 def bench_mcp(calls: int, rounds: int) -> list[tuple]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(loopcore.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = (
+        os.path.dirname(os.path.dirname(loopcore.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
+    )
     server = [sys.executable, "-c", ECHO_SERVER]
     commands = {
         "direct": server,
-        "proxy, no guard": [sys.executable, "-c",
-                            "import sys; from loopcore.integrations.mcp_proxy import run; sys.exit(run(sys.argv[1:]))",
-                            *server],
+        "proxy, no guard": [
+            sys.executable,
+            "-c",
+            "import sys; from loopcore.integrations.mcp_proxy import run; sys.exit(run(sys.argv[1:]))",
+            *server,
+        ],
         "proxy + guard": [sys.executable, "-m", "loopcore", "mcp-proxy", "--quiet", "--", *server],
     }
-    procs = {k: subprocess.Popen(c, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) for k, c in commands.items()}
+    procs = {
+        k: subprocess.Popen(c, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        for k, c in commands.items()
+    }
     outputs: dict[str, list[bytes]] = {k: [] for k in commands}
     counter = {k: 0 for k in commands}
 
@@ -81,13 +91,16 @@ def bench_mcp(calls: int, rounds: int) -> list[tuple]:
             for _ in range(calls):
                 counter[name] += 1
                 n = counter[name]
-                p.stdin.write(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_file",'
-                              b'"arguments":{"path":"f%d.py"}}}\n' % (n, n))
+                p.stdin.write(
+                    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_file",'
+                    b'"arguments":{"path":"f%d.py"}}}\n' % (n, n)
+                )
                 p.stdin.flush()
                 line = p.stdout.readline()
                 if len(outputs[name]) < 50:
                     outputs[name].append(line)
             return (time.perf_counter() - t0) / calls
+
         return go
 
     for name in commands:  # warm-up: start-up, imports, first sight of the tool
@@ -115,10 +128,15 @@ def bench_mcp(calls: int, rounds: int) -> list[tuple]:
         def flush(self):
             pass
 
-    lines = [(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_file",'
-              b'"arguments":{"path":"g%d.py"}}}\n' % (n, n),
-              b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"ok"}],"isError":false}}\n' % n)
-             for n in range(calls * 5)]
+    lines = [
+        (
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_file",'
+            b'"arguments":{"path":"g%d.py"}}}\n' % (n, n),
+            b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"ok"}],"isError":false}}\n'
+            % n,
+        )
+        for n in range(calls * 5)
+    ]
     sink = Sink()
 
     def pump(proxy):
@@ -134,19 +152,32 @@ def bench_mcp(calls: int, rounds: int) -> list[tuple]:
         plain = MCPProxy(["unused"], None, client_out=sink)
         guarded = MCPProxy(["unused"], loopcore.Guard(), client_out=sink)
         out = pump(guarded) - pump(plain)
-        unchanged.append(guarded.blocked == guarded.warned == 0 and not guarded._open and not plain._open)
+        unchanged.append(
+            guarded.blocked == guarded.warned == 0 and not guarded._open and not plain._open
+        )
         return out
 
     own = statistics.median(isolated() for _ in range(rounds))
     return [
         ("mcp round trip, direct", med["direct"], None, same),
         ("mcp round trip, proxy without guard", med["proxy, no guard"], None, same),
-        ("mcp round trip, proxy + guard", med["proxy + guard"], f"end to end {added * 1e3:+.3f} ms (noise-bound)", same),
-        ("mcp: the guard's own time per round trip", own, f"{own * 1e3:.4f} ms (bar <= 0.2 ms)", all(unchanged)),
+        (
+            "mcp round trip, proxy + guard",
+            med["proxy + guard"],
+            f"end to end {added * 1e3:+.3f} ms (noise-bound)",
+            same,
+        ),
+        (
+            "mcp: the guard's own time per round trip",
+            own,
+            f"{own * 1e3:.4f} ms (bar <= 0.2 ms)",
+            all(unchanged),
+        ),
     ]
 
 
 # -- LangChain / LangGraph ------------------------------------------------------------------
+
 
 def bench_langchain(calls: int, rounds: int) -> list[tuple]:
     from langchain_core.messages import AIMessage, ToolMessage
@@ -169,8 +200,11 @@ def bench_langchain(calls: int, rounds: int) -> list[tuple]:
         return g.compile()
 
     mw = LoopGuardMiddleware(policy=loopcore.Policy.default(), session="bench", telemetry=False)
-    graphs = {"plain": graph(), "noop": graph(wrap_tool_call=lambda request, handler: handler(request)),
-              "guarded": graph(wrap_tool_call=mw.wrap_tool_call)}
+    graphs = {
+        "plain": graph(),
+        "noop": graph(wrap_tool_call=lambda request, handler: handler(request)),
+        "guarded": graph(wrap_tool_call=mw.wrap_tool_call),
+    }
     outs: dict[str, list] = {k: [] for k in graphs}
     counter = {k: 0 for k in graphs}
 
@@ -182,11 +216,15 @@ def bench_langchain(calls: int, rounds: int) -> list[tuple]:
             for _ in range(calls):
                 counter[name] += 1
                 n = counter[name]
-                ai = AIMessage(content="", tool_calls=[{"name": "read_file", "args": {"path": f"f{n}.py"}, "id": f"c{n}"}])
+                ai = AIMessage(
+                    content="",
+                    tool_calls=[{"name": "read_file", "args": {"path": f"f{n}.py"}, "id": f"c{n}"}],
+                )
                 out = g.invoke({"messages": [ai]})
                 if len(outs[name]) < 20:
                     outs[name].append(out["messages"][-1].content)
             return (time.perf_counter() - t0) / calls
+
         return go
 
     for name in graphs:
@@ -227,13 +265,23 @@ def bench_langchain(calls: int, rounds: int) -> list[tuple]:
     return [
         ("langchain ToolNode call, no middleware", med["plain"], None, same),
         ("langchain ToolNode call, pass-through wrapper", med["noop"], None, same),
-        ("langchain ToolNode call + LoopGuardMiddleware", med["guarded"],
-         f"end to end {(med['guarded'] - med['plain']) / med['plain'] * 100:+.1f}% (noise-bound)", same),
-        ("langchain: the middleware's own time per call", added, f"{pct:.2f}% of the framework's call (bar <= 5%)", all(allowed)),
+        (
+            "langchain ToolNode call + LoopGuardMiddleware",
+            med["guarded"],
+            f"end to end {(med['guarded'] - med['plain']) / med['plain'] * 100:+.1f}% (noise-bound)",
+            same,
+        ),
+        (
+            "langchain: the middleware's own time per call",
+            added,
+            f"{pct:.2f}% of the framework's call (bar <= 5%)",
+            all(allowed),
+        ),
     ]
 
 
 # -- OpenAI Agents SDK ----------------------------------------------------------------------
+
 
 def bench_openai_agents(calls: int, rounds: int) -> list[tuple]:
     from agents import Agent, RunConfig, Runner, function_tool
@@ -244,12 +292,17 @@ def bench_openai_agents(calls: int, rounds: int) -> list[tuple]:
     g = LoopGuardrails(policy=loopcore.Policy.default(), session="bench", telemetry=False)
 
     def make(guarded):
-        kw = {"tool_input_guardrails": [g.input], "tool_output_guardrails": [g.output]} if guarded else {}
+        kw = (
+            {"tool_input_guardrails": [g.input], "tool_output_guardrails": [g.output]}
+            if guarded
+            else {}
+        )
 
         @function_tool(**kw)
         def read_file(path: str) -> str:
             """Read a file."""
             return f"contents of {path}"
+
         return read_file
 
     tools = {"plain": make(False), "guarded": make(True)}
@@ -262,9 +315,15 @@ def bench_openai_agents(calls: int, rounds: int) -> list[tuple]:
             for _ in range(calls):
                 counter[name] += 1
                 n = counter[name]
-                model = ScriptedModel([[function_call("read_file", {"path": f"f{n}.py"}, call_id=f"c{n}")],
-                                       [assistant_message("done")]])
-                res = await Runner.run(Agent(name="b", model=model, tools=[tools[name]]), "go", run_config=conf)
+                model = ScriptedModel(
+                    [
+                        [function_call("read_file", {"path": f"f{n}.py"}, call_id=f"c{n}")],
+                        [assistant_message("done")],
+                    ]
+                )
+                res = await Runner.run(
+                    Agent(name="b", model=model, tools=[tools[name]]), "go", run_config=conf
+                )
                 if len(outs[name]) < 20:
                     outs[name].append(res.final_output)
 
@@ -272,6 +331,7 @@ def bench_openai_agents(calls: int, rounds: int) -> list[tuple]:
             t0 = time.perf_counter()
             asyncio.run(many())
             return (time.perf_counter() - t0) / calls
+
         return go
 
     for name in tools:
@@ -282,9 +342,18 @@ def bench_openai_agents(calls: int, rounds: int) -> list[tuple]:
 
     from types import SimpleNamespace
 
-    data = [SimpleNamespace(context=SimpleNamespace(tool_name="read_file", tool_arguments='{"path": "g%d.py"}' % n,
-                                                    tool_call_id=f"g{n}", run_config=None), output="contents")
-            for n in range(calls * 50)]
+    data = [
+        SimpleNamespace(
+            context=SimpleNamespace(
+                tool_name="read_file",
+                tool_arguments='{"path": "g%d.py"}' % n,
+                tool_call_id=f"g{n}",
+                run_config=None,
+            ),
+            output="contents",
+        )
+        for n in range(calls * 50)
+    ]
     allowed = []
 
     def isolated():
@@ -298,13 +367,23 @@ def bench_openai_agents(calls: int, rounds: int) -> list[tuple]:
     own = statistics.median(isolated() for _ in range(rounds))
     return [
         ("openai-agents run (1 tool call), no guardrails", med["plain"], None, same),
-        ("openai-agents run (1 tool call) + LoopGuardrails", med["guarded"], f"end to end {pct:+.1f}% (noise-bound)", same),
-        ("openai-agents: the guardrails' own time per call", own,
-         f"{own / med['plain'] * 100:.2f}% of the run", all(allowed)),
+        (
+            "openai-agents run (1 tool call) + LoopGuardrails",
+            med["guarded"],
+            f"end to end {pct:+.1f}% (noise-bound)",
+            same,
+        ),
+        (
+            "openai-agents: the guardrails' own time per call",
+            own,
+            f"{own / med['plain'] * 100:.2f}% of the run",
+            all(allowed),
+        ),
     ]
 
 
 # -- pydantic-ai ----------------------------------------------------------------------------
+
 
 def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
     from pydantic_ai import Agent
@@ -320,7 +399,10 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
             if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
                 return ModelResponse(parts=[TextPart("done")])
             counter[name] += 1
-            return ModelResponse(parts=[ToolCallPart("read_file", {"path": f"f{counter[name]}.py"})])
+            return ModelResponse(
+                parts=[ToolCallPart("read_file", {"path": f"f{counter[name]}.py"})]
+            )
+
         return FunctionModel(respond)
 
     def make(name, caps):
@@ -330,6 +412,7 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
         def read_file(path: str) -> str:
             """Read a file."""
             return f"contents of {path}"
+
         return agent
 
     from pydantic_ai.capabilities import AbstractCapability
@@ -344,8 +427,14 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
             return result
 
     counter["noop"] = 0
-    agents = {"plain": make("plain", []), "noop": make("noop", [PassThrough()]),
-              "guarded": make("guarded", [LoopGuard(policy=loopcore.Policy.default(), session="bench", telemetry=False)])}
+    agents = {
+        "plain": make("plain", []),
+        "noop": make("noop", [PassThrough()]),
+        "guarded": make(
+            "guarded",
+            [LoopGuard(policy=loopcore.Policy.default(), session="bench", telemetry=False)],
+        ),
+    }
     outs: dict[str, list] = {k: [] for k in agents}
 
     def runner(name):
@@ -356,6 +445,7 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
                 if len(outs[name]) < 20:
                     outs[name].append(res.output)
             return (time.perf_counter() - t0) / calls
+
         return go
 
     for name in agents:
@@ -367,8 +457,13 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
     from types import SimpleNamespace
 
     ctx = SimpleNamespace(run_id="iso")
-    parts = [(ToolCallPart("read_file", {"path": f"g{n}.py"}, tool_call_id=f"g{n}"), {"path": f"g{n}.py"})
-             for n in range(calls * 50)]
+    parts = [
+        (
+            ToolCallPart("read_file", {"path": f"g{n}.py"}, tool_call_id=f"g{n}"),
+            {"path": f"g{n}.py"},
+        )
+        for n in range(calls * 50)
+    ]
     allowed = []
 
     def isolated():
@@ -378,12 +473,17 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
             out = []
             for call, a in parts:
                 a = await cap.before_tool_execute(ctx, call=call, tool_def=None, args=a)
-                out.append(await cap.after_tool_execute(ctx, call=call, tool_def=None, args=a, result="contents"))
+                out.append(
+                    await cap.after_tool_execute(
+                        ctx, call=call, tool_def=None, args=a, result="contents"
+                    )
+                )
             return out
 
         async def floor():  # the same awaits of do-nothing coroutines
             async def noop(x):
                 return x
+
             return [await noop(await noop(a)) for _call, a in parts]
 
         t0 = time.perf_counter()
@@ -399,30 +499,54 @@ def bench_pydantic_ai(calls: int, rounds: int) -> list[tuple]:
     return [
         ("pydantic-ai run (1 tool call), no capability", med["plain"], None, same),
         ("pydantic-ai run (1 tool call), pass-through hooks", med["noop"], None, same),
-        ("pydantic-ai run (1 tool call) + LoopGuard", med["guarded"], f"end to end {pct:+.1f}% (noise-bound)", same),
-        ("pydantic-ai: the capability's own time per call", own, f"{own / med['plain'] * 100:.2f}% of the run",
-         all(allowed)),
+        (
+            "pydantic-ai run (1 tool call) + LoopGuard",
+            med["guarded"],
+            f"end to end {pct:+.1f}% (noise-bound)",
+            same,
+        ),
+        (
+            "pydantic-ai: the capability's own time per call",
+            own,
+            f"{own / med['plain'] * 100:.2f}% of the run",
+            all(allowed),
+        ),
     ]
 
 
-BENCHES = {"mcp": (bench_mcp, 1.0), "langchain": (bench_langchain, 0.25),
-           "openai-agents": (bench_openai_agents, 0.1), "pydantic-ai": (bench_pydantic_ai, 0.1)}
+BENCHES = {
+    "mcp": (bench_mcp, 1.0),
+    "langchain": (bench_langchain, 0.25),
+    "openai-agents": (bench_openai_agents, 0.1),
+    "pydantic-ai": (bench_pydantic_ai, 0.1),
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=2000, help="calls per round for the MCP proxy (the frameworks scale it down)")
+    ap.add_argument(
+        "--calls",
+        type=int,
+        default=2000,
+        help="calls per round for the MCP proxy (the frameworks scale it down)",
+    )
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", default=",".join(BENCHES), help="comma-separated: " + ", ".join(BENCHES))
+    ap.add_argument(
+        "--only", default=",".join(BENCHES), help="comma-separated: " + ", ".join(BENCHES)
+    )
     args = ap.parse_args()
     logging.getLogger("loopcore").addHandler(logging.NullHandler())
     print(environment("python benchmarks/bench_integrations.py " + " ".join(sys.argv[1:])))
-    print(f"loopcore {loopcore.__version__}, core: {loopcore.implementation()}, rounds: {args.rounds}\n")
+    print(
+        f"loopcore {loopcore.__version__}, core: {loopcore.implementation()}, rounds: {args.rounds}\n"
+    )
     print(f"{'path':<50} {'per call':>11}  {'correct':>7}  note")
     for name in args.only.split(","):
         fn, scale = BENCHES[name.strip()]
         try:
-            rows = fn(max(20, int(args.calls * scale)), args.rounds if name == "mcp" else args.rounds * 3)
+            rows = fn(
+                max(20, int(args.calls * scale)), args.rounds if name == "mcp" else args.rounds * 3
+            )
         except ImportError as exc:
             print(f"{name:<50} {'skipped':>11}  {'':>7}  not installed ({exc.name})")
             continue

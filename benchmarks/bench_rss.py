@@ -10,6 +10,7 @@ RSS (from /proc/self/statm) is sampled after a warm-up tenth and at the end; "gr
 difference. Flat memory means growth near zero whatever the counts; tests/test_hostile_rss.py
 runs this with small counts and a generous bound.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,23 +46,42 @@ def guard_loop(calls: int, impl: str, max_sessions: int) -> dict:
         tool = tools[i % 5]
         args = {"path": f"src/f{i % 37}.py", "n": i % 11}
         g.check(s, tool, args)
-        g.record(s, tool, args, {"ok": True, "messageId": f"m{i}", "out": "x" * (i % 50)}, tokens=100)
+        g.record(
+            s, tool, args, {"ok": True, "messageId": f"m{i}", "out": "x" * (i % 50)}, tokens=100
+        )
         if i + 1 == warm:
             gc.collect()
             base = rss_mb()
     gc.collect()
     end = rss_mb()
-    return {"what": "guard", "impl": impl, "calls": pairs * 2, "sessions_created": pairs // 25 + 1,
-            "live_sessions": len(g._table), "rss_warm_mb": round(base, 1), "rss_end_mb": round(end, 1),
-            "growth_mb": round(end - base, 1)}
+    return {
+        "what": "guard",
+        "impl": impl,
+        "calls": pairs * 2,
+        "sessions_created": pairs // 25 + 1,
+        "live_sessions": len(g._table),
+        "rss_warm_mb": round(base, 1),
+        "rss_end_mb": round(end, 1),
+        "growth_mb": round(end - base, 1),
+    }
 
 
 def trace_of(n: int, k: int) -> Trace:
     steps = []
     for i in range(n):
         kind = ("observe", "mutate", "exec")[i % 3]
-        steps.append(Step(f"t{k}", i // 10, kind, "read_file" if kind == "observe" else "edit",
-                          f"f{i % 29}.py", {"path": f"f{i % 29}.py", "k": k}, f"body {i % 7}", tokens_in=100))
+        steps.append(
+            Step(
+                f"t{k}",
+                i // 10,
+                kind,
+                "read_file" if kind == "observe" else "edit",
+                f"f{i % 29}.py",
+                {"path": f"f{i % 29}.py", "k": k},
+                f"body {i % 7}",
+                tokens_in=100,
+            )
+        )
     return Trace(steps, session=f"t{k}")
 
 
@@ -79,8 +99,14 @@ def encoded_loop(steps: int, impl: str) -> dict:
             base = rss_mb()
     gc.collect()
     end = rss_mb()
-    return {"what": "encoded", "impl": impl, "steps": rounds * per, "rss_warm_mb": round(base, 1),
-            "rss_end_mb": round(end, 1), "growth_mb": round(end - base, 1)}
+    return {
+        "what": "encoded",
+        "impl": impl,
+        "steps": rounds * per,
+        "rss_warm_mb": round(base, 1),
+        "rss_end_mb": round(end, 1),
+        "growth_mb": round(end - base, 1),
+    }
 
 
 def main() -> None:
@@ -91,7 +117,10 @@ def main() -> None:
     ap.add_argument("--max-sessions", type=int, default=1000)
     ap.add_argument("--json", action="store_true", help="one JSON object per loop on stdout")
     args = ap.parse_args()
-    for res in (guard_loop(args.calls, args.impl, args.max_sessions), encoded_loop(args.steps, args.impl)):
+    for res in (
+        guard_loop(args.calls, args.impl, args.max_sessions),
+        encoded_loop(args.steps, args.impl),
+    ):
         if args.json:
             print(json.dumps(res), flush=True)
         else:

@@ -13,6 +13,7 @@ answer does not count). DESIGN.md sets no bar of its own for the classifier: it
 serves the ingest bar (benchmarks/bench_ingest.py). Exit code 0 = identical answers, 1 = answers
 differ, 2 = no traces or no compiled core.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,18 +91,26 @@ def main(argv=None) -> int:
     us = {impl: statistics.median(r) / len(commands) * 1e6 for impl, r in runs.items()}
     ratio = statistics.median(p / c for p, c in zip(runs["py"], runs["c"]))
 
-    print(f"loopcore shell classifier benchmark: {len(commands)} distinct commands "
-          f"({chars / len(commands):.0f} characters on average) from {opts.traces}")
+    print(
+        f"loopcore shell classifier benchmark: {len(commands)} distinct commands "
+        f"({chars / len(commands):.0f} characters on average) from {opts.traces}"
+    )
     print("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
-    print(f"Python {platform.python_version()} ({platform.python_implementation()}), CPU: {cpu_model()}")
+    print(
+        f"Python {platform.python_version()} ({platform.python_implementation()}), CPU: {cpu_model()}"
+    )
     print(f"command: {sys.executable} {' '.join(sys.argv)}")
     if hasattr(os, "getloadavg"):
-        print(f"load average at the end (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(
+            f"load average at the end (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        )
     print(f"median of {opts.repeats} alternating runs per twin, uncached, thread CPU time:")
     print(f"  pure twin      {us['py']:8.2f} us/command")
     print(f"  compiled twin  {us['c']:8.2f} us/command")
     print(f"  ratio          {ratio:8.1f}x   (no bar of its own: it serves bench_ingest.py's)")
-    print(f"  answers        {'identical' if not differ else f'{differ} DIFFER'} on all {len(commands)} commands")
+    print(
+        f"  answers        {'identical' if not differ else f'{differ} DIFFER'} on all {len(commands)} commands"
+    )
     return 1 if differ else 0
 
 

@@ -26,6 +26,7 @@ corpus files; with ``--full``, the whole 10 M-step report equals the in-memory o
 Bar (docs/store.md): >= 10 M steps/s end to end on a 10 M-step store, reading included.
 Exit status 0 when the bar and every check pass, 1 otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _env import environment  # noqa: E402  (benchmarks/_env.py)
 
-from loopcore import implementation, load  # noqa: E402
-from loopcore import store  # noqa: E402
+from loopcore import (  # noqa: E402
+    implementation,
+    load,
+    store,  # noqa: E402
+)
 from loopcore.encoded import EncodedTrace, analyse_encoded, encode  # noqa: E402
 from loopcore.report import collect  # noqa: E402
 
@@ -53,8 +57,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _template(work: str, steps: int):
     corpus = os.path.join(work, "corpus")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_corpus.py"), corpus, "--steps", str(steps)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "tools", "make_corpus.py"),
+            corpus,
+            "--steps",
+            str(steps),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     traces = list(load([corpus]))
     sources = [t.source or corpus for t in traces]
     enc = encode(traces)
@@ -68,7 +81,9 @@ def _tile(enc, meta, refs, raw, copies: int, tag: str):
 
     big = EncodedTrace.concat([enc] * copies)
     meta_big = {
-        "session": [None if s is None else f"{s}~{tag}{c}" for c in range(copies) for s in meta["session"]],
+        "session": [
+            None if s is None else f"{s}~{tag}{c}" for c in range(copies) for s in meta["session"]
+        ],
         "source": [s for _ in range(copies) for s in meta["source"]],
         "format": [f for _ in range(copies) for f in meta["format"]],
     }
@@ -90,10 +105,31 @@ def _write(root: str, parts_data) -> None:
     for enc, meta, refs, raw in parts_data:
         res = analyse_encoded(enc)
         reports = [t.report for t in store.analyse_columns(enc, meta, store._Side(refs, raw))]
-        parts.append(store.write_encoded(root, enc, meta, reports, refs=refs, target_raw=raw, run=run, date=date,
-                                         part=len(parts), analysis=res))
-    fake = type("R", (), {"inputs": ["<tiled template>"], "example": False, "files": 0, "skipped": [],
-                          "ignored": []})()
+        parts.append(
+            store.write_encoded(
+                root,
+                enc,
+                meta,
+                reports,
+                refs=refs,
+                target_raw=raw,
+                run=run,
+                date=date,
+                part=len(parts),
+                analysis=res,
+            )
+        )
+    fake = type(
+        "R",
+        (),
+        {
+            "inputs": ["<tiled template>"],
+            "example": False,
+            "files": 0,
+            "skipped": [],
+            "ignored": [],
+        },
+    )()
     store._write_run(root, run, date, now, parts, fake, None)
 
 
@@ -106,10 +142,19 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=10_000_000)
     ap.add_argument("--template", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--dir", default=None, help="where to build the store (default: a temporary folder)")
-    ap.add_argument("--full", action="store_true", help="also time the whole report (every Finding built)")
+    ap.add_argument(
+        "--dir", default=None, help="where to build the store (default: a temporary folder)"
+    )
+    ap.add_argument(
+        "--full", action="store_true", help="also time the whole report (every Finding built)"
+    )
     args = ap.parse_args(argv)
-    print(environment("python benchmarks/bench_store.py " + " ".join(argv if argv is not None else sys.argv[1:])))
+    print(
+        environment(
+            "python benchmarks/bench_store.py "
+            + " ".join(argv if argv is not None else sys.argv[1:])
+        )
+    )
     print(f"implementation: {implementation()}")
     work = args.dir or tempfile.mkdtemp(prefix="loopcore-bench-store-")
     ok = True
@@ -117,8 +162,10 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         corpus, traces, sources, enc, refs, raw = _template(work, args.template)
         meta = store.trace_meta(traces, sources)
-        print(f"template: {len(enc):,} steps in {enc.n_traces:,} traces from tools/make_corpus.py, "
-              f"loaded and encoded in {time.perf_counter() - t0:.1f}s")
+        print(
+            f"template: {len(enc):,} steps in {enc.n_traces:,} traces from tools/make_corpus.py, "
+            f"loaded and encoded in {time.perf_counter() - t0:.1f}s"
+        )
 
         # the template through a store equals the template analysed in memory and `collect`
         small = os.path.join(work, "template-store")
@@ -127,8 +174,11 @@ def main(argv=None) -> int:
         mem = store.analyse_columns(enc, meta, store._Side(refs, raw))
         stored = store.analyse_store(small)
         ref_report = collect([corpus])
-        same_small = ([t.to_dict() for t in stored.traces] == [t.to_dict() for t in mem]
-                      == [t.to_dict() for t in ref_report.traces])
+        same_small = (
+            [t.to_dict() for t in stored.traces]
+            == [t.to_dict() for t in mem]
+            == [t.to_dict() for t in ref_report.traces]
+        )
         print(f"check: template store report == in-memory columns == collect(): {same_small}")
         ok &= same_small
 
@@ -141,9 +191,11 @@ def main(argv=None) -> int:
         _write(root, parts_data)
         t_write = time.perf_counter() - t0
         n = sum(len(p[0]) for p in parts_data)
-        print(f"store: {n:,} steps in {sum(p[0].n_traces for p in parts_data):,} traces, {n_parts} parts, "
-              f"{_dir_size(root) / 1e6:.0f} MB on disk, written in {t_write:.1f}s "
-              f"({n / t_write / 1e6:.2f} M steps/s, findings and summaries included)")
+        print(
+            f"store: {n:,} steps in {sum(p[0].n_traces for p in parts_data):,} traces, {n_parts} parts, "
+            f"{_dir_size(root) / 1e6:.0f} MB on disk, written in {t_write:.1f}s "
+            f"({n / t_write / 1e6:.2f} M steps/s, findings and summaries included)"
+        )
 
         mem = [analyse_encoded(p[0]) for p in parts_data]
         mem_total = sum(int(r.total_tokens.sum()) for r in mem)
@@ -157,21 +209,32 @@ def main(argv=None) -> int:
             tot = store.reanalyse_totals(root)
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
-        same = (tot.steps == n and tot.total_tokens == mem_total and tot.wasted_tokens == int(mem_wasted.sum())
-                and np.array_equal(tot.trace_wasted_tokens, mem_wasted)
-                and np.array_equal(tot.by_kind_steps, mem_by_kind) and tot.charged_steps == mem_charged)
+        same = (
+            tot.steps == n
+            and tot.total_tokens == mem_total
+            and tot.wasted_tokens == int(mem_wasted.sum())
+            and np.array_equal(tot.trace_wasted_tokens, mem_wasted)
+            and np.array_equal(tot.by_kind_steps, mem_by_kind)
+            and tot.charged_steps == mem_charged
+        )
         ok &= same
         med = statistics.median(times)
         rate = n / med
-        print(f"re-analysis (read + kernels, per-trace totals): median {med:.3f}s of {args.runs} "
-              f"(runs: {', '.join(f'{t:.3f}' for t in times)}) = {rate / 1e6:.1f} M steps/s; "
-              f"bar >= {BAR / 1e6:.0f} M steps/s: {'PASS' if rate >= BAR else 'FAIL'} ({rate / BAR:.2f}x)")
-        print(f"check: totals read back == kernel on the same columns in memory: {same} "
-              f"({tot.charged_steps:,} charged steps, {tot.wasted_tokens:,} of {tot.total_tokens:,} tokens wasted)")
+        print(
+            f"re-analysis (read + kernels, per-trace totals): median {med:.3f}s of {args.runs} "
+            f"(runs: {', '.join(f'{t:.3f}' for t in times)}) = {rate / 1e6:.1f} M steps/s; "
+            f"bar >= {BAR / 1e6:.0f} M steps/s: {'PASS' if rate >= BAR else 'FAIL'} ({rate / BAR:.2f}x)"
+        )
+        print(
+            f"check: totals read back == kernel on the same columns in memory: {same} "
+            f"({tot.charged_steps:,} charged steps, {tot.wasted_tokens:,} of {tot.total_tokens:,} tokens wasted)"
+        )
         cmed = statistics.median(cpu)
-        print(f"  CPU time of this process (all its threads): median {cmed:.3f}s = {n / cmed / 1e6:.1f} M steps/s "
-              f"per CPU-second; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
-              "(wall time above includes waiting for a core)")
+        print(
+            f"  CPU time of this process (all its threads): median {cmed:.3f}s = {n / cmed / 1e6:.1f} M steps/s "
+            f"per CPU-second; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+            "(wall time above includes waiting for a core)"
+        )
         ok &= rate >= BAR
         t_read = t_kernel = 0.0
         for r, p in store._iter_parts(root):
@@ -181,15 +244,23 @@ def main(argv=None) -> int:
             analyse_encoded(e)
             t_read, t_kernel = t_read + t1 - t0, t_kernel + time.perf_counter() - t1
             del e
-        print(f"  one part after another, no overlap: reading {t_read:.3f}s ({n / t_read / 1e6:.1f} M steps/s), "
-              f"kernels {t_kernel:.3f}s ({n / t_kernel / 1e6:.1f} M steps/s)")
+        print(
+            f"  one part after another, no overlap: reading {t_read:.3f}s ({n / t_read / 1e6:.1f} M steps/s), "
+            f"kernels {t_kernel:.3f}s ({n / t_kernel / 1e6:.1f} M steps/s)"
+        )
         if args.full:
             t0 = time.perf_counter()
             full = store.analyse_store(root)
             t_full = time.perf_counter() - t0
-            print(f"whole report (every Finding built): {t_full:.2f}s = {n / t_full / 1e6:.2f} M steps/s, "
-                  f"{sum(len(t.report.findings) for t in full.traces):,} findings")
-            mem_full = [t for e, m, r, w in parts_data for t in store.analyse_columns(e, m, store._Side(r, w))]
+            print(
+                f"whole report (every Finding built): {t_full:.2f}s = {n / t_full / 1e6:.2f} M steps/s, "
+                f"{sum(len(t.report.findings) for t in full.traces):,} findings"
+            )
+            mem_full = [
+                t
+                for e, m, r, w in parts_data
+                for t in store.analyse_columns(e, m, store._Side(r, w))
+            ]
             same_full = [t.to_dict() for t in full.traces] == [t.to_dict() for t in mem_full]
             print(f"check: whole stored report == in-memory columns: {same_full}")
             ok &= same_full

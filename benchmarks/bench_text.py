@@ -11,6 +11,7 @@ figure is the median over rounds of CPU time (``time.thread_time``). Both twins'
 compared first. The bar: >= 200 MB/s streamed on the compiled side. Exit code 0 = answers agree
 (and the bar holds), 1 = they differ, 2 = no compiled core, 3 = below the bar.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,11 @@ from _env import environment  # noqa: E402  (benchmarks/_env.py)
 from loopcore import _native_flag  # noqa: E402
 
 BAR_MB_S = 200.0
-WORDS = ("the of and to in is that for it as with was on be by this are or from at an not have "
-         "function value return file test error module class config cache request result build "
-         "should could would check update because however therefore next first then").split()
+WORDS = (
+    "the of and to in is that for it as with was on be by this are or from at an not have "
+    "function value return file test error module class config cache request result build "
+    "should could would check update because however therefore next first then"
+).split()
 
 
 def reply_text(n_bytes: int, seed: int = 7) -> str:
@@ -38,7 +41,9 @@ def reply_text(n_bytes: int, seed: int = 7) -> str:
     while size < n_bytes:
         kind = rnd.random()
         if kind < 0.70:
-            line = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 24))).capitalize() + ".\n"
+            line = (
+                " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(6, 24))).capitalize() + ".\n"
+            )
         elif kind < 0.80:
             line = "- " + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 10))) + "\n"
         elif kind < 0.84:
@@ -46,8 +51,10 @@ def reply_text(n_bytes: int, seed: int = 7) -> str:
         elif kind < 0.88:
             line = "| " + " | ".join(rnd.choice(WORDS) for _ in range(4)) + " |\n"
         else:
-            body = "".join(f"    x_{rnd.randint(0, 999)} = f(x_{rnd.randint(0, 999)})\n"
-                           for _ in range(rnd.randint(2, 8)))
+            body = "".join(
+                f"    x_{rnd.randint(0, 999)} = f(x_{rnd.randint(0, 999)})\n"
+                for _ in range(rnd.randint(2, 8))
+            )
             line = "```python\n" + body + "```\n"
         out.append(line)
         size += len(line)
@@ -55,7 +62,7 @@ def reply_text(n_bytes: int, seed: int = 7) -> str:
 
 
 def chunks_of(text: str, n: int) -> list[str]:
-    return [text[i:i + n] for i in range(0, len(text), n)]
+    return [text[i : i + n] for i in range(0, len(text), n)]
 
 
 def stream(tl, chunks) -> bool:
@@ -69,7 +76,9 @@ def stream(tl, chunks) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=8.0, help="MB of text (default 8)")
-    ap.add_argument("--chunk", type=int, default=64, help="characters per streamed chunk (default 64)")
+    ap.add_argument(
+        "--chunk", type=int, default=64, help="characters per streamed chunk (default 64)"
+    )
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     print(environment("python benchmarks/bench_text.py " + " ".join(argv or sys.argv[1:])))
@@ -86,10 +95,13 @@ def main(argv=None) -> int:
     loop_chunks = chunks_of(loop_reply, args.chunk)
 
     # correctness first: same answers on the same input
-    ok = (stream(C, small) == stream(P, small)
-          and C.repeated_spans(text[: len(text) // 8]) == P.repeated_spans(text[: len(text) // 8])
-          and stream(C, loop_chunks) is True and stream(P, loop_chunks) is True
-          and C.repeated_spans(loop_reply) == P.repeated_spans(loop_reply) != [])
+    ok = (
+        stream(C, small) == stream(P, small)
+        and C.repeated_spans(text[: len(text) // 8]) == P.repeated_spans(text[: len(text) // 8])
+        and stream(C, loop_chunks) is True
+        and stream(P, loop_chunks) is True
+        and C.repeated_spans(loop_reply) == P.repeated_spans(loop_reply) != []
+    )
     det_c, det_p = C.TextLoopDetector(), P.TextLoopDetector()
     for c in loop_chunks:
         if det_c.feed(c):
@@ -124,8 +136,10 @@ def main(argv=None) -> int:
         c, p = med[f"{case} c"], med[f"{case} py"]
         print(f"| {case} | {c:,.0f} | {p:,.1f} | {c / p:,.0f}x |")
     bar = med["stream c"] >= BAR_MB_S
-    print(f"\nbar: streamed >= {BAR_MB_S:.0f} MB/s compiled: {'met' if bar else 'NOT met'} "
-          f"({med['stream c']:,.0f} MB/s)")
+    print(
+        f"\nbar: streamed >= {BAR_MB_S:.0f} MB/s compiled: {'met' if bar else 'NOT met'} "
+        f"({med['stream c']:,.0f} MB/s)"
+    )
     return 0 if bar else 3
 
 

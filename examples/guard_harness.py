@@ -7,6 +7,7 @@ fresh message id (the duplicate-message incident), and polling a stuck process. 
 plain Python functions; ``guard.wrap`` checks each call before it runs and records its outcome
 after, so the model sees warnings appended to tool output and blocks instead of results.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -19,13 +20,19 @@ _ids = itertools.count(1000)
 
 # -- the tools: ordinary functions --------------------------------------------------------------
 
+
 def read_file(path: str) -> str:
     return f"<contents of {path}>"
 
 
 def run_tests() -> dict:
-    return {"status": "completed", "exitCode": 1, "aggregated": "1 failed: test_tz_offset",
-            "durationMs": 812 + next(_ids) % 50, "pid": next(_ids)}
+    return {
+        "status": "completed",
+        "exitCode": 1,
+        "aggregated": "1 failed: test_tz_offset",
+        "durationMs": 812 + next(_ids) % 50,
+        "pid": next(_ids),
+    }
 
 
 def todo_write(todos: list) -> str:
@@ -35,7 +42,12 @@ def todo_write(todos: list) -> str:
 def message(action: str, to: str, text: str) -> dict:
     # every send returns a fresh id and timestamp: exactly what defeated naive result hashing
     mid = next(_ids)
-    return {"ok": True, "messageId": f"msg-{mid}", "ts": 1_700_000_000 + mid, "route": {"id": "dm-7"}}
+    return {
+        "ok": True,
+        "messageId": f"msg-{mid}",
+        "ts": 1_700_000_000 + mid,
+        "route": {"id": "dm-7"},
+    }
 
 
 def process(action: str, id: int) -> dict:
@@ -43,6 +55,7 @@ def process(action: str, id: int) -> dict:
 
 
 # -- the scripted model -------------------------------------------------------------------------
+
 
 def scripted_model():
     """Yields (tool, kwargs) the way a looping model would issue them."""
@@ -53,7 +66,10 @@ def scripted_model():
             yield "todo_write", {"todos": [f"fix tz offset (turn {turn}, rev {k})", "run tests"]}
         yield "read_file", {"path": f"src/util{turn}.ts"}
     for _ in range(22):
-        yield "message", {"action": "send", "to": "user", "text": "Still working on the time-zone fix!"}
+        yield (
+            "message",
+            {"action": "send", "to": "user", "text": "Still working on the time-zone fix!"},
+        )
     for _ in range(21):
         yield "process", {"action": "poll", "id": 4}
 
@@ -62,8 +78,10 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="  [log] %(levelname)s %(message)s")
     events = []
     guard = loopcore.Guard(loopcore.Policy.default(), on_event=events.append)
-    tools = {fn.__name__: guard.wrap(fn, session="demo-session")
-             for fn in (read_file, run_tests, todo_write, message, process)}
+    tools = {
+        fn.__name__: guard.wrap(fn, session="demo-session")
+        for fn in (read_file, run_tests, todo_write, message, process)
+    }
 
     blocked = 0
     for step, (name, kwargs) in enumerate(scripted_model()):
@@ -74,8 +92,10 @@ def main() -> None:
         if len(events) > seen:  # whenever the guard speaks up, print what it tells the model
             print(f"step {step:3d} {name:10s} -> {events[-1]['message']}")
     print()
-    print(f"{len(events)} doom_loop_detected events, {blocked} of {step + 1} calls blocked, "
-          f"engine: {guard.implementation}")
+    print(
+        f"{len(events)} doom_loop_detected events, {blocked} of {step + 1} calls blocked, "
+        f"engine: {guard.implementation}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ behind ``loopcore mcp-proxy --policy cline`` and calls the same tool again and a
 stuck model does. The proxy warns at the 3rd identical call (appended to the result) and
 answers from the 5th on with ``isError: true`` itself: the server never sees those calls.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,17 @@ async def client() -> None:
 
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "loopcore", "mcp-proxy", "--policy", "cline", "--", sys.executable, __file__, "--server"],
+        args=[
+            "-m",
+            "loopcore",
+            "mcp-proxy",
+            "--policy",
+            "cline",
+            "--",
+            sys.executable,
+            __file__,
+            "--server",
+        ],
         # The SDK starts servers with a minimal environment; keep a checkout's PYTHONPATH.
         env={"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None,
     )

@@ -4,6 +4,7 @@ Needs ``pip install 'loopcore[openai-agents]'``. The SDK's own ScriptedModel sta
 LLM (no network, no key): it asks for the same function call seven times. With a real model,
 drop ``model=`` (and set OPENAI_API_KEY); the guardrails stay as they are.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,11 +25,18 @@ def read_file(path: str) -> str:
     return f"contents of {path}"
 
 
-model = ScriptedModel([[function_call("read_file", {"path": "a.py"}, call_id=f"call-{i}")] for i in range(7)]
-                      + [[assistant_message("I will try something else.")]])
+model = ScriptedModel(
+    [[function_call("read_file", {"path": "a.py"}, call_id=f"call-{i}")] for i in range(7)]
+    + [[assistant_message("I will try something else.")]]
+)
 agent = Agent(name="reader", model=model, tools=[read_file])
-result = asyncio.run(Runner.run(agent, "What is in a.py?",
-                                run_config=RunConfig(group_id="conversation-1", tracing_disabled=True)))
+result = asyncio.run(
+    Runner.run(
+        agent,
+        "What is in a.py?",
+        run_config=RunConfig(group_id="conversation-1", tracing_disabled=True),
+    )
+)
 for item in result.new_items:
     if isinstance(item, ToolCallOutputItem):
         print(item.output)

@@ -4,6 +4,7 @@ Needs ``pip install 'loopcore[otel]' opentelemetry-sdk``. Any integration (here 
 middleware would do the same) adds a ``gen_ai.guardrail.result`` event to the current span for
 each warn and block; this script calls the guard directly and prints the events it emitted.
 """
+
 from __future__ import annotations
 
 from opentelemetry import trace
@@ -24,12 +25,25 @@ guard = loopcore.Guard(loopcore.Policy.cline())
 for i in range(6):
     with tracer.start_as_current_span("execute_tool read_file"):
         d = guard.check("conversation-1", "read_file", {"path": "a.py"})
-        emit_guardrail_result(d, tool="read_file", source="tool_input" if d.blocked else "tool_output",
-                              call_id=f"call-{i}", session="conversation-1", policy=guard.policy.name)
-        guard.record("conversation-1", "read_file", {"path": "a.py"}, d if d.blocked else "contents of a.py")
+        emit_guardrail_result(
+            d,
+            tool="read_file",
+            source="tool_input" if d.blocked else "tool_output",
+            call_id=f"call-{i}",
+            session="conversation-1",
+            policy=guard.policy.name,
+        )
+        guard.record(
+            "conversation-1", "read_file", {"path": "a.py"}, d if d.blocked else "contents of a.py"
+        )
 
 for span in exporter.get_finished_spans():
     for event in span.events:
         a = event.attributes
-        print(event.name, a["gen_ai.security.verdict.type"], a["gen_ai.security.policy.rule.id"],
-              a["gen_ai.security.target.type"], a["gen_ai.tool.call.id"])
+        print(
+            event.name,
+            a["gen_ai.security.verdict.type"],
+            a["gen_ai.security.policy.rule.id"],
+            a["gen_ai.security.target.type"],
+            a["gen_ai.tool.call.id"],
+        )

@@ -4,6 +4,7 @@ Needs ``pip install 'loopcore[pydantic-ai]'``. A FunctionModel stands in for an 
 network, no key) and asks for the same tool call seven times; with a real model, pass its name
 (``Agent("openai:gpt-5-mini", ...)``) and nothing else changes.
 """
+
 from __future__ import annotations
 
 from pydantic_ai import Agent
@@ -17,7 +18,9 @@ from loopcore.integrations.pydantic_ai import LoopGuard
 def stuck_model(messages, info):
     calls = sum(isinstance(p, ToolReturnPart) for m in messages for p in m.parts)
     if calls < 7:
-        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "a.py"}, tool_call_id=f"call-{calls}")])
+        return ModelResponse(
+            parts=[ToolCallPart("read_file", {"path": "a.py"}, tool_call_id=f"call-{calls}")]
+        )
     return ModelResponse(parts=[TextPart("I will try something else.")])
 
 

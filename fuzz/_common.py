@@ -3,6 +3,7 @@
 The harnesses fuzz the working tree's ``src`` when it holds an in-place build of the compiled
 core (``python setup.py build_ext --inplace``), else the installed loopcore.
 """
+
 from __future__ import annotations
 
 import glob
@@ -19,7 +20,9 @@ import atheris  # noqa: E402
 from loopcore import _native_flag  # noqa: E402
 
 if _native_flag.NO_EXTENSIONS:
-    raise SystemExit("the harnesses compare the compiled core with the pure twin: unset LOOPCORE_NO_EXTENSIONS")
+    raise SystemExit(
+        "the harnesses compare the compiled core with the pure twin: unset LOOPCORE_NO_EXTENSIONS"
+    )
 
 
 def twins(component: str):
@@ -30,7 +33,7 @@ def twins(component: str):
 KEYS = ["a", "b", "path", "messageId", "ts", "é", "k" * 130, "", "0"]
 
 
-def value(fdp: "atheris.FuzzedDataProvider", depth: int = 0):
+def value(fdp: atheris.FuzzedDataProvider, depth: int = 0):
     """A JSON-like value (plus tuples, sets, bytes, big ints, odd floats) from fuzzer bytes."""
     if fdp.remaining_bytes() == 0:
         return None
@@ -40,7 +43,7 @@ def value(fdp: "atheris.FuzzedDataProvider", depth: int = 0):
     if kind == 1:
         return fdp.ConsumeBool()
     if kind == 2:
-        return fdp.ConsumeIntInRange(-(2 ** 63), 2 ** 63 - 1)
+        return fdp.ConsumeIntInRange(-(2**63), 2**63 - 1)
     if kind == 3:
         return fdp.ConsumeInt(fdp.ConsumeIntInRange(1, 24))  # beyond int64 too
     if kind == 4:
@@ -59,13 +62,19 @@ def value(fdp: "atheris.FuzzedDataProvider", depth: int = 0):
     if kind in (12, 13):
         out = {}
         for _ in range(n):
-            k = KEYS[fdp.ConsumeIntInRange(0, len(KEYS) - 1)] if fdp.ConsumeBool() else fdp.ConsumeUnicode(6)
+            k = (
+                KEYS[fdp.ConsumeIntInRange(0, len(KEYS) - 1)]
+                if fdp.ConsumeBool()
+                else fdp.ConsumeUnicode(6)
+            )
             out[k] = value(fdp, depth + 1)
         return out
     if kind == 14:
         out = {}
         for _ in range(n):  # non-str keys: ints, tuples, None, floats
-            out[fdp.PickValueInList([1, 2, -1, None, 1.5, (1, 2), True, "x"])] = value(fdp, depth + 1)
+            out[fdp.PickValueInList([1, 2, -1, None, 1.5, (1, 2), True, "x"])] = value(
+                fdp, depth + 1
+            )
         return out
     items = set()
     for _ in range(n):

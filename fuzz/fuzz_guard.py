@@ -1,5 +1,6 @@
 """The guard: a random stream of check/record/reset calls; both twins decide the same, emit the
 same events and end in the same state."""
+
 from __future__ import annotations
 
 import sys
@@ -10,12 +11,33 @@ import atheris
 from loopcore import Guard, Policy
 
 SMALL = Policy(
-    window=8, budgets={"todo_write": (3, 6)}, generic_warn=3, generic_block=5, poll_warn=2, poll_block=4,
-    cycle_warn=4, cycle_block=6, consecutive_repeat=True, repeat_warn=2, repeat_block=4, global_block=7,
-    unknown_block=3, error_warn=2, error_block=3, redundant_warn=1, monologue=True, monologue_block=2,
+    window=8,
+    budgets={"todo_write": (3, 6)},
+    generic_warn=3,
+    generic_block=5,
+    poll_warn=2,
+    poll_block=4,
+    cycle_warn=4,
+    cycle_block=6,
+    consecutive_repeat=True,
+    repeat_warn=2,
+    repeat_block=4,
+    global_block=7,
+    unknown_block=3,
+    error_warn=2,
+    error_block=3,
+    redundant_warn=1,
+    monologue=True,
+    monologue_block=2,
     known_tools={"read", "process", "todo_write", "message", "exec", "write"},
 )
-POLICIES = [SMALL, Policy.default(), Policy.openclaw().replace(window=10), Policy.openhands(), Policy.cline()]
+POLICIES = [
+    SMALL,
+    Policy.default(),
+    Policy.openclaw().replace(window=10),
+    Policy.openhands(),
+    Policy.cline(),
+]
 TOOLS = ["read", "process", "todo_write", "message", "exec", "write", "ghost"]
 KINDS = [None, "observe", "mutate", "exec", "ask"]
 TARGETS = [None, "a.ts", "b.ts"]
@@ -75,8 +97,12 @@ def TestOneInput(data: bytes) -> None:
         elif what <= 3:
             res = _result(fdp, tool, i)
             tokens = fdp.ConsumeIntInRange(0, 1 << 40)
-            rc = _call(gc.record, s, tool, args, res, run_id=run, kind=kind, target=target, tokens=tokens)
-            rp = _call(gp.record, s, tool, args, res, run_id=run, kind=kind, target=target, tokens=tokens)
+            rc = _call(
+                gc.record, s, tool, args, res, run_id=run, kind=kind, target=target, tokens=tokens
+            )
+            rp = _call(
+                gp.record, s, tool, args, res, run_id=run, kind=kind, target=target, tokens=tokens
+            )
         elif what == 4:
             err = ["boom", "Unknown tool: ghost"][fdp.ConsumeIntInRange(0, 1)]
             rc = _call(gc.record, s, tool, args, error=err, run_id=run)
@@ -85,7 +111,9 @@ def TestOneInput(data: bytes) -> None:
             rc = _call(gc.reset, s)
             rp = _call(gp.reset, s)
         if rc != rp:
-            raise AssertionError(f"twins disagree at call {i} ({what}, {tool}): c={rc!r:.300} py={rp!r:.300}")
+            raise AssertionError(
+                f"twins disagree at call {i} ({what}, {tool}): c={rc!r:.300} py={rp!r:.300}"
+            )
     if ec != ep:
         raise AssertionError("twins emitted different events")
     if gc.stats() != gp.stats():

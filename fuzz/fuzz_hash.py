@@ -1,4 +1,5 @@
 """canonical_hash: the compiled core and the pure twin give the same bytes, or the same error."""
+
 from __future__ import annotations
 
 import sys
@@ -24,7 +25,8 @@ def TestOneInput(data: bytes) -> None:
     if c != p:
         raise AssertionError(f"twins disagree on {v!r:.300}: c={c!r:.300} py={p!r:.300}")
     if c[0] == "ok" and C.canonical_hash(v, strip=strip, default=default) != PY.canonical_hash(
-            v, strip=strip, default=default):
+        v, strip=strip, default=default
+    ):
         raise AssertionError("same bytes, different hashes")
 
 

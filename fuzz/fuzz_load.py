@@ -5,6 +5,7 @@ analysed without an error.
 The first input byte picks the format (auto, or one forced adapter) and whether the bytes are
 loaded from memory or from a file (plain or gzipped), so _io's reading paths are covered too.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -5,6 +5,7 @@ The first input byte picks the mode: even = the rest is a whole snapshot (header
 all); odd = the rest is a payload, given a valid header and checksum here, so mutations reach
 the payload's parser instead of stopping at the checksum.
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,7 +19,11 @@ from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION
 
 
 def _wrap(payload: bytes) -> bytes:
-    return _SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), xxh3_64_intdigest(payload)) + payload
+    return (
+        _SNAP_MAGIC
+        + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), xxh3_64_intdigest(payload))
+        + payload
+    )
 
 
 def _exercise(g: Guard) -> None:

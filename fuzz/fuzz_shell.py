@@ -1,4 +1,5 @@
 """The shell classifier: both twins classify and lex every command identically."""
+
 from __future__ import annotations
 
 import sys

@@ -6,6 +6,7 @@ load: each test fixture (the project's own files), as is and with a forced-forma
 selector byte; restore: real snapshots and payloads; shell: typical commands; hash and guard:
 a few fixed byte strings (their harnesses read any bytes as a value or a call stream).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,12 +34,19 @@ def main() -> None:
     rnd = random.Random(11)
     for f in sorted(FIXTURES.iterdir()):
         body = f.read_bytes()
-        put("load", b"\x00" + body)              # auto, from memory
-        put("load", bytes([0x20]) + body)       # auto, from a file
-        put("load", bytes([0x40]) + body)       # auto, gzipped file
-    for cmd in ["cat a.py | grep x > out.txt", "sed -i 's/a/b/' f.py && git diff", "bash -lc 'ls; rm -rf b'",
-                "python - <<'EOF'\nprint(1)\nEOF", "find . -name '*.py' -exec wc -l {} \\;", "cd /r && make test",
-                "echo $(pwd) `id` \"$HOME\"", "apply_patch <<'P'\n*** Begin Patch\n*** Update File: a\n*** End Patch\nP"]:
+        put("load", b"\x00" + body)  # auto, from memory
+        put("load", bytes([0x20]) + body)  # auto, from a file
+        put("load", bytes([0x40]) + body)  # auto, gzipped file
+    for cmd in [
+        "cat a.py | grep x > out.txt",
+        "sed -i 's/a/b/' f.py && git diff",
+        "bash -lc 'ls; rm -rf b'",
+        "python - <<'EOF'\nprint(1)\nEOF",
+        "find . -name '*.py' -exec wc -l {} \\;",
+        "cd /r && make test",
+        'echo $(pwd) `id` "$HOME"',
+        "apply_patch <<'P'\n*** Begin Patch\n*** Update File: a\n*** End Patch\nP",
+    ]:
         put("shell", b"\x00" + cmd.encode())
     for n in (8, 32, 128, 512):
         put("hash", bytes(rnd.randrange(256) for _ in range(n)))
@@ -53,7 +61,7 @@ def main() -> None:
             g.record(s, "message", {"action": "send"}, {"ok": True, "messageId": str(i)})
         snap = g.snapshot()
         put("restore", b"\x00" + snap)
-        put("restore", b"\x01" + snap[len(_SNAP_MAGIC) + _SNAP_HEADER.size:])
+        put("restore", b"\x01" + snap[len(_SNAP_MAGIC) + _SNAP_HEADER.size :])
     print(f"corpus in {os.path.relpath(CORPUS)}")
 
 

@@ -1,4 +1,5 @@
 """Shared fixtures. Every core test takes ``impl`` and so runs once per twin (ids c / py)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -52,7 +53,9 @@ def impl(request) -> Impl:
 def shared_traces() -> pathlib.Path:
     """../shared/traces beside the checkout; tests that need it skip when it is absent."""
     if not SHARED_TRACES.is_dir():
-        pytest.skip(f"real traces not found at {SHARED_TRACES} (they live beside the checkout, never in it)")
+        pytest.skip(
+            f"real traces not found at {SHARED_TRACES} (they live beside the checkout, never in it)"
+        )
     return SHARED_TRACES
 
 

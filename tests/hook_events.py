@@ -13,6 +13,7 @@ Field names and shapes follow each harness's published contract:
   session_id, transcript_path, cwd, hook_event_name, timestamp, tool_name, tool_input,
   tool_response {llmContent, returnDisplay, error?}; no tool call id.
 """
+
 from __future__ import annotations
 
 import io
@@ -41,15 +42,31 @@ class Claude:
 
     def pre(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         self.n += 1
-        return {**self._base("PreToolUse"), "tool_name": tool, "tool_input": args, "tool_use_id": f"toolu_01{self.n:06d}"}
+        return {
+            **self._base("PreToolUse"),
+            "tool_name": tool,
+            "tool_input": args,
+            "tool_use_id": f"toolu_01{self.n:06d}",
+        }
 
     def post(self, tool: str, args: dict[str, Any], response: Any) -> dict[str, Any]:
-        return {**self._base("PostToolUse"), "tool_name": tool, "tool_input": args, "tool_response": response,
-                "tool_use_id": f"toolu_01{self.n:06d}"}
+        return {
+            **self._base("PostToolUse"),
+            "tool_name": tool,
+            "tool_input": args,
+            "tool_response": response,
+            "tool_use_id": f"toolu_01{self.n:06d}",
+        }
 
     def failure(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
-        return {**self._base("PostToolUseFailure"), "tool_name": tool, "tool_input": args,
-                "tool_use_id": f"toolu_01{self.n:06d}", "error": error, "is_interrupt": False}
+        return {
+            **self._base("PostToolUseFailure"),
+            "tool_name": tool,
+            "tool_input": args,
+            "tool_use_id": f"toolu_01{self.n:06d}",
+            "error": error,
+            "is_interrupt": False,
+        }
 
     def other(self, name: str, **fields: Any) -> dict[str, Any]:
         return {**self._base(name), **fields}
@@ -73,11 +90,21 @@ class Codex:
 
     def pre(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         self.n += 1
-        return {**self._base("PreToolUse"), "tool_name": tool, "tool_input": args, "tool_use_id": f"call_{self.n:04d}"}
+        return {
+            **self._base("PreToolUse"),
+            "tool_name": tool,
+            "tool_input": args,
+            "tool_use_id": f"call_{self.n:04d}",
+        }
 
     def post(self, tool: str, args: dict[str, Any], response: Any) -> dict[str, Any]:
-        return {**self._base("PostToolUse"), "tool_name": tool, "tool_input": args, "tool_response": response,
-                "tool_use_id": f"call_{self.n:04d}"}
+        return {
+            **self._base("PostToolUse"),
+            "tool_name": tool,
+            "tool_input": args,
+            "tool_response": response,
+            "tool_use_id": f"call_{self.n:04d}",
+        }
 
 
 class Gemini:
@@ -96,11 +123,21 @@ class Gemini:
     def pre(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         return {**self._base("BeforeTool"), "tool_name": tool, "tool_input": args}
 
-    def post(self, tool: str, args: dict[str, Any], llm: Any, error: dict | None = None) -> dict[str, Any]:
-        response: dict[str, Any] = {"llmContent": llm, "returnDisplay": llm if isinstance(llm, str) else "done"}
+    def post(
+        self, tool: str, args: dict[str, Any], llm: Any, error: dict | None = None
+    ) -> dict[str, Any]:
+        response: dict[str, Any] = {
+            "llmContent": llm,
+            "returnDisplay": llm if isinstance(llm, str) else "done",
+        }
         if error is not None:
             response["error"] = error
-        return {**self._base("AfterTool"), "tool_name": tool, "tool_input": args, "tool_response": response}
+        return {
+            **self._base("AfterTool"),
+            "tool_name": tool,
+            "tool_input": args,
+            "tool_response": response,
+        }
 
 
 def run_inproc(harness: str, event: Any, state: os.PathLike, *flags: str) -> tuple[int, str, str]:
@@ -109,7 +146,12 @@ def run_inproc(harness: str, event: Any, state: os.PathLike, *flags: str) -> tup
 
     raw = event if isinstance(event, bytes) else json.dumps(event).encode()
     out, err = io.StringIO(), io.StringIO()
-    rc = hooks.main([harness, "--state", os.fspath(state), *flags], stdin=io.BytesIO(raw), stdout=out, stderr=err)
+    rc = hooks.main(
+        [harness, "--state", os.fspath(state), *flags],
+        stdin=io.BytesIO(raw),
+        stdout=out,
+        stderr=err,
+    )
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -119,9 +161,20 @@ def hook_env(impl_name: str) -> dict[str, str]:
     return env
 
 
-def run_proc(harness: str, event: Any, state: os.PathLike, *flags: str, impl_name: str = "c",
-             timeout: float = 60) -> subprocess.CompletedProcess:
+def run_proc(
+    harness: str,
+    event: Any,
+    state: os.PathLike,
+    *flags: str,
+    impl_name: str = "c",
+    timeout: float = 60,
+) -> subprocess.CompletedProcess:
     """The same as a harness does it: a fresh ``python -m loopcore.hooks`` process per event."""
     raw = event if isinstance(event, bytes) else json.dumps(event).encode()
-    return subprocess.run([sys.executable, "-m", "loopcore.hooks", harness, "--state", os.fspath(state), *flags],
-                          input=raw, capture_output=True, env=hook_env(impl_name), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "loopcore.hooks", harness, "--state", os.fspath(state), *flags],
+        input=raw,
+        capture_output=True,
+        env=hook_env(impl_name),
+        timeout=timeout,
+    )

@@ -2,6 +2,7 @@
 
 The adapters are pure Python (they only feed the core), so these tests do not take ``impl``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -68,7 +69,11 @@ def test_detect_and_load_every_fixture(name, fmt):
     assert traces and all(t.format == fmt for t in traces)
     for t in traces:
         assert t.meta["format_detected"] is True
-        assert t.meta["tokens_source"] in ("usage", "estimate", "mixed")  # "none" only without steps
+        assert t.meta["tokens_source"] in (
+            "usage",
+            "estimate",
+            "mixed",
+        )  # "none" only without steps
         assert t.meta["skipped"] == 0
         assert t.steps, name
         for s in t:
@@ -81,7 +86,9 @@ def test_detect_and_load_every_fixture(name, fmt):
 _SIDECARS = {"cline_task/1760001234567/api_conversation_history.json"}
 
 
-@pytest.mark.parametrize("name,fmt", sorted((k, v) for k, v in FIXTURE_FORMATS.items() if k not in _SIDECARS))
+@pytest.mark.parametrize(
+    "name,fmt", sorted((k, v) for k, v in FIXTURE_FORMATS.items() if k not in _SIDECARS)
+)
 def test_parsed_objects_load_like_files(name, fmt):
     """load() takes already-parsed objects too; only the session names (file stems) differ, and
     for loopcore steps the default coordinate (a file's line, an object's record index)."""
@@ -119,6 +126,7 @@ def test_unknown_format_name_lists_the_known_ones():
 
 # ---- OpenAI chat ----------------------------------------------------------------------------
 
+
 def test_openai_chat_usage_split_and_context_growth():
     t = one("openai_chat.json")
     assert t.meta["tokens_source"] == "usage"
@@ -142,7 +150,12 @@ def test_openai_chat_usage_split_and_context_growth():
 
 def test_openai_chat_without_usage_is_estimated():
     msgs = [
-        {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "read_file", "arguments": '{"path": "x"}'}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "1", "function": {"name": "read_file", "arguments": '{"path": "x"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "1", "content": "y" * 40},
     ]
     (t,) = load(msgs)
@@ -154,7 +167,12 @@ def test_openai_chat_without_usage_is_estimated():
 
 def test_unparseable_arguments_are_kept_not_fatal():
     msgs = [
-        {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "bash", "arguments": '{"command": "ls'}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "1", "function": {"name": "bash", "arguments": '{"command": "ls'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "1", "content": "a"},
     ]
     (t,) = load(msgs)
@@ -163,10 +181,14 @@ def test_unparseable_arguments_are_kept_not_fatal():
 
 # ---- tau-bench ------------------------------------------------------------------------------
 
+
 def test_tau_bench_reused_ids_pair_with_the_message_right_before():
     traces = list(load(FIX / "tau_bench.json"))
     assert [t.session for t in traces] == ["task-0/trial-0", "task-1/trial-0"]
-    assert [t.source for t in traces] == [f"{FIX / 'tau_bench.json'}#0", f"{FIX / 'tau_bench.json'}#1"]
+    assert [t.source for t in traces] == [
+        f"{FIX / 'tau_bench.json'}#0",
+        f"{FIX / 'tau_bench.json'}#1",
+    ]
     user, calc, update = traces[0].steps
     assert user.call_id == calc.call_id == "call_X"
     assert (user.name, user.result) == ("get_user_details", '{"name": "Ann"}')
@@ -196,6 +218,7 @@ def test_reused_id_across_turns_with_missing_result():
 
 # ---- mini-swe-agent -------------------------------------------------------------------------
 
+
 def test_mini_swe_agent_tool_calling():
     t = one("mini_swe_agent_v2.json")
     assert t.session == "demo__demo-1" and t.meta["exit_status"] == "Submitted"
@@ -224,8 +247,14 @@ def test_mini_swe_agent_text_actions_and_format_errors():
     assert cat.args == {"command": "cat a.py"} and cat.meta["returncode"] == 0
     assert (cat.turn, rejected.turn, sleep.turn, submit.turn) == (0, 1, 2, 3)
     # the format error: nothing ran; the harness's answer is its message and its result tokens
-    assert rejected.kind == "other" and rejected.rejected.startswith("Please always provide EXACTLY ONE action")
-    assert rejected.text.startswith("THOUGHT: two things.") and rejected.tokens_in > 0 and rejected.tokens_turn == 0
+    assert rejected.kind == "other" and rejected.rejected.startswith(
+        "Please always provide EXACTLY ONE action"
+    )
+    assert (
+        rejected.text.startswith("THOUGHT: two things.")
+        and rejected.tokens_in > 0
+        and rejected.tokens_turn == 0
+    )
     assert [s.ref for s in t] == [{"message": 2}, {"message": 4}, {"message": 6}, {"message": 8}]
     assert cat.text.startswith("THOUGHT: look first.") and cat.tokens_turn > 0
     assert sleep.error == "timeout"
@@ -234,6 +263,7 @@ def test_mini_swe_agent_text_actions_and_format_errors():
 
 
 # ---- SWE-agent ------------------------------------------------------------------------------
+
 
 def test_swe_agent_text_actions_track_the_open_file():
     t = one("swe_agent_text.json")
@@ -257,6 +287,7 @@ def test_swe_agent_function_calling_tool_call_ids_list():
 
 # ---- Anthropic / Claude Code ----------------------------------------------------------------
 
+
 def test_anthropic_messages():
     t = one("anthropic_messages.json")
     read, grep, edit, reply = t.steps
@@ -264,7 +295,11 @@ def test_anthropic_messages():
     assert grep.result == "src/a.ts:1:foo"  # text blocks joined, out-of-order results paired by id
     assert edit.error == "old_string not found" and edit.kind == "mutate"
     # the completion is split over the turn's text and its calls by characters
-    assert (read.tokens_out, grep.tokens_out, edit.tokens_out) == (7, 10, 30) and read.tokens_turn == 3
+    assert (read.tokens_out, grep.tokens_out, edit.tokens_out) == (
+        7,
+        10,
+        30,
+    ) and read.tokens_turn == 3
     assert (read.text, reply.kind, reply.name, reply.text) == ("Looking.", "other", "", "Sorry.")
     assert [s.ref for s in t] == [{"message": 1}, {"message": 1}, {"message": 3}, {"message": 5}]
     # prompt = input + cache reads: 100 -> 180 (growth 60 after 20 out), 180 -> 225 (growth 15)
@@ -286,6 +321,7 @@ def test_claude_code_split_message_usage_counted_once():
 
 
 # ---- OpenTelemetry / Responses / OpenHands / gemini-cli -------------------------------------
+
 
 def test_otel_execute_tool_spans():
     t = one("otel_genai_spans.json")
@@ -322,7 +358,11 @@ def test_openhands_events():
     assert (run.name, run.kind, run.target) == ("execute_bash", "observe", "/w")
     assert run.meta["returncode"] == 0 and run.args == {"command": "ls /w"}
     assert "thought" not in read.args and (read.kind, read.target) == ("observe", "/w/a.py")
-    assert (edit.kind, edit.target, edit.error) == ("mutate", "/w/a.py", "No replacement was performed.")
+    assert (edit.kind, edit.target, edit.error) == (
+        "mutate",
+        "/w/a.py",
+        "No replacement was performed.",
+    )
     assert finish.kind == "other" and t.meta["unanswered"] == 1
     assert run.tokens_out + run.tokens_turn == 10 and run.tokens_in == 130 - 100 - 10
 
@@ -351,6 +391,7 @@ def test_gemini_cli_recording_and_checkpoint():
 
 # ---- loopcore JSONL -------------------------------------------------------------------------
 
+
 def test_loopcore_jsonl_round_trip(tmp_path):
     s1, s2 = load(FIX / "loopcore_steps.jsonl")
     assert (s1.session, len(s1), s2.session, len(s2)) == ("s1", 3, "s2", 1)
@@ -367,6 +408,7 @@ def test_loopcore_jsonl_round_trip(tmp_path):
 
 # ---- sources: gz, folders, paths, empty -----------------------------------------------------
 
+
 def test_gzip_file_is_read_by_content(tmp_path):
     gz = tmp_path / "chat.json.gz"
     gz.write_bytes(gzip.compress((FIX / "openai_chat.json").read_bytes()))
@@ -379,7 +421,9 @@ def test_folder_is_walked_recursively_and_non_traces_are_ignored(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     shutil.copy(FIX / "openai_chat.json", tmp_path / "a" / "chat.json")
     shutil.copy(FIX / "tau_bench.json", tmp_path / "a" / "b" / "tau.json")
-    (tmp_path / "a" / "b" / "tau.json.gz").write_bytes(gzip.compress((FIX / "swe_agent_text.json").read_bytes()))
+    (tmp_path / "a" / "b" / "tau.json.gz").write_bytes(
+        gzip.compress((FIX / "swe_agent_text.json").read_bytes())
+    )
     shutil.copy(FIX / "not_a_trace.json", tmp_path / "preds.json")
     (tmp_path / "README.md").write_text("# not a trace")
     (tmp_path / "notes.yaml").write_text("a: 1")
@@ -405,6 +449,7 @@ def test_empty_file_is_an_empty_trace():
 
 
 # ---- bad input ------------------------------------------------------------------------------
+
 
 def test_malformed_line_names_file_and_line():
     with pytest.raises(TraceFormatError) as ei:
@@ -448,7 +493,10 @@ def test_keep_going_skips_bad_files_and_continues(tmp_path):
     stats = LoadStats()
     traces = list(load(tmp_path, keep_going=True, stats=stats))
     assert [t.format for t in traces] == ["openai-chat"]
-    assert stats.skipped_files == 2 and sorted(os.path.basename(e.path) for e in stats.errors) == ["a.json", "c.json.gz"]
+    assert stats.skipped_files == 2 and sorted(os.path.basename(e.path) for e in stats.errors) == [
+        "a.json",
+        "c.json.gz",
+    ]
 
 
 def test_missing_path():
@@ -462,7 +510,12 @@ def test_missing_path():
 def test_structurally_wrong_record_is_reported_with_its_line(tmp_path):
     p = tmp_path / "cc.jsonl"
     good = (FIX / "claude_code_session.jsonl").read_text().splitlines()
-    good.insert(3, json.dumps({"type": "assistant", "sessionId": "x", "uuid": "z", "message": "not an object"}))
+    good.insert(
+        3,
+        json.dumps(
+            {"type": "assistant", "sessionId": "x", "uuid": "z", "message": "not an object"}
+        ),
+    )
     p.write_text("\n".join(good) + "\n")
     with pytest.raises(TraceFormatError) as ei:
         list(load(p))
@@ -481,9 +534,15 @@ def test_trace_format_error_pickles():
 
 # ---- profiles through load ------------------------------------------------------------------
 
+
 def test_custom_profile_mapping_through_load():
     msgs = [
-        {"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": "frob", "arguments": '{"doc_id": "d1"}'}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "1", "function": {"name": "frob", "arguments": '{"doc_id": "d1"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "1", "content": "x"},
     ]
     (t,) = load(msgs)
@@ -495,12 +554,21 @@ def test_custom_profile_mapping_through_load():
 
 
 def test_public_api_exports():
-    for name in ("load", "detect_format", "FORMATS", "TraceFormatError", "LoadStats", "classify", "classify_shell"):
+    for name in (
+        "load",
+        "detect_format",
+        "FORMATS",
+        "TraceFormatError",
+        "LoadStats",
+        "classify",
+        "classify_shell",
+    ):
         assert hasattr(loopcore, name), name
         assert name in loopcore.__all__
 
 
 # ---- less common shapes of the same formats -------------------------------------------------
+
 
 def test_raw_bytes_and_gzip_bytes():
     data = (FIX / "openai_chat.json").read_bytes()
@@ -524,60 +592,158 @@ def test_otel_jsonl_of_export_requests(tmp_path):
 
 def test_responses_objects_with_usage():
     responses = [
-        {"object": "response", "id": "r1", "usage": {"input_tokens": 100, "output_tokens": 12, "output_tokens_details": {"reasoning_tokens": 2}},
-         "input": [{"type": "message", "role": "user", "content": "hi"}],
-         "output": [{"type": "function_call", "call_id": "a", "name": "read_file", "arguments": '{"path": "x.md"}'}]},
-        {"object": "response", "id": "r2", "usage": {"input_tokens": 150, "output_tokens": 5},
-         "input": [{"type": "function_call_output", "call_id": "a", "output": "text"}],
-         "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]},
+        {
+            "object": "response",
+            "id": "r1",
+            "usage": {
+                "input_tokens": 100,
+                "output_tokens": 12,
+                "output_tokens_details": {"reasoning_tokens": 2},
+            },
+            "input": [{"type": "message", "role": "user", "content": "hi"}],
+            "output": [
+                {
+                    "type": "function_call",
+                    "call_id": "a",
+                    "name": "read_file",
+                    "arguments": '{"path": "x.md"}',
+                }
+            ],
+        },
+        {
+            "object": "response",
+            "id": "r2",
+            "usage": {"input_tokens": 150, "output_tokens": 5},
+            "input": [{"type": "function_call_output", "call_id": "a", "output": "text"}],
+            "output": [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "ok"}],
+                }
+            ],
+        },
     ]
     (t,) = load(responses)
     assert t.format == "openai-responses"
     s, reply = t.steps
-    assert (s.kind, s.target, s.result, s.tokens_out, s.tokens_in) == ("observe", "x.md", "text", 10, 150 - 100 - 10)
+    assert (s.kind, s.target, s.result, s.tokens_out, s.tokens_in) == (
+        "observe",
+        "x.md",
+        "text",
+        10,
+        150 - 100 - 10,
+    )
     assert s.tokens_turn == 2  # the reasoning tokens are the turn's own output, not the call's
     assert (reply.text, reply.tokens_out) == ("ok", 5)
 
 
 def test_openhands_v1_sdk_events():
     events = [
-        {"kind": "MessageEvent", "id": "e0", "source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": "go"}]}},
-        {"kind": "ActionEvent", "id": "e1", "source": "agent", "tool_name": "terminal", "tool_call_id": "t1", "llm_response_id": "r1",
-         "thought": [{"type": "text", "text": "look"}], "action": {"kind": "ExecuteBashAction", "command": "cat a.py"}},
-        {"kind": "ObservationEvent", "id": "e2", "source": "environment", "tool_name": "terminal", "tool_call_id": "t1", "action_id": "e1",
-         "observation": {"kind": "ExecuteBashObservation", "content": [{"type": "text", "text": "x = 1"}], "exit_code": 0}},
+        {
+            "kind": "MessageEvent",
+            "id": "e0",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        },
+        {
+            "kind": "ActionEvent",
+            "id": "e1",
+            "source": "agent",
+            "tool_name": "terminal",
+            "tool_call_id": "t1",
+            "llm_response_id": "r1",
+            "thought": [{"type": "text", "text": "look"}],
+            "action": {"kind": "ExecuteBashAction", "command": "cat a.py"},
+        },
+        {
+            "kind": "ObservationEvent",
+            "id": "e2",
+            "source": "environment",
+            "tool_name": "terminal",
+            "tool_call_id": "t1",
+            "action_id": "e1",
+            "observation": {
+                "kind": "ExecuteBashObservation",
+                "content": [{"type": "text", "text": "x = 1"}],
+                "exit_code": 0,
+            },
+        },
     ]
     (t,) = load(events)
     assert t.format == "openhands"
     (s,) = t.steps
-    assert (s.name, s.kind, s.target, s.result, s.meta["returncode"]) == ("terminal", "observe", "a.py", "x = 1", 0)
+    assert (s.name, s.kind, s.target, s.result, s.meta["returncode"]) == (
+        "terminal",
+        "observe",
+        "a.py",
+        "x = 1",
+        0,
+    )
     assert s.args == {"command": "cat a.py"}
 
 
 def test_claude_code_stream_json_shape():
     records = [
         {"type": "system", "subtype": "init", "session_id": "sj-1", "tools": ["Read"]},
-        {"type": "assistant", "session_id": "sj-1", "message": {"id": "m1", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "u1", "name": "Read", "input": {"file_path": "/a"}}], "usage": {"input_tokens": 5, "output_tokens": 9}}},
-        {"type": "user", "session_id": "sj-1", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "A"}]}},
+        {
+            "type": "assistant",
+            "session_id": "sj-1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "u1", "name": "Read", "input": {"file_path": "/a"}}
+                ],
+                "usage": {"input_tokens": 5, "output_tokens": 9},
+            },
+        },
+        {
+            "type": "user",
+            "session_id": "sj-1",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "A"}],
+            },
+        },
         {"type": "result", "subtype": "success", "session_id": "sj-1", "total_cost_usd": 0.01},
     ]
     (t,) = load(records)
-    assert (t.format, t.session, t.steps[0].target, t.steps[0].tokens_out) == ("claude-code", "sj-1", "/a", 9)
+    assert (t.format, t.session, t.steps[0].target, t.steps[0].tokens_out) == (
+        "claude-code",
+        "sj-1",
+        "/a",
+        9,
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.fixed_dictionaries({
-    "session": st.sampled_from(["a", "b"]),
-    "turn": st.integers(0, 5),
-    "kind": st.sampled_from(list(loopcore.KINDS)),
-    "name": st.text(min_size=1, max_size=8),
-    "target": st.one_of(st.none(), st.text(max_size=5), st.lists(st.text(max_size=3), min_size=2, max_size=3)),
-    "args": st.dictionaries(st.text(max_size=3), st.integers(-2**63, 2**63 - 1) | st.text(max_size=4), max_size=3),
-    "result": st.one_of(st.none(), st.text(max_size=10)),
-    "tokens_in": st.integers(0, 10**6),
-    "tokens_out": st.integers(0, 10**6),
-}), max_size=12))
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "session": st.sampled_from(["a", "b"]),
+                "turn": st.integers(0, 5),
+                "kind": st.sampled_from(list(loopcore.KINDS)),
+                "name": st.text(min_size=1, max_size=8),
+                "target": st.one_of(
+                    st.none(),
+                    st.text(max_size=5),
+                    st.lists(st.text(max_size=3), min_size=2, max_size=3),
+                ),
+                "args": st.dictionaries(
+                    st.text(max_size=3),
+                    st.integers(-(2**63), 2**63 - 1) | st.text(max_size=4),
+                    max_size=3,
+                ),
+                "result": st.one_of(st.none(), st.text(max_size=10)),
+                "tokens_in": st.integers(0, 10**6),
+                "tokens_out": st.integers(0, 10**6),
+            }
+        ),
+        max_size=12,
+    )
+)
 def test_loopcore_jsonl_round_trips_any_steps(records):
     data = b"".join(orjson.dumps(r) + b"\n" for r in records)
     traces = list(load(data, format="loopcore"))
@@ -594,24 +760,90 @@ def test_openhands_evaluation_output_records(tmp_path):
     """OpenHands' output.jsonl: one record per instance with its event history."""
     events = json.loads((FIX / "openhands_events.json").read_text())
     p = tmp_path / "output.jsonl"
-    p.write_text("\n".join(json.dumps({"instance_id": f"i{k}", "history": events, "metrics": {}}) for k in range(2)) + "\n")
+    p.write_text(
+        "\n".join(
+            json.dumps({"instance_id": f"i{k}", "history": events, "metrics": {}}) for k in range(2)
+        )
+        + "\n"
+    )
     assert detect_format(p) == "openhands"
     traces = list(load(p))
-    assert [t.session for t in traces] == ["i0", "i1"] and [t.source for t in traces] == [f"{p}#0", f"{p}#1"]
+    assert [t.session for t in traces] == ["i0", "i1"] and [t.source for t in traces] == [
+        f"{p}#0",
+        f"{p}#1",
+    ]
     assert all(len(t) == 4 for t in traces)
     # a dict with a history of events is OpenHands, not a SWE-agent trajectory
     assert detect_format({"history": events}) == "openhands"
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(
-        ["", "assistant", "tool", "user", "function_call", "execute_tool", "bash", "ls > x", "gemini", "model"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
-        ["role", "content", "tool_calls", "function", "name", "arguments", "id", "tool_call_id", "type", "message",
-         "sessionId", "uuid", "messages", "history", "action", "args", "observation", "cause", "traj", "task_id",
-         "resourceSpans", "scopeSpans", "spans", "attributes", "call_id", "output", "parts", "functionCall",
-         "toolCalls", "tokens", "usage", "kind", "session", "payload", "input", "trajectory_format"]), inner, max_size=5),
-    max_leaves=25)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.sampled_from(
+        [
+            "",
+            "assistant",
+            "tool",
+            "user",
+            "function_call",
+            "execute_tool",
+            "bash",
+            "ls > x",
+            "gemini",
+            "model",
+        ]
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "role",
+                    "content",
+                    "tool_calls",
+                    "function",
+                    "name",
+                    "arguments",
+                    "id",
+                    "tool_call_id",
+                    "type",
+                    "message",
+                    "sessionId",
+                    "uuid",
+                    "messages",
+                    "history",
+                    "action",
+                    "args",
+                    "observation",
+                    "cause",
+                    "traj",
+                    "task_id",
+                    "resourceSpans",
+                    "scopeSpans",
+                    "spans",
+                    "attributes",
+                    "call_id",
+                    "output",
+                    "parts",
+                    "functionCall",
+                    "toolCalls",
+                    "tokens",
+                    "usage",
+                    "kind",
+                    "session",
+                    "payload",
+                    "input",
+                    "trajectory_format",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
 
 
 @settings(max_examples=150, deadline=None)

@@ -6,6 +6,7 @@ one trace per file, a 2024 resolver output giving no step, a failed edit counted
 gemini-cli's JSONL recording not read, a batch of function responses given to the wrong call,
 Codex output headers making identical reads differ, sub-agents of a session sharing one id.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,14 +35,22 @@ def only(path, **kw):
 
 # ---- OpenHands V1 ----------------------------------------------------------------------------
 
+
 def test_openhands_v1_event_folder_is_one_conversation():
     stats = LoadStats()
     traces = list(load(FIX / "openhands_v1", stats=stats))
     assert len(traces) == 1  # 23 event files, one conversation (base_state.json is not a trace)
     t = traces[0]
     assert t.format == "openhands" and t.session == OH_CONV and t.meta["generation"] == "v1"
-    assert [s.name for s in t] == ["terminal", "file_editor", "file_editor", "grep_tool", "terminal", "terminal",
-                                   "finish"]
+    assert [s.name for s in t] == [
+        "terminal",
+        "file_editor",
+        "file_editor",
+        "grep_tool",
+        "terminal",
+        "terminal",
+        "finish",
+    ]
     assert stats.files == 24 and [p.endswith("base_state.json") for p in stats.ignored] == [True]
     # every step points back at its event
     names = sorted(p.name for p in (FIX / "openhands_v1" / OH_CONV / "events").iterdir())
@@ -91,7 +100,11 @@ def test_openhands_v1_unknown_event_kind_is_reported(tmp_path):
     p.write_text(json.dumps(events))
     with pytest.raises(TraceFormatError) as ei:
         list(load(p))
-    assert "HologramEvent" in str(ei.value) and str(p) in str(ei.value) and "ActionEvent" in str(ei.value)
+    assert (
+        "HologramEvent" in str(ei.value)
+        and str(p) in str(ei.value)
+        and "ActionEvent" in str(ei.value)
+    )
     stats = LoadStats()
     (t,) = load(p, keep_going=True, stats=stats)
     assert t.meta["skipped"] == 1 and stats.skipped_lines == 1 and len(t) == 7
@@ -102,7 +115,12 @@ def test_openhands_2024_resolver_output_is_read():
     t = only(FIX / "openhands_resolver_2024.jsonl")
     assert t.session == "acme/tool#7" and t.meta["generation"] == "resolver-2024"
     run, edit, run2, finish = t.steps
-    assert (run.name, run.kind, run.target, run.meta["returncode"]) == ("run", "observe", "cli.py", 0)
+    assert (run.name, run.kind, run.target, run.meta["returncode"]) == (
+        "run",
+        "observe",
+        "cli.py",
+        0,
+    )
     assert run.text == "Let me look at the CLI." and "thought" not in run.args
     assert edit.kind == "mutate" and edit.target == "/workspace/cli.py"
     assert edit.error.startswith("ERROR:") and edit.no_op
@@ -110,6 +128,7 @@ def test_openhands_2024_resolver_output_is_read():
 
 
 # ---- gemini-cli ------------------------------------------------------------------------------
+
 
 def test_gemini_cli_jsonl_recording():
     path = FIX / "gemini_cli_session.jsonl"
@@ -120,7 +139,12 @@ def test_gemini_cli_jsonl_recording():
     # the batch of two responses is recorded on both calls: each takes its own by id
     assert read.result == "line one\nline two\n"
     assert glob.result.startswith("Found 2 file(s)")
-    assert (read.kind, read.target, glob.kind, glob.target) == ("observe", "src/a.ts", "observe", "src")
+    assert (read.kind, read.target, glob.kind, glob.target) == (
+        "observe",
+        "src/a.ts",
+        "observe",
+        "src",
+    )
     # the message was written three times (calls, results, tokens): read once, with its tokens
     assert read.ref == glob.ref == {"line": 6} and read.turn == glob.turn == 0
     assert sum(s.tokens_out + s.tokens_turn for s in (read, glob)) == 40 + 30
@@ -136,7 +160,10 @@ def test_gemini_cli_jsonl_recording():
 
 def test_gemini_cli_old_json_recording_still_read():
     t = only(FIX / "gemini_cli_session.json")
-    assert t.meta["recording"] == "json" and [s.name for s in calls(t)] == ["read_file", "run_shell_command"]
+    assert t.meta["recording"] == "json" and [s.name for s in calls(t)] == [
+        "read_file",
+        "run_shell_command",
+    ]
 
 
 def test_gemini_cli_unknown_line_is_reported(tmp_path):
@@ -151,6 +178,7 @@ def test_gemini_cli_unknown_line_is_reported(tmp_path):
 
 # ---- Codex -----------------------------------------------------------------------------------
 
+
 def test_codex_output_headers_are_normalised():
     t = only(FIX / "codex_rollout_unified_exec.jsonl")
     assert t.format == "codex" and t.meta["cli_version"] == "0.63.0"
@@ -160,8 +188,12 @@ def test_codex_output_headers_are_normalised():
     assert r1.meta["returncode"] == 0 and (r1.kind, r1.target) == ("observe", "src/parser.py")
     assert test.kind == "exec" and test.meta["exec_session"] == "41"
     # polling a running command observes its session; it is not a command that changes anything
-    assert (poll.name, poll.kind, poll.target, poll.meta["returncode"]) == ("write_stdin", "observe",
-                                                                            "exec-session:41", 1)
+    assert (poll.name, poll.kind, poll.target, poll.meta["returncode"]) == (
+        "write_stdin",
+        "observe",
+        "exec-session:41",
+        1,
+    )
     assert search.name == "web_search" and search.kind == "observe"
     assert search.target == "search:python str.split empty string result" and search.error is None
     assert bad.rejected.startswith("failed to parse function arguments") and bad.kind == "other"
@@ -171,10 +203,18 @@ def test_codex_output_headers_are_normalised():
 
 
 def test_codex_normaliser_leaves_other_text_alone():
-    assert normalise_output("codex", "Chunk ID: x\nno output marker") == ("Chunk ID: x\nno output marker", {})
+    assert normalise_output("codex", "Chunk ID: x\nno output marker") == (
+        "Chunk ID: x\nno output marker",
+        {},
+    )
     assert normalise_output("codex", "Wall time: 0.1 seconds\nOutput:\nok") == ("ok", {})
-    assert normalise_output("codex", "Exit code: 2\nWall time: 1 seconds\nOutput:\n") == ("", {"returncode": 2})
-    assert normalise_output("claude-code", "Chunk ID: x\nOutput:\nok")[0] == "Chunk ID: x\nOutput:\nok"
+    assert normalise_output("codex", "Exit code: 2\nWall time: 1 seconds\nOutput:\n") == (
+        "",
+        {"returncode": 2},
+    )
+    assert (
+        normalise_output("claude-code", "Chunk ID: x\nOutput:\nok")[0] == "Chunk ID: x\nOutput:\nok"
+    )
     assert normalise_output("codex", {"a": 1}) == ({"a": 1}, {})
 
 
@@ -193,12 +233,16 @@ def test_codex_unknown_record_type_is_reported(tmp_path):
 
 # ---- Claude Code -----------------------------------------------------------------------------
 
+
 def test_claude_code_each_sub_agent_file_is_its_own_trace():
     traces = list(load(FIX / "claude_code_subagents"))
     sid = "3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7"
     assert [t.session for t in traces] == [sid, f"{sid}/a1b2c3d4", f"{sid}/e5f6a7b8"]
     a, b = traces[1:]
-    assert (a.steps[0].target, b.steps[0].target) == ("/home/dev/lib/src/a.py", "/home/dev/lib/src/b.py")
+    assert (a.steps[0].target, b.steps[0].target) == (
+        "/home/dev/lib/src/a.py",
+        "/home/dev/lib/src/b.py",
+    )
 
 
 def test_claude_code_refused_tool_and_reply_turns():
@@ -213,11 +257,15 @@ def test_claude_code_refused_tool_and_reply_turns():
 
 # ---- opencode --------------------------------------------------------------------------------
 
+
 def test_opencode_storage_folder_and_export_agree():
     store = only(FIX / "opencode_storage")
     export = only(FIX / "opencode_export.json")
     assert store.format == export.format == "opencode"
-    assert store.session == "ses_7a1b2c3d4e5fABCDEFGHIJ" and store.meta["opencode_version"] == "1.0.107"
+    assert (
+        store.session == "ses_7a1b2c3d4e5fABCDEFGHIJ"
+        and store.meta["opencode_version"] == "1.0.107"
+    )
     strip = lambda t: [s.to_dict() for s in t]
     assert strip(store) == strip(export)
 
@@ -228,17 +276,24 @@ def test_opencode_parts():
     assert (grep.kind, grep.target) == ("observe", "src")
     assert (read.kind, read.target) == ("observe", "/home/dev/site/src/Footer.tsx")
     assert read.turn == invalid.turn != grep.turn  # one step-start ... step-finish run
-    assert invalid.rejected.startswith("Model tried to call unavailable tool") and invalid.name == "open_file"
+    assert (
+        invalid.rejected.startswith("Model tried to call unavailable tool")
+        and invalid.name == "open_file"
+    )
     assert edit.kind == "mutate" and edit.error == "Error: oldString not found in content"
     assert reply.name == "" and reply.text.startswith("The link already")
     # step-finish tokens: output + reasoning of the call, prompt growth for the result
     assert grep.tokens_out + grep.tokens_turn == 60
     assert grep.tokens_in == (400 + 3200) - (20 + 3000 + 200) - 60
-    assert grep.ref == {"message": "msg_a1b2c3d40002ZYXWVUTSRQPONM", "part": "prt_a1b2c3d40004ZYXWVUTSRQPONM"}
+    assert grep.ref == {
+        "message": "msg_a1b2c3d40002ZYXWVUTSRQPONM",
+        "part": "prt_a1b2c3d40004ZYXWVUTSRQPONM",
+    }
     assert t.meta["tokens_source"] == "usage"
 
 
 # ---- Cline / Roo Code ------------------------------------------------------------------------
+
 
 def test_cline_xml_tool_use_with_ui_messages_usage():
     t = only(FIX / "cline_task")
@@ -249,7 +304,9 @@ def test_cline_xml_tool_use_with_ui_messages_usage():
     assert read.text == "<thinking>I need to see the helper first.</thinking>"
     # a reply with no tool: the harness answered with a format error
     assert refused.rejected.startswith("[ERROR] You did not use a tool") and refused.name == ""
-    assert (replace.kind, replace.target) == ("mutate", "src/util.js") and "SEARCH" in replace.args["diff"]
+    assert (replace.kind, replace.target) == ("mutate", "src/util.js") and "SEARCH" in replace.args[
+        "diff"
+    ]
     assert cmd.kind == "exec" and cmd.args["command"] == "npm test -- util"
     assert done.name == "attempt_completion" and done.kind == "other"
     # tokens from ui_messages.json: prompt = tokensIn + cacheWrites + cacheReads
@@ -262,16 +319,24 @@ def test_roo_native_tool_calls():
     t = only(FIX / "roo_task")
     ls, missing, done = t.steps
     assert (ls.kind, ls.target, ls.result) == ("observe", "config", "app.yaml\ndb.yaml")
-    assert missing.rejected.startswith("Missing value for required parameter") and missing.kind == "other"
+    assert (
+        missing.rejected.startswith("Missing value for required parameter")
+        and missing.kind == "other"
+    )
     assert done.kind == "other"
 
 
 # ---- silence ---------------------------------------------------------------------------------
 
+
 def test_a_file_that_gives_no_step_is_reported(tmp_path):
     p = tmp_path / "session-1.jsonl"
-    p.write_text(json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t"}) + "\n"
-                 + json.dumps({"id": "u", "timestamp": "t", "type": "user", "content": [{"text": "hi"}]}) + "\n")
+    p.write_text(
+        json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t"})
+        + "\n"
+        + json.dumps({"id": "u", "timestamp": "t", "type": "user", "content": [{"text": "hi"}]})
+        + "\n"
+    )
     stats = LoadStats()
     (t,) = load(p, stats=stats)
     assert t.format == "gemini-cli" and not t.steps and t.meta["no_steps"] is True
@@ -310,8 +375,12 @@ def test_cli_warns_when_a_file_gives_no_step(tmp_path, capsys):
     from loopcore.cli import main
 
     p = tmp_path / "session-1.jsonl"
-    p.write_text(json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t"}) + "\n"
-                 + json.dumps({"id": "u", "timestamp": "t", "type": "user", "content": [{"text": "hi"}]}) + "\n")
+    p.write_text(
+        json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t", "lastUpdated": "t"})
+        + "\n"
+        + json.dumps({"id": "u", "timestamp": "t", "type": "user", "content": [{"text": "hi"}]})
+        + "\n"
+    )
     assert main(["analyse", str(p), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "Warning: 1 input of a known format gave no tool call or reply" in out and str(p) in out
@@ -322,58 +391,162 @@ def test_cli_warns_when_a_file_gives_no_step(tmp_path, capsys):
 def test_openhands_ipython_agent_skills_are_classified():
     from loopcore.taxonomy import classify
 
-    assert classify("run_ipython", {"code": "open_file('/w/app.css')"}, "openhands") == ("observe", "/w/app.css")
+    assert classify("run_ipython", {"code": "open_file('/w/app.css')"}, "openhands") == (
+        "observe",
+        "/w/app.css",
+    )
     cell = "print(edit_file_by_replace(\n    '/w/a.tsx',\n    to_replace='x',\n    new_content='''y\nz''',\n))"
     assert classify("run_ipython", {"code": cell}, "openhands") == ("mutate", "/w/a.tsx")
-    assert classify("run_ipython", {"code": "search_dir('needle', '/w')"}, "openhands") == ("observe", "/w")
+    assert classify("run_ipython", {"code": "search_dir('needle', '/w')"}, "openhands") == (
+        "observe",
+        "/w",
+    )
     assert classify("run_ipython", {"code": "x = 1\nopen_file('a')"}, "openhands") == ("exec", None)
-    assert classify("execute_ipython_cell", {"code": "import os; os.remove('b')"}, "openhands") == ("exec", None)
+    assert classify("execute_ipython_cell", {"code": "import os; os.remove('b')"}, "openhands") == (
+        "exec",
+        None,
+    )
 
 
 def test_openhands_edits_the_skills_did_not_make_are_failed_no_ops():
     events = [
-        {"id": 1, "source": "agent", "action": "run_ipython", "args": {"code": "print(edit_file_by_replace('/w/a.py', to_replace='a', new_content='b'))", "thought": ""}},
-        {"id": 2, "cause": 1, "observation": "run_ipython", "source": "agent", "content": "[No exact match found in /w/a.py for\n```\na\n```\n]", "extras": {}},
+        {
+            "id": 1,
+            "source": "agent",
+            "action": "run_ipython",
+            "args": {
+                "code": "print(edit_file_by_replace('/w/a.py', to_replace='a', new_content='b'))",
+                "thought": "",
+            },
+        },
+        {
+            "id": 2,
+            "cause": 1,
+            "observation": "run_ipython",
+            "source": "agent",
+            "content": "[No exact match found in /w/a.py for\n```\na\n```\n]",
+            "extras": {},
+        },
         {"id": 3, "source": "agent", "action": "run", "args": {"command": "ls\nls", "thought": ""}},
-        {"id": 4, "cause": 3, "observation": "error", "source": "user", "content": "Cannot execute multiple commands at once.\nPlease run each command separately", "extras": {}},
+        {
+            "id": 4,
+            "cause": 3,
+            "observation": "error",
+            "source": "user",
+            "content": "Cannot execute multiple commands at once.\nPlease run each command separately",
+            "extras": {},
+        },
     ]
     (t,) = load(events, format="openhands")
     edit, refused = t.steps
-    assert (edit.kind, edit.target, edit.no_op) == ("mutate", "/w/a.py", True) and edit.error.startswith("[No exact")
-    assert refused.rejected.startswith("Cannot execute multiple commands") and refused.kind == "other"
+    assert (edit.kind, edit.target, edit.no_op) == (
+        "mutate",
+        "/w/a.py",
+        True,
+    ) and edit.error.startswith("[No exact")
+    assert (
+        refused.rejected.startswith("Cannot execute multiple commands") and refused.kind == "other"
+    )
 
 
 def test_gemini_cli_shell_footer_is_normalised(tmp_path):
     def call(cid, out):
-        return {"id": cid, "name": "run_shell_command", "args": {"command": "make check"}, "status": "success",
-                "result": [{"functionResponse": {"id": cid, "name": "run_shell_command", "response": {"output": out}}}]}
+        return {
+            "id": cid,
+            "name": "run_shell_command",
+            "args": {"command": "make check"},
+            "status": "success",
+            "result": [
+                {
+                    "functionResponse": {
+                        "id": cid,
+                        "name": "run_shell_command",
+                        "response": {"output": out},
+                    }
+                }
+            ],
+        }
+
     first = "<untrusted_context>\nOutput: 2 checks failed\nExit Code: 2\nProcess Group PGID: 4101\n</untrusted_context>"
     again = "<untrusted_context>\nOutput: 2 checks failed\nExit Code: 2\nProcess Group PGID: 4188\n</untrusted_context>"
     lines = [
-        {"sessionId": "s-f", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
-        {"id": "g1", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call("run_shell_command__1", first)]},
+        {
+            "sessionId": "s-f",
+            "projectHash": "h",
+            "startTime": "t",
+            "lastUpdated": "t",
+            "kind": "main",
+        },
+        {
+            "id": "g1",
+            "timestamp": "t",
+            "type": "gemini",
+            "content": "",
+            "toolCalls": [call("run_shell_command__1", first)],
+        },
         # the results come again on the next user record: context the model saw once, not twice
-        {"id": "u1", "timestamp": "t", "type": "user", "content": [
-            {"functionResponse": {"id": "run_shell_command__1", "name": "run_shell_command", "response": {"output": first}}}]},
-        {"id": "g2", "timestamp": "t", "type": "gemini", "content": "", "toolCalls": [call("run_shell_command__1", again)]},
+        {
+            "id": "u1",
+            "timestamp": "t",
+            "type": "user",
+            "content": [
+                {
+                    "functionResponse": {
+                        "id": "run_shell_command__1",
+                        "name": "run_shell_command",
+                        "response": {"output": first},
+                    }
+                }
+            ],
+        },
+        {
+            "id": "g2",
+            "timestamp": "t",
+            "type": "gemini",
+            "content": "",
+            "toolCalls": [call("run_shell_command__1", again)],
+        },
     ]
     p = tmp_path / "session-f.jsonl"
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
     a, b = only(p).steps
     assert a.result == b.result == "Output: 2 checks failed\nExit Code: 2"
     assert a.meta["returncode"] == b.meta["returncode"] == 2
-    assert normalise_output("gemini-cli", "Output: (empty)\nProcess Group PGID: 1") == ("Output: (empty)", {})
+    assert normalise_output("gemini-cli", "Output: (empty)\nProcess Group PGID: 1") == (
+        "Output: (empty)",
+        {},
+    )
 
 
 def test_roo_multi_file_read_names_every_file():
     msgs = [
-        {"role": "user", "content": [{"type": "text", "text": "<task>\nCompare the two notes.\n</task>"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "<read_file><args><file><path>notes/q&amp;a.md</path></file><file><path>notes/faq.md</path></file></args></read_file>"}]},
-        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'notes/q&a.md', 'notes/faq.md'] Result:"}, {"type": "text", "text": "<files>...</files>"}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "<task>\nCompare the two notes.\n</task>"}],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "<read_file><args><file><path>notes/q&amp;a.md</path></file><file><path>notes/faq.md</path></file></args></read_file>",
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'notes/q&a.md', 'notes/faq.md'] Result:"},
+                {"type": "text", "text": "<files>...</files>"},
+            ],
+        },
     ]
     (t,) = load(msgs)
     (read,) = t.steps
-    assert t.format == "cline" and (read.kind, read.target) == ("observe", ("notes/q&a.md", "notes/faq.md"))
+    assert t.format == "cline" and (read.kind, read.target) == (
+        "observe",
+        ("notes/q&a.md", "notes/faq.md"),
+    )
     assert read.result == "<files>...</files>"
 
 
@@ -381,15 +554,64 @@ def test_opencode_run_json_event_stream():
     sid, mid = "ses_stream0001", "msg_stream0001"
     part = lambda pid, **kw: {"id": pid, "sessionID": sid, "messageID": mid, **kw}
     events = [
-        {"type": "step_start", "timestamp": 1, "sessionID": sid, "part": part("prt_1", type="step-start")},
-        {"type": "text", "timestamp": 2, "sessionID": sid, "part": part("prt_2", type="text", text="Checking.")},
-        {"type": "tool_use", "timestamp": 3, "sessionID": sid, "part": part("prt_3", type="tool", tool="list", callID="c1", state={"status": "completed", "input": {"path": "docs"}, "output": "a.md", "title": "docs", "metadata": {}})},
-        {"type": "step_finish", "timestamp": 4, "sessionID": sid, "part": part("prt_4", type="step-finish", reason="tool-calls", cost=0, tokens={"input": 900, "output": 12, "reasoning": 3, "cache": {"read": 0, "write": 0}})},
+        {
+            "type": "step_start",
+            "timestamp": 1,
+            "sessionID": sid,
+            "part": part("prt_1", type="step-start"),
+        },
+        {
+            "type": "text",
+            "timestamp": 2,
+            "sessionID": sid,
+            "part": part("prt_2", type="text", text="Checking."),
+        },
+        {
+            "type": "tool_use",
+            "timestamp": 3,
+            "sessionID": sid,
+            "part": part(
+                "prt_3",
+                type="tool",
+                tool="list",
+                callID="c1",
+                state={
+                    "status": "completed",
+                    "input": {"path": "docs"},
+                    "output": "a.md",
+                    "title": "docs",
+                    "metadata": {},
+                },
+            ),
+        },
+        {
+            "type": "step_finish",
+            "timestamp": 4,
+            "sessionID": sid,
+            "part": part(
+                "prt_4",
+                type="step-finish",
+                reason="tool-calls",
+                cost=0,
+                tokens={
+                    "input": 900,
+                    "output": 12,
+                    "reasoning": 3,
+                    "cache": {"read": 0, "write": 0},
+                },
+            ),
+        },
     ]
     assert detect_format(events) == "opencode"
     (t,) = load(events)
     (ls,) = t.steps
-    assert (t.session, ls.kind, ls.target, ls.result, ls.text) == (sid, "observe", "docs", "a.md", "Checking.")
+    assert (t.session, ls.kind, ls.target, ls.result, ls.text) == (
+        sid,
+        "observe",
+        "docs",
+        "a.md",
+        "Checking.",
+    )
     assert ls.tokens_out + ls.tokens_turn == 15
 
 
@@ -398,20 +620,71 @@ def test_cline_native_calls_answered_by_result_text():
     blocks; a label with brackets in it, a task_progress argument, an older call left open."""
     todo = "- [ ] look\n- [ ] fix"
     msgs = [
-        {"role": "user", "content": [{"type": "text", "text": "<task>\nTidy the config.\n</task>"}], "ts": 1},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "ask_followup_question", "input": {"question": "Which file?"}}], "ts": 2,
-         "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}, "metrics": {"tokens": {"prompt": 1000, "completion": 20, "cached": 0}}},
-        {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] This task was interrupted 2 minutes ago."}], "ts": 3},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Looking at both.", "call_id": ""},
-            {"type": "tool_use", "id": "t1", "name": "search_files", "input": {"path": "cfg", "regex": "key[s]?]", "task_progress": todo}, "call_id": "t1"},
-            {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "cfg/app.ini", "task_progress": todo}, "call_id": "t2"}],
-         "ts": 4, "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}, "metrics": {"tokens": {"prompt": 1100, "completion": 60, "cached": 900}}},
-        {"role": "user", "content": [
-            {"type": "text", "text": "[search_files for 'key[s]?]'] Result:\nFound 1 result."},
-            {"type": "text", "text": "[read_file for 'cfg/app.ini'] Result:\n1 | key=1"},
-            {"type": "text", "text": "\n\n# TODO LIST UPDATE REQUIRED"},
-            {"type": "text", "text": "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"}], "ts": 5},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "<task>\nTidy the config.\n</task>"}],
+            "ts": 1,
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t0",
+                    "name": "ask_followup_question",
+                    "input": {"question": "Which file?"},
+                }
+            ],
+            "ts": 2,
+            "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 1000, "completion": 20, "cached": 0}},
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "[TASK RESUMPTION] This task was interrupted 2 minutes ago.",
+                }
+            ],
+            "ts": 3,
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Looking at both.", "call_id": ""},
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "search_files",
+                    "input": {"path": "cfg", "regex": "key[s]?]", "task_progress": todo},
+                    "call_id": "t1",
+                },
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "read_file",
+                    "input": {"path": "cfg/app.ini", "task_progress": todo},
+                    "call_id": "t2",
+                },
+            ],
+            "ts": 4,
+            "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 1100, "completion": 60, "cached": 900}},
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[search_files for 'key[s]?]'] Result:\nFound 1 result."},
+                {"type": "text", "text": "[read_file for 'cfg/app.ini'] Result:\n1 | key=1"},
+                {"type": "text", "text": "\n\n# TODO LIST UPDATE REQUIRED"},
+                {
+                    "type": "text",
+                    "text": "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>",
+                },
+            ],
+            "ts": 5,
+        },
     ]
     (t,) = load(msgs)
     ask, search, read = t.steps
@@ -426,10 +699,26 @@ def test_notes_on_a_command_do_not_make_repeats_differ(tmp_path):
     """The model's description of a command, and how long to wait for its output, change between
     two runs of the same command; the arguments compared are what runs."""
     cc = tmp_path / "cc.jsonl"
-    rec = lambda n, desc: {"type": "assistant", "sessionId": "s", "uuid": f"u{n}", "message": {
-        "id": f"m{n}", "role": "assistant", "content": [
-            {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "make lint", "description": desc}}]}}
-    cc.write_text(json.dumps(rec(1, "Run the linter")) + "\n" + json.dumps(rec(2, "Lint again")) + "\n")
+    rec = lambda n, desc: {
+        "type": "assistant",
+        "sessionId": "s",
+        "uuid": f"u{n}",
+        "message": {
+            "id": f"m{n}",
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": f"t{n}",
+                    "name": "Bash",
+                    "input": {"command": "make lint", "description": desc},
+                }
+            ],
+        },
+    }
+    cc.write_text(
+        json.dumps(rec(1, "Run the linter")) + "\n" + json.dumps(rec(2, "Lint again")) + "\n"
+    )
     a, b = only(cc).steps
     assert a.args == b.args == {"command": "make lint"}
     lines = (FIX / "codex_rollout_unified_exec.jsonl").read_text().splitlines()
@@ -440,17 +729,43 @@ def test_notes_on_a_command_do_not_make_repeats_differ(tmp_path):
 
 def test_codex_rollout_before_typed_records():
     recs = [
-        {"id": "0198-old", "timestamp": "2025-07-01T10:00:00.000Z", "instructions": None, "git": {"branch": "main"}},
+        {
+            "id": "0198-old",
+            "timestamp": "2025-07-01T10:00:00.000Z",
+            "instructions": None,
+            "git": {"branch": "main"},
+        },
         {"record_type": "state"},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "show the readme"}]},
-        {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["bash", "-lc", "cat README.md"]}), "call_id": "c1"},
-        {"type": "function_call_output", "call_id": "c1", "output": json.dumps({"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 0.01}})},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "show the readme"}],
+        },
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": json.dumps({"command": ["bash", "-lc", "cat README.md"]}),
+            "call_id": "c1",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": json.dumps(
+                {"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 0.01}}
+            ),
+        },
         {"record_type": "state"},
     ]
     assert detect_format(recs) == "codex"
     (t,) = load(recs)
     (cat,) = t.steps
-    assert (t.session, cat.kind, cat.target, cat.result, cat.meta["returncode"]) == ("0198-old", "observe", "README.md", "hi\n", 0)
+    assert (t.session, cat.kind, cat.target, cat.result, cat.meta["returncode"]) == (
+        "0198-old",
+        "observe",
+        "README.md",
+        "hi\n",
+        0,
+    )
 
 
 def test_folders_that_are_one_unit_analyse_the_same_in_parallel(tmp_path):
@@ -471,17 +786,93 @@ def test_claude_code_inline_sidechain_takes_the_agent_id_its_chain_carries(tmp_p
     only (here the last); its chain of parentUuid links makes them one sub-agent."""
     sid = "9a8b7c6d-0000-4000-8000-00000000c0de"
     base = {"sessionId": sid, "version": "2.0.46", "userType": "external", "cwd": "/w"}
-    usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 0, "output_tokens": 20}
+    usage = {
+        "input_tokens": 3,
+        "cache_creation_input_tokens": 500,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 20,
+    }
     recs = [
-        {**base, "parentUuid": None, "isSidechain": False, "uuid": "m1", "type": "assistant", "message": {
-            "id": "msg_m1", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"prompt": "look"}}], "usage": usage}},
-        {**base, "parentUuid": None, "isSidechain": True, "uuid": "s1", "type": "user", "message": {"role": "user", "content": "look"}},
-        {**base, "parentUuid": "s1", "isSidechain": True, "uuid": "s2", "type": "assistant", "message": {
-            "id": "msg_s2", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_g", "name": "Grep", "input": {"pattern": "x", "path": "src"}}], "usage": usage}},
-        {**base, "parentUuid": "s2", "isSidechain": True, "uuid": "s3", "type": "user", "agentId": "ab12cd34", "message": {
-            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_g", "content": "src/a.py"}]}},
-        {**base, "parentUuid": "m1", "isSidechain": False, "uuid": "m2", "type": "user", "agentId": "ab12cd34", "message": {
-            "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_task", "content": [{"type": "text", "text": "found it"}]}]}},
+        {
+            **base,
+            "parentUuid": None,
+            "isSidechain": False,
+            "uuid": "m1",
+            "type": "assistant",
+            "message": {
+                "id": "msg_m1",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_task",
+                        "name": "Task",
+                        "input": {"prompt": "look"},
+                    }
+                ],
+                "usage": usage,
+            },
+        },
+        {
+            **base,
+            "parentUuid": None,
+            "isSidechain": True,
+            "uuid": "s1",
+            "type": "user",
+            "message": {"role": "user", "content": "look"},
+        },
+        {
+            **base,
+            "parentUuid": "s1",
+            "isSidechain": True,
+            "uuid": "s2",
+            "type": "assistant",
+            "message": {
+                "id": "msg_s2",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_g",
+                        "name": "Grep",
+                        "input": {"pattern": "x", "path": "src"},
+                    }
+                ],
+                "usage": usage,
+            },
+        },
+        {
+            **base,
+            "parentUuid": "s2",
+            "isSidechain": True,
+            "uuid": "s3",
+            "type": "user",
+            "agentId": "ab12cd34",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_g", "content": "src/a.py"}
+                ],
+            },
+        },
+        {
+            **base,
+            "parentUuid": "m1",
+            "isSidechain": False,
+            "uuid": "m2",
+            "type": "user",
+            "agentId": "ab12cd34",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_task",
+                        "content": [{"type": "text", "text": "found it"}],
+                    }
+                ],
+            },
+        },
     ]
     p = tmp_path / f"{sid}.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -497,10 +888,16 @@ def test_claude_code_inline_sidechain_takes_the_agent_id_its_chain_carries(tmp_p
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_SHAPED = ["codex_rollout_unified_exec.jsonl", "gemini_cli_session.jsonl", "openhands_v1_export.json",
-           "openhands_resolver_2024.jsonl", "opencode_export.json", "cline_task/1760001234567/api_conversation_history.json",
-           "roo_task/019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b/api_conversation_history.json",
-           "claude_code_subagents/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7.jsonl"]
+_SHAPED = [
+    "codex_rollout_unified_exec.jsonl",
+    "gemini_cli_session.jsonl",
+    "openhands_v1_export.json",
+    "openhands_resolver_2024.jsonl",
+    "opencode_export.json",
+    "cline_task/1760001234567/api_conversation_history.json",
+    "roo_task/019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b/api_conversation_history.json",
+    "claude_code_subagents/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7.jsonl",
+]
 
 
 def _records(name):
@@ -520,8 +917,16 @@ def _paths(value, prefix=()):
             yield from _paths(v, prefix + (i,))
 
 
-_junk = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=4), st.just([]), st.just({}),
-                  st.just([None]), st.just({"type": "x"}))
+_junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.text(max_size=4),
+    st.just([]),
+    st.just({}),
+    st.just([None]),
+    st.just({"type": "x"}),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -549,12 +954,49 @@ def test_a_damaged_harness_file_loads_or_says_why(name, data):
 
 def test_openhands_v0_function_call_error_is_a_rejected_turn():
     events = [
-        {"id": 0, "source": "user", "action": "message", "args": {"content": "fix it"}, "message": "fix it"},
-        {"id": 1, "source": "agent", "observation": "error", "content": "FunctionCallNotExistsError: Tool 'open' is not registered.", "extras": {}},
-        {"id": 2, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
-         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1", "model_response": {"id": "r2", "usage": {"prompt_tokens": 10, "completion_tokens": 5}}}},
-        {"id": 3, "source": "agent", "cause": 2, "observation": "run", "content": "a.py", "extras": {"metadata": {"exit_code": 0}}},
-        {"id": 4, "source": "agent", "observation": "error", "content": "Parameter 'command' is expected to be one of ['view', 'create'].", "message": "Parameter 'command' is expected to be one of ['view', 'create']."},
+        {
+            "id": 0,
+            "source": "user",
+            "action": "message",
+            "args": {"content": "fix it"},
+            "message": "fix it",
+        },
+        {
+            "id": 1,
+            "source": "agent",
+            "observation": "error",
+            "content": "FunctionCallNotExistsError: Tool 'open' is not registered.",
+            "extras": {},
+        },
+        {
+            "id": 2,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "ls", "thought": ""},
+            "tool_call_metadata": {
+                "function_name": "execute_bash",
+                "tool_call_id": "t1",
+                "model_response": {
+                    "id": "r2",
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+                },
+            },
+        },
+        {
+            "id": 3,
+            "source": "agent",
+            "cause": 2,
+            "observation": "run",
+            "content": "a.py",
+            "extras": {"metadata": {"exit_code": 0}},
+        },
+        {
+            "id": 4,
+            "source": "agent",
+            "observation": "error",
+            "content": "Parameter 'command' is expected to be one of ['view', 'create'].",
+            "message": "Parameter 'command' is expected to be one of ['view', 'create'].",
+        },
     ]
     (t,) = load(events, format="openhands")
     refused, ls, bad_param = t.steps
@@ -567,14 +1009,62 @@ def test_openhands_v0_function_call_error_is_a_rejected_turn():
 def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
     """A ``$set`` of ``messages`` (compression, resume) replaces every message before it, as
     gemini-cli's loader does; what is appended after it counts on top."""
+
     def g(mid, cmd):
-        return {"id": mid, "timestamp": "t", "type": "gemini", "content": "", "tokens": {"input": 100, "output": 5, "cached": 0, "thoughts": 0, "tool": 0, "total": 105},
-                "toolCalls": [{"id": f"{mid}-c", "name": "run_shell_command", "args": {"command": cmd}, "status": "success",
-                               "result": [{"functionResponse": {"id": f"{mid}-c", "name": "run_shell_command", "response": {"output": "Output: ok"}}}]}]}
+        return {
+            "id": mid,
+            "timestamp": "t",
+            "type": "gemini",
+            "content": "",
+            "tokens": {
+                "input": 100,
+                "output": 5,
+                "cached": 0,
+                "thoughts": 0,
+                "tool": 0,
+                "total": 105,
+            },
+            "toolCalls": [
+                {
+                    "id": f"{mid}-c",
+                    "name": "run_shell_command",
+                    "args": {"command": cmd},
+                    "status": "success",
+                    "result": [
+                        {
+                            "functionResponse": {
+                                "id": f"{mid}-c",
+                                "name": "run_shell_command",
+                                "response": {"output": "Output: ok"},
+                            }
+                        }
+                    ],
+                }
+            ],
+        }
+
     lines = [
-        {"sessionId": "s-set", "projectHash": "h", "startTime": "t", "lastUpdated": "t", "kind": "main"},
+        {
+            "sessionId": "s-set",
+            "projectHash": "h",
+            "startTime": "t",
+            "lastUpdated": "t",
+            "kind": "main",
+        },
         g("g-old", "ls old"),
-        {"$set": {"messages": [{"id": "u1", "timestamp": "t", "type": "user", "content": "summary of the work so far"}, g("g-kept", "ls kept")]}},
+        {
+            "$set": {
+                "messages": [
+                    {
+                        "id": "u1",
+                        "timestamp": "t",
+                        "type": "user",
+                        "content": "summary of the work so far",
+                    },
+                    g("g-kept", "ls kept"),
+                ]
+            }
+        },
         g("g-new", "ls new"),
     ]
     p = tmp_path / "session-set.jsonl"

@@ -1,4 +1,5 @@
 """The install really exposes the compiled core, and the flag really selects the pure twins."""
+
 from __future__ import annotations
 
 import ast
@@ -35,7 +36,9 @@ def _probe(env_value):
     env.pop("LOOPCORE_NO_EXTENSIONS", None)
     if env_value is not None:
         env["LOOPCORE_NO_EXTENSIONS"] = env_value
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+    )
     import json
 
     return json.loads(out.stdout)
@@ -60,7 +63,12 @@ def test_flag_selects_the_pure_twins(value):
     got = _probe(value)
     assert got["impl"] == "py"
     assert got["hashing"] == "loopcore._hashing_py"
-    assert got["loaded"] == ["loopcore._burn_py", "loopcore._guard_py", "loopcore._hashing_py", "loopcore._shell_py"]
+    assert got["loaded"] == [
+        "loopcore._burn_py",
+        "loopcore._guard_py",
+        "loopcore._hashing_py",
+        "loopcore._shell_py",
+    ]
 
 
 @pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
@@ -86,6 +94,7 @@ def test_unknown_implementation_name():
 
 # ---------------------------------------------------------------- the build's shape (setup.py)
 
+
 def _setup_module():
     """setup.py as a module (its setup() call is guarded by __main__)."""
     import importlib.util
@@ -101,8 +110,9 @@ def test_vendored_c_is_compiled_once_into_a_library():
     pytest.importorskip("Cython")
     setup = _setup_module()
     exts = setup.extensions()
-    assert sorted(e.name for e in exts) == sorted(f"loopcore._native_{p.stem}" for p in (ROOT / "src" / "_native")
-                                                  .glob("*.pyx"))
+    assert sorted(e.name for e in exts) == sorted(
+        f"loopcore._native_{p.stem}" for p in (ROOT / "src" / "_native").glob("*.pyx")
+    )
     for ext in exts:
         assert [pathlib.Path(s).suffix for s in ext.sources] == [".pyx"], ext.sources
     libs = setup.c_libraries()
@@ -147,25 +157,37 @@ def test_release_flags_carry_no_debug_info(monkeypatch):
     monkeypatch.setattr(setup, "DEBUG", False)
     monkeypatch.setattr(setup, "SANITIZE", [])
     cflags, ldflags = setup.build_flags()
-    assert "-O3" in cflags and cflags[-1] == "-g0" and "-g" not in cflags  # -g0 last: it beats Python's -g
+    assert (
+        "-O3" in cflags and cflags[-1] == "-g0" and "-g" not in cflags
+    )  # -g0 last: it beats Python's -g
     monkeypatch.setattr(setup, "DEBUG", True)
     cflags, ldflags = setup.build_flags()
     assert cflags == ["-O0", "-g", "-UNDEBUG"] and ldflags == []
     monkeypatch.setattr(setup, "SANITIZE", ["address", "undefined"])
     cflags, ldflags = setup.build_flags()
-    assert "-fsanitize=address,undefined" in cflags and ldflags == ["-fsanitize=address,undefined"] and "-g" in cflags
+    assert (
+        "-fsanitize=address,undefined" in cflags
+        and ldflags == ["-fsanitize=address,undefined"]
+        and "-g" in cflags
+    )
 
 
 def test_no_pyx_needs_numpy_headers_unless_the_build_requires_numpy():
     """numpy is no build dependency while no .pyx cimports it (memoryviews need no numpy headers)."""
     import re
+
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
-    cimports = [p.name for p in (ROOT / "src" / "_native").glob("*.p*")
-                if re.search(r"^\s*(cimport numpy|from numpy cimport)", p.read_text(), re.M)]
+    cimports = [
+        p.name
+        for p in (ROOT / "src" / "_native").glob("*.p*")
+        if re.search(r"^\s*(cimport numpy|from numpy cimport)", p.read_text(), re.M)
+    ]
     if cimports:
-        assert any(r.startswith("numpy") for r in requires), f"{cimports} cimport numpy: add it to build requires"
+        assert any(r.startswith("numpy") for r in requires), (
+            f"{cimports} cimport numpy: add it to build requires"
+        )
 
 
 @pytest.mark.c_extension
@@ -189,28 +211,39 @@ def test_compiled_xxh3_matches_python_xxhash_at_every_size(size):
 
 # ---------------------------------------------------------------- one version source
 
+
 def test_one_version_source():
     import re
+
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     from loopcore import _version
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "loopcore._version.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "loopcore._version.__version__"
+    }
     assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)?", _version.__version__)
-    writers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "src" / "loopcore").rglob("*.py")
-               if re.search(r"^__version__\s*=", p.read_text(), re.M)]
+    writers = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src" / "loopcore").rglob("*.py")
+        if re.search(r"^__version__\s*=", p.read_text(), re.M)
+    ]
     assert writers == ["src/loopcore/_version.py"]
 
 
 def test_version_is_lazy_and_matches_the_installed_metadata():
     from conftest import package_env
 
-    code = ("import sys, loopcore; before = 'loopcore._version' in sys.modules; v = loopcore.__version__;"
-            "from loopcore import _version; import json;"
-            "print(json.dumps([before, v, _version.__version__, 'loopcore._version' in sys.modules]))")
-    out = subprocess.run([sys.executable, "-c", code], env=package_env(), capture_output=True, text=True, check=True)
+    code = (
+        "import sys, loopcore; before = 'loopcore._version' in sys.modules; v = loopcore.__version__;"
+        "from loopcore import _version; import json;"
+        "print(json.dumps([before, v, _version.__version__, 'loopcore._version' in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=package_env(), capture_output=True, text=True, check=True
+    )
     import json
 
     before, version, source, after = json.loads(out.stdout)
@@ -224,5 +257,9 @@ def test_version_is_lazy_and_matches_the_installed_metadata():
         dist = importlib.metadata.distribution("loopcore")
     except importlib.metadata.PackageNotFoundError:
         return  # an in-place build run from src/: no installed metadata to compare
-    if pathlib.Path(loopcore.__file__).resolve().is_relative_to(pathlib.Path(dist.locate_file("")).resolve()):
+    if (
+        pathlib.Path(loopcore.__file__)
+        .resolve()
+        .is_relative_to(pathlib.Path(dist.locate_file("")).resolve())
+    ):
         assert dist.version == version

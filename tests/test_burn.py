@@ -3,6 +3,7 @@
 Every test goes through ``analyse``: the report of the kernel twin of ``impl`` must equal the
 pure reference's (and ``analyse_many``'s) before anything is asserted.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,32 @@ from loopcore.burn import (
 )
 
 
-def st(turn, kind, name, target=None, args=None, result=None, *, tokens=100, error=None,
-       session="s1", estimated=False):
-    return Step(session, turn, kind, name, target, args, result, error, tokens, 0,
-                tokens_estimated=estimated)
+def st(
+    turn,
+    kind,
+    name,
+    target=None,
+    args=None,
+    result=None,
+    *,
+    tokens=100,
+    error=None,
+    session="s1",
+    estimated=False,
+):
+    return Step(
+        session,
+        turn,
+        kind,
+        name,
+        target,
+        args,
+        result,
+        error,
+        tokens,
+        0,
+        tokens_estimated=estimated,
+    )
 
 
 def read(turn, path, result="content", tokens=100, **kw):
@@ -34,12 +57,22 @@ def read(turn, path, result="content", tokens=100, **kw):
 
 
 def write(turn, path, content, tokens=100):
-    return st(turn, "mutate", "Write", path, {"file_path": path, "content": content}, "ok", tokens=tokens)
+    return st(
+        turn, "mutate", "Write", path, {"file_path": path, "content": content}, "ok", tokens=tokens
+    )
 
 
 def edit(turn, path, old, new, tokens=100, error=None):
-    return st(turn, "mutate", "Edit", path, {"file_path": path, "old_string": old, "new_string": new},
-              None if error else "ok", tokens=tokens, error=error)
+    return st(
+        turn,
+        "mutate",
+        "Edit",
+        path,
+        {"file_path": path, "old_string": old, "new_string": new},
+        None if error else "ok",
+        tokens=tokens,
+        error=error,
+    )
 
 
 def ask(turn, q, tokens=100):
@@ -64,15 +97,28 @@ def charged(report: BurnReport) -> dict[int, tuple[str, int]]:
 
 
 def test_e1_big_file_read_three_times(impl):
-    steps = [read(1, "big.ts", "x" * 50, tokens=15000), st(1, "other", "think", tokens=300),
-             read(2, "big.ts", "x" * 50, tokens=15000), read(3, "big.ts", "x" * 50, tokens=15000)]
+    steps = [
+        read(1, "big.ts", "x" * 50, tokens=15000),
+        st(1, "other", "think", tokens=300),
+        read(2, "big.ts", "x" * 50, tokens=15000),
+        read(3, "big.ts", "x" * 50, tokens=15000),
+    ]
     r = analyse(impl, steps)
     assert r.total_tokens == 45300
     assert r.wasted_tokens == 30000
     assert round(r.waste_ratio, 3) == 0.662
     (f,) = r.findings
-    assert (f.kind, f.steps, f.of_step, f.target, f.tokens) == ("redundant_observation", (2, 3), 0, "big.ts", 30000)
-    assert r.top_recommendation == "cache observations within a session: big.ts cost 30000 tokens to re-learn"
+    assert (f.kind, f.steps, f.of_step, f.target, f.tokens) == (
+        "redundant_observation",
+        (2, 3),
+        0,
+        "big.ts",
+        30000,
+    )
+    assert (
+        r.top_recommendation
+        == "cache observations within a session: big.ts cost 30000 tokens to re-learn"
+    )
     assert r.by_kind["redundant_observation"] == {"tokens": 30000, "steps": 2}
 
 
@@ -84,7 +130,9 @@ def test_e2_read_write_identical_read_is_never_waste(impl):
 
 
 def test_e3_same_search_twice_is_one_duplicate(impl):
-    search = lambda turn: st(turn, "observe", "Grep", None, {"pattern": "TODO", "path": "."}, ["a.ts:3"])
+    search = lambda turn: st(
+        turn, "observe", "Grep", None, {"pattern": "TODO", "path": "."}, ["a.ts:3"]
+    )
     r = analyse(impl, [search(1), read(1, "b.ts"), search(2)])
     (f,) = r.findings
     assert (f.kind, f.steps, f.of_step, f.tokens) == ("duplicate_call", (2,), 0, 100)
@@ -92,8 +140,15 @@ def test_e3_same_search_twice_is_one_duplicate(impl):
 
 
 def test_e4_edit_back_and_forth_is_an_oscillation(impl):
-    r = analyse(impl, [read(1, "a.ts"), edit(2, "a.ts", "x = 1", "x = 2"), edit(3, "a.ts", "x = 2", "x = 1"),
-                       edit(4, "a.ts", "x = 1", "x = 2")])
+    r = analyse(
+        impl,
+        [
+            read(1, "a.ts"),
+            edit(2, "a.ts", "x = 1", "x = 2"),
+            edit(3, "a.ts", "x = 2", "x = 1"),
+            edit(4, "a.ts", "x = 1", "x = 2"),
+        ],
+    )
     (f,) = r.findings
     assert (f.kind, f.steps, f.of_step, f.target) == ("oscillation", (2, 3), 1, "a.ts")
     assert "back and forth" in f.message
@@ -101,8 +156,16 @@ def test_e4_edit_back_and_forth_is_an_oscillation(impl):
 
 
 def test_e5_three_ask_only_turns_are_a_question_loop(impl):
-    r = analyse(impl, [read(1, "a.ts"), ask(2, "Proceed?"), ask(3, "Shall I go on?"), ask(4, "Continue?"),
-                       read(5, "b.ts")])
+    r = analyse(
+        impl,
+        [
+            read(1, "a.ts"),
+            ask(2, "Proceed?"),
+            ask(3, "Shall I go on?"),
+            ask(4, "Continue?"),
+            read(5, "b.ts"),
+        ],
+    )
     (f,) = r.findings
     assert (f.kind, f.steps, f.of_step) == ("question_loop", (2, 3), 1)
     assert f.tokens == 200
@@ -110,8 +173,14 @@ def test_e5_three_ask_only_turns_are_a_question_loop(impl):
 
 
 def test_e6_would_repeat_names_the_step_and_the_target():
-    steps = [read(0, "b.ts"), read(1, "c.ts"), edit(2, "c.ts", "a", "b"), read(3, "a.ts", "old"),
-             read(4, "a.ts", "v1"), read(5, "d.ts")]
+    steps = [
+        read(0, "b.ts"),
+        read(1, "c.ts"),
+        edit(2, "c.ts", "a", "b"),
+        read(3, "a.ts", "old"),
+        read(4, "a.ts", "v1"),
+        read(5, "d.ts"),
+    ]
     # step 3 and 4 read a.ts with the same args; 4 is the most recent
     check = would_repeat(read(6, "a.ts", result=None), Trace(steps))
     assert check == RepeatCheck(True, 4, check.detail)
@@ -120,10 +189,15 @@ def test_e6_would_repeat_names_the_step_and_the_target():
     check = would_repeat(read(7, "a.ts", result=None), Trace(steps + [write(6, "a.ts", "v2")]))
     assert not check and check.of_step is None and "may have changed" in check.detail
     # an exec anywhere since, likewise
-    check = would_repeat(read(7, "a.ts", result=None), Trace(steps + [st(6, "exec", "Bash", None, {"c": "make"})]))
+    check = would_repeat(
+        read(7, "a.ts", result=None), Trace(steps + [st(6, "exec", "Bash", None, {"c": "make"})])
+    )
     assert not check
     # a mutation of another target does not
-    assert would_repeat(read(7, "a.ts", result=None), Trace(steps + [write(6, "z.ts", "z")])).of_step == 4
+    assert (
+        would_repeat(read(7, "a.ts", result=None), Trace(steps + [write(6, "z.ts", "z")])).of_step
+        == 4
+    )
     # never seen
     check = would_repeat(read(7, "new.ts"), Trace(steps))
     assert not check and "no earlier call" in check.detail
@@ -151,11 +225,14 @@ def test_mutation_of_another_target_keeps_the_epoch(impl):
     assert charged(r) == {2: ("redundant_observation", 0)}
 
 
-@pytest.mark.parametrize("changer", [
-    st(2, "exec", "Bash", "a.ts", {"command": "python a.ts"}, "ran"),
-    st(2, "exec", "Bash", None, {"command": "make"}, "ok"),
-    st(2, "mutate", "Bash", None, {"command": "weird-tool --inplace"}, "ok"),
-])
+@pytest.mark.parametrize(
+    "changer",
+    [
+        st(2, "exec", "Bash", "a.ts", {"command": "python a.ts"}, "ran"),
+        st(2, "exec", "Bash", None, {"command": "make"}, "ok"),
+        st(2, "mutate", "Bash", None, {"command": "weird-tool --inplace"}, "ok"),
+    ],
+)
 def test_exec_or_untargeted_mutation_advances_every_epoch(impl, changer):
     r = analyse(impl, [read(1, "a.ts", "v"), changer, read(3, "a.ts", "v")])
     assert r.findings == ()
@@ -163,12 +240,17 @@ def test_exec_or_untargeted_mutation_advances_every_epoch(impl, changer):
 
 def test_failed_mutation_still_advances_the_epoch(impl):
     # it may have half-applied: when in doubt it is not waste
-    r = analyse(impl, [read(1, "a.ts", "v"), edit(2, "a.ts", "p", "q", error="no match"), read(3, "a.ts", "v")])
+    r = analyse(
+        impl,
+        [read(1, "a.ts", "v"), edit(2, "a.ts", "p", "q", error="no match"), read(3, "a.ts", "v")],
+    )
     assert r.findings == ()
 
 
 def test_multi_target_steps_observe_and_advance_every_target(impl):
-    cat = lambda turn: st(turn, "observe", "Bash", ("a.ts", "b.ts"), {"command": "cat a.ts b.ts"}, "AB")
+    cat = lambda turn: st(
+        turn, "observe", "Bash", ("a.ts", "b.ts"), {"command": "cat a.ts b.ts"}, "AB"
+    )
     # a mutation of b alone breaks the epoch of the pair
     r = analyse(impl, [cat(1), write(2, "b.ts", "B"), cat(3)])
     assert r.findings == ()
@@ -184,7 +266,9 @@ def test_multi_target_steps_observe_and_advance_every_target(impl):
 def test_untargeted_observation_is_invalidated_by_any_mutation(impl):
     search = lambda turn: st(turn, "observe", "Grep", None, {"pattern": "x"}, "hits")
     assert analyse(impl, [search(1), write(2, "z.ts", "z"), search(3)]).findings == ()
-    assert charged(analyse(impl, [search(1), read(2, "z.ts"), search(3)])) == {2: ("duplicate_call", 0)}
+    assert charged(analyse(impl, [search(1), read(2, "z.ts"), search(3)])) == {
+        2: ("duplicate_call", 0)
+    }
 
 
 # ------------------------------------------------------------------ outcomes
@@ -206,7 +290,9 @@ def test_same_substantial_result_from_another_tool_is_a_redundant_observation(im
 
 
 def test_repeated_failure_the_same_way_is_a_duplicate(impl):
-    run = lambda turn: st(turn, "exec", "Bash", None, {"command": "npm i lodsh"}, None, error="E404 not found")
+    run = lambda turn: st(
+        turn, "exec", "Bash", None, {"command": "npm i lodsh"}, None, error="E404 not found"
+    )
     r = analyse(impl, [run(1), run(2), run(3)])
     (f,) = r.findings
     assert (f.kind, f.steps, f.of_step) == ("duplicate_call", (1, 2), 0)
@@ -219,8 +305,12 @@ def test_repeated_failure_a_different_way_is_not(impl):
 
 def test_exec_between_two_identical_execs_breaks_the_epoch(impl):
     run = lambda turn, cmd: st(turn, "exec", "Bash", None, {"command": cmd}, "same output")
-    assert analyse(impl, [run(1, "npm test"), run(2, "git pull"), run(3, "npm test")]).findings == ()
-    assert charged(analyse(impl, [run(1, "npm test"), read(2, "a"), run(3, "npm test")])) == {2: ("duplicate_call", 0)}
+    assert (
+        analyse(impl, [run(1, "npm test"), run(2, "git pull"), run(3, "npm test")]).findings == ()
+    )
+    assert charged(analyse(impl, [run(1, "npm test"), read(2, "a"), run(3, "npm test")])) == {
+        2: ("duplicate_call", 0)
+    }
 
 
 def test_missing_results_fall_back_to_name_and_args(impl):
@@ -239,8 +329,12 @@ def test_args_compare_by_canonical_meaning(impl):
 
 
 def test_identical_write_twice_is_a_duplicate_but_read_between_writes_is_not(impl):
-    assert charged(analyse(impl, [write(1, "a", "X"), write(2, "a", "X")])) == {1: ("duplicate_call", 0)}
-    r = analyse(impl, [write(1, "a", "X"), read(2, "a", "X"), write(3, "a", "Y"), read(4, "a", "Y")])
+    assert charged(analyse(impl, [write(1, "a", "X"), write(2, "a", "X")])) == {
+        1: ("duplicate_call", 0)
+    }
+    r = analyse(
+        impl, [write(1, "a", "X"), read(2, "a", "X"), write(3, "a", "Y"), read(4, "a", "Y")]
+    )
     assert r.findings == ()
 
 
@@ -254,31 +348,49 @@ def test_repeat_chain_charges_every_repeat_under_the_first_occurrence(impl):
 
 
 def test_content_returning_to_an_earlier_state_is_an_oscillation(impl):
-    steps = [read(1, "a.ts", "A"), write(2, "a.ts", "B-content"), read(3, "a.ts", "B"),
-             st(4, "mutate", "Bash", "a.ts", {"command": "git checkout a.ts"}, ""), read(5, "a.ts", "A")]
+    steps = [
+        read(1, "a.ts", "A"),
+        write(2, "a.ts", "B-content"),
+        read(3, "a.ts", "B"),
+        st(4, "mutate", "Bash", "a.ts", {"command": "git checkout a.ts"}, ""),
+        read(5, "a.ts", "A"),
+    ]
     assert charged(analyse(impl, steps)) == {4: ("oscillation", 0)}
 
 
 def test_whole_content_writes_returning_are_an_oscillation(impl):
-    r = analyse(impl, [write(1, "a", "X"), write(2, "a", "Y"), write(3, "a", "X"), write(4, "a", "Y")])
+    r = analyse(
+        impl, [write(1, "a", "X"), write(2, "a", "Y"), write(3, "a", "X"), write(4, "a", "Y")]
+    )
     (f,) = r.findings  # one finding per target, under the earliest state it returned to
     assert (f.kind, f.steps, f.of_step, f.target, f.tokens) == ("oscillation", (2, 3), 0, "a", 200)
 
 
 def test_experiment_reverted_after_running_it_is_not_an_oscillation(impl):
     # add a debug print, run, remove it: a careful agent, not waste
-    steps = [edit(1, "a.py", "f()", "print(1); f()"), st(2, "exec", "Bash", None, {"command": "python a.py"}, "1"),
-             edit(3, "a.py", "print(1); f()", "f()")]
+    steps = [
+        edit(1, "a.py", "f()", "print(1); f()"),
+        st(2, "exec", "Bash", None, {"command": "python a.py"}, "1"),
+        edit(3, "a.py", "print(1); f()", "f()"),
+    ]
     assert analyse(impl, steps).findings == ()
     # A -> B -> A across an exec: the exec may have reset it
-    steps = [read(1, "a", "A"), write(2, "a", "B"), read(3, "a", "B"),
-             st(4, "exec", "Bash", None, {"command": "make reset"}, ""), read(5, "a", "A")]
+    steps = [
+        read(1, "a", "A"),
+        write(2, "a", "B"),
+        read(3, "a", "B"),
+        st(4, "exec", "Bash", None, {"command": "make reset"}, ""),
+        read(5, "a", "A"),
+    ]
     assert analyse(impl, steps).findings == ()
 
 
 def test_rewriting_the_same_content_is_not_an_oscillation(impl):
     # read A, write, read A: no different state seen in between (E2's shape)
-    assert analyse(impl, [read(1, "a", "A"), write(2, "a", "A-text"), read(3, "a", "A")]).findings == ()
+    assert (
+        analyse(impl, [read(1, "a", "A"), write(2, "a", "A-text"), read(3, "a", "A")]).findings
+        == ()
+    )
 
 
 def test_failed_edits_neither_oscillate_nor_are_undone(impl):
@@ -295,8 +407,10 @@ def test_inverse_edit_on_another_target_is_not_an_oscillation(impl):
 @pytest.mark.parametrize("keys", [("old_str", "new_str"), ("old", "new"), ("search", "replace")])
 def test_edit_signatures_of_other_harnesses(impl, keys):
     o, n = keys
-    steps = [st(1, "mutate", "str_replace", "a", {o: "1", n: "2"}, "ok"),
-             st(2, "mutate", "str_replace", "a", {o: "2", n: "1"}, "ok")]
+    steps = [
+        st(1, "mutate", "str_replace", "a", {o: "1", n: "2"}, "ok"),
+        st(2, "mutate", "str_replace", "a", {o: "2", n: "1"}, "ok"),
+    ]
     assert charged(analyse(impl, steps)) == {1: ("oscillation", 0)}
 
 
@@ -305,12 +419,24 @@ def test_edit_signatures_of_other_harnesses(impl, keys):
 
 def test_two_ask_only_turns_are_a_clarifying_dialogue(impl):
     assert QUESTION_LOOP_MIN_TURNS == 3
-    assert analyse(impl, [ask(1, "Which file?"), ask(2, "Which function?"), read(3, "a")]).findings == ()
+    assert (
+        analyse(impl, [ask(1, "Which file?"), ask(2, "Which function?"), read(3, "a")]).findings
+        == ()
+    )
 
 
 def test_question_loop_charges_only_ask_steps_of_later_turns(impl):
-    steps = [ask(1, "q1"), st(1, "other", "todo", None, {"n": 1}), ask(1, "q1b"), ask(2, "q2"),
-             ask(3, "q3"), st(3, "other", "todo", None, {"n": 2}), ask(4, "q4"), read(5, "a"), ask(6, "q5")]
+    steps = [
+        ask(1, "q1"),
+        st(1, "other", "todo", None, {"n": 1}),
+        ask(1, "q1b"),
+        ask(2, "q2"),
+        ask(3, "q3"),
+        st(3, "other", "todo", None, {"n": 2}),
+        ask(4, "q4"),
+        read(5, "a"),
+        ask(6, "q5"),
+    ]
     r = analyse(impl, steps)
     (f,) = r.findings
     assert f.kind == "question_loop"
@@ -343,8 +469,13 @@ def test_each_step_is_charged_at_most_once(impl):
 
 
 def test_report_to_dict_is_json_and_complete(impl):
-    steps = [read(1, "big.ts", tokens=10, estimated=True), read(2, "big.ts", tokens=10), ask(3, "a", 10),
-             ask(4, "b", 10), ask(5, "c", 10)]
+    steps = [
+        read(1, "big.ts", tokens=10, estimated=True),
+        read(2, "big.ts", tokens=10),
+        ask(3, "a", 10),
+        ask(4, "b", 10),
+        ask(5, "c", 10),
+    ]
     r = analyse(impl, steps)
     d = json.loads(json.dumps(r.to_dict()))
     assert d["total_tokens"] == 50 and d["wasted_tokens"] == 30 and d["waste_ratio"] == 0.6
@@ -365,18 +496,34 @@ def test_finding_target_tuple_serialises_as_list():
 
 
 def test_combine_sums_reports_and_recommends_across_them(impl):
-    t1 = Trace([read(1, "big.ts", tokens=1000, session="A"), read(2, "big.ts", tokens=1000, session="A")])
-    t2 = Trace([read(1, "big.ts", tokens=500, session="B"), read(2, "big.ts", tokens=500, session="B"),
-                read(3, "small.ts", tokens=10, session="B"), read(4, "small.ts", tokens=10, session="B")])
+    t1 = Trace(
+        [read(1, "big.ts", tokens=1000, session="A"), read(2, "big.ts", tokens=1000, session="A")]
+    )
+    t2 = Trace(
+        [
+            read(1, "big.ts", tokens=500, session="B"),
+            read(2, "big.ts", tokens=500, session="B"),
+            read(3, "small.ts", tokens=10, session="B"),
+            read(4, "small.ts", tokens=10, session="B"),
+        ]
+    )
     reports = [analyse(impl, t1), analyse(impl, t2)]
     c = BurnReport.combine(reports)
     assert (c.total_tokens, c.wasted_tokens, c.steps, c.traces) == (3020, 1510, 6, 2)
     assert c.by_kind["redundant_observation"] == {"tokens": 1510, "steps": 3}
     assert [f.session for f in c.findings] == ["A", "B", "B"]
-    assert c.top_recommendation == "cache observations within a session: big.ts cost 1500 tokens to re-learn"
+    assert (
+        c.top_recommendation
+        == "cache observations within a session: big.ts cost 1500 tokens to re-learn"
+    )
     assert c.session is None and not c.tokens_estimated
     empty = BurnReport.combine([])
-    assert (empty.total_tokens, empty.waste_ratio, empty.findings, empty.top_recommendation) == (0, 0.0, (), None)
+    assert (empty.total_tokens, empty.waste_ratio, empty.findings, empty.top_recommendation) == (
+        0,
+        0.0,
+        (),
+        None,
+    )
 
 
 def test_analyse_many_keeps_traces_apart(impl):
@@ -398,8 +545,17 @@ def test_analyse_burn_accepts_a_step_list_and_rejects_bad_input():
 
 
 def test_public_api_is_exported():
-    for name in ("BurnReport", "Finding", "RepeatCheck", "analyse_burn", "analyse_many", "would_repeat",
-                 "encode", "EncodedTrace", "analyse_encoded"):
+    for name in (
+        "BurnReport",
+        "Finding",
+        "RepeatCheck",
+        "analyse_burn",
+        "analyse_many",
+        "would_repeat",
+        "encode",
+        "EncodedTrace",
+        "analyse_encoded",
+    ):
         assert name in loopcore.__all__ and hasattr(loopcore, name)
     assert loopcore.burn.Step is loopcore.Step and loopcore.burn.Trace is loopcore.Trace
 
@@ -408,5 +564,8 @@ def test_unhashable_payloads_fall_back_without_false_positives(impl):
     class Opaque:
         pass
 
-    steps = [st(1, "observe", "probe", None, {"x": 1}, Opaque()), st(2, "observe", "probe", None, {"x": 1}, Opaque())]
+    steps = [
+        st(1, "observe", "probe", None, {"x": 1}, Opaque()),
+        st(2, "observe", "probe", None, {"x": 1}, Opaque()),
+    ]
     assert analyse(impl, steps).findings == ()

@@ -4,6 +4,7 @@ Random kinds over few targets, names, args and results, so that repeats, edits, 
 shell reads and writes, no-ops, rejected turns and looping replies interleave densely; the
 compiled kernel gives exactly the pure reference's arrays, and every property holds on both.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,9 @@ target_st = st.one_of(
 args_st = st.one_of(
     st.none(),
     st.fixed_dictionaries({"p": st.sampled_from(TARGETS)}),
-    st.fixed_dictionaries({"old_string": st.sampled_from("xyz"), "new_string": st.sampled_from("xyz")}),
+    st.fixed_dictionaries(
+        {"old_string": st.sampled_from("xyz"), "new_string": st.sampled_from("xyz")}
+    ),
     st.fixed_dictionaries({"content": st.sampled_from("XY")}),
 )
 random_step = st.tuples(
@@ -44,36 +47,101 @@ one = st.sampled_from(TARGETS)
 tokens = st.integers(0, 500)
 turn_inc = st.integers(0, 1)
 # coherent actions, so that edits, reverts, content states and ask-only turns are common
-read_step = one.flatmap(lambda t: st.tuples(
-    st.just("observe"), st.just("Read"), st.just(t), st.just({"p": t}), st.sampled_from("AB"),
-    st.sampled_from((None, None, "missing")), turn_inc, tokens))
-edit_step = one.flatmap(lambda t: st.tuples(
-    st.just("mutate"), st.just("Edit"), st.just(t),
-    st.fixed_dictionaries({"p": st.just(t), "old_string": st.sampled_from("xy"), "new_string": st.sampled_from("xy")}),
-    st.just("ok"), st.sampled_from((None, None, None, "no match")), turn_inc, tokens))
-write_step = one.flatmap(lambda t: st.tuples(
-    st.just("mutate"), st.just("Write"), st.just(t), st.fixed_dictionaries({"p": st.just(t), "content": st.sampled_from("XY")}),
-    st.just("ok"), st.just(None), turn_inc, tokens))
-ask_step = st.tuples(st.just("ask"), st.just("Ask"), st.just(None), st.fixed_dictionaries({"q": st.sampled_from("123")}),
-                     st.sampled_from(("yes", "no", None)), st.just(None), st.just(1), tokens)
-exec_step = st.tuples(st.just("exec"), st.just("Bash"), st.one_of(st.none(), one), st.fixed_dictionaries({"c": st.sampled_from(("make", "test"))}),
-                      st.sampled_from("AB"), st.sampled_from((None, "failed")), turn_inc, tokens)
-shell_step = st.sampled_from([
-    ("mutate", "bash", "p.txt", {"command": "git diff -- a > p.txt"}, "", ("a",), ("p.txt",)),
-    ("mutate", "bash", "a", {"command": "git checkout -- a"}, "", (), ("a",)),
-    ("mutate", "bash", None, {"command": "git stash"}, "Saved", (), None),
-    ("mutate", "bash", "b", {"command": "echo 'x' > b"}, "", (), ("b",)),
-    ("mutate", "bash", "b", {"command": "echo 'y' >> b"}, "", ("b",), ("b",)),
-    ("mutate", "bash", "c", {"command": "sed -i 's/q/q/' c"}, "", ("c",), ("c",)),
-    ("mutate", "bash", "a", {"command": "sed -i '2a z' a"}, "", ("a",), ("a",)),
-    ("observe", "bash", "a", {"command": "grep -n q a"}, "", ("a",), ()),
-    ("observe", "bash", "a", {"command": "grep -n z a"}, "", ("a",), ()),
-    ("observe", "bash", "a", {"command": "cat a"}, "\n".join(["line of a"] * 30), ("a",), ()),
-    ("observe", "bash", "a", {"command": "sed -n '1,400p' a"}, "\n".join(["line of a"] * 30), ("a",), ()),
-    ("exec", "bash", None, {"command": "python3 b"}, "ok", None, None),
-])
-reply_text = st.sampled_from([None, None, "I will look at a.", "The same line again.\n" * 40,
-                              "x" * 30 + "```\n" + "loop\n" * 200 + "```"])
+read_step = one.flatmap(
+    lambda t: st.tuples(
+        st.just("observe"),
+        st.just("Read"),
+        st.just(t),
+        st.just({"p": t}),
+        st.sampled_from("AB"),
+        st.sampled_from((None, None, "missing")),
+        turn_inc,
+        tokens,
+    )
+)
+edit_step = one.flatmap(
+    lambda t: st.tuples(
+        st.just("mutate"),
+        st.just("Edit"),
+        st.just(t),
+        st.fixed_dictionaries(
+            {
+                "p": st.just(t),
+                "old_string": st.sampled_from("xy"),
+                "new_string": st.sampled_from("xy"),
+            }
+        ),
+        st.just("ok"),
+        st.sampled_from((None, None, None, "no match")),
+        turn_inc,
+        tokens,
+    )
+)
+write_step = one.flatmap(
+    lambda t: st.tuples(
+        st.just("mutate"),
+        st.just("Write"),
+        st.just(t),
+        st.fixed_dictionaries({"p": st.just(t), "content": st.sampled_from("XY")}),
+        st.just("ok"),
+        st.just(None),
+        turn_inc,
+        tokens,
+    )
+)
+ask_step = st.tuples(
+    st.just("ask"),
+    st.just("Ask"),
+    st.just(None),
+    st.fixed_dictionaries({"q": st.sampled_from("123")}),
+    st.sampled_from(("yes", "no", None)),
+    st.just(None),
+    st.just(1),
+    tokens,
+)
+exec_step = st.tuples(
+    st.just("exec"),
+    st.just("Bash"),
+    st.one_of(st.none(), one),
+    st.fixed_dictionaries({"c": st.sampled_from(("make", "test"))}),
+    st.sampled_from("AB"),
+    st.sampled_from((None, "failed")),
+    turn_inc,
+    tokens,
+)
+shell_step = st.sampled_from(
+    [
+        ("mutate", "bash", "p.txt", {"command": "git diff -- a > p.txt"}, "", ("a",), ("p.txt",)),
+        ("mutate", "bash", "a", {"command": "git checkout -- a"}, "", (), ("a",)),
+        ("mutate", "bash", None, {"command": "git stash"}, "Saved", (), None),
+        ("mutate", "bash", "b", {"command": "echo 'x' > b"}, "", (), ("b",)),
+        ("mutate", "bash", "b", {"command": "echo 'y' >> b"}, "", ("b",), ("b",)),
+        ("mutate", "bash", "c", {"command": "sed -i 's/q/q/' c"}, "", ("c",), ("c",)),
+        ("mutate", "bash", "a", {"command": "sed -i '2a z' a"}, "", ("a",), ("a",)),
+        ("observe", "bash", "a", {"command": "grep -n q a"}, "", ("a",), ()),
+        ("observe", "bash", "a", {"command": "grep -n z a"}, "", ("a",), ()),
+        ("observe", "bash", "a", {"command": "cat a"}, "\n".join(["line of a"] * 30), ("a",), ()),
+        (
+            "observe",
+            "bash",
+            "a",
+            {"command": "sed -n '1,400p' a"},
+            "\n".join(["line of a"] * 30),
+            ("a",),
+            (),
+        ),
+        ("exec", "bash", None, {"command": "python3 b"}, "ok", None, None),
+    ]
+)
+reply_text = st.sampled_from(
+    [
+        None,
+        None,
+        "I will look at a.",
+        "The same line again.\n" * 40,
+        "x" * 30 + "```\n" + "loop\n" * 200 + "```",
+    ]
+)
 
 
 def _shell(t):
@@ -81,9 +149,25 @@ def _shell(t):
     return (kind, name, target, args, result, None, 0, 100, reads, writes)
 
 
-step_st = st.one_of(random_step, read_step, read_step, edit_step, edit_step, write_step, ask_step, ask_step, exec_step,
-                    shell_step.map(_shell), shell_step.map(_shell))
-rich_step = st.tuples(step_st, reply_text, st.integers(0, 300), st.sampled_from([None, None, None, None, "format error"]))
+step_st = st.one_of(
+    random_step,
+    read_step,
+    read_step,
+    edit_step,
+    edit_step,
+    write_step,
+    ask_step,
+    ask_step,
+    exec_step,
+    shell_step.map(_shell),
+    shell_step.map(_shell),
+)
+rich_step = st.tuples(
+    step_st,
+    reply_text,
+    st.integers(0, 300),
+    st.sampled_from([None, None, None, None, "format error"]),
+)
 
 
 def build(raw, session="s", turn0=0):
@@ -97,19 +181,52 @@ def build(raw, session="s", turn0=0):
         reads, writes = access if access else (None, None)
         ref = {"message": 2 * n + 1}
         if rejected:
-            steps.append(Step(session, turn, "other", name, None, args, None, None, tokens, 10, rejected=rejected,
-                              text=text, tokens_turn=turn_tokens or 0, ref=ref))
+            steps.append(
+                Step(
+                    session,
+                    turn,
+                    "other",
+                    name,
+                    None,
+                    args,
+                    None,
+                    None,
+                    tokens,
+                    10,
+                    rejected=rejected,
+                    text=text,
+                    tokens_turn=turn_tokens or 0,
+                    ref=ref,
+                )
+            )
             continue
-        steps.append(Step(session, turn, kind, name, target, args, result, error, tokens, 0, reads=reads,
-                          writes=writes, text=text, tokens_turn=turn_tokens or 0, ref=ref))
+        steps.append(
+            Step(
+                session,
+                turn,
+                kind,
+                name,
+                target,
+                args,
+                result,
+                error,
+                tokens,
+                0,
+                reads=reads,
+                writes=writes,
+                text=text,
+                tokens_turn=turn_tokens or 0,
+                ref=ref,
+            )
+        )
     return Trace(steps)
 
 
 traces_st = st.lists(step_st, max_size=40).map(build)
 rich_traces_st = st.lists(st.one_of(step_st, rich_step), max_size=40).map(build)
-many_st = st.lists(st.lists(st.one_of(step_st, rich_step), max_size=25), min_size=1, max_size=4).map(
-    lambda raws: [build(r, session=f"s{k}") for k, r in enumerate(raws)]
-)
+many_st = st.lists(
+    st.lists(st.one_of(step_st, rich_step), max_size=25), min_size=1, max_size=4
+).map(lambda raws: [build(r, session=f"s{k}") for k, r in enumerate(raws)])
 
 
 def _kernel_impls():
@@ -128,7 +245,11 @@ def charges(impl_name, trace):
     res = analyse_encoded(enc, impl=impl_name)
     ref = analyse_encoded(enc, impl="py")
     codes, of = res.finding.tolist(), res.of_step.tolist()
-    assert (codes, of, res.charge.tolist()) == (ref.finding.tolist(), ref.of_step.tolist(), ref.charge.tolist())
+    assert (codes, of, res.charge.tolist()) == (
+        ref.finding.tolist(),
+        ref.of_step.tolist(),
+        ref.charge.tolist(),
+    )
     return codes, of
 
 
@@ -141,7 +262,15 @@ def test_kernel_twins_agree_on_random_traces(traces, charge_turn):
     reports = analyse_many(traces, cfg, impl="py")
     for impl in _kernel_impls():
         res = analyse_encoded(enc, impl=impl, charge_turn_output=charge_turn)
-        for name in ("finding", "of_step", "charge", "total_tokens", "wasted_tokens", "by_kind_tokens", "by_kind_steps"):
+        for name in (
+            "finding",
+            "of_step",
+            "charge",
+            "total_tokens",
+            "wasted_tokens",
+            "by_kind_tokens",
+            "by_kind_steps",
+        ):
             assert getattr(res, name).tolist() == getattr(ref, name).tolist(), (impl, name)
         assert res.total_tokens.tolist() == [r.total_tokens for r in reports]
         assert res.wasted_tokens.tolist() == [r.wasted_tokens for r in reports]
@@ -166,13 +295,13 @@ def test_no_repeat_spans_a_write_of_what_it_reads(impl_name, trace):
         assert 0 <= j < len(steps) and (j < i or kind == "oscillation")
         if kind in ("redundant_observation", "duplicate_call"):
             reads = facts[i].reads
-            for g in facts[j + 1:i]:
+            for g in facts[j + 1 : i]:
                 assert g.writes is not None, "a repeat across a write of everything"
                 if g.writes:
                     assert reads is not None and not set(reads) & set(g.writes)
         elif kind == "question_loop":
             assert steps[i].kind == "ask"
-            assert not any(s.kind in ("observe", "mutate", "exec") for s in steps[j + 1:i])
+            assert not any(s.kind in ("observe", "mutate", "exec") for s in steps[j + 1 : i])
 
 
 @SETTINGS
@@ -193,7 +322,11 @@ def test_first_occurrence_is_never_charged(impl_name, trace):
             assert g.call == f.call or f.substantial
         seen_calls.add(f.call)
     if codes:
-        assert codes[0] in (0, 5, 6)  # only a rejected action or a looping reply is waste on its own
+        assert codes[0] in (
+            0,
+            5,
+            6,
+        )  # only a rejected action or a looping reply is waste on its own
 
 
 @SETTINGS
@@ -203,7 +336,12 @@ def test_wasted_within_total_and_each_step_charged_once(impl_name, trace, charge
     (r,) = analyse_many([trace], cfg, impl=impl_name)
     assert r == analyse_burn(trace, cfg, impl="py")
     steps = trace.steps
-    assert 0 <= r.wasted_tokens <= r.total_tokens == sum(s.tokens_in + s.tokens_out + s.tokens_turn for s in steps)
+    assert (
+        0
+        <= r.wasted_tokens
+        <= r.total_tokens
+        == sum(s.tokens_in + s.tokens_out + s.tokens_turn for s in steps)
+    )
     assert 0.0 <= r.waste_ratio <= 1.0
     charged = [i for f in r.findings for i in f.steps]
     assert len(charged) == len(set(charged))
@@ -213,14 +351,23 @@ def test_wasted_within_total_and_each_step_charged_once(impl_name, trace, charge
         assert f.refs == tuple(steps[i].ref for i in f.steps)
         if f.kind == "rejected_action":
             assert f.of_step is None and all(steps[i].rejected for i in f.steps)
-            assert f.tokens == sum(steps[i].tokens_in + steps[i].tokens_out + steps[i].tokens_turn for i in f.steps)
+            assert f.tokens == sum(
+                steps[i].tokens_in + steps[i].tokens_out + steps[i].tokens_turn for i in f.steps
+            )
         elif f.kind == "degenerate_output":
-            assert f.steps == (f.of_step,) and 0 < f.tokens <= steps[f.of_step].tokens_out + steps[f.of_step].tokens_turn
+            assert (
+                f.steps == (f.of_step,)
+                and 0 < f.tokens <= steps[f.of_step].tokens_out + steps[f.of_step].tokens_turn
+            )
         else:
             assert f.of_step not in f.steps
             extra = (lambda s: s.tokens_turn) if charge_turn else (lambda s: 0)
-            assert f.tokens == sum(steps[i].tokens_in + steps[i].tokens_out + extra(steps[i]) for i in f.steps)
-            assert f.turn_output_tokens == (0 if charge_turn else sum(steps[i].tokens_turn for i in f.steps))
+            assert f.tokens == sum(
+                steps[i].tokens_in + steps[i].tokens_out + extra(steps[i]) for i in f.steps
+            )
+            assert f.turn_output_tokens == (
+                0 if charge_turn else sum(steps[i].tokens_turn for i in f.steps)
+            )
     # every rejected step is charged, as a rejected action
     for i, s in enumerate(steps):
         if s.rejected:
@@ -228,14 +375,36 @@ def test_wasted_within_total_and_each_step_charged_once(impl_name, trace, charge
 
 
 @SETTINGS
-@given(spec=st.lists(st.tuples(st.sampled_from(("observe", "mutate", "exec", "other")), st.booleans(),
-                               st.booleans(), st.integers(0, 1)), max_size=40))
+@given(
+    spec=st.lists(
+        st.tuples(
+            st.sampled_from(("observe", "mutate", "exec", "other")),
+            st.booleans(),
+            st.booleans(),
+            st.integers(0, 1),
+        ),
+        max_size=40,
+    )
+)
 def test_a_trace_of_distinct_steps_has_no_finding(impl_name, spec):
     steps, turn = [], 0
     for i, (kind, has_target, is_edit, dturn) in enumerate(spec):
         turn += dturn
         args = {"old_string": f"o{i}", "new_string": f"n{i}"} if is_edit else {"i": i}
-        steps.append(Step("s", turn, kind, f"tool{i}", f"t{i}" if has_target else None, args, f"r{i}", None, 10, 0))
+        steps.append(
+            Step(
+                "s",
+                turn,
+                kind,
+                f"tool{i}",
+                f"t{i}" if has_target else None,
+                args,
+                f"r{i}",
+                None,
+                10,
+                0,
+            )
+        )
     trace = Trace(steps)
     assert analyse_burn(trace, impl=impl_name).findings == ()
     assert not any(charges(impl_name, trace)[0])
@@ -257,5 +426,5 @@ def test_appending_steps_never_uncharges_a_step(impl_name, trace, extra):
                 assert (codes2[i], of2[i]) == (code, of[i])
     # encoded side by side, the two traces stay independent
     res = analyse_encoded(encode([trace, longer]), impl=impl_name)
-    assert np.array_equal(res.finding[:len(trace)], np.asarray(codes, dtype=np.int8))
-    assert res.finding[len(trace):].tolist() == codes2
+    assert np.array_equal(res.finding[: len(trace)], np.asarray(codes, dtype=np.int8))
+    assert res.finding[len(trace) :].tolist() == codes2

@@ -4,6 +4,7 @@ Shell steps are classified the way the adapters classify them (the generic profi
 rule: kind, target, what the command reads and writes, whether it is a provable no-op), so
 each scenario exercises the classifier and the rules together.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,38 @@ from loopcore.taxonomy.profiles import PROFILES
 _GENERIC = PROFILES["generic"]
 
 
-def sh(turn, command, result="", *, tokens=100, error=None, ref=None, text=None, tokens_turn=0, estimated=False):
+def sh(
+    turn,
+    command,
+    result="",
+    *,
+    tokens=100,
+    error=None,
+    ref=None,
+    text=None,
+    tokens_turn=0,
+    estimated=False,
+):
     kind, target, reads, writes, no_op = _GENERIC.access("bash", {"command": command})
-    return Step("s", turn, kind, "bash", target, {"command": command}, result, error, tokens, 10,
-                tokens_estimated=estimated, reads=reads, writes=writes, no_op=no_op,
-                ref=ref if ref is not None else {"message": 2 * turn + 1}, text=text, tokens_turn=tokens_turn)
+    return Step(
+        "s",
+        turn,
+        kind,
+        "bash",
+        target,
+        {"command": command},
+        result,
+        error,
+        tokens,
+        10,
+        tokens_estimated=estimated,
+        reads=reads,
+        writes=writes,
+        no_op=no_op,
+        ref=ref if ref is not None else {"message": 2 * turn + 1},
+        text=text,
+        tokens_turn=tokens_turn,
+    )
 
 
 def analyse(impl, steps, settings=None) -> BurnReport:
@@ -59,8 +87,14 @@ def test_f2_a_different_command_returning_the_same_substantial_text(impl):
 
 @pytest.mark.parametrize("output", ["", "1:class A", "1:class A\n2:    pass"])
 def test_f2_different_commands_with_identical_short_output_are_never_a_finding(impl, output):
-    r = analyse(impl, [sh(0, "grep -n A a.py", output), sh(1, "grep -n 'A' a.py | head", output),
-                       sh(2, "cat a.py | grep A", output)])
+    r = analyse(
+        impl,
+        [
+            sh(0, "grep -n A a.py", output),
+            sh(1, "grep -n 'A' a.py | head", output),
+            sh(2, "cat a.py | grep A", output),
+        ],
+    )
     assert r.findings == ()
 
 
@@ -77,8 +111,13 @@ def test_f2_the_substantial_size_is_a_setting(impl):
 def test_f2_two_searches_with_the_same_hits_are_two_pieces_of_work(impl):
     # a narrower pattern finding the same lines proves there are no others: new knowledge
     hits = "\n".join(f"src/m{i}.py:{i}: self.query.combined_queries = ()" for i in range(40))
-    r = analyse(impl, [sh(0, 'grep -rn "combined_queries" src/', hits),
-                       sh(1, 'grep -rn "self.query.combined_queries" src/', hits)])
+    r = analyse(
+        impl,
+        [
+            sh(0, 'grep -rn "combined_queries" src/', hits),
+            sh(1, 'grep -rn "self.query.combined_queries" src/', hits),
+        ],
+    )
     assert r.findings == ()
 
 
@@ -87,14 +126,26 @@ def test_f2_two_searches_with_the_same_hits_are_two_pieces_of_work(impl):
 
 def test_f3_git_diff_to_a_file_reads_the_source_and_writes_the_patch(impl):
     diff = "git diff -- a.py > patch.txt"
-    edit = Step("s", 1, "mutate", "Edit", "a.py", {"file_path": "a.py", "old_string": "x", "new_string": "y"}, "ok",
-                None, 50, 10)
+    edit = Step(
+        "s",
+        1,
+        "mutate",
+        "Edit",
+        "a.py",
+        {"file_path": "a.py", "old_string": "x", "new_string": "y"},
+        "ok",
+        None,
+        50,
+        10,
+    )
     assert analyse(impl, [sh(0, diff), edit, sh(2, diff)]).findings == ()
     r = analyse(impl, [sh(0, diff), sh(1, "cat b.py", "b"), sh(2, diff)])
     assert charged(r) == {2: ("duplicate_call", 0)}
 
 
-@pytest.mark.parametrize("restore", ["git checkout -- a.py", "git checkout a.py", "git restore a.py"])
+@pytest.mark.parametrize(
+    "restore", ["git checkout -- a.py", "git checkout a.py", "git restore a.py"]
+)
 def test_f4_restoring_a_path_writes_that_path_only(impl, restore):
     r = analyse(impl, [sh(0, "cat b.py", A_PY), sh(1, restore), sh(2, "cat b.py", A_PY)])
     assert charged(r) == {2: ("redundant_observation", 0)}
@@ -114,17 +165,33 @@ def test_f7_provable_no_op_seds_advance_no_epoch(impl):
     steps += [sh(1 + k, "sed -i 's/return a/return a/' f.py") for k in range(4)]
     steps.append(sh(5, "python -m pytest test_f.py", fail))
     r = analyse(impl, steps)
-    assert charged(r) == {2: ("duplicate_call", 1), 3: ("duplicate_call", 1), 4: ("duplicate_call", 1),
-                          5: ("duplicate_call", 0)}
+    assert charged(r) == {
+        2: ("duplicate_call", 1),
+        3: ("duplicate_call", 1),
+        4: ("duplicate_call", 1),
+        5: ("duplicate_call", 0),
+    }
     # a real substitution is a change: the re-run after it is new work
     steps[1] = sh(1, "sed -i 's/return a/return b/' f.py")
     assert 5 not in charged(analyse(impl, steps))
 
 
 def test_f7_an_edit_whose_old_and_new_are_equal_is_a_no_op(impl):
-    run = lambda t: Step("s", t, "exec", "bash", None, {"command": "pytest"}, "1 failed", None, 100, 10)
-    noop = Step("s", 1, "mutate", "Edit", "f.py", {"file_path": "f.py", "old_string": "a", "new_string": "a"}, "ok",
-                None, 50, 10)
+    run = lambda t: Step(
+        "s", t, "exec", "bash", None, {"command": "pytest"}, "1 failed", None, 100, 10
+    )
+    noop = Step(
+        "s",
+        1,
+        "mutate",
+        "Edit",
+        "f.py",
+        {"file_path": "f.py", "old_string": "a", "new_string": "a"},
+        "ok",
+        None,
+        50,
+        10,
+    )
     assert charged(analyse(impl, [run(0), noop, run(2)])) == {2: ("duplicate_call", 0)}
 
 
@@ -147,7 +214,9 @@ def test_f5_an_insert_deleted_and_redone_with_the_same_views_and_runs(impl):
     (f,) = r.findings
     assert f.kind == "oscillation"
     assert f.steps == (3, 4, 5, 6) and f.of_step == 0 and f.target == "a.py"
-    assert f.refs == tuple({"message": 2 * t + 1} for t in (3, 4, 5, 6)) and f.of_ref == {"message": 1}
+    assert f.refs == tuple({"message": 2 * t + 1} for t in (3, 4, 5, 6)) and f.of_ref == {
+        "message": 1
+    }
 
 
 def test_f5_without_proof_the_redo_is_not_charged(impl):
@@ -168,10 +237,12 @@ def test_f5_without_proof_the_redo_is_not_charged(impl):
 def test_f5_a_debug_print_added_run_and_removed_is_care_not_waste(impl):
     add = {"file_path": "a.py", "old_string": "x = f()", "new_string": "x = f()\nprint(x)"}
     rm = {"file_path": "a.py", "old_string": "x = f()\nprint(x)", "new_string": "x = f()"}
-    steps = [Step("s", 0, "mutate", "Edit", "a.py", add, "ok", None, 50, 10),
-             sh(1, "python a.py", "42"),
-             Step("s", 2, "mutate", "Edit", "a.py", rm, "ok", None, 50, 10),
-             sh(3, "python -m pytest", "ok")]
+    steps = [
+        Step("s", 0, "mutate", "Edit", "a.py", add, "ok", None, 50, 10),
+        sh(1, "python a.py", "42"),
+        Step("s", 2, "mutate", "Edit", "a.py", rm, "ok", None, 50, 10),
+        sh(3, "python -m pytest", "ok"),
+    ]
     assert analyse(impl, steps).findings == ()
 
 
@@ -196,12 +267,40 @@ def test_f6_a_helper_rebuilt_line_by_line_after_a_revert(impl):
 def test_f8_rejected_actions_are_charged_their_turn_and_the_error(impl):
     steps = [
         sh(0, "ls", "a.py"),
-        Step("s", 1, "other", "", rejected="Please always provide EXACTLY ONE action in triple backticks, found 0.",
-             text="I think we should look at a.py", tokens_in=40, tokens_out=300, ref={"message": 3}),
-        Step("s", 2, "other", "bash", args='{"command": "cat a.py', rejected="arguments are not valid JSON",
-             tokens_in=20, tokens_out=80, tokens_turn=500, ref={"message": 5}),
-        Step("s", 3, "other", "no_such_tool", args={}, rejected="unknown tool no_such_tool", tokens_in=15,
-             tokens_out=30, ref={"message": 7}),
+        Step(
+            "s",
+            1,
+            "other",
+            "",
+            rejected="Please always provide EXACTLY ONE action in triple backticks, found 0.",
+            text="I think we should look at a.py",
+            tokens_in=40,
+            tokens_out=300,
+            ref={"message": 3},
+        ),
+        Step(
+            "s",
+            2,
+            "other",
+            "bash",
+            args='{"command": "cat a.py',
+            rejected="arguments are not valid JSON",
+            tokens_in=20,
+            tokens_out=80,
+            tokens_turn=500,
+            ref={"message": 5},
+        ),
+        Step(
+            "s",
+            3,
+            "other",
+            "no_such_tool",
+            args={},
+            rejected="unknown tool no_such_tool",
+            tokens_in=15,
+            tokens_out=30,
+            ref={"message": 7},
+        ),
         sh(4, "cat a.py", A_PY),
     ]
     r = analyse(impl, steps)
@@ -233,7 +332,11 @@ def test_f9_a_reply_repeating_one_line_a_thousand_times(impl):
 def test_f9_a_50_character_chunk_ten_times_in_close_succession(impl):
     chunk = "The answer depends on the value of x in the loop. "  # 50 characters
     assert len(chunk) == 50
-    text = "First, some context about the problem at hand. " + chunk * 10 + "Then something else entirely."
+    text = (
+        "First, some context about the problem at hand. "
+        + chunk * 10
+        + "Then something else entirely."
+    )
     step = Step("s", 0, "other", "", text=text, tokens_out=len(text) // 4)
     (f,) = analyse(impl, [step]).findings
     assert f.kind == "degenerate_output" and 0 < f.tokens < step.tokens_out
@@ -261,10 +364,18 @@ def test_f9_the_repeated_part_of_a_call_turn_is_charged_from_its_turn_tokens(imp
 
 
 def test_f10_findings_name_steps_by_index_and_by_the_traces_own_coordinate(impl, tmp_path):
-    steps = [sh(0, "cat a.py", A_PY, ref={"message": 114}), sh(1, "cat a.py", A_PY, ref={"message": 116})]
+    steps = [
+        sh(0, "cat a.py", A_PY, ref={"message": 114}),
+        sh(1, "cat a.py", A_PY, ref={"message": 116}),
+    ]
     r = analyse(impl, steps)
     (f,) = r.findings
-    assert (f.steps, f.refs, f.of_step, f.of_ref) == ((1,), ({"message": 116},), 0, {"message": 114})
+    assert (f.steps, f.refs, f.of_step, f.of_ref) == (
+        (1,),
+        ({"message": 116},),
+        0,
+        {"message": 114},
+    )
     d = json.loads(json.dumps(r.to_dict()))["findings"][0]
     assert d["refs"] == [{"message": 116}] and d["of_ref"] == {"message": 114} and d["of_step"] == 0
     assert "messages[116]" in f.message and "messages[114]" in f.message
@@ -273,7 +384,10 @@ def test_f10_findings_name_steps_by_index_and_by_the_traces_own_coordinate(impl,
 
 
 def test_f11_reasoning_is_reported_beside_the_charge_not_in_it(impl):
-    steps = [sh(0, "cat a.py", A_PY, tokens=900), sh(1, "cat a.py", A_PY, tokens=900, tokens_turn=7500)]
+    steps = [
+        sh(0, "cat a.py", A_PY, tokens=900),
+        sh(1, "cat a.py", A_PY, tokens=900, tokens_turn=7500),
+    ]
     r = analyse(impl, steps)
     (f,) = r.findings
     assert f.tokens == 910 and f.turn_output_tokens == 7500
@@ -284,8 +398,12 @@ def test_f11_reasoning_is_reported_beside_the_charge_not_in_it(impl):
 
 
 def test_f11_only_charges_that_rest_on_estimates_are_marked(impl):
-    steps = [sh(0, "cat a.py", A_PY, estimated=True), sh(1, "cat a.py", A_PY),
-             sh(2, "cat b.py", A_PY), sh(3, "cat b.py", A_PY, estimated=True)]
+    steps = [
+        sh(0, "cat a.py", A_PY, estimated=True),
+        sh(1, "cat a.py", A_PY),
+        sh(2, "cat b.py", A_PY),
+        sh(3, "cat b.py", A_PY, estimated=True),
+    ]
     r = analyse(impl, steps)
     assert r.tokens_estimated
     assert [(f.steps, f.tokens_estimated) for f in r.findings] == [((1,), False), ((3,), True)]
@@ -293,9 +411,14 @@ def test_f11_only_charges_that_rest_on_estimates_are_marked(impl):
 
 def test_f12_wasted_never_exceeds_total_and_total_counts_every_turn(impl):
     text = "again and again and again, the very same words. " * 200
-    steps = [sh(0, "cat a.py", A_PY, text=text, tokens_turn=2000), sh(1, "cat a.py", A_PY, text=text, tokens_turn=2000),
-             Step("s", 2, "other", "", rejected="format error", text=text, tokens_in=10, tokens_out=2000),
-             Step("s", 3, "other", "", text=text, tokens_out=2000)]
+    steps = [
+        sh(0, "cat a.py", A_PY, text=text, tokens_turn=2000),
+        sh(1, "cat a.py", A_PY, text=text, tokens_turn=2000),
+        Step(
+            "s", 2, "other", "", rejected="format error", text=text, tokens_in=10, tokens_out=2000
+        ),
+        Step("s", 3, "other", "", text=text, tokens_out=2000),
+    ]
     for cfg in (None, BurnSettings(charge_turn_output=True)):
         r = analyse(impl, steps, cfg)
         assert 0 <= r.wasted_tokens <= r.total_tokens == 110 + 2000 + 110 + 2000 + 2010 + 2000
@@ -303,28 +426,49 @@ def test_f12_wasted_never_exceeds_total_and_total_counts_every_turn(impl):
 
 
 def test_f2_two_regions_with_the_same_text_are_two_pieces_of_work(impl):
-    region = "\n".join(f"            return self.value_{i}  # the same shape in two places" for i in range(12))
-    r = analyse(impl, [sh(0, "sed -n '1310,1321p' related.py", region), sh(1, "sed -n '1330,1341p' related.py", region),
-                       sh(2, "tail -n 12 related.py", region)])
+    region = "\n".join(
+        f"            return self.value_{i}  # the same shape in two places" for i in range(12)
+    )
+    r = analyse(
+        impl,
+        [
+            sh(0, "sed -n '1310,1321p' related.py", region),
+            sh(1, "sed -n '1330,1341p' related.py", region),
+            sh(2, "tail -n 12 related.py", region),
+        ],
+    )
     assert r.findings == ()
 
 
 def test_f8_swe_agent_format_errors_are_rejected_turns(impl):
     from loopcore import load
 
-    doc = {"trajectory": [], "info": {}, "history": [
-        {"role": "system", "content": "You are an agent."},
-        {"role": "assistant", "content": "I will look around.\n```\nls\n```", "action": "ls"},
-        {"role": "user", "content": "a.py b.py"},
-        {"role": "assistant", "content": "Let me think about what to do next without a command."},
-        {"role": "user", "content": "Your output was not formatted correctly. You must always include one discussion "
-                                    "and one command as part of your response."},
-        {"role": "assistant", "content": "Sorry.\n```\ncat a.py\n```", "action": "cat a.py"},
-        {"role": "user", "content": "print(1)"},
-    ]}
+    doc = {
+        "trajectory": [],
+        "info": {},
+        "history": [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "assistant", "content": "I will look around.\n```\nls\n```", "action": "ls"},
+            {"role": "user", "content": "a.py b.py"},
+            {
+                "role": "assistant",
+                "content": "Let me think about what to do next without a command.",
+            },
+            {
+                "role": "user",
+                "content": "Your output was not formatted correctly. You must always include one discussion "
+                "and one command as part of your response.",
+            },
+            {"role": "assistant", "content": "Sorry.\n```\ncat a.py\n```", "action": "cat a.py"},
+            {"role": "user", "content": "print(1)"},
+        ],
+    }
     (t,) = load(doc)
     assert [(s.name, bool(s.rejected), s.ref) for s in t] == [
-        ("bash", False, {"message": 1}), ("", True, {"message": 3}), ("bash", False, {"message": 5})]
+        ("bash", False, {"message": 1}),
+        ("", True, {"message": 3}),
+        ("bash", False, {"message": 5}),
+    ]
     r = analyse(impl, t)
     (f,) = r.findings
     assert f.kind == "rejected_action" and f.steps == (1,) and f.refs == ({"message": 3},)
@@ -349,15 +493,21 @@ def test_f5_reverting_a_fix_to_run_a_baseline_then_reapplying_it_is_not_waste(im
 
 def test_f3_a_write_under_an_absolute_path_changes_the_relative_one(impl):
     # the working folder is not recorded: patch.txt and /testbed/patch.txt may be one file
-    steps = [sh(0, "cat patch.txt", A_PY), sh(1, "cd /testbed && git diff HEAD -- a.py > patch.txt"),
-             sh(2, "cat patch.txt", A_PY)]
+    steps = [
+        sh(0, "cat patch.txt", A_PY),
+        sh(1, "cd /testbed && git diff HEAD -- a.py > patch.txt"),
+        sh(2, "cat patch.txt", A_PY),
+    ]
     assert steps[1].writes == ("/testbed/patch.txt",)
     assert analyse(impl, steps).findings == ()
 
 
 def test_blanks_are_normalised_in_observe_commands_only(impl):
     body = "cat > fix.py <<'EOF'\nx = 1\n{}y = 2\nEOF"
-    first, second = sh(0, body.format("")), sh(2, body.format("\n"))  # one more blank line: new content
+    first, second = (
+        sh(0, body.format("")),
+        sh(2, body.format("\n")),
+    )  # one more blank line: new content
     steps = [first, sh(1, "rm fix.py"), second]
     assert analyse(impl, steps).findings == ()
 

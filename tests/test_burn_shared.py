@@ -1,4 +1,5 @@
 """The burn analysis over the real traces in ../shared/traces (read in place, never copied)."""
+
 from __future__ import annotations
 
 import pytest

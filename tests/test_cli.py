@@ -1,4 +1,5 @@
 """The ``loopcore`` command line: analyse, exit codes, bad input, outputs, the bundled example."""
+
 from __future__ import annotations
 
 import json
@@ -22,19 +23,41 @@ def write_jsonl(path: pathlib.Path, steps: list[Step]) -> pathlib.Path:
     return path
 
 
-def reread_trace(session: str = "s1", reads: int = 3, tokens: int = 15_000, other: int = 300) -> list[Step]:
+def reread_trace(
+    session: str = "s1", reads: int = 3, tokens: int = 15_000, other: int = 300
+) -> list[Step]:
     """E1's shape: big.ts read *reads* times, same result, plus some other honest work."""
     steps = [
-        Step(session, 1, "observe", "read_file", "big.ts", {"path": "big.ts"}, "x" * 50, tokens_in=tokens)
+        Step(
+            session,
+            1,
+            "observe",
+            "read_file",
+            "big.ts",
+            {"path": "big.ts"},
+            "x" * 50,
+            tokens_in=tokens,
+        )
         for _ in range(reads)
     ]
-    steps.append(Step(session, 1, "observe", "list_dir", ".", {"path": "."}, ["big.ts"], tokens_in=other))
+    steps.append(
+        Step(session, 1, "observe", "list_dir", ".", {"path": "."}, ["big.ts"], tokens_in=other)
+    )
     return steps
 
 
 def honest_trace(session: str = "honest") -> list[Step]:
     return [
-        Step(session, 1, "observe", "read_file", f"f{i}.py", {"path": f"f{i}.py"}, f"body {i}", tokens_in=100)
+        Step(
+            session,
+            1,
+            "observe",
+            "read_file",
+            f"f{i}.py",
+            {"path": f"f{i}.py"},
+            f"body {i}",
+            tokens_in=100,
+        )
         for i in range(5)
     ]
 
@@ -70,8 +93,11 @@ def test_bundled_example_shows_every_kind_of_waste_and_mostly_honest_work():
 
 def test_bundled_example_is_packaged_and_not_stale():
     assert EXAMPLE_TRACE.is_file()
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "make_example.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_example.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -122,8 +148,10 @@ def test_json_to_stdout_is_only_json(tmp_path, capsys):
 
 def test_html_is_self_contained_and_escaped(tmp_path, capsys):
     evil = "<script>alert('x')</script>.ts"
-    steps = [Step("<b>sess</b>", 1, "observe", "read_file", evil, {"path": evil}, "same", tokens_in=10)
-             for _ in range(2)]
+    steps = [
+        Step("<b>sess</b>", 1, "observe", "read_file", evil, {"path": evil}, "same", tokens_in=10)
+        for _ in range(2)
+    ]
     a = write_jsonl(tmp_path / "a.jsonl", steps)
     dest = tmp_path / "r.html"
     rc, _, _ = run(["analyse", str(a), "--html", str(dest)], capsys)
@@ -141,7 +169,10 @@ def test_html_is_self_contained_and_escaped(tmp_path, capsys):
 
 
 def test_top_limits_the_findings_listed(tmp_path, capsys):
-    files = [write_jsonl(tmp_path / f"t{i}.jsonl", reread_trace(f"s{i}", tokens=1000 * (i + 1))) for i in range(3)]
+    files = [
+        write_jsonl(tmp_path / f"t{i}.jsonl", reread_trace(f"s{i}", tokens=1000 * (i + 1)))
+        for i in range(3)
+    ]
     _, out, _ = run(["analyse", *map(str, files), "--top", "1"], capsys)
     assert "Top 1 finding" in out
     findings_part = out.split("Top 1 finding", 1)[1]
@@ -170,8 +201,14 @@ def test_fail_above_exits_1_only_above_the_threshold(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["frobnicate"], ["analyse", "--top", "-1"], ["analyse", "--min-ratio", "2"],
-     ["analyse", "--fail-above", "lots"], ["analyse", "--progress", "--no-progress"]],
+    [
+        [],
+        ["frobnicate"],
+        ["analyse", "--top", "-1"],
+        ["analyse", "--min-ratio", "2"],
+        ["analyse", "--fail-above", "lots"],
+        ["analyse", "--progress", "--no-progress"],
+    ],
 )
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -206,7 +243,10 @@ def test_keep_going_analyses_the_rest_and_counts_what_was_skipped(tmp_path, caps
     write_jsonl(tmp_path / "a.jsonl", reread_trace("good-one"))
     (tmp_path / "broken.jsonl").write_text("{not json at all\n", encoding="utf-8")
     dest = tmp_path / "r.json"
-    rc, out, err = run(["analyse", str(tmp_path), "--format", "loopcore", "--keep-going", "--json", str(dest)], capsys)
+    rc, out, err = run(
+        ["analyse", str(tmp_path), "--format", "loopcore", "--keep-going", "--json", str(dest)],
+        capsys,
+    )
     assert rc == EXIT_OK
     assert "good-one" in out
     assert "Skipped" in out and "broken.jsonl" in out
@@ -232,7 +272,9 @@ def test_keep_going_skips_a_bad_line_and_keeps_the_rest_of_its_trace(tmp_path, c
 
 def test_keep_going_with_nothing_readable_is_an_error(tmp_path, capsys):
     (tmp_path / "broken.jsonl").write_text("{not json\n", encoding="utf-8")
-    rc, _, err = run(["analyse", str(tmp_path / "broken.jsonl"), "--format", "loopcore", "--keep-going"], capsys)
+    rc, _, err = run(
+        ["analyse", str(tmp_path / "broken.jsonl"), "--format", "loopcore", "--keep-going"], capsys
+    )
     assert rc == EXIT_ERROR
     assert "nothing could be read" in err
 
@@ -268,7 +310,9 @@ def test_empty_file_is_an_empty_trace_not_a_crash(tmp_path, capsys):
 
 def test_unwritable_output_is_an_error_not_a_traceback(tmp_path, capsys):
     a = write_jsonl(tmp_path / "a.jsonl", honest_trace())
-    rc, _, err = run(["analyse", str(a), "--json", str(tmp_path / "no" / "such" / "dir.json")], capsys)
+    rc, _, err = run(
+        ["analyse", str(a), "--json", str(tmp_path / "no" / "such" / "dir.json")], capsys
+    )
     assert rc == EXIT_ERROR and "cannot write" in err
 
 
@@ -300,8 +344,12 @@ def test_python_dash_m_runs_the_same_report_on_both_twins(impl, tmp_path):
     from loopcore.report import collect
 
     a = write_jsonl(tmp_path / "a.jsonl", reread_trace("sess-a"))
-    proc = subprocess.run([sys.executable, "-m", "loopcore", "analyse", str(a), str(EXAMPLE_TRACE), "--json", "-"],
-                          capture_output=True, env=_env(impl.name), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopcore", "analyse", str(a), str(EXAMPLE_TRACE), "--json", "-"],
+        capture_output=True,
+        env=_env(impl.name),
+        timeout=120,
+    )
     assert proc.returncode == EXIT_OK, proc.stderr.decode()
     got = orjson.loads(proc.stdout)
     assert got["implementation"] == impl.name
@@ -312,14 +360,18 @@ def test_python_dash_m_runs_the_same_report_on_both_twins(impl, tmp_path):
 
 
 @pytest.mark.traces
-def test_analyse_the_shared_traces_gives_a_sensible_report_for_every_file(shared_traces, tmp_path, capsys):
+def test_analyse_the_shared_traces_gives_a_sensible_report_for_every_file(
+    shared_traces, tmp_path, capsys
+):
     dest = tmp_path / "r.json"
     rc, out, err = run(["analyse", str(shared_traces), "--json", str(dest)], capsys)
     assert rc == EXIT_OK, err
     rep = orjson.loads(dest.read_bytes())
     # A file holding many traces (tau-bench) names each as "path#index".
     sources = {t["source"].split("#", 1)[0] for t in rep["traces"]}
-    trace_files = [p for p in shared_traces.rglob("*") if p.name.endswith((".traj.json.gz", ".traj.gz"))]
+    trace_files = [
+        p for p in shared_traces.rglob("*") if p.name.endswith((".traj.json.gz", ".traj.gz"))
+    ]
     trace_files += list(shared_traces.glob("tau-bench/*/*.json.gz"))
     assert len(trace_files) > 100
     assert {str(p) for p in trace_files} <= sources
@@ -332,7 +384,9 @@ def test_analyse_the_shared_traces_gives_a_sensible_report_for_every_file(shared
 
 def test_narrow_output_keeps_every_number_whole(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    a = write_jsonl(tmp_path / "a.jsonl", reread_trace("a-rather-long-session-name-from-a-harness-run-0042"))
+    a = write_jsonl(
+        tmp_path / "a.jsonl", reread_trace("a-rather-long-session-name-from-a-harness-run-0042")
+    )
     _, out, _ = run(["analyse", str(a)], capsys)
     assert max(len(line) for line in out.splitlines()) <= 80
     row = next(line for line in out.splitlines() if "45,300" in line)

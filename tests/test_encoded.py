@@ -1,4 +1,5 @@
 """encode() and the EncodedTrace columns, and the kernels' input contract on both twins."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,21 +22,31 @@ from loopcore.encoded import (
 )
 
 
-def s(turn, kind, name, target=None, args=None, result=None, error=None, tokens=10, session="s", **kw):
+def s(
+    turn, kind, name, target=None, args=None, result=None, error=None, tokens=10, session="s", **kw
+):
     return Step(session, turn, kind, name, target, args, result, error, tokens, 1, **kw)
 
 
 def sample():
-    t1 = Trace([
-        s(0, "observe", "Read", "a.ts", {"p": "a.ts"}, "A"),
-        s(0, "observe", "Bash", ("b.ts", "a.ts"), {"c": "cat a.ts b.ts"}, "AB", tokens=5),
-        s(1, "mutate", "Edit", "a.ts", {"old_string": "x", "new_string": "y"}, "ok"),
-        s(1, "mutate", "Write", "b.ts", {"content": "B"}, "ok", tokens_estimated=True),
-        s(2, "exec", "Bash", None, {"c": "make"}, None, error="exit 2"),
-        s(3, "ask", "Ask", None, {"q": "?"}),
-    ], session="one")
-    t2 = Trace([s(0, "observe", "Read", "a.ts", {"p": "a.ts"}, "A", session="two"),
-                s(1, "other", "todo", None, None, session="two")], session="two")
+    t1 = Trace(
+        [
+            s(0, "observe", "Read", "a.ts", {"p": "a.ts"}, "A"),
+            s(0, "observe", "Bash", ("b.ts", "a.ts"), {"c": "cat a.ts b.ts"}, "AB", tokens=5),
+            s(1, "mutate", "Edit", "a.ts", {"old_string": "x", "new_string": "y"}, "ok"),
+            s(1, "mutate", "Write", "b.ts", {"content": "B"}, "ok", tokens_estimated=True),
+            s(2, "exec", "Bash", None, {"c": "make"}, None, error="exit 2"),
+            s(3, "ask", "Ask", None, {"q": "?"}),
+        ],
+        session="one",
+    )
+    t2 = Trace(
+        [
+            s(0, "observe", "Read", "a.ts", {"p": "a.ts"}, "A", session="two"),
+            s(1, "other", "todo", None, None, session="two"),
+        ],
+        session="two",
+    )
     return [t1, t2]
 
 
@@ -48,7 +59,16 @@ def test_encode_columns():
     assert enc.turn.tolist() == [0, 0, 1, 1, 2, 3, 0, 1]
     assert enc.kind.tolist() == [0, 0, 1, 1, 2, 3, 0, 4]
     assert enc.tokens.tolist() == [11, 6, 11, 11, 11, 11, 11, 11]
-    assert [enc.tools[i] for i in enc.tool] == ["Read", "Bash", "Edit", "Write", "Bash", "Ask", "Read", "todo"]
+    assert [enc.tools[i] for i in enc.tool] == [
+        "Read",
+        "Bash",
+        "Edit",
+        "Write",
+        "Bash",
+        "Ask",
+        "Read",
+        "todo",
+    ]
     assert enc.args_hash[0] == canonical_hash({"p": "a.ts"})
     assert enc.result_hash[0] == canonical_hash(["A", None])
     assert enc.result_hash[4] == canonical_hash([None, "exit 2"])
@@ -56,10 +76,22 @@ def test_encode_columns():
     assert enc.flags.tolist() == [1, 1, 1, 1 | ESTIMATED | ABSOLUTE, HAS_OUTCOME | ERROR, 0, 1, 0]
     assert enc.error.tolist() == [False] * 4 + [True] + [False] * 3
     assert enc.has_outcome.tolist() == [True] * 5 + [False, True, False]
-    for col, dtype in (("session", np.int32), ("turn", np.int64), ("kind", np.uint8), ("tool", np.int32),
-                       ("target", np.int32), ("args_hash", np.uint64), ("result_hash", np.uint64),
-                       ("flags", np.uint8), ("tokens", np.int64), ("call", np.int32), ("reads", np.int32),
-                       ("writes", np.int32), ("turn_tokens", np.int64), ("degen", np.int64)):
+    for col, dtype in (
+        ("session", np.int32),
+        ("turn", np.int64),
+        ("kind", np.uint8),
+        ("tool", np.int32),
+        ("target", np.int32),
+        ("args_hash", np.uint64),
+        ("result_hash", np.uint64),
+        ("flags", np.uint8),
+        ("tokens", np.int64),
+        ("call", np.int32),
+        ("reads", np.int32),
+        ("writes", np.int32),
+        ("turn_tokens", np.int64),
+        ("degen", np.int64),
+    ):
         assert getattr(enc, col).dtype == dtype and getattr(enc, col).flags.c_contiguous
 
 
@@ -74,7 +106,15 @@ def test_targets_are_interned_sets_in_csr():
         return [enc.targets[t] for t in enc.target_members[lo:hi]]
 
     assert [members(i) for i in range(8)] == [
-        ["a.ts"], ["a.ts", "b.ts"], ["a.ts"], ["b.ts"], None, None, ["a.ts"], None]
+        ["a.ts"],
+        ["a.ts", "b.ts"],
+        ["a.ts"],
+        ["b.ts"],
+        None,
+        None,
+        ["a.ts"],
+        None,
+    ]
     assert enc.target[0] == enc.target[2] == enc.target[6]  # one id per set, across traces
     assert enc.n_targets == 2 and enc.n_target_sets == 3
 
@@ -113,7 +153,14 @@ def test_concat_equals_encoding_together(impl):
         assert getattr(joined, col).tolist() == getattr(together, col).tolist()
     ra = analyse_encoded(joined, impl=impl.name)
     rb = analyse_encoded(together, impl=impl.name)
-    for field in ("finding", "of_step", "total_tokens", "wasted_tokens", "by_kind_tokens", "by_kind_steps"):
+    for field in (
+        "finding",
+        "of_step",
+        "total_tokens",
+        "wasted_tokens",
+        "by_kind_tokens",
+        "by_kind_steps",
+    ):
         assert getattr(ra, field).tolist() == getattr(rb, field).tolist()
     with pytest.raises(ValueError):
         EncodedTrace.concat([])
@@ -121,7 +168,12 @@ def test_concat_equals_encoding_together(impl):
 
 def test_concat_keeps_ids_of_parts_apart(impl):
     # the same trace twice: each copy's first read is a first occurrence
-    t = Trace([s(0, "observe", "Read", "a", {"p": "a"}, "A"), s(1, "observe", "Read", "a", {"p": "a"}, "A")])
+    t = Trace(
+        [
+            s(0, "observe", "Read", "a", {"p": "a"}, "A"),
+            s(1, "observe", "Read", "a", {"p": "a"}, "A"),
+        ]
+    )
     enc = EncodedTrace.concat([encode(t)] * 3)
     assert enc.n_traces == 3 and enc.n_calls == 3 and enc.n_targets == 3
     res = analyse_encoded(enc, impl=impl.name)
@@ -131,7 +183,9 @@ def test_concat_keeps_ids_of_parts_apart(impl):
 
 
 def test_analysis_arrays_and_repr(impl):
-    traces = sample() + [Trace([s(i, "observe", "Grep", None, {"q": 1}, "hits", session="g") for i in range(3)])]
+    traces = sample() + [
+        Trace([s(i, "observe", "Grep", None, {"q": 1}, "hits", session="g") for i in range(3)])
+    ]
     res = analyse_encoded(encode(traces), impl=impl.name)
     assert res.finding.dtype == np.int8 and res.of_step.dtype == np.int32
     assert res.by_kind_tokens.shape == res.by_kind_steps.shape == (3, 6)
@@ -146,35 +200,98 @@ def test_analysis_arrays_and_repr(impl):
 
 def _columns(enc):
     return dict(
-        kind=enc.kind, turn=enc.turn, tokens=enc.tokens, turn_tokens=enc.turn_tokens, degen=enc.degen,
-        flags=enc.flags, result_hash=enc.result_hash,
-        target=enc.target, target_offsets=enc.target_offsets, target_members=enc.target_members,
-        reads=enc.reads, writes=enc.writes, call=enc.call, obs=enc.obs, skey=enc.skey, sval=enc.sval, edit=enc.edit, undo=enc.undo,
-        trace_offsets=enc.trace_offsets, n_targets=enc.n_targets, n_calls=enc.n_calls, n_obs=enc.n_obs,
-        n_skeys=enc.n_skeys, n_svals=enc.n_svals, n_edits=enc.n_edits,
+        kind=enc.kind,
+        turn=enc.turn,
+        tokens=enc.tokens,
+        turn_tokens=enc.turn_tokens,
+        degen=enc.degen,
+        flags=enc.flags,
+        result_hash=enc.result_hash,
+        target=enc.target,
+        target_offsets=enc.target_offsets,
+        target_members=enc.target_members,
+        reads=enc.reads,
+        writes=enc.writes,
+        call=enc.call,
+        obs=enc.obs,
+        skey=enc.skey,
+        sval=enc.sval,
+        edit=enc.edit,
+        undo=enc.undo,
+        trace_offsets=enc.trace_offsets,
+        n_targets=enc.n_targets,
+        n_calls=enc.n_calls,
+        n_obs=enc.n_obs,
+        n_skeys=enc.n_skeys,
+        n_svals=enc.n_svals,
+        n_edits=enc.n_edits,
     )
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda c: c.update(turn=c["turn"][:-1]), "turn has"),
-    (lambda c: c.update(trace_offsets=np.array([0, 3], dtype=np.int64)), "trace_offsets"),
-    (lambda c: c.update(trace_offsets=np.array([0, 7, 6, 8], dtype=np.int64)), "non-decreasing"),
-    (lambda c: c.update(call=np.where(np.arange(8) == 2, 99, c["call"]).astype(np.int32)), "call"),
-    (lambda c: c.update(call=np.where(np.arange(8) == 2, -2, c["call"]).astype(np.int32)), "call"),
-    (lambda c: c.update(reads=np.where(np.arange(8) == 2, -3, c["reads"]).astype(np.int32)), "reads"),
-    (lambda c: c.update(writes=np.where(np.arange(8) == 2, 50, c["writes"]).astype(np.int32)), "writes"),
-    (lambda c: c.update(turn_tokens=np.where(np.arange(8) == 2, -1, c["turn_tokens"]).astype(np.int64)), "token"),
-    (lambda c: c.update(degen=c["degen"][:-1]), "degen has"),
-    (lambda c: c.update(target=np.where(np.arange(8) == 2, 50, c["target"]).astype(np.int32)), "target"),
-    (lambda c: c.update(kind=np.where(np.arange(8) == 2, 9, c["kind"]).astype(np.uint8)), "kind"),
-    (lambda c: c.update(n_svals=0), "sval"),
-    (lambda c: c.update(n_edits=1), "undo"),
-    (lambda c: c.update(n_targets=1), "target_members"),
-    (lambda c: c.update(target_offsets=np.array([0, 1, 1, 3], dtype=np.int64)), "target_offsets"),
-    (lambda c: c.update(skey=np.where(np.arange(8) == 7, 0, c["skey"]).astype(np.int32),
-                        sval=np.where(np.arange(8) == 7, 0, c["sval"]).astype(np.int32)), "state key"),
-    (lambda c: c.update(sval=np.where(np.arange(8) == 7, 0, c["sval"]).astype(np.int32)), "both set"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda c: c.update(turn=c["turn"][:-1]), "turn has"),
+        (lambda c: c.update(trace_offsets=np.array([0, 3], dtype=np.int64)), "trace_offsets"),
+        (
+            lambda c: c.update(trace_offsets=np.array([0, 7, 6, 8], dtype=np.int64)),
+            "non-decreasing",
+        ),
+        (
+            lambda c: c.update(call=np.where(np.arange(8) == 2, 99, c["call"]).astype(np.int32)),
+            "call",
+        ),
+        (
+            lambda c: c.update(call=np.where(np.arange(8) == 2, -2, c["call"]).astype(np.int32)),
+            "call",
+        ),
+        (
+            lambda c: c.update(reads=np.where(np.arange(8) == 2, -3, c["reads"]).astype(np.int32)),
+            "reads",
+        ),
+        (
+            lambda c: c.update(
+                writes=np.where(np.arange(8) == 2, 50, c["writes"]).astype(np.int32)
+            ),
+            "writes",
+        ),
+        (
+            lambda c: c.update(
+                turn_tokens=np.where(np.arange(8) == 2, -1, c["turn_tokens"]).astype(np.int64)
+            ),
+            "token",
+        ),
+        (lambda c: c.update(degen=c["degen"][:-1]), "degen has"),
+        (
+            lambda c: c.update(
+                target=np.where(np.arange(8) == 2, 50, c["target"]).astype(np.int32)
+            ),
+            "target",
+        ),
+        (
+            lambda c: c.update(kind=np.where(np.arange(8) == 2, 9, c["kind"]).astype(np.uint8)),
+            "kind",
+        ),
+        (lambda c: c.update(n_svals=0), "sval"),
+        (lambda c: c.update(n_edits=1), "undo"),
+        (lambda c: c.update(n_targets=1), "target_members"),
+        (
+            lambda c: c.update(target_offsets=np.array([0, 1, 1, 3], dtype=np.int64)),
+            "target_offsets",
+        ),
+        (
+            lambda c: c.update(
+                skey=np.where(np.arange(8) == 7, 0, c["skey"]).astype(np.int32),
+                sval=np.where(np.arange(8) == 7, 0, c["sval"]).astype(np.int32),
+            ),
+            "state key",
+        ),
+        (
+            lambda c: c.update(sval=np.where(np.arange(8) == 7, 0, c["sval"]).astype(np.int32)),
+            "both set",
+        ),
+    ],
+)
 def test_kernel_rejects_inconsistent_columns(impl, change, match):
     cols = _columns(encode(sample()))
     change(cols)
@@ -197,17 +314,38 @@ def test_kernel_twins_share_the_question_loop_threshold(impl):
 
 
 def test_reads_and_writes_columns():
-    t = Trace([
-        s(0, "mutate", "bash", "p.txt", {"command": "git diff -- a.py > p.txt"}, "", reads=("a.py",), writes=("p.txt",)),
-        s(1, "observe", "Read", "a.py", {"p": "a.py"}, "A"),
-        s(2, "exec", "bash", None, {"command": "make"}, "ok"),
-        s(3, "mutate", "Edit", "a.py", {"old_string": "x", "new_string": "x"}, "ok"),  # a no-op
-        s(4, "other", "", text="just talking"),
-        s(5, "other", "bash", rejected="format error"),
-    ])
+    t = Trace(
+        [
+            s(
+                0,
+                "mutate",
+                "bash",
+                "p.txt",
+                {"command": "git diff -- a.py > p.txt"},
+                "",
+                reads=("a.py",),
+                writes=("p.txt",),
+            ),
+            s(1, "observe", "Read", "a.py", {"p": "a.py"}, "A"),
+            s(2, "exec", "bash", None, {"command": "make"}, "ok"),
+            s(3, "mutate", "Edit", "a.py", {"old_string": "x", "new_string": "x"}, "ok"),  # a no-op
+            s(4, "other", "", text="just talking"),
+            s(5, "other", "bash", rejected="format error"),
+        ]
+    )
     enc = encode(t)
-    name = lambda ts: None if ts < 0 else [enc.targets[m] for m in enc.target_members[enc.target_offsets[ts]:enc.target_offsets[ts + 1]]]
-    assert [name(x) for x in enc.reads[:2]] == [["a.py", "p.txt"], ["a.py"]]  # what it reads and writes
+    name = lambda ts: (
+        None
+        if ts < 0
+        else [
+            enc.targets[m]
+            for m in enc.target_members[enc.target_offsets[ts] : enc.target_offsets[ts + 1]]
+        ]
+    )
+    assert [name(x) for x in enc.reads[:2]] == [
+        ["a.py", "p.txt"],
+        ["a.py"],
+    ]  # what it reads and writes
     assert name(enc.writes[0]) == ["p.txt"] and enc.writes[1] == -1
     assert enc.reads[2] == -2 and enc.writes[2] == -2  # an exec reads anything, writes everything
     assert enc.writes[3] == -1 and enc.flags[3] & NO_OP  # a no-op writes nothing
@@ -217,12 +355,14 @@ def test_reads_and_writes_columns():
 
 def test_substantial_outcomes_key_observations_by_target():
     big = "\n".join(f"line {i} of a.py" for i in range(40))
-    t = Trace([
-        s(0, "observe", "bash", "a.py", {"command": "cat a.py"}, big),
-        s(1, "observe", "bash", "a.py", {"command": "sed -n '1,400p' a.py"}, big),
-        s(2, "observe", "bash", "a.py", {"command": "grep x a.py"}, ""),
-        s(3, "observe", "bash", "a.py", {"command": "grep y a.py"}, ""),
-    ])
+    t = Trace(
+        [
+            s(0, "observe", "bash", "a.py", {"command": "cat a.py"}, big),
+            s(1, "observe", "bash", "a.py", {"command": "sed -n '1,400p' a.py"}, big),
+            s(2, "observe", "bash", "a.py", {"command": "grep x a.py"}, ""),
+            s(3, "observe", "bash", "a.py", {"command": "grep y a.py"}, ""),
+        ]
+    )
     enc = encode(t)
     assert enc.obs[0] == enc.obs[1]  # same substantial text of the same target
     assert enc.obs[2] != enc.obs[3]  # short: only the same call is the same observation

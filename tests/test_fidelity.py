@@ -8,6 +8,7 @@ it into an XPASS failure until the mark is removed (``python benchmarks/bench_fi
 --write-known-wrong`` rewrites the marks from a run). The matching itself (coordinates, kinds,
 precision and recall) lives in benchmarks/bench_fidelity.py, which this module loads.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -19,7 +20,9 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-_SPEC = importlib.util.spec_from_file_location("bench_fidelity", ROOT / "benchmarks" / "bench_fidelity.py")
+_SPEC = importlib.util.spec_from_file_location(
+    "bench_fidelity", ROOT / "benchmarks" / "bench_fidelity.py"
+)
 fidelity = importlib.util.module_from_spec(_SPEC)
 sys.modules[_SPEC.name] = fidelity
 _SPEC.loader.exec_module(fidelity)
@@ -28,11 +31,15 @@ LABELS = fidelity.load_labels()
 KNOWN_WRONG = "the analysis gets this label wrong today (known_wrong_today in tests/labels/shared_traces.json)"
 
 
-
 def _params(labels: list[dict]) -> list:
     return [
-        pytest.param(d, id=d["id"], marks=[pytest.mark.xfail(strict=True, reason=KNOWN_WRONG)]
-                     if d.get("known_wrong_today") else [])
+        pytest.param(
+            d,
+            id=d["id"],
+            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_WRONG)]
+            if d.get("known_wrong_today")
+            else [],
+        )
         for d in labels
     ]
 
@@ -41,8 +48,10 @@ def _params(labels: list[dict]) -> list:
 def traces_dir() -> pathlib.Path:
     path = pathlib.Path(fidelity.DEFAULT_TRACES)
     if not path.is_dir():
-        pytest.skip(f"real traces not found at {path} (../shared/traces beside the checkout, or "
-                    "LOOPCORE_SHARED_TRACES); the labels describe those files")
+        pytest.skip(
+            f"real traces not found at {path} (../shared/traces beside the checkout, or "
+            "LOOPCORE_SHARED_TRACES); the labels describe those files"
+        )
     return path
 
 
@@ -55,7 +64,9 @@ def loaded(traces_dir):
 
 @pytest.fixture(scope="session")
 def run(impl, loaded, traces_dir):
-    return fidelity.run_analysis(str(traces_dir), impl.name, fidelity.labelled_traces(LABELS), loaded)
+    return fidelity.run_analysis(
+        str(traces_dir), impl.name, fidelity.labelled_traces(LABELS), loaded
+    )
 
 
 def _describe(label: dict) -> str:
@@ -68,7 +79,11 @@ def _describe(label: dict) -> str:
 @pytest.mark.parametrize("case", _params(LABELS["cases"]))
 def test_labelled_step(run, case):
     right, what = fidelity.judge_case(run, case)
-    expected = case["verdict"] if case["verdict"] == "not_waste" else "/".join(fidelity.accepted_kinds(case))
+    expected = (
+        case["verdict"]
+        if case["verdict"] == "not_waste"
+        else "/".join(fidelity.accepted_kinds(case))
+    )
     assert right, f"labelled {expected}, {what} -- {_describe(case)}"
 
 
@@ -85,15 +100,19 @@ def test_label_file_is_a_usable_evaluation():
     assert len(cases) >= 100
     assert {c["verdict"] for c in cases} == {"waste", "not_waste"}
     assert all(d["reason"].strip() for d in cases + LABELS["loops"])
-    assert LABELS["loops"] and all(set(map(json.dumps, lp["charged"])) <= set(map(json.dumps, lp["steps"]))
-                                   for lp in LABELS["loops"])
+    assert LABELS["loops"] and all(
+        set(map(json.dumps, lp["charged"])) <= set(map(json.dumps, lp["steps"]))
+        for lp in LABELS["loops"]
+    )
 
 
 def _messages(traces_dir: pathlib.Path, label: dict) -> list:
     with gzip.open(traces_dir / label["file"], "rt", encoding="utf-8") as f:
         doc = json.load(f)
     if isinstance(doc, list):
-        return next(e["traj"] for e in doc if f"task-{e['task_id']}/trial-{e['trial']}" == label["session"])
+        return next(
+            e["traj"] for e in doc if f"task-{e['task_id']}/trial-{e['trial']}" == label["session"]
+        )
     return doc["messages"] if "messages" in doc else doc["history"]
 
 
@@ -126,14 +145,31 @@ def test_matching_rules_on_a_made_up_run():
     """The judging itself, without the traces: coordinates match on the label's keys, a waste
     label needs one of its kinds, a not-waste label no charge at all, a loop one charged step."""
     Charge = fidelity.Charge
-    run = fidelity.Run("py", charges={
-        ("a.json", None): [Charge("duplicate_call", {"message": 4, "file": "a.json"}, {"message": 2}),
-                           Charge("oscillation", {"message": 9}, {"message": 5})],
-    })
-    waste = {"id": "x1", "file": "a.json", "at": {"message": 4}, "verdict": "waste",
-             "kind": ["redundant_observation", "duplicate_call"], "reason": "r"}
+    run = fidelity.Run(
+        "py",
+        charges={
+            ("a.json", None): [
+                Charge("duplicate_call", {"message": 4, "file": "a.json"}, {"message": 2}),
+                Charge("oscillation", {"message": 9}, {"message": 5}),
+            ],
+        },
+    )
+    waste = {
+        "id": "x1",
+        "file": "a.json",
+        "at": {"message": 4},
+        "verdict": "waste",
+        "kind": ["redundant_observation", "duplicate_call"],
+        "reason": "r",
+    }
     wrong_kind = dict(waste, id="x2", kind="redundant_observation")
-    clean = {"id": "x3", "file": "a.json", "at": {"message": 6}, "verdict": "not_waste", "reason": "r"}
+    clean = {
+        "id": "x3",
+        "file": "a.json",
+        "at": {"message": 6},
+        "verdict": "not_waste",
+        "reason": "r",
+    }
     charged = dict(clean, id="x4", at={"message": 9})
     other_trace = dict(waste, id="x5", file="b.json")
     assert fidelity.judge_case(run, waste) == (True, "charged as duplicate_call")
@@ -141,11 +177,19 @@ def test_matching_rules_on_a_made_up_run():
     assert fidelity.judge_case(run, clean) == (True, "not charged")
     assert fidelity.judge_case(run, charged) == (False, "charged as oscillation")
     assert fidelity.judge_case(run, other_trace) == (False, "not charged")
-    loop = {"id": "l1", "file": "a.json", "kind": "oscillation", "steps": [{"message": 5}, {"message": 9}],
-            "charged": [{"message": 9}, {"message": 11}], "reason": "r"}
+    loop = {
+        "id": "l1",
+        "file": "a.json",
+        "kind": "oscillation",
+        "steps": [{"message": 5}, {"message": 9}],
+        "charged": [{"message": 9}, {"message": 11}],
+        "reason": "r",
+    }
     assert fidelity.judge_loop(run, loop) == (True, 1)
     assert fidelity.judge_loop(run, dict(loop, kind="duplicate_call")) == (False, 0)
-    s = fidelity.score(run, {"cases": [waste, wrong_kind, clean, charged, other_trace], "loops": [loop]})
+    s = fidelity.score(
+        run, {"cases": [waste, wrong_kind, clean, charged, other_trace], "loops": [loop]}
+    )
     # charged labelled steps: x1, x2 (waste) and x4 (not waste) -> precision 2/3
     assert (s.charged_labelled, s.charged_waste, s.precision) == (3, 2, 2 / 3)
     assert (s.loops, s.loops_found, s.recall) == (1, 1, 1.0)

@@ -3,6 +3,7 @@
 The Dask tests use a real ``distributed.LocalCluster`` of two worker processes; one of them
 kills a worker in the middle of the run and checks that nothing is lost or counted twice.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,9 @@ def test_units_follow_load_order(corpus):
 
     us = fleet.units([str(corpus)])
     assert all(isinstance(u, fleet.Unit) for u in us)
-    assert [u.item for u in us] == sorted((u.item for u in us), key=lambda p: (os.path.dirname(p), os.path.basename(p)))
+    assert [u.item for u in us] == sorted(
+        (u.item for u in us), key=lambda p: (os.path.dirname(p), os.path.basename(p))
+    )
     assert sum(len(list(load(u.item))) for u in us) == len(list(load(str(corpus))))
 
 
@@ -105,7 +108,9 @@ def test_shared_traces_on_two_processes(shared_traces):
 
 @pytest.fixture(scope="module")
 def cluster():
-    distributed = pytest.importorskip("distributed", reason="Dask is not installed: pip install 'loopcore[fleet]'")
+    distributed = pytest.importorskip(
+        "distributed", reason="Dask is not installed: pip install 'loopcore[fleet]'"
+    )
     import logging
 
     # Worker deaths below are on purpose; keep the nanny's complaints out of the test log.
@@ -114,9 +119,17 @@ def cluster():
     import dask
 
     # A loaded machine (CI shares its cores) can take many seconds to start two worker processes.
-    with dask.config.set({"distributed.comm.timeouts.connect": "120s", "distributed.comm.timeouts.tcp": "120s"}):
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                      silence_logs=logging.CRITICAL, timeout="120s") as lc:
+    with dask.config.set(
+        {"distributed.comm.timeouts.connect": "120s", "distributed.comm.timeouts.tcp": "120s"}
+    ):
+        with distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+            timeout="120s",
+        ) as lc:
             with distributed.Client(lc, timeout="120s") as client:
                 client.wait_for_workers(2, timeout=180)
                 yield lc, client
@@ -137,7 +150,9 @@ def test_dask_keep_going(cluster, corpus, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     paths = [str(bad), str(corpus)]
-    assert _json(fleet.analyse(paths, client=client, keep_going=True)) == to_json(collect(paths, keep_going=True))
+    assert _json(fleet.analyse(paths, client=client, keep_going=True)) == to_json(
+        collect(paths, keep_going=True)
+    )
 
 
 def test_dask_worker_killed_mid_run(cluster, corpus, serial_json):

@@ -3,6 +3,7 @@
 "N calls" means N calls checked and recorded with their results; the decision under test is
 the one ``check`` returns for the next call.
 """
+
 from __future__ import annotations
 
 import logging
@@ -82,8 +83,15 @@ def test_a3_each_crossing_emits_one_event(make):
             assert len(events) == 1  # 26..29 are in the same bucket as 25
     warn = [e for e in events if e["level"] == "warn"]
     block = [e for e in events if e["level"] == "block"]
-    assert warn[0] == {**warn[0], "event": "doom_loop_detected", "session": "s", "tool": TODO,
-                       "detector": "tool_budget", "count": 25, "level": "warn"}
+    assert warn[0] == {
+        **warn[0],
+        "event": "doom_loop_detected",
+        "session": "s",
+        "tool": TODO,
+        "detector": "tool_budget",
+        "count": 25,
+        "level": "warn",
+    }
     assert [e["count"] for e in warn] == [25, 30, 40]
     assert [e["count"] for e in block] == [50, 60]
     assert all(e["key"] == f"tool_budget:{TODO}" for e in events)
@@ -116,7 +124,11 @@ def test_a5_default_budget_tools(make, tool):
 def test_a5_budgets_are_per_tool_and_configurable(make):
     g = make(Policy(budgets={"deploy": (2, 3), TODO: (4, 6)}))
     assert [d.action for d in calls(g, "s", "deploy", None, "ok", n=4, results=lambda i: i)] == [
-        "allow", "warn", "block", "block"]
+        "allow",
+        "warn",
+        "block",
+        "block",
+    ]
     assert g.check("s", TODO, {"x": 1}) is ALLOW  # deploy's count is not todo's
     assert g.check("s", "update_plan", {"x": 1}) is ALLOW  # not budgeted in this policy
     d = calls(g, "s", "deploy", None, "ok")[0]
@@ -203,7 +215,9 @@ def test_b6_changing_output_only_warns(make):
     assert ds[-1].action == "warn"
 
 
-@pytest.mark.parametrize("tool, args", [("read", {"p": 1}), ("process", {"action": "poll", "id": 7})])
+@pytest.mark.parametrize(
+    "tool, args", [("read", {"p": 1}), ("process", {"action": "poll", "id": 7})]
+)
 def test_b7_global_breaker(make, tool, args):
     g = make(OC.replace(generic_repeat=False, poll_no_progress=False))
     calls(g, "s", tool, args, "same", n=29)
@@ -228,7 +242,14 @@ def test_b8_polls(make):
     d = g.check("s", "process", poll)
     assert (d.action, d.detector, d.count) == ("block", "poll_no_progress", 20)
     g2 = make(OC)
-    ds = calls(g2, "s", "command_status", {"id": 3}, n=25, results=lambda i: {"status": "running", "output": "." * i})
+    ds = calls(
+        g2,
+        "s",
+        "command_status",
+        {"id": 3},
+        n=25,
+        results=lambda i: {"status": "running", "output": "." * i},
+    )
     assert all(d is ALLOW for d in ds)
     assert g2.check("s", "command_status", {"id": 3}) is ALLOW
 
@@ -249,16 +270,30 @@ def test_b9_run_scopes(make):
 def _exec_result(i, exit_code=0, out="ok\n"):
     return {
         "content": [{"type": "text", "text": out}],
-        "details": {"status": "completed", "exitCode": exit_code, "aggregated": out, "durationMs": 100 + i,
-                    "cwd": f"/tmp/run{i}", "pid": 4000 + i, "startedAt": 1700000000 + i, "timestamp": i},
+        "details": {
+            "status": "completed",
+            "exitCode": exit_code,
+            "aggregated": out,
+            "durationMs": 100 + i,
+            "cwd": f"/tmp/run{i}",
+            "pid": 4000 + i,
+            "startedAt": 1700000000 + i,
+            "timestamp": i,
+        },
     }
 
 
 def test_b10_exec_results_judged_on_status_exit_output(make):
     g = make(OC)
-    assert g.result_hash("exec", {"cmd": "make"}, _exec_result(1)) == g.result_hash("exec", {"cmd": "make"}, _exec_result(2))
-    assert g.result_hash("exec", {"cmd": "make"}, _exec_result(1)) != g.result_hash("exec", {"cmd": "make"}, _exec_result(1, 2))
-    assert g.result_hash("exec", {"cmd": "make"}, _exec_result(1)) != g.result_hash("exec", {"cmd": "make"}, _exec_result(1, 0, "err"))
+    assert g.result_hash("exec", {"cmd": "make"}, _exec_result(1)) == g.result_hash(
+        "exec", {"cmd": "make"}, _exec_result(2)
+    )
+    assert g.result_hash("exec", {"cmd": "make"}, _exec_result(1)) != g.result_hash(
+        "exec", {"cmd": "make"}, _exec_result(1, 2)
+    )
+    assert g.result_hash("exec", {"cmd": "make"}, _exec_result(1)) != g.result_hash(
+        "exec", {"cmd": "make"}, _exec_result(1, 0, "err")
+    )
     flat1 = {"returncode": 1, "stdout": "fail", "duration": 1.5, "pid": 10}
     flat2 = {"returncode": 1, "stdout": "fail", "duration": 2.5, "pid": 11}
     assert g.result_hash("bash", {"c": 1}, flat1) == g.result_hash("bash", {"c": 1}, flat2)
@@ -292,7 +327,7 @@ def test_b11_known_tools_marks_unknown_at_check(make):
 def test_b12_ping_pong(make):
     g = make(OC)
     ds = []
-    for i in range(5):
+    for _i in range(5):
         ds.append(g.check("s", "read", {"p": "a"}))
         ds.append(g.check("s", "list", {"dir": "."}))
     # OpenClaw counts the checked call: 9 alternating calls before it make the 10th a warning
@@ -382,9 +417,17 @@ def test_b15_outcome_attaches_to_newest_matching_call(make):
 def _send_result(i, conv="conv-1"):
     mid = f"m-{1000 + i}"
     return {
-        "content": [{"type": "text", "text": f"Sent message {mid} (run r-{i}) at {1700000000 + i}"}],
-        "details": {"ok": True, "messageId": mid, "receipt": {"token": f"rc{i}"}, "runId": f"r-{i}",
-                    "ts": 1700000000 + i, "route": {"id": conv}},
+        "content": [
+            {"type": "text", "text": f"Sent message {mid} (run r-{i}) at {1700000000 + i}"}
+        ],
+        "details": {
+            "ok": True,
+            "messageId": mid,
+            "receipt": {"token": f"rc{i}"},
+            "runId": f"r-{i}",
+            "ts": 1700000000 + i,
+            "route": {"id": conv},
+        },
     }
 
 
@@ -393,26 +436,56 @@ SEND = {"action": "send", "to": "user-1", "text": "The build is green."}
 
 def test_c1_ids_stripped_in_details_and_text(make):
     g = make(OC)
-    assert g.result_hash("message", SEND, _send_result(1)) == g.result_hash("message", SEND, _send_result(2))
-    flat = lambda i: {"ok": True, "messageId": f"id-{i}9999", "summary": f"delivered id-{i}9999 to user-1"}
+    assert g.result_hash("message", SEND, _send_result(1)) == g.result_hash(
+        "message", SEND, _send_result(2)
+    )
+    flat = lambda i: {
+        "ok": True,
+        "messageId": f"id-{i}9999",
+        "summary": f"delivered id-{i}9999 to user-1",
+    }
     assert g.result_hash("message", SEND, flat(1)) == g.result_hash("message", SEND, flat(2))
-    assert g.result_hash("message", SEND, flat(1)) != g.result_hash("message", SEND, {**flat(1), "ok": False})
+    assert g.result_hash("message", SEND, flat(1)) != g.result_hash(
+        "message", SEND, {**flat(1), "ok": False}
+    )
 
 
 def test_c2_nested_broadcast_ids(make):
     g = make(OC)
     args = {"action": "broadcast", "text": "hi"}
-    res = lambda i: {"results": [{"channel": "a", "result": {"messageId": f"x{i}"}},
-                                 {"channel": "b", "result": {"messageId": f"y{i}", "platformMessageIds": [i]}}]}
+    res = lambda i: {
+        "results": [
+            {"channel": "a", "result": {"messageId": f"x{i}"}},
+            {"channel": "b", "result": {"messageId": f"y{i}", "platformMessageIds": [i]}},
+        ]
+    }
     assert g.result_hash("message", args, res(1)) == g.result_hash("message", args, res(2))
 
 
-@pytest.mark.parametrize("action", ["send", "broadcast", "reply", "thread-reply", "sendWithEffect",
-                                    "sendAttachment", "upload-file", "sticker", "poll"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "send",
+        "broadcast",
+        "reply",
+        "thread-reply",
+        "sendWithEffect",
+        "sendAttachment",
+        "upload-file",
+        "sticker",
+        "poll",
+    ],
+)
 def test_c3_identical_sends_escalate_to_block(make, action):
     g = make(OC)
     args = {**SEND, "action": action}
-    res = lambda i: {"ok": True, "messageId": f"m{i}", "fileId": f"f{i}", "pollId": f"p{i}", "createdAt": i}
+    res = lambda i: {
+        "ok": True,
+        "messageId": f"m{i}",
+        "fileId": f"f{i}",
+        "pollId": f"p{i}",
+        "createdAt": i,
+    }
     calls(g, "s", "message", args, n=20, results=res)
     d = g.check("s", "message", args)
     assert d.blocked and d.detector == "generic_repeat"
@@ -420,7 +493,14 @@ def test_c3_identical_sends_escalate_to_block(make, action):
 
 def test_c3_sessions_send_and_declared_channel_tools(make):
     g = make(OC)
-    calls(g, "s", "sessions_send", {"to": "s2", "text": "hi"}, n=20, results=lambda i: {"runId": f"r{i}", "ok": 1})
+    calls(
+        g,
+        "s",
+        "sessions_send",
+        {"to": "s2", "text": "hi"},
+        n=20,
+        results=lambda i: {"runId": f"r{i}", "ok": 1},
+    )
     assert g.check("s", "sessions_send", {"to": "s2", "text": "hi"}).blocked
     res = lambda i: {"ok": True, "message_id": i + 100000}
     g2 = make(OC)
@@ -448,7 +528,9 @@ def test_c5_non_send_actions_keep_full_hashing(make, action):
 
 def test_c6_stable_route_id_survives_changing_one_keeps_below_block(make):
     g = make(OC)
-    assert g.result_hash("message", SEND, _send_result(1, "conv-1")) != g.result_hash("message", SEND, _send_result(1, "conv-2"))
+    assert g.result_hash("message", SEND, _send_result(1, "conv-1")) != g.result_hash(
+        "message", SEND, _send_result(1, "conv-2")
+    )
     calls(g, "s", "message", SEND, n=25, results=lambda i: _send_result(i, f"conv-{i}"))
     d = g.check("s", "message", SEND)
     assert d.action == "warn"
@@ -457,10 +539,19 @@ def test_c6_stable_route_id_survives_changing_one_keeps_below_block(make):
 def test_c7_delivery_object_bare_id(make):
     g = make(OC)
     obj = lambda i, **kw: {"message": {"id": f"msg-{i}", "text": "hi", **kw}}
-    for extra in ({"direction": "outbound"}, {"senderId": "bot"}, {"accountId": "acc"}, {"conversation": {"id": "c"}}):
-        assert g.result_hash("message", SEND, obj(1, **extra)) == g.result_hash("message", SEND, obj(2, **extra))
+    for extra in (
+        {"direction": "outbound"},
+        {"senderId": "bot"},
+        {"accountId": "acc"},
+        {"conversation": {"id": "c"}},
+    ):
+        assert g.result_hash("message", SEND, obj(1, **extra)) == g.result_hash(
+            "message", SEND, obj(2, **extra)
+        )
     # not a delivery object (no text): its id is a fact and stays
-    assert g.result_hash("message", SEND, {"channel": {"id": "c1"}}) != g.result_hash("message", SEND, {"channel": {"id": "c2"}})
+    assert g.result_hash("message", SEND, {"channel": {"id": "c1"}}) != g.result_hash(
+        "message", SEND, {"channel": {"id": "c2"}}
+    )
 
 
 def test_c8_own_veto_keeps_the_block_sticky(make):
@@ -499,7 +590,9 @@ def test_default_volatile_key_matching_is_exact():
     from loopcore.guard import strip_send_result
     from loopcore.policy import DEFAULT_VOLATILE_KEYS
 
-    out = strip_send_result({"messageId": 1, "MessageId": 2, "ts": 3, "tss": 4}, DEFAULT_VOLATILE_KEYS)
+    out = strip_send_result(
+        {"messageId": 1, "MessageId": 2, "ts": 3, "tss": 4}, DEFAULT_VOLATILE_KEYS
+    )
     assert out == {"MessageId": 2, "tss": 4}
 
 
@@ -592,7 +685,7 @@ def test_d4_cline_soft_and_hard_limits(make):
 
 def test_error_streak_default(make):
     g = make()
-    for i in range(3):
+    for _i in range(3):
         assert g.check("s", "test", {"t": 1}) is ALLOW
         g.record("s", "test", {"t": 1}, error=RuntimeError("AssertionError in test_x"))
     d = g.check("s", "test", {"t": 1})
@@ -621,11 +714,16 @@ def test_redundant_observation(make):
     calls(g, "s", "write", {"path": "a.ts"}, "ok", kind="mutate", target="a.ts")
     assert g.check("s", "read", {"path": "a.ts"}, kind="observe", target="a.ts") is ALLOW
     g.record("s", "read", {"path": "a.ts"}, "body")
-    calls(g, "s", "bash", {"cmd": "npm test"}, "ok", kind="exec")  # unknown effects: everything may have changed
+    calls(
+        g, "s", "bash", {"cmd": "npm test"}, "ok", kind="exec"
+    )  # unknown effects: everything may have changed
     assert g.check("s", "read", {"path": "a.ts"}, kind="observe", target="a.ts") is ALLOW
     g.record("s", "read", {"path": "a.ts"}, "body")
     calls(g, "s", "write", {"path": "b.ts"}, "ok", kind="mutate", target="b.ts")
-    assert g.check("s", "read", {"path": "a.ts"}, kind="observe", target="a.ts").detector == "redundant_observation"
+    assert (
+        g.check("s", "read", {"path": "a.ts"}, kind="observe", target="a.ts").detector
+        == "redundant_observation"
+    )
 
 
 def test_classify_supplies_kind_and_target(make):
@@ -655,7 +753,7 @@ def test_block_then_a_different_call(make):
 def test_many_interleaved_sessions(make):
     g = make(OC)
     sessions = [f"s{i}" for i in range(50)]
-    for rnd in range(10):
+    for _rnd in range(10):
         for s in sessions:
             assert calls(g, s, "read", {"p": 1}, "same") == [ALLOW]
     for s in sessions:
@@ -677,9 +775,18 @@ def test_sessions_under_different_run_ids(make):
 
 
 def test_decision_shape():
-    assert ALLOW.action == "allow" and ALLOW.detector is None and ALLOW.allowed and not ALLOW.blocked
+    assert (
+        ALLOW.action == "allow" and ALLOW.detector is None and ALLOW.allowed and not ALLOW.blocked
+    )
     d = Decision("block", "cycle", 3, "m", "k", 1)
-    assert d.to_dict() == {"action": "block", "detector": "cycle", "count": 3, "message": "m", "key": "k", "of_step": 1}
+    assert d.to_dict() == {
+        "action": "block",
+        "detector": "cycle",
+        "count": 3,
+        "message": "m",
+        "key": "k",
+        "of_step": 1,
+    }
     assert d == Decision("block", "cycle", 3, "m", "k", 1) and "cycle" in repr(d)
     d.message, d.key = "other", "k2"  # plain attributes, as before
     assert (d.message, d.key) == ("other", "k2")
@@ -696,8 +803,13 @@ def test_guard_decisions_render_like_plain_ones(make):
     assert type(d) is Decision and d.action == "block" and d.detector == "generic_repeat"
     plain = Decision(d.action, d.detector, d.count, d.message, d.key, d.of_step)
     assert d == plain and hash(d) == hash(plain) and repr(d) == repr(plain)
-    assert d.message.startswith("BLOCKED: you called read with identical arguments") and "20 times" in d.message
-    assert d.key.startswith("generic_repeat:read:") and len(d.key) == len("generic_repeat:read:") + 16
+    assert (
+        d.message.startswith("BLOCKED: you called read with identical arguments")
+        and "20 times" in d.message
+    )
+    assert (
+        d.key.startswith("generic_repeat:read:") and len(d.key) == len("generic_repeat:read:") + 16
+    )
     for other in (pickle.loads(pickle.dumps(d)), copy.copy(d), copy.deepcopy(d)):
         assert other == d and other.message == d.message
     assert ALLOW.message == "" and ALLOW.key is None
@@ -748,10 +860,17 @@ def test_events_go_to_the_logger_with_levels(make, caplog):
     recs = [r for r in caplog.records if "doom_loop_detected" in r.getMessage()]
     assert [r.levelno for r in recs] == [logging.WARNING, logging.ERROR]
     assert recs[1].loopcore_event["detector"] == "generic_repeat"
-    assert recs[1].getMessage() == "doom_loop_detected: block generic_repeat on read in session 's' (count 20)"
+    assert (
+        recs[1].getMessage()
+        == "doom_loop_detected: block generic_repeat on read in session 's' (count 20)"
+    )
     import loopcore.guard
 
-    assert recs[1].name == "loopcore" and recs[1].funcName == "_emit" and recs[1].pathname == loopcore.guard.__file__
+    assert (
+        recs[1].name == "loopcore"
+        and recs[1].funcName == "_emit"
+        and recs[1].pathname == loopcore.guard.__file__
+    )
 
 
 def test_warning_events_deduplicated_by_bucket_per_key(make):
@@ -810,7 +929,9 @@ def test_example_harness_runs():
     import sys
 
     script = pathlib.Path(__file__).resolve().parent.parent / "examples" / "guard_harness.py"
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
+    )
     assert "8 doom_loop_detected events, 26 of 109 calls blocked" in out.stdout
     # Policy.default() stops the tight loop of identical sends at the 5th
     assert "BLOCKED: this is the 5th identical consecutive call of message" in out.stdout

@@ -3,6 +3,7 @@
 Cases that crashed the compiled core run in a subprocess, so a regression fails the test
 instead of killing the test run.
 """
+
 from __future__ import annotations
 
 import enum
@@ -28,8 +29,13 @@ def run_isolated(code: str, impl: str) -> subprocess.CompletedProcess:
         env["LOOPCORE_NO_EXTENSIONS"] = "1"
     else:
         env.pop("LOOPCORE_NO_EXTENSIONS", None)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _snapshot_with(payload: dict, version: int = 2) -> bytes:
@@ -77,10 +83,26 @@ def test_engine_rejects_a_state_of_another_size(impl):
 # ---------------------------------------------------------------- restore
 
 
-@pytest.mark.parametrize("dump", [[], [1], [1, 0], [1, 0, 0, 0], [1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 5],
-                                  [1, 0, 0, 0, 0, 1, 1, 2, 3], [1, 0, 0, 0, 0, -1], [1, 0, 0, 0, -3, 0],
-                                  [1, 0, 0, 0, 0, 1, 1, 2, 3, 2**64 - 1, 0, 0, 0, 0], "text", None, {"a": 1},
-                                  [1, "x", 0, 0, 0, 0], [1, 0, 0, 0, 0, 1, 1, 2, 3, 1, 300, 0, 0, 0]])
+@pytest.mark.parametrize(
+    "dump",
+    [
+        [],
+        [1],
+        [1, 0],
+        [1, 0, 0, 0],
+        [1, 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 5],
+        [1, 0, 0, 0, 0, 1, 1, 2, 3],
+        [1, 0, 0, 0, 0, -1],
+        [1, 0, 0, 0, -3, 0],
+        [1, 0, 0, 0, 0, 1, 1, 2, 3, 2**64 - 1, 0, 0, 0, 0],
+        "text",
+        None,
+        {"a": 1},
+        [1, "x", 0, 0, 0, 0],
+        [1, 0, 0, 0, 0, 1, 1, 2, 3, 1, 300, 0, 0, 0],
+    ],
+)
 def test_restore_of_short_or_crafted_dumps_raises_value_error(impl, dump):
     doc = _valid_doc(impl)
     doc["sessions"][0][4] = dump
@@ -100,21 +122,24 @@ def test_restore_of_short_or_crafted_dumps_raises_value_error(impl, dump):
     assert out.stdout.strip() == "ValueError"
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.update(sessions=[["s", None, 0.0, [], None]]),
-    lambda d: d.update(sessions=[["s", None, "old", [], []]]),
-    lambda d: d.update(sessions=[["s"]]),
-    lambda d: d.update(sessions="x"),
-    lambda d: d.update(names=[[1]]),
-    lambda d: d.update(names={"a": 1}),
-    lambda d: d.update(counts=[1, 2]),
-    lambda d: d.update(policy={"window": "big"}),
-    lambda d: d.update(policy=[]),
-    lambda d: d["sessions"][0].__setitem__(3, [[1, 2]]),
-    lambda d: d["sessions"][0].__setitem__(3, "buckets"),
-    lambda d: d["sessions"][0].__setitem__(0, [1, 2]),
-    lambda d: d.clear(),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.update(sessions=[["s", None, 0.0, [], None]]),
+        lambda d: d.update(sessions=[["s", None, "old", [], []]]),
+        lambda d: d.update(sessions=[["s"]]),
+        lambda d: d.update(sessions="x"),
+        lambda d: d.update(names=[[1]]),
+        lambda d: d.update(names={"a": 1}),
+        lambda d: d.update(counts=[1, 2]),
+        lambda d: d.update(policy={"window": "big"}),
+        lambda d: d.update(policy=[]),
+        lambda d: d["sessions"][0].__setitem__(3, [[1, 2]]),
+        lambda d: d["sessions"][0].__setitem__(3, "buckets"),
+        lambda d: d["sessions"][0].__setitem__(0, [1, 2]),
+        lambda d: d.clear(),
+    ],
+)
 def test_restore_of_crafted_payloads_raises_only_value_error(impl, mutate):
     doc = _valid_doc(impl)
     mutate(doc)
@@ -282,11 +307,17 @@ def test_block_recognition_is_one_function_per_twin(impl):
 
     block = Decision("block", "generic_repeat", 20, "BLOCKED: stop")
     cases = [
-        (block, 1), (Decision("warn", "generic_repeat", 10, "WARNING"), 0), (ALLOW, 0),
+        (block, 1),
+        (Decision("warn", "generic_repeat", 10, "WARNING"), 0),
+        (ALLOW, 0),
         ({"status": "blocked", "deniedReason": "tool-loop"}, 1),
         ({"details": {"status": "blocked", "deniedReason": "tool-loop"}}, 1),
         ({"status": "blocked", "deniedReason": "approval"}, 0),  # someone else's denial: an outcome
-        ("BLOCKED: you called read 20 times", 2), ("BLOCK", 0), ("all good", 0), (None, 0), (3, 0),
+        ("BLOCKED: you called read 20 times", 2),
+        ("BLOCK", 0),
+        ("all good", 0),
+        (None, 0),
+        (3, 0),
     ]
     for result, want in cases:
         assert impl.guard.block_veto(result, Decision) == want, result

@@ -3,6 +3,7 @@
 Texts, paths and results here are this project's own. "N calls" means N calls checked and
 recorded with their results; the decision under test is the one for the next call.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -231,7 +232,9 @@ def test_g8_changing_outcomes_do_not_count(make):
 
 def test_g8_polls_are_judged_as_polls(make):
     g = make()
-    ds = calls(g, "s", "process", {"action": "poll", "id": 7}, {"status": "running", "tail": ""}, n=10)
+    ds = calls(
+        g, "s", "process", {"action": "poll", "id": 7}, {"status": "running", "tail": ""}, n=10
+    )
     assert all(d is ALLOW for d in ds)  # poll_no_progress warns after 10 unchanged polls
     assert g.check("s", "process", {"action": "poll", "id": 7}).detector == "poll_no_progress"
 
@@ -302,14 +305,20 @@ def test_call_ids_take_the_fast_path_with_the_same_decisions(impl):
         out = []
         for i in range(60):
             cid = f"call-{i}"
-            tool, args = ("read", {"p": i % 3}) if i % 4 else ("message", {"action": "send", "text": "hi"})
+            tool, args = (
+                ("read", {"p": i % 3}) if i % 4 else ("message", {"action": "send", "text": "hi"})
+            )
             d = g.check("s", tool, args, call_id=cid)
             out.append(d.to_dict())
-            g.record("s", tool, args, d if d.blocked else {"ok": True, "messageId": cid}, call_id=cid)
+            g.record(
+                "s", tool, args, d if d.blocked else {"ok": True, "messageId": cid}, call_id=cid
+            )
         return out, g._engine.dump(g._table.get("s", None)), g.stats()
 
     fast = Guard(Policy.openclaw(), implementation=impl.name)
-    slow = Guard(Policy.openclaw(), implementation=impl.name, classify=lambda tool, args: (None, None))
+    slow = Guard(
+        Policy.openclaw(), implementation=impl.name, classify=lambda tool, args: (None, None)
+    )
     assert stream(fast) == stream(slow)
     # the call id is kept with the call
     g = Guard(Policy.default(), implementation=impl.name)

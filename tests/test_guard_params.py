@@ -1,4 +1,5 @@
 """The engine's named parameters: the C struct and its Python mirror are one list."""
+
 from __future__ import annotations
 
 import pathlib
@@ -29,7 +30,10 @@ def test_engines_take_parameters_by_name(impl):
     params = engine_params(Policy.default())
     eng = impl.guard.Engine(params, [25], [50])
     assert eng.window == 30
-    for broken in ({k: v for k, v in params.items() if k != "global_block"}, {**params, "nope": 1},
-                   tuple(params.values())):
+    for broken in (
+        {k: v for k, v in params.items() if k != "global_block"},
+        {**params, "nope": 1},
+        tuple(params.values()),
+    ):
         with pytest.raises(ValueError, match="engine parameters"):
             impl.guard.Engine(broken, [25], [50])

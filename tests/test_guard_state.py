@@ -1,4 +1,5 @@
 """Guard production properties: bounded sessions (LRU, TTL), threads, snapshots; both twins."""
+
 from __future__ import annotations
 
 import gc
@@ -110,7 +111,9 @@ def test_memory_stays_flat_while_sessions_come_and_go(make, impl):
 @pytest.mark.c_extension
 def test_a_million_sessions_stay_bounded(impl):
     if impl.name != "c":
-        pytest.skip("a million sessions take minutes on the pure twin; the 6,000-session test covers it")
+        pytest.skip(
+            "a million sessions take minutes on the pure twin; the 6,000-session test covers it"
+        )
     g = Guard(max_sessions=1000, implementation="c")
     for i in range(1_000_000):
         g.check(i, "read", {"p": 1})
@@ -122,8 +125,14 @@ def test_a_million_sessions_stay_bounded(impl):
 def test_threads_lose_no_count(make):
     threads, per = 8, 1500
     total = threads * per
-    g = make(Policy(budgets={"todo_write": (total + 1, total + 2)}, generic_repeat=False, cycle=False,
-                    global_breaker=False))
+    g = make(
+        Policy(
+            budgets={"todo_write": (total + 1, total + 2)},
+            generic_repeat=False,
+            cycle=False,
+            global_breaker=False,
+        )
+    )
     errors = []
     barrier = threading.Barrier(threads)
 
@@ -156,7 +165,7 @@ def _script(g: Guard):
     loop(g, "a", 9)
     loop(g, "b", 19, tool="exec", args={"cmd": "make"}, result={"exitCode": 1, "stdout": "boom"})
     loop(g, "c", 24, tool="todo_write", args=None, result="ok", run_id="r1")
-    for i in range(9):
+    for _i in range(9):
         g.check("d", "read", {"p": "a"})
         g.check("d", "list", {})
     g.check("e", "read", {"p": 1}, call_id="x1")
@@ -200,7 +209,8 @@ def test_snapshot_restores_into_the_other_twin(make, impl):
     g2 = Guard.restore(g.snapshot(), implementation=other)
     got, want = _continue(g2), _continue(g)
     assert [(d.action, d.detector, d.count, d.of_step) for d in got] == [
-        (d.action, d.detector, d.count, d.of_step) for d in want]
+        (d.action, d.detector, d.count, d.of_step) for d in want
+    ]
 
 
 def test_snapshot_keeps_event_buckets(make, impl):
@@ -220,7 +230,7 @@ def _as_version_1(blob: bytes) -> bytes:
 
     from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC
 
-    doc = orjson.loads(blob[len(_SNAP_MAGIC) + _SNAP_HEADER.size:])
+    doc = orjson.loads(blob[len(_SNAP_MAGIC) + _SNAP_HEADER.size :])
     for row in doc["sessions"]:
         row[3] = {"warn|generic_repeat:read:0123456789abcdef": 1} if row[3] else {}
     payload = orjson.dumps(doc)
@@ -231,13 +241,17 @@ def test_restore_reads_version_1_snapshots(make, impl):
     events = []
     g = make(OC)
     loop(g, "s", 11)
-    g2 = Guard.restore(_as_version_1(g.snapshot()), implementation=impl.name, on_event=events.append)
+    g2 = Guard.restore(
+        _as_version_1(g.snapshot()), implementation=impl.name, on_event=events.append
+    )
     assert g2.history("s") == g.history("s") and g2.stats() == g.stats()
     loop(g2, "s", 1)
     # its string-keyed event buckets are dropped: the ongoing warning is reported once more
     assert [(e["detector"], e["count"]) for e in events] == [("generic_repeat", 11)]
     bad = bytearray(g.snapshot())
-    bad[len(b"LOOPCORE-GUARD\x00\x01"):len(b"LOOPCORE-GUARD\x00\x01") + 4] = (9).to_bytes(4, "little")
+    bad[len(b"LOOPCORE-GUARD\x00\x01") : len(b"LOOPCORE-GUARD\x00\x01") + 4] = (9).to_bytes(
+        4, "little"
+    )
     with pytest.raises(ValueError, match="version 9 is not supported"):
         Guard.restore(bytes(bad))
 
@@ -262,7 +276,9 @@ def test_restore_rejects_bad_bytes(make, impl):
         Guard.restore(bytes(bad))
     with pytest.raises(TypeError, match="needs bytes"):
         Guard.restore("text")
-    with pytest.raises(ValueError, match="budget counters"):  # a snapshot that does not fit the policy
+    with pytest.raises(
+        ValueError, match="budget counters"
+    ):  # a snapshot that does not fit the policy
         Guard.restore(_with_session(make(Policy.default())), policy=Policy.openclaw())
 
 

@@ -1,5 +1,6 @@
 """The two engine twins give identical decisions, step by step (hypothesis), and the default
 import really is the compiled core."""
+
 from __future__ import annotations
 
 import os
@@ -19,28 +20,65 @@ needs_c = pytest.mark.skipif(_native_flag.NO_EXTENSIONS, reason="LOOPCORE_NO_EXT
 SMALL = Policy(
     window=8,
     budgets={"todo_write": (3, 6)},
-    generic_warn=3, generic_block=5,
-    poll_warn=2, poll_block=4,
-    cycle_warn=4, cycle_block=6,
-    consecutive_repeat=True, repeat_warn=2, repeat_block=4,
-    global_block=7, unknown_block=3,
-    error_warn=2, error_block=3,
+    generic_warn=3,
+    generic_block=5,
+    poll_warn=2,
+    poll_block=4,
+    cycle_warn=4,
+    cycle_block=6,
+    consecutive_repeat=True,
+    repeat_warn=2,
+    repeat_block=4,
+    global_block=7,
+    unknown_block=3,
+    error_warn=2,
+    error_block=3,
     redundant_warn=1,
-    monologue=True, monologue_block=2,
+    monologue=True,
+    monologue_block=2,
     known_tools={"read", "process", "todo_write", "message", "exec", "write"},
 )
-POLICIES = [SMALL, SMALL.replace(cycle_unit="repeats", cycle_warn=2, cycle_block=3),
-            SMALL.replace(cycle_block_needs_no_progress=False, repeat_block_needs_no_progress=True),
-            Policy.openclaw().replace(window=10), Policy.openhands(), Policy.gemini_cli(), Policy.cline(),
-            Policy.default(), Policy.roo(), Policy.altimate(),
-            SMALL.replace(global_block=4, compaction_window=2, context_loop=True, context_block=3,
-                          monologue_any_text=True, error_any_text=True, repeat_reset_after_block=True,
-                          repeat_warn_once=True, budget_warn_once=True, repeat_warn_needs_no_progress=True)]
+POLICIES = [
+    SMALL,
+    SMALL.replace(cycle_unit="repeats", cycle_warn=2, cycle_block=3),
+    SMALL.replace(cycle_block_needs_no_progress=False, repeat_block_needs_no_progress=True),
+    Policy.openclaw().replace(window=10),
+    Policy.openhands(),
+    Policy.gemini_cli(),
+    Policy.cline(),
+    Policy.default(),
+    Policy.roo(),
+    Policy.altimate(),
+    SMALL.replace(
+        global_block=4,
+        compaction_window=2,
+        context_loop=True,
+        context_block=3,
+        monologue_any_text=True,
+        error_any_text=True,
+        repeat_reset_after_block=True,
+        repeat_warn_once=True,
+        budget_warn_once=True,
+        repeat_warn_needs_no_progress=True,
+    ),
+]
 
 TOOLS = ["read", "process", "todo_write", "message", "exec", "write", "ghost"]
 op = st.tuples(
-    st.sampled_from(["check", "check", "record", "record_err", "record_decision", "reset", "note_user",
-                     "note_message", "note_compaction", "note_condensation"]),
+    st.sampled_from(
+        [
+            "check",
+            "check",
+            "record",
+            "record_err",
+            "record_decision",
+            "reset",
+            "note_user",
+            "note_message",
+            "note_compaction",
+            "note_condensation",
+        ]
+    ),
     st.sampled_from(["s1", "s2"]),
     st.sampled_from([None, "r1"]),
     st.sampled_from(TOOLS),
@@ -80,7 +118,9 @@ def _run(g: Guard, ops):
         elif what == "record_err":
             g.record(s, tool, args, error=["boom", "Unknown tool: ghost"][rv % 2], run_id=run)
         elif what == "record_decision":  # a harness handing the guard's answer back as the result
-            g.record(s, tool, args, last.get((s, tool), ALLOW), run_id=run, kind=kind, target=target)
+            g.record(
+                s, tool, args, last.get((s, tool), ALLOW), run_id=run, kind=kind, target=target
+            )
         elif what == "note_user":
             out.append(g.note_message(s, "go on", role="user", run_id=run).to_dict())
         elif what == "note_message":
@@ -118,8 +158,15 @@ def test_twins_decide_identically(ops, pi):
 @settings(max_examples=60, deadline=None)
 @given(
     stream=st.lists(
-        st.tuples(st.booleans(), st.integers(1, 3), st.integers(1, 3), st.integers(0, 7),
-                  st.integers(0, 2), st.integers(0, 2), st.integers(0, 7)),
+        st.tuples(
+            st.booleans(),
+            st.integers(1, 3),
+            st.integers(1, 3),
+            st.integers(0, 7),
+            st.integers(0, 2),
+            st.integers(0, 2),
+            st.integers(0, 7),
+        ),
         max_size=150,
     ),
     pi=st.integers(0, len(POLICIES) - 1),
@@ -142,11 +189,16 @@ def test_engines_agree_on_integer_streams(stream, pi):
             assert rc == rp
             if rc:
                 assert (sc.out_count, sc.out_of_step, sc.out_aux, sc.out_aux2) == (
-                    sp.out_count, sp.out_of_step, sp.out_aux, sp.out_aux2)
+                    sp.out_count,
+                    sp.out_of_step,
+                    sp.out_aux,
+                    sp.out_aux2,
+                )
         else:
             fl = flags & 6
             assert ec.record(sc, tool, args, res, fl, kind, target, 0, bslot, 0) == ep.record(
-                sp, tool, args, res, fl, kind, target, 0, bslot, 0)
+                sp, tool, args, res, fl, kind, target, 0, bslot, 0
+            )
         assert ec.dump(sc) == ep.dump(sp)
     assert ec.load(ep.dump(sp)) is not None and ec.dump(ec.load(ep.dump(sp))) == ep.dump(sp)
 
@@ -154,7 +206,9 @@ def test_engines_agree_on_integer_streams(stream, pi):
 def _engine_module(env_extra):
     env = {**os.environ, **env_extra}
     code = "import loopcore; print(type(loopcore.Guard()._engine).__module__)"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 @needs_c
@@ -166,25 +220,64 @@ def test_no_extensions_selects_the_pure_engine():
     assert _engine_module({"LOOPCORE_NO_EXTENSIONS": "1"}) == "loopcore._guard_py"
 
 
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8),
-                      st.sampled_from(["msg-1234", "1700000000", "id-9999", "hello msg-1234"]))
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.text(max_size=8),
+    st.sampled_from(["msg-1234", "1700000000", "id-9999", "hello msg-1234"]),
+)
 
 
 def _json_values(keys, tuples=False):
     """JSON-like results (dicts over *keys*, lists, optionally tuples) for the projections."""
+
     def containers(inner):
-        options = [st.lists(inner, max_size=4),
-                   st.dictionaries(st.sampled_from(keys), inner, max_size=5)]
+        options = [
+            st.lists(inner, max_size=4),
+            st.dictionaries(st.sampled_from(keys), inner, max_size=5),
+        ]
         if tuples:
             options.append(st.lists(inner, max_size=3).map(tuple))
         return st.one_of(*options)
+
     return st.recursive(json_leaf, containers, max_leaves=14)
 
 
-json_value = _json_values(["id", "text", "messageId", "ts", "details", "status", "exitCode", "stdout", "content",
-                           "direction", "route", "runId", "x"])
-send_value = _json_values(["id", "text", "messageId", "ts", "details", "senderId", "direction", "conversation",
-                           "route", "runId", "x", "deliveryId"], tuples=True)
+json_value = _json_values(
+    [
+        "id",
+        "text",
+        "messageId",
+        "ts",
+        "details",
+        "status",
+        "exitCode",
+        "stdout",
+        "content",
+        "direction",
+        "route",
+        "runId",
+        "x",
+    ]
+)
+send_value = _json_values(
+    [
+        "id",
+        "text",
+        "messageId",
+        "ts",
+        "details",
+        "senderId",
+        "direction",
+        "conversation",
+        "route",
+        "runId",
+        "x",
+        "deliveryId",
+    ],
+    tuples=True,
+)
 
 
 @needs_c
@@ -194,8 +287,9 @@ def test_result_projections_are_identical_in_both_twins(value):
     from loopcore import _guard_py, _native_guard
     from loopcore.policy import DEFAULT_VOLATILE_KEYS
 
-    assert _native_guard.strip_send_result(value, DEFAULT_VOLATILE_KEYS) == _guard_py.strip_send_result(
-        value, DEFAULT_VOLATILE_KEYS)
+    assert _native_guard.strip_send_result(
+        value, DEFAULT_VOLATILE_KEYS
+    ) == _guard_py.strip_send_result(value, DEFAULT_VOLATILE_KEYS)
     assert _native_guard.project_exec(value) == _guard_py.project_exec(value)
 
 
@@ -208,7 +302,9 @@ def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
     from loopcore import _guard_py, _hashing_py
     from loopcore.policy import DEFAULT_VOLATILE_KEYS
 
-    want = _hashing_py.canonical_hash(_guard_py.strip_send_result(value, DEFAULT_VOLATILE_KEYS), default=repr)
+    want = _hashing_py.canonical_hash(
+        _guard_py.strip_send_result(value, DEFAULT_VOLATILE_KEYS), default=repr
+    )
     for impl in ("c", "py"):
         g = Guard(Policy.openclaw(), implementation=impl)
         assert g._table.send_hash(value) == want
@@ -216,14 +312,26 @@ def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
 
 
 @needs_c
-@pytest.mark.parametrize("result, copied", [
-    ({"ok": True, "messageId": "m-4711", "ts": 1_700_000_123, "route": {"id": "conv-9"}}, False),
-    ({"details": {"ok": True, "messageId": "m-4711"}, "text": "sent m-4711"}, False),  # only details count
-    ([{"deliveryId": "d-1234"}, "done"], False),
-    ({"ok": True, "messageId": "m-4711", "text": "sent m-4711"}, True),  # kept text restates the id
-    ({"message": {"id": "m-1", "text": "hi", "direction": "out"}}, True),  # a delivery object
-    (None, False),
-])
+@pytest.mark.parametrize(
+    "result, copied",
+    [
+        (
+            {"ok": True, "messageId": "m-4711", "ts": 1_700_000_123, "route": {"id": "conv-9"}},
+            False,
+        ),
+        (
+            {"details": {"ok": True, "messageId": "m-4711"}, "text": "sent m-4711"},
+            False,
+        ),  # only details count
+        ([{"deliveryId": "d-1234"}, "done"], False),
+        (
+            {"ok": True, "messageId": "m-4711", "text": "sent m-4711"},
+            True,
+        ),  # kept text restates the id
+        ({"message": {"id": "m-1", "text": "hi", "direction": "out"}}, True),  # a delivery object
+        (None, False),
+    ],
+)
 def test_send_results_take_the_in_place_hash_unless_a_copy_is_needed(result, copied):
     # The equality test above would pass even if the in-place path never ran: check both run.
     from loopcore import _guard_py, _hashing_py
@@ -232,7 +340,8 @@ def test_send_results_take_the_in_place_hash_unless_a_copy_is_needed(result, cop
     g = Guard(Policy.openclaw(), implementation="c")
     assert g._table.send_needs_copy(result) is copied
     assert g._table.send_hash(result) == _hashing_py.canonical_hash(
-        _guard_py.strip_send_result(result, DEFAULT_VOLATILE_KEYS), default=repr)
+        _guard_py.strip_send_result(result, DEFAULT_VOLATILE_KEYS), default=repr
+    )
 
 
 @needs_c
@@ -244,7 +353,9 @@ def test_the_guards_c_level_hash_entry_equals_canonical_hash(value):
 
     g = Guard(Policy.openclaw(), implementation="c")
     assert g._table.hash_checked(value) == _hashing_py.canonical_hash(value, default=repr)
-    assert g._table.hash_checked({"obj": object}) == _hashing_py.canonical_hash({"obj": object}, default=repr)
+    assert g._table.hash_checked({"obj": object}) == _hashing_py.canonical_hash(
+        {"obj": object}, default=repr
+    )
 
 
 def _nested(depth, leaf):
@@ -279,7 +390,8 @@ def test_cyclic_send_results_never_crash(impl):
     removed["messageId"] = removed
     g.record("s", "message", {"action": "send", "text": "hi"}, removed)
     assert g.result_hash("message", {"action": "send"}, removed) == g.result_hash(
-        "message", {"action": "send"}, {"ok": True})
+        "message", {"action": "send"}, {"ok": True}
+    )
 
 
 def test_call_floor_twins_do_nothing(impl):

@@ -1,4 +1,5 @@
 """The canonical hash: JSON meaning, the byte format, safety on hostile input, twins agreeing."""
+
 from __future__ import annotations
 
 import collections
@@ -65,18 +66,35 @@ GOLDEN_BYTES = [
     ({"k": None}, b"m" + struct.pack("<I", 1) + b"s\x01\x00\x00\x00kn"),
     (
         {"b": 2, "a": 1},  # pairs sorted bytewise, whatever the insertion order
-        b"m" + struct.pack("<I", 2)
-        + b"s\x01\x00\x00\x00a" + b"i" + struct.pack("<q", 1)
-        + b"s\x01\x00\x00\x00b" + b"i" + struct.pack("<q", 2),
+        b"m"
+        + struct.pack("<I", 2)
+        + b"s\x01\x00\x00\x00a"
+        + b"i"
+        + struct.pack("<q", 1)
+        + b"s\x01\x00\x00\x00b"
+        + b"i"
+        + struct.pack("<q", 2),
     ),
     (
         {"a": None, 1: None},  # mixed key types: 'i' (0x69) sorts before 's' (0x73)
         b"m" + struct.pack("<I", 2) + b"i" + struct.pack("<q", 1) + b"n" + b"s\x01\x00\x00\x00an",
     ),
-    ({"longer": 0, "z": 0}, b"m" + struct.pack("<I", 2) + b"s\x01\x00\x00\x00z" + b"i" + bytes(8)
-     + b"s\x06\x00\x00\x00longer" + b"i" + bytes(8)),
+    (
+        {"longer": 0, "z": 0},
+        b"m"
+        + struct.pack("<I", 2)
+        + b"s\x01\x00\x00\x00z"
+        + b"i"
+        + bytes(8)
+        + b"s\x06\x00\x00\x00longer"
+        + b"i"
+        + bytes(8),
+    ),
     (frozenset(), b"e" + struct.pack("<I", 0)),
-    (frozenset({2, 1}), b"e" + struct.pack("<I", 2) + b"i" + struct.pack("<q", 1) + b"i" + struct.pack("<q", 2)),
+    (
+        frozenset({2, 1}),
+        b"e" + struct.pack("<I", 2) + b"i" + struct.pack("<q", 1) + b"i" + struct.pack("<q", 2),
+    ),
 ]
 
 
@@ -194,7 +212,11 @@ def test_hash_is_unsigned_64_bit(impl):
 
 def test_strip_removes_keys_at_every_depth(impl):
     h = impl.hashing.canonical_hash
-    noisy = {"ok": True, "messageId": "m-1", "nested": [{"ts": 1, "text": "hi", "deeper": {"ts": 9}}]}
+    noisy = {
+        "ok": True,
+        "messageId": "m-1",
+        "nested": [{"ts": 1, "text": "hi", "deeper": {"ts": 9}}],
+    }
     clean = {"ok": True, "nested": [{"text": "hi", "deeper": {}}]}
     assert h(noisy, strip={"messageId", "ts"}) == h(clean)
     assert h(noisy, strip=["messageId", "ts"]) == h(clean)
@@ -376,13 +398,21 @@ scalars = (
     | st.text(min_size=120, max_size=300)
     | st.binary(max_size=200)
 )
-keys = st.text(max_size=12) | st.integers(-5, 5) | st.booleans() | st.none() | st.floats(allow_nan=False)
+keys = (
+    st.text(max_size=12)
+    | st.integers(-5, 5)
+    | st.booleans()
+    | st.none()
+    | st.floats(allow_nan=False)
+)
 json_like = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=6)
-    | st.tuples(children, children)
-    | st.dictionaries(keys, children, max_size=6)
-    | st.frozensets(st.integers(-3, 3) | st.text(max_size=3), max_size=4),
+    lambda children: (
+        st.lists(children, max_size=6)
+        | st.tuples(children, children)
+        | st.dictionaries(keys, children, max_size=6)
+        | st.frozensets(st.integers(-3, 3) | st.text(max_size=3), max_size=4)
+    ),
     max_leaves=40,
 )
 
@@ -408,7 +438,9 @@ def test_twins_give_the_same_bytes(value):
     py = _native_flag.load("hashing", "py")
     assert c.canonical_bytes(value) == py.canonical_bytes(value)
     assert c.canonical_hash(value) == py.canonical_hash(value)
-    assert c.canonical_hash(value, strip={"a", "", 1}) == py.canonical_hash(value, strip={"a", "", 1})
+    assert c.canonical_hash(value, strip={"a", "", 1}) == py.canonical_hash(
+        value, strip={"a", "", 1}
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -435,7 +467,10 @@ def _json_roundtrip_equal(v):
 @settings(max_examples=200, deadline=None)
 @given(
     st.recursive(
-        st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=10)
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**53), 2**53)
+        | st.text(max_size=10)
         | st.floats(allow_nan=False, allow_infinity=False),
         lambda ch: st.lists(ch, max_size=4) | st.dictionaries(st.text(max_size=5), ch, max_size=4),
         max_leaves=20,
@@ -457,17 +492,44 @@ def test_no_collision_in_100k_distinct_values(impl):
         if kind == 0:
             values.add(("read", f"src/{rnd.randrange(10**9)}.ts"))
         elif kind == 1:
-            values.add(("cmd", " ".join(rnd.choice("ls cat grep sed -n -rn src/ *.py".split()) for _ in range(rnd.randrange(1, 8))), rnd.randrange(100)))
+            values.add(
+                (
+                    "cmd",
+                    " ".join(
+                        rnd.choice("ls cat grep sed -n -rn src/ *.py".split())
+                        for _ in range(rnd.randrange(1, 8))
+                    ),
+                    rnd.randrange(100),
+                )
+            )
         elif kind == 2:
             values.add(("num", rnd.randrange(-(10**12), 10**12), rnd.random()))
         else:
-            values.add(("opts", tuple(sorted((f"k{rnd.randrange(50)}", rnd.randrange(5)) for _ in range(rnd.randrange(1, 5))))))
+            values.add(
+                (
+                    "opts",
+                    tuple(
+                        sorted(
+                            (f"k{rnd.randrange(50)}", rnd.randrange(5))
+                            for _ in range(rnd.randrange(1, 5))
+                        )
+                    ),
+                )
+            )
     # encode each as the JSON-like structure a tool would send
     hashes = set()
     for v in values:
         payload = {"tool": v[0], "args": list(v[1:]) if v[0] != "opts" else dict(v[1])}
         hashes.add(h(payload))
-    distinct_payloads = len({json.dumps({"tool": v[0], "args": list(v[1:]) if v[0] != "opts" else dict(v[1])}, sort_keys=True) for v in values})
+    distinct_payloads = len(
+        {
+            json.dumps(
+                {"tool": v[0], "args": list(v[1:]) if v[0] != "opts" else dict(v[1])},
+                sort_keys=True,
+            )
+            for v in values
+        }
+    )
     assert len(hashes) == distinct_payloads
 
 

@@ -1,16 +1,16 @@
 """``loopcore hook claude|codex|gemini``: each harness's contract, driven by events shaped as it sends them."""
+
 from __future__ import annotations
 
 import json
 
 import jsonschema
 import pytest
+from hook_events import Claude, Codex, Gemini, run_inproc, run_proc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hook_events import Claude, Codex, Gemini, run_inproc, run_proc
-from loopcore import Guard, Policy
-from loopcore import hooks
+from loopcore import Guard, Policy, hooks
 from loopcore.taxonomy import PROFILES
 
 # -- Codex's published hook schemas ------------------------------------------------------------
@@ -20,7 +20,10 @@ from loopcore.taxonomy import PROFILES
 # output with a field it does not know, and then runs the tool.
 
 _NULLABLE = {"type": ["string", "null"]}
-_MODES = {"enum": ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"], "type": "string"}
+_MODES = {
+    "enum": ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+    "type": "string",
+}
 
 CODEX_PRE_INPUT = {
     "$schema": "http://json-schema.org/draft-07/schema#",
@@ -39,15 +42,28 @@ CODEX_PRE_INPUT = {
         "transcript_path": _NULLABLE,
         "turn_id": {"type": "string"},
     },
-    "required": ["cwd", "hook_event_name", "model", "permission_mode", "session_id", "tool_input", "tool_name",
-                 "tool_use_id", "transcript_path", "turn_id"],
+    "required": [
+        "cwd",
+        "hook_event_name",
+        "model",
+        "permission_mode",
+        "session_id",
+        "tool_input",
+        "tool_name",
+        "tool_use_id",
+        "transcript_path",
+        "turn_id",
+    ],
     "title": "pre-tool-use.command.input",
     "type": "object",
 }
 CODEX_POST_INPUT = {
     **CODEX_PRE_INPUT,
-    "properties": {**CODEX_PRE_INPUT["properties"], "hook_event_name": {"const": "PostToolUse", "type": "string"},
-                   "tool_response": True},
+    "properties": {
+        **CODEX_PRE_INPUT["properties"],
+        "hook_event_name": {"const": "PostToolUse", "type": "string"},
+        "tool_response": True,
+    },
     "required": [*CODEX_PRE_INPUT["required"], "tool_response"],
     "title": "post-tool-use.command.input",
 }
@@ -68,8 +84,10 @@ CODEX_PRE_OUTPUT = {
             "properties": {
                 "additionalContext": {"default": None, "type": "string"},
                 "hookEventName": {"const": "PreToolUse", "type": "string"},
-                "permissionDecision": {"allOf": [{"$ref": "#/definitions/PreToolUsePermissionDecisionWire"}],
-                                       "default": None},
+                "permissionDecision": {
+                    "allOf": [{"$ref": "#/definitions/PreToolUsePermissionDecisionWire"}],
+                    "default": None,
+                },
                 "permissionDecisionReason": {"default": None, "type": "string"},
                 "updatedInput": {"default": None},
             },
@@ -80,7 +98,10 @@ CODEX_PRE_OUTPUT = {
     "properties": {
         **_UNIVERSAL,
         "decision": {"allOf": [{"$ref": "#/definitions/PreToolUseDecisionWire"}], "default": None},
-        "hookSpecificOutput": {"allOf": [{"$ref": "#/definitions/PreToolUseHookSpecificOutputWire"}], "default": None},
+        "hookSpecificOutput": {
+            "allOf": [{"$ref": "#/definitions/PreToolUseHookSpecificOutputWire"}],
+            "default": None,
+        },
         "reason": {"default": None, "type": "string"},
     },
     "title": "pre-tool-use.command.output",
@@ -91,8 +112,19 @@ CODEX_POST_OUTPUT = {
     "additionalProperties": False,
     "definitions": {
         "BlockDecisionWire": {"enum": ["block"], "type": "string"},
-        "HookEventNameWire": {"enum": ["PreToolUse", "PermissionRequest", "PostToolUse", "PreCompact", "PostCompact",
-                                       "SessionStart", "UserPromptSubmit", "Stop"], "type": "string"},
+        "HookEventNameWire": {
+            "enum": [
+                "PreToolUse",
+                "PermissionRequest",
+                "PostToolUse",
+                "PreCompact",
+                "PostCompact",
+                "SessionStart",
+                "UserPromptSubmit",
+                "Stop",
+            ],
+            "type": "string",
+        },
         "PostToolUseHookSpecificOutputWire": {
             "additionalProperties": False,
             "properties": {
@@ -108,7 +140,10 @@ CODEX_POST_OUTPUT = {
     "properties": {
         **_UNIVERSAL,
         "decision": {"allOf": [{"$ref": "#/definitions/BlockDecisionWire"}], "default": None},
-        "hookSpecificOutput": {"allOf": [{"$ref": "#/definitions/PostToolUseHookSpecificOutputWire"}], "default": None},
+        "hookSpecificOutput": {
+            "allOf": [{"$ref": "#/definitions/PostToolUseHookSpecificOutputWire"}],
+            "default": None,
+        },
         "reason": {"default": None, "type": "string"},
     },
     "title": "post-tool-use.command.output",
@@ -122,11 +157,15 @@ def codex_output_ok(event: dict, stdout: str) -> None:
     Beyond the schema, Codex's parser (codex-rs/hooks/src/engine/output_parser.rs) rejects
     permissionDecision "allow" without updatedInput, "ask", and "deny" without a reason.
     """
-    jsonschema.validate(event, CODEX_PRE_INPUT if event["hook_event_name"] == "PreToolUse" else CODEX_POST_INPUT)
+    jsonschema.validate(
+        event, CODEX_PRE_INPUT if event["hook_event_name"] == "PreToolUse" else CODEX_POST_INPUT
+    )
     if not stdout.strip():
         return
     doc = json.loads(stdout)
-    jsonschema.validate(doc, CODEX_PRE_OUTPUT if event["hook_event_name"] == "PreToolUse" else CODEX_POST_OUTPUT)
+    jsonschema.validate(
+        doc, CODEX_PRE_OUTPUT if event["hook_event_name"] == "PreToolUse" else CODEX_POST_OUTPUT
+    )
     hso = doc.get("hookSpecificOutput") or {}
     assert hso.get("permissionDecision") in (None, "deny")
     if hso.get("permissionDecision") == "deny":
@@ -141,15 +180,25 @@ def state(tmp_path, impl, monkeypatch):
 
 
 def _todo(i: int = 0) -> dict:
-    return {"todos": [{"content": f"Fix the failing checkout test, attempt {i}", "status": "in_progress",
-                       "activeForm": "Fixing the failing checkout test"}]}
+    return {
+        "todos": [
+            {
+                "content": f"Fix the failing checkout test, attempt {i}",
+                "status": "in_progress",
+                "activeForm": "Fixing the failing checkout test",
+            }
+        ]
+    }
 
 
 # -- Claude Code -------------------------------------------------------------------------------
 
+
 def test_claude_allow_prints_nothing(state):
     c = Claude()
-    rc, out, err = run_inproc("claude", c.pre("Read", {"file_path": "/home/dev/shop/app.py"}), state)
+    rc, out, err = run_inproc(
+        "claude", c.pre("Read", {"file_path": "/home/dev/shop/app.py"}), state
+    )
     assert (rc, out, err) == (0, "", "")
 
 
@@ -168,12 +217,20 @@ def test_claude_warn_and_block_answer_in_its_contract_and_match_a_guard(state, i
         if d.action == "allow":
             assert out == ""
         elif d.action == "warn":
-            assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                                              "additionalContext": d.message}}
+            assert json.loads(out) == {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "additionalContext": d.message,
+                }
+            }
         else:
-            assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                                              "permissionDecision": "deny",
-                                                              "permissionDecisionReason": d.message}}
+            assert json.loads(out) == {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": d.message,
+                }
+            }
             assert d.message.startswith("BLOCKED: TodoWrite has been called")
             continue  # a denied call never runs: no PostToolUse
         resp = {"oldTodos": [], "newTodos": args["todos"]}
@@ -187,17 +244,39 @@ def test_claude_read_edit_read_knows_the_tools_through_the_profile(state):
     c = Claude()
     path = "/home/dev/shop/cart.py"
     read = {"file_path": path}
-    body = {"type": "text", "file": {"filePath": path, "content": "def total(items):\n    return 0\n",
-                                     "numLines": 2, "startLine": 1, "totalLines": 2}}
+    body = {
+        "type": "text",
+        "file": {
+            "filePath": path,
+            "content": "def total(items):\n    return 0\n",
+            "numLines": 2,
+            "startLine": 1,
+            "totalLines": 2,
+        },
+    }
     assert run_inproc("claude", c.pre("Read", read), state)[1] == ""
     run_inproc("claude", c.post("Read", read, body), state)
     _rc, out, _err = run_inproc("claude", c.pre("Read", read), state)
-    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].startswith("NOTE: this repeats an earlier")
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"].startswith(
+        "NOTE: this repeats an earlier"
+    )
     run_inproc("claude", c.post("Read", read, body), state)
-    edit = {"file_path": path, "old_string": "return 0", "new_string": "return sum(items)", "replace_all": False}
+    edit = {
+        "file_path": path,
+        "old_string": "return 0",
+        "new_string": "return sum(items)",
+        "replace_all": False,
+    }
     assert run_inproc("claude", c.pre("Edit", edit), state)[1] == ""
-    run_inproc("claude", c.post("Edit", edit, {"filePath": path, "oldString": "return 0",
-                                               "newString": "return sum(items)"}), state)
+    run_inproc(
+        "claude",
+        c.post(
+            "Edit",
+            edit,
+            {"filePath": path, "oldString": "return 0", "newString": "return sum(items)"},
+        ),
+        state,
+    )
     assert run_inproc("claude", c.pre("Read", read), state)[1] == ""
 
 
@@ -211,14 +290,19 @@ def test_claude_post_tool_use_failure_records_the_error(state):
         answers.append(json.loads(out)["hookSpecificOutput"] if out else None)
         if answers[-1] and answers[-1].get("permissionDecision") == "deny":
             break
-        assert run_inproc("claude", c.failure("Bash", cmd, "Command exited with non-zero status code 1"),
-                          state) == (0, "", "")
-    kinds = ["allow" if a is None else ("block" if "permissionDecision" in a else "warn") for a in answers]
+        assert run_inproc(
+            "claude", c.failure("Bash", cmd, "Command exited with non-zero status code 1"), state
+        ) == (0, "", "")
+    kinds = [
+        "allow" if a is None else ("block" if "permissionDecision" in a else "warn")
+        for a in answers
+    ]
     assert kinds[:3] == ["allow", "allow", "allow"] and "warn" in kinds and kinds[-1] == "block"
     assert "failed the same way" in answers[-1]["permissionDecisionReason"]
 
 
 # -- Codex -------------------------------------------------------------------------------------
+
 
 def test_codex_answers_validate_against_its_published_schemas(state):
     x = Codex()
@@ -229,7 +313,11 @@ def test_codex_answers_validate_against_its_published_schemas(state):
         rc, out, err = run_inproc("codex", ev, state)
         assert rc == 0 and err == ""
         codex_output_ok(ev, out)
-        kinds.add("allow" if not out else json.loads(out)["hookSpecificOutput"].get("permissionDecision", "warn"))
+        kinds.add(
+            "allow"
+            if not out
+            else json.loads(out)["hookSpecificOutput"].get("permissionDecision", "warn")
+        )
         if "deny" in kinds:
             break
         post = x.post("Bash", cmd, " M src/cart.py\n")
@@ -242,8 +330,18 @@ def test_codex_answers_validate_against_its_published_schemas(state):
 def test_codex_schema_check_catches_an_extra_field():
     ev = Codex().pre("Bash", {"command": "ls"})
     with pytest.raises(jsonschema.ValidationError):
-        codex_output_ok(ev, json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                                               "additionalContext": "x", "detector": "cycle"}}))
+        codex_output_ok(
+            ev,
+            json.dumps(
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "additionalContext": "x",
+                        "detector": "cycle",
+                    }
+                }
+            ),
+        )
     with pytest.raises(jsonschema.ValidationError):
         codex_output_ok({**ev, "tool_call_id": "x"}, "")
 
@@ -252,15 +350,21 @@ def test_codex_apply_patch_is_a_mutation_of_its_file(state):
     """Codex sends the patch body as tool_input.command: the file it edits is not re-read redundantly."""
     x = Codex()
     cat = {"command": "cat src/cart.py"}
-    patch = {"command": "*** Begin Patch\n*** Update File: src/cart.py\n@@\n-    return 0\n+    return sum(items)\n"
-                        "*** End Patch\n"}
+    patch = {
+        "command": "*** Begin Patch\n*** Update File: src/cart.py\n@@\n-    return 0\n+    return sum(items)\n"
+        "*** End Patch\n"
+    }
     for ev in (x.pre("Bash", cat), x.post("Bash", cat, "def total(items):\n    return 0\n")):
         run_inproc("codex", ev, state)
     ev = x.pre("apply_patch", patch)
     rc, out, _ = run_inproc("codex", ev, state)
     codex_output_ok(ev, out)
     assert out == ""
-    run_inproc("codex", x.post("apply_patch", patch, "Success. Updated the following files:\nM src/cart.py\n"), state)
+    run_inproc(
+        "codex",
+        x.post("apply_patch", patch, "Success. Updated the following files:\nM src/cart.py\n"),
+        state,
+    )
     ev = x.pre("Bash", cat)
     rc, out, _ = run_inproc("codex", ev, state)
     assert out == ""  # the patch changed src/cart.py: reading it again is new information
@@ -273,6 +377,7 @@ def test_codex_apply_patch_is_a_mutation_of_its_file(state):
 
 # -- Gemini CLI --------------------------------------------------------------------------------
 
+
 def test_gemini_block_is_decision_deny_with_reason_and_stdout_is_always_json(state):
     g = Gemini()
     cmd = {"command": "npm run build", "description": "Build the app"}
@@ -284,8 +389,15 @@ def test_gemini_block_is_decision_deny_with_reason_and_stdout_is_always_json(sta
         outs.append(doc)
         if doc.get("decision") == "deny":
             break
-        rc, out, err = run_inproc("gemini", g.post("run_shell_command", cmd, "Command: npm run build\nError: (none)\n"
-                                                   "Exit Code: 1\nStdout: error TS2304\n"), state)
+        rc, out, err = run_inproc(
+            "gemini",
+            g.post(
+                "run_shell_command",
+                cmd,
+                "Command: npm run build\nError: (none)\nExit Code: 1\nStdout: error TS2304\n",
+            ),
+            state,
+        )
         assert isinstance(json.loads(out), dict)
     assert outs[0] == {}
     assert set(outs[-1]) == {"decision", "reason"} and outs[-1]["reason"].startswith("BLOCKED:")
@@ -315,17 +427,37 @@ def test_gemini_after_tool_error_is_recorded_as_an_error(state):
         kinds.append(json.loads(out).get("decision", "allow"))
         if kinds[-1] == "deny":
             break
-        run_inproc("gemini", g.post("read_file", args, "File not found", error={
-            "message": "File not found: /home/dev/shop/missing.py", "type": "file_not_found"}), state)
+        run_inproc(
+            "gemini",
+            g.post(
+                "read_file",
+                args,
+                "File not found",
+                error={
+                    "message": "File not found: /home/dev/shop/missing.py",
+                    "type": "file_not_found",
+                },
+            ),
+            state,
+        )
     assert kinds[-1] == "deny"  # error_streak blocks the 5th identical failure
 
 
 # -- never in the way --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw", [b"", b"not json", b"[1, 2]", b'{"hook_event_name": "PRE"}',
-                                 b'{"hook_event_name": "PRE", "session_id": "s", "tool_name": "Read"}',
-                                 b'{"hook_event_name": "PRE", "session_id": "", "tool_name": "Read", "tool_input": {}}',
-                                 b'{"session_id": "s", "tool_name": "Read", "tool_input": {}}'])
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b'{"hook_event_name": "PRE"}',
+        b'{"hook_event_name": "PRE", "session_id": "s", "tool_name": "Read"}',
+        b'{"hook_event_name": "PRE", "session_id": "", "tool_name": "Read", "tool_input": {}}',
+        b'{"session_id": "s", "tool_name": "Read", "tool_input": {}}',
+    ],
+)
 @pytest.mark.parametrize("harness", ["claude", "codex", "gemini"])
 def test_malformed_event_allows_with_one_line(state, harness, raw):
     raw = raw.replace(b"PRE", b"BeforeTool" if harness == "gemini" else b"PreToolUse")
@@ -364,15 +496,28 @@ def test_usage_error_still_answers(state):
 
 # -- policies ----------------------------------------------------------------------------------
 
+
 def test_policy_preset_by_name(state):
     c = Claude()
     args = {"command": "pytest -x tests/test_cart.py", "description": "Run the cart tests"}
     outs = []
     for _ in range(3):
         outs.append(run_inproc("claude", c.pre("Bash", args), state, "--policy", "opencode")[1])
-        run_inproc("claude", c.post("Bash", args, {"stdout": "1 failed", "stderr": "", "interrupted": False,
-                                                    "isImage": False}), state, "--policy", "opencode")
-    assert outs[:2] == ["", ""] and json.loads(outs[2])["hookSpecificOutput"]["permissionDecision"] == "deny"
+        run_inproc(
+            "claude",
+            c.post(
+                "Bash",
+                args,
+                {"stdout": "1 failed", "stderr": "", "interrupted": False, "isImage": False},
+            ),
+            state,
+            "--policy",
+            "opencode",
+        )
+    assert (
+        outs[:2] == ["", ""]
+        and json.loads(outs[2])["hookSpecificOutput"]["permissionDecision"] == "deny"
+    )
 
 
 @pytest.mark.parametrize("suffix", [".toml", ".json"])
@@ -383,29 +528,48 @@ def test_policy_file(state, tmp_path, suffix):
     else:
         p.write_text(json.dumps({"preset": "cline", "repeat_warn": 2, "repeat_block": 3}))
     pol = hooks.load_policy(str(p))
-    assert (pol.name, pol.repeat_warn, pol.repeat_block, pol.consecutive_repeat) == ("strict", 2, 3, True)
+    assert (pol.name, pol.repeat_warn, pol.repeat_block, pol.consecutive_repeat) == (
+        "strict",
+        2,
+        3,
+        True,
+    )
     c = Claude()
     args = {"pattern": "def total", "path": "/home/dev/shop"}
     outs = []
     for _ in range(3):
         outs.append(run_inproc("claude", c.pre("Grep", args), state, "--policy", str(p))[1])
-        run_inproc("claude", c.post("Grep", args, {"mode": "files_with_matches", "filenames": ["cart.py"],
-                                                   "numFiles": 1}), state, "--policy", str(p))
+        run_inproc(
+            "claude",
+            c.post(
+                "Grep",
+                args,
+                {"mode": "files_with_matches", "filenames": ["cart.py"], "numFiles": 1},
+            ),
+            state,
+            "--policy",
+            str(p),
+        )
     assert outs[0] == "" and "additionalContext" in outs[1] and "deny" in outs[2]
 
 
-@pytest.mark.parametrize("body, words", [
-    ('generic_warn = 30\ngeneric_block = 20\n', "warn threshold (30) must be below"),
-    ('windw = 3\n', "unknown Policy fields: windw"),
-    ('preset = "nope"\n', "unknown policy preset 'nope'"),
-    ('window = [\n', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("generic_warn = 30\ngeneric_block = 20\n", "warn threshold (30) must be below"),
+        ("windw = 3\n", "unknown Policy fields: windw"),
+        ('preset = "nope"\n', "unknown policy preset 'nope'"),
+        ("window = [\n", "not valid TOML"),
+    ],
+)
 def test_bad_policy_file_is_a_clear_error(state, tmp_path, body, words):
     p = tmp_path / "bad.toml"
     p.write_text(body)
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
         hooks.load_policy(str(p))
-    rc, out, err = run_inproc("claude", Claude().pre("Read", {"file_path": "/a"}), state, "--policy", str(p))
+    rc, out, err = run_inproc(
+        "claude", Claude().pre("Read", {"file_path": "/a"}), state, "--policy", str(p)
+    )
     assert (rc, out) == (0, "") and words in err and str(p) in err and err.count("\n") == 1
     with pytest.raises(ValueError, match="unknown policy preset"):
         hooks.load_policy("strictest")
@@ -413,13 +577,16 @@ def test_bad_policy_file_is_a_clear_error(state, tmp_path, body, words):
 
 # -- real processes, both twins ------------------------------------------------------------------
 
+
 def test_real_hook_processes_answer_like_in_process(tmp_path, impl):
     c = Claude()
     args = {"file_path": "/home/dev/shop/cart.py"}
     body = {"type": "text", "file": {"filePath": args["file_path"], "content": "x = 1\n"}}
     state = tmp_path / "state"
     assert run_proc("claude", c.pre("Read", args), state, impl_name=impl.name).stdout == b""
-    assert run_proc("claude", c.post("Read", args, body), state, impl_name=impl.name).returncode == 0
+    assert (
+        run_proc("claude", c.post("Read", args, body), state, impl_name=impl.name).returncode == 0
+    )
     p = run_proc("claude", c.pre("Read", args), state, impl_name=impl.name)
     assert p.returncode == 0 and p.stderr == b""
     assert json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"].startswith("NOTE:")
@@ -433,18 +600,34 @@ def test_real_hook_processes_answer_like_in_process(tmp_path, impl):
 _CALLS = [
     ("Read", {"file_path": "/home/dev/shop/cart.py"}),
     ("Read", {"file_path": "/home/dev/shop/tax.py"}),
-    ("Edit", {"file_path": "/home/dev/shop/cart.py", "old_string": "0", "new_string": "1", "replace_all": False}),
+    (
+        "Edit",
+        {
+            "file_path": "/home/dev/shop/cart.py",
+            "old_string": "0",
+            "new_string": "1",
+            "replace_all": False,
+        },
+    ),
     ("Bash", {"command": "pytest -q tests/test_cart.py", "description": "Run the cart tests"}),
     ("Bash", {"command": "cat /home/dev/shop/tax.py", "description": "Show tax.py"}),
     ("Grep", {"pattern": "def total", "path": "/home/dev/shop"}),
 ]
-_OUTCOMES = [{"stdout": "1 failed", "stderr": "", "interrupted": False, "isImage": False},
-             {"stdout": "2 passed", "stderr": "", "interrupted": False, "isImage": False}, None]
+_OUTCOMES = [
+    {"stdout": "1 failed", "stderr": "", "interrupted": False, "isImage": False},
+    {"stdout": "2 passed", "stderr": "", "interrupted": False, "isImage": False},
+    None,
+]
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, len(_CALLS) - 1), st.integers(0, len(_OUTCOMES) - 1)),
-                min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(_CALLS) - 1), st.integers(0, len(_OUTCOMES) - 1)),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_the_hook_decides_what_a_guard_fed_the_same_calls_decides(tmp_path_factory, impl, steps):
     """Random Claude Code sessions: every answer equals one in-process guard's decision."""
     hooks._IMPLEMENTATION = impl.name
@@ -457,21 +640,44 @@ def test_the_hook_decides_what_a_guard_fed_the_same_calls_decides(tmp_path_facto
             tool, args = _CALLS[i]
             kind, target = prof.classify(tool, args)
             ev = c.pre(tool, args)
-            d = ref.check(c.session, tool, args, kind=kind, target=target, call_id=ev["tool_use_id"])
+            d = ref.check(
+                c.session, tool, args, kind=kind, target=target, call_id=ev["tool_use_id"]
+            )
             _rc, out, _err = run_inproc("claude", ev, state)
             hso = json.loads(out)["hookSpecificOutput"] if out else None
             got = "allow" if hso is None else ("block" if "permissionDecision" in hso else "warn")
             assert got == d.action
             if hso is not None:
-                assert hso.get("permissionDecisionReason", hso.get("additionalContext")) == d.message
+                assert (
+                    hso.get("permissionDecisionReason", hso.get("additionalContext")) == d.message
+                )
             if d.action == "block":
                 continue
             if _OUTCOMES[o] is None:
-                ref.record(c.session, tool, args, error="Command exited with non-zero status code 1", kind=kind,
-                           target=target, call_id=ev["tool_use_id"])
-                run_inproc("claude", c.failure(tool, args, "Command exited with non-zero status code 1"), state)
+                ref.record(
+                    c.session,
+                    tool,
+                    args,
+                    error="Command exited with non-zero status code 1",
+                    kind=kind,
+                    target=target,
+                    call_id=ev["tool_use_id"],
+                )
+                run_inproc(
+                    "claude",
+                    c.failure(tool, args, "Command exited with non-zero status code 1"),
+                    state,
+                )
             else:
-                ref.record(c.session, tool, args, _OUTCOMES[o], kind=kind, target=target, call_id=ev["tool_use_id"])
+                ref.record(
+                    c.session,
+                    tool,
+                    args,
+                    _OUTCOMES[o],
+                    kind=kind,
+                    target=target,
+                    call_id=ev["tool_use_id"],
+                )
                 run_inproc("claude", c.post(tool, args, _OUTCOMES[o]), state)
     finally:
         hooks._IMPLEMENTATION = None

@@ -1,4 +1,5 @@
 """What a hook process imports: no numpy, no rich, no trace adapters; ``import loopcore`` is lazy."""
+
 from __future__ import annotations
 
 import json
@@ -6,28 +7,76 @@ import subprocess
 import sys
 
 import pytest
-
 from hook_events import Claude, hook_env
 
-HEAVY = ("numpy", "rich", "loopcore.adapters", "loopcore.burn", "loopcore.encoded", "loopcore.report",
-         "loopcore.replay", "loopcore._burn_py", "loopcore._native_burn")
+HEAVY = (
+    "numpy",
+    "rich",
+    "loopcore.adapters",
+    "loopcore.burn",
+    "loopcore.encoded",
+    "loopcore.report",
+    "loopcore.replay",
+    "loopcore._burn_py",
+    "loopcore._native_burn",
+)
 
 #: The public API, as it was when the top level imported every module eagerly.
 PUBLIC = [
-    "HASH_FORMAT_VERSION", "KINDS", "MAX_DEPTH", "NO_EXTENSIONS", "Step", "Trace", "__version__", "canonical_hash",
-    "implementation", "ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", "PolicyError", "guarded",
-    "BurnReport", "BurnSettings", "EncodedAnalysis", "EncodedTrace", "Finding", "RepeatCheck", "analyse_burn", "analyse_encoded",
-    "analyse_many", "encode", "would_repeat", "FORMATS", "LoadStats", "PROFILES", "Profile", "TraceFormatError",
-    "classify", "classify_shell", "detect_format", "load",
+    "HASH_FORMAT_VERSION",
+    "KINDS",
+    "MAX_DEPTH",
+    "NO_EXTENSIONS",
+    "Step",
+    "Trace",
+    "__version__",
+    "canonical_hash",
+    "implementation",
+    "ALLOW",
+    "DETECTORS",
+    "Decision",
+    "Guard",
+    "LoopBlocked",
+    "Policy",
+    "PolicyError",
+    "guarded",
+    "BurnReport",
+    "BurnSettings",
+    "EncodedAnalysis",
+    "EncodedTrace",
+    "Finding",
+    "RepeatCheck",
+    "analyse_burn",
+    "analyse_encoded",
+    "analyse_many",
+    "encode",
+    "would_repeat",
+    "FORMATS",
+    "LoadStats",
+    "PROFILES",
+    "Profile",
+    "TraceFormatError",
+    "classify",
+    "classify_shell",
+    "detect_format",
+    "load",
 ]
 
 
 def _imported(args: list[str], stdin: bytes, env: dict) -> set[str]:
-    p = subprocess.run([sys.executable, "-X", "importtime", *args], input=stdin, capture_output=True, env=env,
-                       timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr.decode()
-    return {line.rsplit("|", 1)[1].strip() for line in p.stderr.decode().splitlines() if line.startswith("import time:")
-            and "|" in line} - {"imported package"}
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in p.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    } - {"imported package"}
 
 
 @pytest.mark.parametrize("entry", [["-m", "loopcore.hooks"], ["-m", "loopcore", "hook"]])
@@ -40,9 +89,13 @@ def test_a_hook_call_imports_nothing_heavy(tmp_path, impl, entry):
 
 
 def test_import_loopcore_is_lazy_and_keeps_its_api(impl):
-    code = ("import sys, loopcore; before = sorted(m for m in sys.modules if m.startswith(('numpy', 'loopcore.')));"
-            "import json; print(json.dumps([before, loopcore.__all__, sorted(dir(loopcore))]))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, env=hook_env(impl.name), timeout=60)
+    code = (
+        "import sys, loopcore; before = sorted(m for m in sys.modules if m.startswith(('numpy', 'loopcore.')));"
+        "import json; print(json.dumps([before, loopcore.__all__, sorted(dir(loopcore))]))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=hook_env(impl.name), timeout=60
+    )
     before, all_, dir_ = json.loads(p.stdout)
     assert before == ["loopcore._native_flag"]
     assert all_ == PUBLIC

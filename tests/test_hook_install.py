@@ -1,5 +1,6 @@
 """``loopcore hook install | uninstall``: merged into real-looking settings files, idempotent (H4),
 a dry run writes nothing, and uninstall takes back exactly what install added."""
+
 from __future__ import annotations
 
 import io
@@ -7,20 +8,33 @@ import json
 import subprocess
 
 import pytest
-
 from hook_events import Claude, Codex, Gemini, hook_env
+
 from loopcore import hooks
 
 # Settings files as the harnesses and their users write them (Claude Code and Gemini CLI write
 # JSON.stringify(settings, null, 2); the hand-written one below is compact on purpose).
 CLAUDE_SETTINGS = {
     "$schema": "https://json.schemastore.org/claude-code-settings.json",
-    "permissions": {"allow": ["Bash(npm run test:*)", "Bash(git diff:*)"], "deny": ["Read(./.env)", "Read(./secrets/**)"],
-                    "defaultMode": "acceptEdits"},
+    "permissions": {
+        "allow": ["Bash(npm run test:*)", "Bash(git diff:*)"],
+        "deny": ["Read(./.env)", "Read(./secrets/**)"],
+        "defaultMode": "acceptEdits",
+    },
     "env": {"CLAUDE_CODE_ENABLE_TELEMETRY": "0"},
     "hooks": {
-        "PostToolUse": [{"matcher": "Edit|MultiEdit|Write", "hooks": [
-            {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/format.sh", "timeout": 30}]}],
+        "PostToolUse": [
+            {
+                "matcher": "Edit|MultiEdit|Write",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/format.sh',
+                        "timeout": 30,
+                    }
+                ],
+            }
+        ],
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send 'Claude is done'"}]}],
     },
     "model": "claude-sonnet-4-5",
@@ -30,21 +44,58 @@ CLAUDE_SETTINGS = {
 CODEX_HOOKS = {
     "description": "Team hooks: lint after edits, secret scan before shell",
     "hooks": {
-        "SessionStart": [{"matcher": "startup|resume", "hooks": [
-            {"type": "command", "command": "python3 .codex/hooks/session_start.py", "statusMessage": "Loading notes"}]}],
-        "PreToolUse": [{"matcher": "^Bash$", "hooks": [
-            {"type": "command", "command": "python3 .codex/hooks/secret_scan.py", "timeout": 5}]}],
+        "SessionStart": [
+            {
+                "matcher": "startup|resume",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": "python3 .codex/hooks/session_start.py",
+                        "statusMessage": "Loading notes",
+                    }
+                ],
+            }
+        ],
+        "PreToolUse": [
+            {
+                "matcher": "^Bash$",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": "python3 .codex/hooks/secret_scan.py",
+                        "timeout": 5,
+                    }
+                ],
+            }
+        ],
     },
 }
 GEMINI_SETTINGS = {
     "general": {"vimMode": True, "checkpointing": {"enabled": True}},
     "ui": {"theme": "GitHub"},
-    "mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
-                              "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "$GITHUB_TOKEN"}}},
+    "mcpServers": {
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "$GITHUB_TOKEN"},
+        }
+    },
     "hooksConfig": {"enabled": True},
-    "hooks": {"BeforeTool": [{"matcher": "write_file|replace", "hooks": [
-        {"name": "secret-scan", "type": "command", "command": "$GEMINI_PROJECT_DIR/.gemini/hooks/scan.sh",
-         "timeout": 5000}]}]},
+    "hooks": {
+        "BeforeTool": [
+            {
+                "matcher": "write_file|replace",
+                "hooks": [
+                    {
+                        "name": "secret-scan",
+                        "type": "command",
+                        "command": "$GEMINI_PROJECT_DIR/.gemini/hooks/scan.sh",
+                        "timeout": 5000,
+                    }
+                ],
+            }
+        ]
+    },
 }
 
 
@@ -55,12 +106,22 @@ def _hook(*argv: str) -> tuple[int, str, str]:
 
 
 def _ours(doc: dict, harness: str) -> list[tuple[str, dict]]:
-    return [(event, h) for event, groups in doc.get("hooks", {}).items() for g in groups for h in g["hooks"]
-            if "loopcore" in h.get("command", "") and harness in h["command"]]
+    return [
+        (event, h)
+        for event, groups in doc.get("hooks", {}).items()
+        for g in groups
+        for h in g["hooks"]
+        if "loopcore" in h.get("command", "") and harness in h["command"]
+    ]
 
 
 CASES = [
-    ("claude", ".claude/settings.json", CLAUDE_SETTINGS, ["PreToolUse", "PostToolUse", "PostToolUseFailure"]),
+    (
+        "claude",
+        ".claude/settings.json",
+        CLAUDE_SETTINGS,
+        ["PreToolUse", "PostToolUse", "PostToolUseFailure"],
+    ),
     ("codex", ".codex/hooks.json", CODEX_HOOKS, ["PreToolUse", "PostToolUse"]),
     ("gemini", ".gemini/settings.json", GEMINI_SETTINGS, ["BeforeTool", "AfterTool"]),
 ]
@@ -83,7 +144,7 @@ def test_install_twice_one_entry_uninstall_round_trips(tmp_path, harness, rel, o
         if key != "hooks":
             assert doc[key] == value
     for event, groups in original["hooks"].items():
-        assert doc["hooks"][event][:len(groups)] == groups
+        assert doc["hooks"][event][: len(groups)] == groups
     for _event, h in ours:
         assert h["type"] == "command"
         assert h["timeout"] == (10000 if harness == "gemini" else 10)
@@ -111,7 +172,10 @@ def test_dry_run_prints_the_change_and_writes_nothing(tmp_path, harness, rel, or
 
 def test_reinstall_with_other_options_replaces_in_place(tmp_path):
     assert _hook("install", "claude", "--dir", str(tmp_path))[0] == 0
-    assert _hook("install", "claude", "--dir", str(tmp_path), "--fail-closed", "--policy", "cline")[0] == 0
+    assert (
+        _hook("install", "claude", "--dir", str(tmp_path), "--fail-closed", "--policy", "cline")[0]
+        == 0
+    )
     doc = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     ours = _ours(doc, "claude")
     assert len(ours) == 3
@@ -121,8 +185,10 @@ def test_reinstall_with_other_options_replaces_in_place(tmp_path):
 def test_compact_hand_written_file_keeps_its_settings_and_order(tmp_path):
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
-    path.write_text('{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},'
-                    ' "env": {"A": "1"}}')
+    path.write_text(
+        '{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},'
+        ' "env": {"A": "1"}}'
+    )
     original = json.loads(path.read_text())
     _hook("install", "claude", "--dir", str(tmp_path))
     _hook("uninstall", "claude", "--dir", str(tmp_path))
@@ -133,8 +199,11 @@ def test_compact_hand_written_file_keeps_its_settings_and_order(tmp_path):
 def test_user_scope_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
-    for harness, rel in (("claude", ".claude/settings.json"), ("codex", "codex-home/hooks.json"),
-                         ("gemini", ".gemini/settings.json")):
+    for harness, rel in (
+        ("claude", ".claude/settings.json"),
+        ("codex", "codex-home/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+    ):
         assert _hook("install", harness, "--user")[0] == 0
         assert len(_ours(json.loads((tmp_path / rel).read_text()), harness)) >= 2
 
@@ -145,7 +214,9 @@ def test_settings_with_comments_are_refused_untouched(tmp_path):
     text = '{\n  // my theme\n  "ui": {"theme": "GitHub"}\n}\n'
     path.write_text(text)
     rc, _out, err = _hook("install", "gemini", "--dir", str(tmp_path))
-    assert rc == 2 and str(path) in err and "nothing was changed" in err and path.read_text() == text
+    assert (
+        rc == 2 and str(path) in err and "nothing was changed" in err and path.read_text() == text
+    )
 
 
 def test_bad_policy_is_refused_at_install(tmp_path):
@@ -156,18 +227,31 @@ def test_bad_policy_is_refused_at_install(tmp_path):
     assert not (tmp_path / ".claude").exists()
 
 
-@pytest.mark.parametrize("harness, event", [
-    ("claude", Claude().pre("Read", {"file_path": "/home/dev/shop/a.py"})),
-    ("codex", Codex().pre("Bash", {"command": "ls"})),
-    ("gemini", Gemini().pre("read_file", {"absolute_path": "/home/dev/shop/a.py"})),
-])
+@pytest.mark.parametrize(
+    "harness, event",
+    [
+        ("claude", Claude().pre("Read", {"file_path": "/home/dev/shop/a.py"})),
+        ("codex", Codex().pre("Bash", {"command": "ls"})),
+        ("gemini", Gemini().pre("read_file", {"absolute_path": "/home/dev/shop/a.py"})),
+    ],
+)
 def test_the_installed_command_runs(tmp_path, impl, harness, event):
     """The command written into the settings is what the harness runs: run it through a shell."""
     _hook("install", harness, "--dir", str(tmp_path), "--state", str(tmp_path / "state"))
-    rel = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}[harness]
+    rel = {
+        "claude": ".claude/settings.json",
+        "codex": ".codex/hooks.json",
+        "gemini": ".gemini/settings.json",
+    }[harness]
     ((_e, h), *_rest) = _ours(json.loads((tmp_path / rel).read_text()), harness)
-    p = subprocess.run(h["command"], shell=True, input=json.dumps(event).encode(), capture_output=True,
-                       env=hook_env(impl.name), timeout=60)
+    p = subprocess.run(
+        h["command"],
+        shell=True,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        env=hook_env(impl.name),
+        timeout=60,
+    )
     assert p.returncode == 0 and p.stderr == b""
     assert p.stdout == (b"{}\n" if harness == "gemini" else b"")
     assert (tmp_path / "state" / "hooks.sqlite3").is_file()
@@ -175,7 +259,9 @@ def test_the_installed_command_runs(tmp_path, impl, harness, event):
 
 def test_codex_install_notes_hooks_switched_off(tmp_path):
     (tmp_path / ".codex").mkdir()
-    (tmp_path / ".codex" / "config.toml").write_text('model = "gpt-5.1-codex"\n\n[features]\nhooks = false\n')
+    (tmp_path / ".codex" / "config.toml").write_text(
+        'model = "gpt-5.1-codex"\n\n[features]\nhooks = false\n'
+    )
     rc, _out, err = _hook("install", "codex", "--dir", str(tmp_path))
     assert rc == 0 and "[features] hooks = false" in err
     assert len(_ours(json.loads((tmp_path / ".codex" / "hooks.json").read_text()), "codex")) == 2

@@ -1,5 +1,6 @@
 """The hooks' state between processes: parallel hook processes lose no count (H2), broken state
 is never in the way (H3), the file stays bounded, and what the hook decided can be read back."""
+
 from __future__ import annotations
 
 import io
@@ -12,19 +13,33 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from hook_events import Claude, Gemini, hook_env, run_inproc, run_proc
-from loopcore import Guard, Policy
-from loopcore import hooks
+
+from loopcore import Guard, Policy, hooks
 
 # Only the cumulative budget counts: its decisions depend on how many calls came before, not on
 # how the parallel processes interleave, so one in-process guard fed the same calls must agree
 # exactly.
-BUDGET_ONLY = {"generic_repeat": False, "poll_no_progress": False, "cycle": False, "global_breaker": False,
-               "consecutive_repeat": False,
-               "unknown_tool": False, "error_streak": False, "redundant_observation": False,
-               "budgets": {"TodoWrite": [25, 50]}}
-TODO = {"todos": [{"content": "Ship the checkout fix", "status": "in_progress", "activeForm": "Shipping the fix"}]}
+BUDGET_ONLY = {
+    "generic_repeat": False,
+    "poll_no_progress": False,
+    "cycle": False,
+    "global_breaker": False,
+    "consecutive_repeat": False,
+    "unknown_tool": False,
+    "error_streak": False,
+    "redundant_observation": False,
+    "budgets": {"TodoWrite": [25, 50]},
+}
+TODO = {
+    "todos": [
+        {
+            "content": "Ship the checkout fix",
+            "status": "in_progress",
+            "activeForm": "Shipping the fix",
+        }
+    ]
+}
 
 _WORKER = r"""
 import io, json, sys
@@ -58,7 +73,9 @@ print(json.dumps(tally))
 def _rows(state):
     con = sqlite3.connect(state / "hooks.sqlite3")
     try:
-        return con.execute("SELECT session, calls, warned, blocked, records, snapshot FROM sessions").fetchall()
+        return con.execute(
+            "SELECT session, calls, warned, blocked, records, snapshot FROM sessions"
+        ).fetchall()
     finally:
         con.close()
 
@@ -69,9 +86,27 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
     policy = tmp_path / "budget.json"
     policy.write_text(json.dumps(BUDGET_ONLY))
     env = hook_env(impl.name)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pathlib.Path(__file__).parent), env.get("PYTHONPATH")]))
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(state), str(policy), "100", str(k), json.dumps(TODO)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for k in range(8)]
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(pathlib.Path(__file__).parent), env.get("PYTHONPATH")])
+    )
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _WORKER,
+                str(state),
+                str(policy),
+                "100",
+                str(k),
+                json.dumps(TODO),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for k in range(8)
+    ]
     tallies = []
     for p in procs:
         out, err = p.communicate(timeout=300)
@@ -82,16 +117,29 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
     ref = Guard(hooks.load_policy(str(policy)), implementation=impl.name)
     ref_answers = {"allow": 0, "warn": 0, "block": 0}
     for i in range(400):
-        ref_answers[ref.check("shared-session", "TodoWrite", TODO, kind="other", call_id=f"c{i}").action] += 1
-        ref.record("shared-session", "TodoWrite", TODO, {"oldTodos": [], "newTodos": TODO["todos"]}, kind="other",
-                   call_id=f"c{i}")
+        ref_answers[
+            ref.check("shared-session", "TodoWrite", TODO, kind="other", call_id=f"c{i}").action
+        ] += 1
+        ref.record(
+            "shared-session",
+            "TodoWrite",
+            TODO,
+            {"oldTodos": [], "newTodos": TODO["todos"]},
+            kind="other",
+            call_id=f"c{i}",
+        )
     stats = ref.stats()
     assert total["err"] == 0
     assert {k: total[k] for k in ref_answers} == ref_answers
     assert ref_answers["warn"] == 25 and ref_answers["block"] == 351
     ((session, calls, warned, blocked, records, snap),) = _rows(state)
     assert (session, calls, warned, blocked, records) == (
-        "shared-session", stats["checks"], stats["warns"], stats["blocks"], stats["records"])
+        "shared-session",
+        stats["checks"],
+        stats["warns"],
+        stats["blocks"],
+        stats["records"],
+    )
     assert (calls, records) == (400, 400)
     # The row holds the guard's own snapshot of a guard with just that session.
     g = Guard.restore(snap, implementation=impl.name)
@@ -105,7 +153,16 @@ def test_h2_real_hook_launches_in_parallel(tmp_path, impl):
     events = [json.dumps(c.pre("TodoWrite", TODO)).encode() for _ in range(32)]
     # a generous budget: on a loaded machine 8 cold starts at once can take seconds, and a hook
     # past its budget answers allow by design (tested apart), which would not be a lost count
-    cmd = [sys.executable, "-m", "loopcore.hooks", "claude", "--state", str(state), "--budget", "60"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "loopcore.hooks",
+        "claude",
+        "--state",
+        str(state),
+        "--budget",
+        "60",
+    ]
     env = hook_env(impl.name)
 
     def launch(raw: bytes) -> bytes:
@@ -125,6 +182,7 @@ def test_h2_real_hook_launches_in_parallel(tmp_path, impl):
 
 # -- H3: broken state is never in the way ----------------------------------------------------
 
+
 @pytest.fixture
 def state(tmp_path, impl, monkeypatch):
     monkeypatch.setattr(hooks, "_IMPLEMENTATION", impl.name)
@@ -142,7 +200,12 @@ def test_corrupt_database_allows_then_starts_fresh(state):
     _c, ev = _read()
     rc, out, err = run_inproc("claude", ev, state)
     assert (rc, out) == (0, "")
-    assert err.count("\n") == 1 and "corrupt" in err and "hooks.sqlite3.corrupt" in err and "allowing" in err
+    assert (
+        err.count("\n") == 1
+        and "corrupt" in err
+        and "hooks.sqlite3.corrupt" in err
+        and "allowing" in err
+    )
     assert (state / "hooks.sqlite3.corrupt").is_file()
     assert run_inproc("claude", ev, state) == (0, "", "")
     assert [r[:2] for r in _rows(state)] == [("s0", 1)]
@@ -151,7 +214,9 @@ def test_corrupt_database_allows_then_starts_fresh(state):
 def test_corrupt_database_denies_when_fail_closed(state):
     state.mkdir()
     (state / "hooks.sqlite3").write_bytes(b"\x00garbage" * 1000)
-    rc, out, err = run_inproc("gemini", Gemini().pre("glob", {"pattern": "**/*.py"}), state, "--fail-closed")
+    rc, out, err = run_inproc(
+        "gemini", Gemini().pre("glob", {"pattern": "**/*.py"}), state, "--fail-closed"
+    )
     assert json.loads(out)["decision"] == "deny" and "denying" in err
 
 
@@ -165,7 +230,9 @@ def test_locked_database_answers_within_budget(tmp_path, impl):
         p = run_proc("claude", ev, state, "--budget", "2", impl_name=impl.name, timeout=30)
         assert p.returncode == 0 and p.stdout == b""
         assert p.stderr.count(b"\n") == 1 and b"database is locked" in p.stderr
-        p = run_proc("codex", ev, state, "--budget", "2", "--fail-closed", impl_name=impl.name, timeout=30)
+        p = run_proc(
+            "codex", ev, state, "--budget", "2", "--fail-closed", impl_name=impl.name, timeout=30
+        )
         assert json.loads(p.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     finally:
         holder.execute("ROLLBACK")
@@ -175,9 +242,22 @@ def test_locked_database_answers_within_budget(tmp_path, impl):
 
 
 def test_a_harness_that_never_closes_stdin_gets_an_answer(tmp_path, impl):
-    with subprocess.Popen([sys.executable, "-m", "loopcore.hooks", "gemini", "--state", str(tmp_path), "--budget", "0.5"],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=hook_env(impl.name)) as p:
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loopcore.hooks",
+            "gemini",
+            "--state",
+            str(tmp_path),
+            "--budget",
+            "0.5",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=hook_env(impl.name),
+    ) as p:
         try:
             out = p.stdout.read()  # returns when the watchdog ends the process
             assert p.wait(timeout=30) == 0
@@ -209,6 +289,7 @@ def test_unusable_session_row_restarts_that_session(state):
 
 # -- bounded, and readable ---------------------------------------------------------------------
 
+
 def test_sessions_are_bounded_by_count_and_ttl(state):
     for n in range(5):
         run_inproc("claude", _read(n)[1], state, "--max-sessions", "3")
@@ -228,18 +309,33 @@ def test_doom_loop_events_and_status(state):
     assert len(lines) == 1
     e = lines[0]
     assert (e["event"], e["harness"], e["session"], e["detector"], e["level"], e["tool"]) == (
-        "doom_loop_detected", "claude", "status-session", "redundant_observation", "warn", "Read")
+        "doom_loop_detected",
+        "claude",
+        "status-session",
+        "redundant_observation",
+        "warn",
+        "Read",
+    )
     assert e["call_id"] == "toolu_01000002" and e["message"].startswith("NOTE:")
     out = io.StringIO()
     assert hooks.main(["status", "--json", "--state", str(state)], stdout=out) == 0
     doc = json.loads(out.getvalue())
     (s,) = doc["sessions"]
     assert {k: s[k] for k in ("session", "harness", "calls", "warned", "blocked", "records")} == {
-        "session": "status-session", "harness": "claude", "calls": 2, "warned": 1, "blocked": 0, "records": 2}
+        "session": "status-session",
+        "harness": "claude",
+        "calls": 2,
+        "warned": 1,
+        "blocked": 0,
+        "records": 2,
+    }
     assert s["last"]["detector"] == "redundant_observation"
     out = io.StringIO()
     hooks.main(["status", "--state", str(state)], stdout=out)
-    assert "status-session" in out.getvalue() and "warn redundant_observation on Read" in out.getvalue()
+    assert (
+        "status-session" in out.getvalue()
+        and "warn redundant_observation on Read" in out.getvalue()
+    )
 
 
 def test_status_without_a_database(tmp_path):

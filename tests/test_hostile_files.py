@@ -6,6 +6,7 @@ traceback or lets a control sequence reach the terminal; input errors exit 2 and
 Each case runs ``python -m loopcore`` in a subprocess on both twins (with a timeout: a hang
 fails the test instead of the run).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -17,11 +18,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import package_env
+
 from loopcore import Step, load
-from loopcore.adapters import LoadStats, TraceFormatError
-from loopcore.adapters import _io
+from loopcore.adapters import LoadStats, TraceFormatError, _io
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
@@ -37,13 +37,29 @@ def _env(impl_name: str, **extra: str) -> dict[str, str]:
 
 
 def cli(impl, *argv: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loopcore", *argv], capture_output=True, text=True,
-                          env=_env(impl.name, **env), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "loopcore", *argv],
+        capture_output=True,
+        text=True,
+        env=_env(impl.name, **env),
+        timeout=timeout,
+    )
 
 
 def good_trace(path: pathlib.Path, session: str = "good") -> pathlib.Path:
-    steps = [Step(session, 1, "observe", "read_file", "big.ts", {"path": "big.ts"}, "x" * 50, tokens_in=5000)
-             for _ in range(3)]
+    steps = [
+        Step(
+            session,
+            1,
+            "observe",
+            "read_file",
+            "big.ts",
+            {"path": "big.ts"},
+            "x" * 50,
+            tokens_in=5000,
+        )
+        for _ in range(3)
+    ]
     path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in steps), encoding="utf-8")
     return path
 
@@ -143,7 +159,10 @@ def test_a_plain_file_over_the_limit_and_a_bad_limit_value(impl, tmp_path):
     assert res.returncode == 2 and "is larger than 100 bytes, the per-file limit" in res.stderr
     res = cli(impl, "analyse", str(big), LOOPCORE_MAX_FILE_BYTES="lots")
     _clean(res)
-    assert res.returncode == 2 and "LOOPCORE_MAX_FILE_BYTES='lots' is not a positive number" in res.stderr
+    assert (
+        res.returncode == 2
+        and "LOOPCORE_MAX_FILE_BYTES='lots' is not a positive number" in res.stderr
+    )
 
 
 def test_bytes_sources_are_capped_too(monkeypatch):
@@ -202,15 +221,20 @@ def _deep(n: int):
 
 def test_args_nested_300_deep_make_a_malformed_step_not_a_traceback(impl, tmp_path):
     path = tmp_path / "deep.jsonl"
-    steps = [Step("deep", 1, "observe", "read_file", "a.ts", {"path": "a.ts"}, "same", tokens_in=900)
-             for _ in range(3)]
+    steps = [
+        Step("deep", 1, "observe", "read_file", "a.ts", {"path": "a.ts"}, "same", tokens_in=900)
+        for _ in range(3)
+    ]
     rows = [s.to_dict() for s in steps]
     rows.insert(1, {**rows[0], "args": _deep(300)})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     res = cli(impl, "analyse", str(path))
     _clean(res)
     assert res.returncode == 2, res.stderr
-    assert "deep.jsonl: step 1 (read_file) cannot be analysed" in res.stderr and "nesting deeper than 256 levels" in res.stderr
+    assert (
+        "deep.jsonl: step 1 (read_file) cannot be analysed" in res.stderr
+        and "nesting deeper than 256 levels" in res.stderr
+    )
     res = cli(impl, "analyse", str(path), "--keep-going", "--json", "-")
     _clean(res)
     assert res.returncode == 0, res.stderr
@@ -226,7 +250,9 @@ def test_load_reports_the_deep_step_and_keeps_the_rest(tmp_path):
     ok = Step("s", 1, "observe", "read_file", "a.ts", {"path": "a.ts"}, "r", tokens_in=10).to_dict()
     rows = [ok, {**ok, "result": [_deep(400)]}, ok]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    with pytest.raises(TraceFormatError, match=r"deep.jsonl: step 1 \(read_file\) cannot be analysed"):
+    with pytest.raises(
+        TraceFormatError, match=r"deep.jsonl: step 1 \(read_file\) cannot be analysed"
+    ):
         list(load(path))
     stats = LoadStats()
     (t,) = load(path, keep_going=True, stats=stats)
@@ -241,8 +267,19 @@ EVIL = "\x1b]0;pwned\x07\x1b[2J\x1b[H\x9b31m\x07"
 
 def test_escape_sequences_never_reach_the_terminal(impl, tmp_path):
     path = tmp_path / "evil.jsonl"
-    steps = [Step("s" + EVIL, 1, "observe", "read_file", "t" + EVIL, {"path": "t" + EVIL}, "same", tokens_in=4000)
-             for _ in range(3)]
+    steps = [
+        Step(
+            "s" + EVIL,
+            1,
+            "observe",
+            "read_file",
+            "t" + EVIL,
+            {"path": "t" + EVIL},
+            "same",
+            tokens_in=4000,
+        )
+        for _ in range(3)
+    ]
     path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in steps), encoding="utf-8")
     res = cli(impl, "analyse", str(path))
     _clean(res)
@@ -264,11 +301,17 @@ def test_escape_sequences_on_a_real_terminal_console(tmp_path):
     from loopcore.report import collect, render_text, terminal_safe
 
     path = tmp_path / "evil.jsonl"
-    steps = [Step("s" + EVIL, 1, "observe", "read_file", "t" + EVIL, {"path": "x"}, "same", tokens_in=4000)
-             for _ in range(3)]
+    steps = [
+        Step(
+            "s" + EVIL, 1, "observe", "read_file", "t" + EVIL, {"path": "x"}, "same", tokens_in=4000
+        )
+        for _ in range(3)
+    ]
     path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in steps), encoding="utf-8")
     buf = io.StringIO()
-    render_text(collect([path]), Console(file=buf, force_terminal=True, color_system="truecolor", width=200))
+    render_text(
+        collect([path]), Console(file=buf, force_terminal=True, color_system="truecolor", width=200)
+    )
     out = buf.getvalue()
     assert "\x1b]0;" not in out and "\x1b[2J" not in out and "\x07" not in out and "\x9b" not in out
     assert terminal_safe("a\x1bb\x85\x7f\n") == "a\\x1bb\\x85\\x7f\\x0a"

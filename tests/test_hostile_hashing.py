@@ -4,6 +4,7 @@ rebind it, re-entrant converters, overriding subclasses, exponential sharing, er
 Crashes are run in a subprocess (a segfault must fail the test, not the run); every case runs
 on both twins (the ``impl`` fixture), and the twins must agree on the answer or the error.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,9 +13,9 @@ import sys
 import textwrap
 
 import pytest
+from conftest import package_env
 
 from loopcore import _native_flag
-from conftest import ROOT, package_env
 
 
 def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -29,7 +30,9 @@ def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
     for name in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC"):  # a sanitizer run
         if name in os.environ:
             env[name] = os.environ[name]
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def _ok(res: subprocess.CompletedProcess) -> str:
@@ -41,7 +44,10 @@ def _ok(res: subprocess.CompletedProcess) -> str:
 
 
 def test_int_subclass_whose_int_clears_the_dict(impl):
-    out = _ok(_run(impl, """
+    out = _ok(
+        _run(
+            impl,
+            """
         d = {}
         class Evil(int):
             def __int__(self):
@@ -60,12 +66,17 @@ def test_int_subclass_whose_int_clears_the_dict(impl):
             got = h.canonical_hash(dict(d), strip={"zz"})
         small = {"a": Evil(2 ** 70), "b": 1}
         print(got == expect, h.canonical_hash(small) == h.canonical_hash({"a": 2 ** 70, "b": 1}))
-    """))
+    """,
+        )
+    )
     assert out.split() == ["True", "True"]
 
 
 def test_strip_member_eq_that_clears_or_grows_the_dict(impl):
-    out = _ok(_run(impl, """
+    out = _ok(
+        _run(
+            impl,
+            """
         results = []
         for mode in ("clear", "grow"):
             for n in (3, 40):   # the fast path (<= 32 keys) and the general path
@@ -84,12 +95,17 @@ def test_strip_member_eq_that_clears_or_grows_the_dict(impl):
                 got = h.canonical_hash(d, strip={Collide(), "absent"})
                 results.append(got == h.canonical_hash(orig))
         print(results)
-    """))
+    """,
+        )
+    )
     assert out.strip() == "[True, True, True, True]"
 
 
 def test_str_subclass_key_whose_hash_clears_the_dict(impl):
-    out = _ok(_run(impl, """
+    out = _ok(
+        _run(
+            impl,
+            """
         d = {}
         class Key(str):
             def __hash__(self):
@@ -106,13 +122,18 @@ def test_str_subclass_key_whose_hash_clears_the_dict(impl):
             expect = h.canonical_hash(plain)
             results.append(h.canonical_hash(d, strip={"nope"}) == expect)
         print(results)
-    """))
+    """,
+        )
+    )
     assert out.strip() == "[True, True]"
 
 
 def test_big_values_rebound_by_another_thread_while_digesting(impl):
     # > 32 keys takes the general dict path; megabyte strings are digested without the GIL
-    _ok(_run(impl, """
+    _ok(
+        _run(
+            impl,
+            """
         import threading
         d = {"k%02d" % i: "x" * (1 << 20) for i in range(40)}
         stop = False
@@ -135,11 +156,17 @@ def test_big_values_rebound_by_another_thread_while_digesting(impl):
             stop = True
             t.join()
         print("ok")
-    """, timeout=300))
+    """,
+            timeout=300,
+        )
+    )
 
 
 def test_re_entrant_default_is_bounded_and_raises_value_error(impl):
-    out = _ok(_run(impl, """
+    out = _ok(
+        _run(
+            impl,
+            """
         class Node:
             def __init__(self, inner):
                 self.inner = inner
@@ -154,12 +181,17 @@ def test_re_entrant_default_is_bounded_and_raises_value_error(impl):
             print("ValueError", "nesting deeper than 256" in str(exc))
         # shallow re-entry still works and matches the plain value
         print(h.canonical_hash(Node(Node(5)), default=conv) == h.canonical_hash(h.canonical_hash(h.canonical_hash(5))))
-    """))
+    """,
+        )
+    )
     assert out.split() == ["ValueError", "True", "True"]
 
 
 def test_re_entrant_default_in_a_small_thread_stack(impl):
-    _ok(_run(impl, """
+    _ok(
+        _run(
+            impl,
+            """
         import threading
         threading.stack_size(1 << 20)
         class Node:
@@ -179,7 +211,9 @@ def test_re_entrant_default_in_a_small_thread_stack(impl):
         t = threading.Thread(target=work)
         t.start(); t.join()
         assert box == ["ValueError"], box
-    """))
+    """,
+        )
+    )
 
 
 # ---------------------------------------------------------------- the subclass rule
@@ -263,8 +297,8 @@ SUBCLASS_CASES = [
     (lambda: _Str("plain"), "plain"),
     (lambda: {_Str("k"): 1, "z": 2}, {"k": 1, "z": 2}),
     (lambda: _Int(5), 5),
-    (lambda: _Int(2 ** 70), 2 ** 70),
-    (lambda: _Int(-(2 ** 70)), -(2 ** 70)),
+    (lambda: _Int(2**70), 2**70),
+    (lambda: _Int(-(2**70)), -(2**70)),
     (lambda: _Float(2.25), 2.25),
     (lambda: _Float(4.0), 4),
     (lambda: _Bytes(b"raw"), b"raw"),
@@ -273,7 +307,9 @@ SUBCLASS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("make,plain", SUBCLASS_CASES, ids=[str(i) for i in range(len(SUBCLASS_CASES))])
+@pytest.mark.parametrize(
+    "make,plain", SUBCLASS_CASES, ids=[str(i) for i in range(len(SUBCLASS_CASES))]
+)
 def test_subclasses_hash_as_their_base_storage(impl, make, plain):
     h = impl.hashing
     assert h.canonical_bytes(make()) == h.canonical_bytes(plain)
@@ -357,7 +393,10 @@ def test_failing_repr_in_an_error_path_does_not_replace_the_error(impl):
 
 
 def test_exponentially_shared_lists_raise_a_clear_error(impl):
-    out = _ok(_run(impl, """
+    out = _ok(
+        _run(
+            impl,
+            """
         import os, resource
         if "asan" not in os.environ.get("LD_PRELOAD", ""):  # ASan reserves terabytes of shadow
             resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
@@ -369,16 +408,23 @@ def test_exponentially_shared_lists_raise_a_clear_error(impl):
         except ValueError as exc:
             print("ValueError", str(exc))
         print(h.MAX_MEMBERS)
-    """, timeout=120))
+    """,
+            timeout=120,
+        )
+    )
     first, second = out.strip().splitlines()
-    assert first.startswith("ValueError canonical_hash: more than 1048576 container members in one value at value[0]")
+    assert first.startswith(
+        "ValueError canonical_hash: more than 1048576 container members in one value at value[0]"
+    )
     assert second == "1048576"
 
 
 def test_members_limit_boundary(impl):
     h = impl.hashing
     assert h.canonical_hash([0] * h.MAX_MEMBERS) == h.canonical_hash([0] * h.MAX_MEMBERS)
-    with pytest.raises(ValueError, match="more than 1048576 container members in one value at value$"):
+    with pytest.raises(
+        ValueError, match="more than 1048576 container members in one value at value$"
+    ):
         h.canonical_hash([0] * (h.MAX_MEMBERS + 1))
     with pytest.raises(ValueError, match=r"at value\[1\]$"):
         h.canonical_hash([[0] * (h.MAX_MEMBERS - 5), [0] * 10])
@@ -396,7 +442,10 @@ def test_shared_but_small_structures_keep_their_hash(impl):
 
 
 def test_python_code_that_hashes_again_from_strip_or_repr_is_bounded(impl):
-    out = _ok(_run(impl, """
+    out = _ok(
+        _run(
+            impl,
+            """
         armed = []
         class Key(str):
             def __hash__(self):
@@ -420,7 +469,12 @@ def test_python_code_that_hashes_again_from_strip_or_repr_is_bounded(impl):
             h.canonical_hash({Loud(): 1})
         except TypeError as exc:
             print("repr", str(exc))
-    """))
+    """,
+        )
+    )
     strip_line, repr_line = out.strip().splitlines()
     assert strip_line == "strip True"
-    assert repr_line == "repr canonical_hash: unsupported dict key: unsupported type 'Loud' at value[<Loud>]"
+    assert (
+        repr_line
+        == "repr canonical_hash: unsupported dict key: unsupported type 'Loud' at value[<Loud>]"
+    )

@@ -7,6 +7,7 @@ Selenium is pointed at the system chromedriver, so nothing is downloaded at run 
 Set ``LOOPCORE_SCREENSHOT_DIR`` to keep the screenshots (the README's picture is made that way:
 ``LOOPCORE_SCREENSHOT_DIR=docs/img python -m pytest tests/test_html_report.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import package_env
+
 from loopcore.htmlreport import clean_text
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -36,14 +37,20 @@ HOSTILE = [
 
 
 def _chromium() -> tuple[str, str] | None:
-    browser = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-    driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
+    browser = next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+    )
+    driver = shutil.which("chromedriver") or (
+        "/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None
+    )
     return (browser, driver) if browser and driver else None
 
 
 @pytest.fixture(scope="module")
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install '.[test]')")
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason="selenium is not installed (pip install '.[test]')"
+    )
     found = _chromium()
     if found is None:
         pytest.skip("headless Chromium not found: apt-get install chromium chromium-driver")
@@ -52,8 +59,15 @@ def browser():
 
     opts = Options()
     opts.binary_location = found[0]
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000",
-              "--disable-extensions", "--no-first-run"):
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--disable-extensions",
+        "--no-first-run",
+    ):
         opts.add_argument(a)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     drv = webdriver.Chrome(service=Service(executable_path=found[1]), options=opts)
@@ -64,8 +78,14 @@ def browser():
 
 def _cli(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess:
     env = package_env()
-    return subprocess.run([sys.executable, "-m", "loopcore", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "loopcore", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 def _open(drv, path: pathlib.Path) -> float:
@@ -74,7 +94,10 @@ def _open(drv, path: pathlib.Path) -> float:
     t0 = time.perf_counter()
     drv.get(path.resolve().as_uri())
     deadline = time.time() + 120
-    while drv.execute_script("return document.body && document.body.getAttribute('data-ready')") != "1":
+    while (
+        drv.execute_script("return document.body && document.body.getAttribute('data-ready')")
+        != "1"
+    ):
         if time.time() > deadline:
             raise AssertionError(f"the report's script never finished: {drv.get_log('browser')}")
         time.sleep(0.05)
@@ -120,12 +143,18 @@ def test_example_report_in_chromium(browser, tmp_path):
     findings = browser.find_elements(By.CSS_SELECTOR, "#detail table.findings tr.finding")
     assert len(findings) == 4
     assert len(marks) >= 4  # every charged step is marked
-    assert browser.find_elements(By.CSS_SELECTOR, "#detail svg.timeline path.link")  # linked to what it repeats
-    assert browser.find_elements(By.CSS_SELECTOR, "#detail .guard-mark")  # the default guard warns there
+    assert browser.find_elements(
+        By.CSS_SELECTOR, "#detail svg.timeline path.link"
+    )  # linked to what it repeats
+    assert browser.find_elements(
+        By.CSS_SELECTOR, "#detail .guard-mark"
+    )  # the default guard warns there
     charts = browser.find_elements(By.CSS_SELECTOR, "#summary figure.chart svg g.bar")
     assert len(charts) >= 3
     assert "re-learn" in browser.find_element(By.CSS_SELECTOR, "#summary .rec").text
-    browser.set_window_size(1400, 2100)  # the overview and the opened trace's timeline in one picture
+    browser.set_window_size(
+        1400, 2100
+    )  # the overview and the opened trace's timeline in one picture
     try:
         _screenshot(browser, tmp_path, "report.png")
     finally:
@@ -152,7 +181,9 @@ def test_summary_reads_without_javascript(tmp_path):
     assert 'id="wasted-tokens">5,207<' in page
     assert page.count('<g class="bar">') >= 3
     assert '<tr class="trace" data-i="0">' in page
-    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page
+    assert (
+        "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page
+    )
 
 
 # ------------------------------------------------------------------------------------- hostile strings
@@ -162,10 +193,30 @@ def _hostile_trace(path: pathlib.Path) -> None:
     steps = []
     for j, s in enumerate(HOSTILE):
         for _ in range(3):  # read three times: the repeats are findings that quote the strings
-            steps.append({"session": s, "name": s, "kind": "observe", "target": s, "args": {"path": s},
-                          "result": s * 3, "tokens_in": 50, "tokens_out": 5})
-        steps.append({"session": s, "name": "edit", "kind": "mutate", "target": s, "args": {"path": s, "n": j},
-                      "result": "ok", "tokens_in": 1, "tokens_out": 1})
+            steps.append(
+                {
+                    "session": s,
+                    "name": s,
+                    "kind": "observe",
+                    "target": s,
+                    "args": {"path": s},
+                    "result": s * 3,
+                    "tokens_in": 50,
+                    "tokens_out": 5,
+                }
+            )
+        steps.append(
+            {
+                "session": s,
+                "name": "edit",
+                "kind": "mutate",
+                "target": s,
+                "args": {"path": s, "n": j},
+                "result": "ok",
+                "tokens_in": 1,
+                "tokens_out": 1,
+            }
+        )
     _write_steps(path, steps)
 
 
@@ -214,18 +265,57 @@ def _corpus(path: pathlib.Path, n: int) -> None:
     for i in range(n):
         s = f"s{i:05d}"
         fmt = ("src/a.py", "src/b.py", "docs/c.md")[i % 3]
-        lines.append({"session": s, "name": "read_file", "kind": "observe", "target": fmt, "args": {"path": fmt},
-                      "result": f"text {i % 11}", "tokens_in": 100 + i % 50, "tokens_out": 10})
-        lines.append({"session": s, "name": "grep", "kind": "observe", "target": "src", "args": {"q": f"x{i}"},
-                      "result": f"hit {i}", "tokens_in": 20, "tokens_out": 8})
+        lines.append(
+            {
+                "session": s,
+                "name": "read_file",
+                "kind": "observe",
+                "target": fmt,
+                "args": {"path": fmt},
+                "result": f"text {i % 11}",
+                "tokens_in": 100 + i % 50,
+                "tokens_out": 10,
+            }
+        )
+        lines.append(
+            {
+                "session": s,
+                "name": "grep",
+                "kind": "observe",
+                "target": "src",
+                "args": {"q": f"x{i}"},
+                "result": f"hit {i}",
+                "tokens_in": 20,
+                "tokens_out": 8,
+            }
+        )
         if i % 3 == 0:
             lines.append(dict(lines[-2]))
         if i % 7 == 0:
-            lines.append({"session": s, "name": "run_tests", "kind": "exec", "args": {"cmd": "pytest"},
-                          "result": "1 failed", "tokens_in": 40, "tokens_out": 6})
+            lines.append(
+                {
+                    "session": s,
+                    "name": "run_tests",
+                    "kind": "exec",
+                    "args": {"cmd": "pytest"},
+                    "result": "1 failed",
+                    "tokens_in": 40,
+                    "tokens_out": 6,
+                }
+            )
             lines.append(dict(lines[-1]))
-        lines.append({"session": s, "name": "edit", "kind": "mutate", "target": fmt, "args": {"path": fmt, "i": i},
-                      "result": "ok", "tokens_in": 5, "tokens_out": 30})
+        lines.append(
+            {
+                "session": s,
+                "name": "edit",
+                "kind": "mutate",
+                "target": fmt,
+                "args": {"path": fmt, "i": i},
+                "result": "ok",
+                "tokens_in": 5,
+                "tokens_out": 30,
+            }
+        )
     _write_steps(path, lines)
 
 
@@ -274,8 +364,19 @@ def test_ten_thousand_traces_stay_responsive(browser, tmp_path):
 def test_long_trace_timeline_is_folded(tmp_path):
     from loopcore.htmlreport import TIMELINE_MAX_BARS
 
-    steps = [{"session": "long", "name": "read_file", "kind": "observe", "target": f"f{i % 97}",
-              "args": {"path": f"f{i % 97}"}, "result": "same", "tokens_in": 10, "tokens_out": 1} for i in range(5000)]
+    steps = [
+        {
+            "session": "long",
+            "name": "read_file",
+            "kind": "observe",
+            "target": f"f{i % 97}",
+            "args": {"path": f"f{i % 97}"},
+            "result": "same",
+            "tokens_in": 10,
+            "tokens_out": 1,
+        }
+        for i in range(5000)
+    ]
     trace = tmp_path / "long.jsonl"
     _write_steps(trace, steps)
     out = tmp_path / "long.html"

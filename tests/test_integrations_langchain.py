@@ -3,14 +3,21 @@
 A fake chat model (langchain_core's GenericFakeChatModel, made tool-capable) issues the same
 tool call again and again; the guard must warn, then block without running the tool.
 """
+
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-pytest.importorskip("langchain.agents.middleware", reason="the langchain extra is not installed: pip install 'loopcore[langchain]'")
-pytest.importorskip("langgraph.prebuilt", reason="the langchain extra is not installed: pip install 'loopcore[langchain]'")
+pytest.importorskip(
+    "langchain.agents.middleware",
+    reason="the langchain extra is not installed: pip install 'loopcore[langchain]'",
+)
+pytest.importorskip(
+    "langgraph.prebuilt",
+    reason="the langchain extra is not installed: pip install 'loopcore[langchain]'",
+)
 
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
@@ -33,7 +40,10 @@ class LoopingModel(GenericFakeChatModel):
 
 def looping(n, name="read_file", args=None):
     args = {"path": "a.py"} if args is None else args
-    replies = [AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{i}"}]) for i in range(n)]
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{i}"}])
+        for i in range(n)
+    ]
     return LoopingModel(messages=iter([*replies, AIMessage(content="done")]))
 
 
@@ -79,7 +89,9 @@ def test_create_agent_middleware_warns_then_blocks_a_looping_call(reader):
     read_file, ran = reader
     mw = LoopGuardMiddleware(loopcore.Guard(loopcore.Policy.cline()))
     agent = create_agent(looping(7), [read_file], middleware=[mw], checkpointer=InMemorySaver())
-    out = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": "t-1"}})
+    out = agent.invoke(
+        {"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": "t-1"}}
+    )
     assert_loop_guarded(tool_messages(out), ran)
     assert out["messages"][-1].content == "done"
     assert list(mw.guard.sessions()) == ["t-1"]  # the thread id is the session
@@ -89,8 +101,12 @@ def test_async_agent_goes_through_awrap_tool_call(reader):
     read_file, ran = reader
     mw = LoopGuardMiddleware(policy=loopcore.Policy.cline())
     agent = create_agent(looping(7), [read_file], middleware=[mw], checkpointer=InMemorySaver())
-    out = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "go"}]},
-                                    {"configurable": {"thread_id": "t-async"}}))
+    out = asyncio.run(
+        agent.ainvoke(
+            {"messages": [{"role": "user", "content": "go"}]},
+            {"configurable": {"thread_id": "t-async"}},
+        )
+    )
     assert_loop_guarded(tool_messages(out), ran)
     assert list(mw.guard.sessions()) == ["t-async"]
 
@@ -99,10 +115,18 @@ def test_threads_are_separate_sessions(reader):
     read_file, ran = reader
     guard = loopcore.Guard(loopcore.Policy.cline())
     for thread in ("a", "b"):
-        agent = create_agent(looping(3), [read_file], middleware=[LoopGuardMiddleware(guard)],
-                             checkpointer=InMemorySaver())
-        msgs = tool_messages(agent.invoke({"messages": [{"role": "user", "content": "go"}]},
-                                          {"configurable": {"thread_id": thread}}))
+        agent = create_agent(
+            looping(3),
+            [read_file],
+            middleware=[LoopGuardMiddleware(guard)],
+            checkpointer=InMemorySaver(),
+        )
+        msgs = tool_messages(
+            agent.invoke(
+                {"messages": [{"role": "user", "content": "go"}]},
+                {"configurable": {"thread_id": thread}},
+            )
+        )
         assert [m.status for m in msgs] == ["success"] * 3
     assert len(ran) == 6 and sorted(guard.sessions()) == ["a", "b"]
 
@@ -116,7 +140,9 @@ def test_without_a_thread_id_the_given_session_is_used(reader):
         return "mine"
 
     mw = LoopGuardMiddleware(policy=loopcore.Policy.cline(), session=session)
-    out = create_agent(looping(5), [read_file], middleware=[mw]).invoke({"messages": [{"role": "user", "content": "go"}]})
+    out = create_agent(looping(5), [read_file], middleware=[mw]).invoke(
+        {"messages": [{"role": "user", "content": "go"}]}
+    )
     assert [m.status for m in tool_messages(out)] == ["success"] * 4 + ["error"]
     assert list(mw.guard.sessions()) == ["mine"] and len(seen) == 5
 
@@ -132,11 +158,18 @@ def test_failures_are_recorded_as_errors():
         raise RuntimeError("permission denied")
 
     guard = loopcore.Guard(loopcore.Policy.openhands(), on_event=events.append)
-    graph = graph_of(ToolNode([deploy], wrap_tool_call=LoopGuardMiddleware(guard).wrap_tool_call,
-                              handle_tool_errors=True))
+    graph = graph_of(
+        ToolNode(
+            [deploy],
+            wrap_tool_call=LoopGuardMiddleware(guard).wrap_tool_call,
+            handle_tool_errors=True,
+        )
+    )
     msgs = []
     for i in range(5):
-        ai = AIMessage(content="", tool_calls=[{"name": "deploy", "args": {"target": "prod"}, "id": f"d{i}"}])
+        ai = AIMessage(
+            content="", tool_calls=[{"name": "deploy", "args": {"target": "prod"}, "id": f"d{i}"}]
+        )
         msgs += tool_messages(graph.invoke({"messages": [ai]}))
     assert [m.status for m in msgs] == ["error"] * 5
     assert len(calls) == 3  # openhands: three identical failures, then the streak is refused
@@ -147,14 +180,25 @@ def test_failures_are_recorded_as_errors():
 def test_langgraph_tool_node_takes_the_wrappers(reader):
     read_file, ran = reader
     mw = LoopGuardMiddleware(policy=loopcore.Policy.opencode())
-    graph = graph_of(ToolNode([read_file], wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call))
+    graph = graph_of(
+        ToolNode([read_file], wrap_tool_call=mw.wrap_tool_call, awrap_tool_call=mw.awrap_tool_call)
+    )
     call = {"name": "read_file", "args": {"path": "x.py"}}
     conf = {"configurable": {"thread_id": "g-1"}}
     out = []
     for i in range(2):
-        out += tool_messages(graph.invoke({"messages": [AIMessage(content="", tool_calls=[{**call, "id": f"s{i}"}])]}, conf))
-    out += tool_messages(asyncio.run(graph.ainvoke(
-        {"messages": [AIMessage(content="", tool_calls=[{**call, "id": "s2"}])]}, conf)))
+        out += tool_messages(
+            graph.invoke(
+                {"messages": [AIMessage(content="", tool_calls=[{**call, "id": f"s{i}"}])]}, conf
+            )
+        )
+    out += tool_messages(
+        asyncio.run(
+            graph.ainvoke(
+                {"messages": [AIMessage(content="", tool_calls=[{**call, "id": "s2"}])]}, conf
+            )
+        )
+    )
     assert [m.status for m in out] == ["success", "success", "error"]  # opencode blocks the 3rd
     assert ran == ["x.py", "x.py"]
     assert list(mw.guard.sessions()) == ["g-1"]
@@ -163,6 +207,8 @@ def test_langgraph_tool_node_takes_the_wrappers(reader):
 def test_a_block_is_not_undone_by_recording_it(reader):
     read_file, ran = reader
     mw = LoopGuardMiddleware(policy=loopcore.Policy.opencode())
-    out = create_agent(looping(6), [read_file], middleware=[mw]).invoke({"messages": [{"role": "user", "content": "go"}]})
+    out = create_agent(looping(6), [read_file], middleware=[mw]).invoke(
+        {"messages": [{"role": "user", "content": "go"}]}
+    )
     assert [m.status for m in tool_messages(out)] == ["success"] * 2 + ["error"] * 4
     assert len(ran) == 2

@@ -1,7 +1,7 @@
 """The integrations are optional: ``import loopcore`` pulls none of them, a missing extra says how to get it."""
+
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -9,9 +9,15 @@ import textwrap
 import pytest
 from conftest import package_env
 
-import loopcore
-
-FRAMEWORKS = ("mcp", "langchain", "langchain_core", "langgraph", "agents", "pydantic_ai", "opentelemetry")
+FRAMEWORKS = (
+    "mcp",
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "agents",
+    "pydantic_ai",
+    "opentelemetry",
+)
 
 # (integration module, the framework module hidden from it, the extra its error must name)
 EXTRAS = [
@@ -24,8 +30,13 @@ EXTRAS = [
 
 def _python(code: str) -> subprocess.CompletedProcess:
     env = package_env()
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_import_loopcore_pulls_no_framework():

@@ -1,11 +1,15 @@
 """OpenAI Agents SDK tool guardrails, with the real SDK and its scripted model (no network)."""
+
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-pytest.importorskip("agents.testing", reason="the openai-agents extra is not installed: pip install 'loopcore[openai-agents]'")
+pytest.importorskip(
+    "agents.testing",
+    reason="the openai-agents extra is not installed: pip install 'loopcore[openai-agents]'",
+)
 
 from agents import Agent, RunConfig, Runner, WebSearchTool, function_tool  # noqa: E402
 from agents.items import ToolCallOutputItem  # noqa: E402
@@ -17,7 +21,10 @@ from loopcore.integrations.openai_agents import LoopGuardrails  # noqa: E402
 
 def script(n, name="read_file", args=None):
     args = {"path": "a.py"} if args is None else args
-    return ScriptedModel([[function_call(name, args, call_id=f"c{i}")] for i in range(n)] + [[assistant_message("done")]])
+    return ScriptedModel(
+        [[function_call(name, args, call_id=f"c{i}")] for i in range(n)]
+        + [[assistant_message("done")]]
+    )
 
 
 @pytest.fixture()
@@ -53,13 +60,19 @@ def test_input_guardrail_rejects_a_loop_and_output_guardrail_adds_the_warning(re
     assert out[2].startswith("contents of a.py\n\nWARNING") and "3rd" in out[2]
     assert all(o.startswith("BLOCKED") for o in out[4:])
     assert list(g.guard.sessions()) == ["conv-1"]  # RunConfig.group_id is the session
-    rejected = [r for r in result.tool_input_guardrail_results if r.output.behavior["type"] == "reject_content"]
+    rejected = [
+        r
+        for r in result.tool_input_guardrail_results
+        if r.output.behavior["type"] == "reject_content"
+    ]
     assert len(rejected) == 3 and rejected[0].output.output_info["detector"] == "consecutive_repeat"
 
 
 def test_decorator_form_and_a_session_callable():
     ran = []
-    g = LoopGuardrails(policy=loopcore.Policy.opencode(), session=lambda ctx: f"user-{ctx.tool_name}")
+    g = LoopGuardrails(
+        policy=loopcore.Policy.opencode(), session=lambda ctx: f"user-{ctx.tool_name}"
+    )
 
     @function_tool(tool_input_guardrails=[g.input], tool_output_guardrails=[g.output])
     def search(q: str) -> str:
@@ -87,7 +100,9 @@ def test_changing_arguments_are_never_blocked(reader):
     read_file, ran = reader
     g = LoopGuardrails(policy=loopcore.Policy.cline())
     g.attach(read_file)
-    model = ScriptedModel([[function_call("read_file", {"path": f"f{i}.py"}, call_id=f"c{i}")] for i in range(8)]
-                          + [[assistant_message("done")]])
+    model = ScriptedModel(
+        [[function_call("read_file", {"path": f"f{i}.py"}, call_id=f"c{i}")] for i in range(8)]
+        + [[assistant_message("done")]]
+    )
     out = outputs(run(Agent(name="r", model=model, tools=[read_file])))
     assert len(ran) == 8 and not any("BLOCKED" in o or "WARNING" in o for o in out)

@@ -1,9 +1,13 @@
 """Warn/block decisions as guardrail-result events on the current span (OpenTelemetry SDK, in memory)."""
+
 from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra is not installed: pip install 'loopcore[otel]'")
+pytest.importorskip(
+    "opentelemetry.sdk.trace",
+    reason="the otel extra is not installed: pip install 'loopcore[otel]'",
+)
 
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -32,8 +36,14 @@ def test_a_block_and_a_warning_become_span_events(tracer):
     with tr.start_as_current_span("execute_tool read_file"):
         for i in range(5):
             d = guard.check("s", "read_file", {"path": "a.py"})
-            otel.emit_guardrail_result(d, tool="read_file", source="tool_input" if d.blocked else "tool_output",
-                                       call_id=f"c{i}", session="s", policy=guard.policy.name)
+            otel.emit_guardrail_result(
+                d,
+                tool="read_file",
+                source="tool_input" if d.blocked else "tool_output",
+                call_id=f"c{i}",
+                session="s",
+                policy=guard.policy.name,
+            )
             guard.record("s", "read_file", {"path": "a.py"}, d if d.blocked else "same")
     events = events_of(exporter)
     # cline: warned once at the 3rd identical call (a warning per bucket, not per call), refused at the 5th
@@ -55,14 +65,18 @@ def test_allow_and_a_span_that_is_not_recording_emit_nothing(tracer):
     with tr.start_as_current_span("x"):
         assert otel.emit_guardrail_result(loopcore.ALLOW, tool="t", source="tool_input") is False
     warn = loopcore.Decision("warn", "generic_repeat", 10, "careful")
-    assert otel.emit_guardrail_result(warn, tool="t", source="tool_input") is False  # no current span
+    assert (
+        otel.emit_guardrail_result(warn, tool="t", source="tool_input") is False
+    )  # no current span
     assert events_of(exporter) == []
     with pytest.raises(ValueError, match="source"):
         otel.guardrail_attributes(warn, tool="t", source="elsewhere")
 
 
 def test_the_framework_integrations_emit_on_their_own(tracer):
-    lc = pytest.importorskip("loopcore.integrations.langchain", reason="the langchain extra is not installed")
+    lc = pytest.importorskip(
+        "loopcore.integrations.langchain", reason="the langchain extra is not installed"
+    )
     from langchain_core.messages import ToolMessage
 
     tr, exporter = tracer

@@ -1,14 +1,24 @@
 """The pydantic-ai capability, with the real package and its FunctionModel / TestModel."""
+
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-pytest.importorskip("pydantic_ai.capabilities", reason="the pydantic-ai extra is not installed: pip install 'loopcore[pydantic-ai]'")
+pytest.importorskip(
+    "pydantic_ai.capabilities",
+    reason="the pydantic-ai extra is not installed: pip install 'loopcore[pydantic-ai]'",
+)
 
 from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import FunctionModel  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 
@@ -54,7 +64,12 @@ def agent_with(cap, model, ran, fail=False):
 
 
 def returns(result):
-    return [p for m in result.all_messages() for p in m.parts if isinstance(p, (ToolReturnPart, RetryPromptPart))]
+    return [
+        p
+        for m in result.all_messages()
+        for p in m.parts
+        if isinstance(p, (ToolReturnPart, RetryPromptPart))
+    ]
 
 
 def test_a_loop_is_warned_then_failed_without_running_the_tool():
@@ -93,7 +108,11 @@ def test_retry_asks_the_model_again_with_the_message():
 
     parts = returns(agent.run_sync("go"))
     assert len(ran) == 2
-    retried = [p for p in parts if getattr(p, "outcome", None) == "retried" or isinstance(p, RetryPromptPart)]
+    retried = [
+        p
+        for p in parts
+        if getattr(p, "outcome", None) == "retried" or isinstance(p, RetryPromptPart)
+    ]
     assert len(retried) == 1 and "BLOCKED" in str(retried[0].content)
 
 
@@ -101,13 +120,17 @@ def test_each_run_is_its_own_session_by_default():
     ran = []
     cap = LoopGuard(policy=loopcore.Policy.opencode())
     for _ in range(2):
-        assert [p.outcome for p in returns(agent_with(cap, looping(2), ran).run_sync("go"))] == ["success"] * 2
+        assert [p.outcome for p in returns(agent_with(cap, looping(2), ran).run_sync("go"))] == [
+            "success"
+        ] * 2
     assert len(ran) == 4 and len(list(cap.guard.sessions())) == 2
 
 
 def test_failures_are_recorded_as_errors():
     ran, events = [], []
-    cap = LoopGuard(loopcore.Guard(loopcore.Policy.openhands(), on_event=events.append), session="s")
+    cap = LoopGuard(
+        loopcore.Guard(loopcore.Policy.openhands(), on_event=events.append), session="s"
+    )
     agent = agent_with(cap, looping(5), ran, fail=True)
     with pytest.raises(RuntimeError, match="disk on fire"):
         agent.run_sync("go")  # an unhandled tool exception ends the run, recorded first

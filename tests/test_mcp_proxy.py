@@ -4,10 +4,10 @@ The proxy runs as a subprocess (``python -m loopcore mcp-proxy ...``), as a harn
 The raw tests put a small line-logging JSON-RPC server behind it (no MCP library) so the bytes
 both ways can be compared exactly; the SDK tests need the ``mcp`` extra.
 """
+
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -25,7 +25,7 @@ PROXY = [sys.executable, "-m", "loopcore", "mcp-proxy"]
 # Hang guard for the subprocess tests (a proxy that never exits fails instead of hanging CI).
 LIMIT = 60
 
-RAW_SERVER = textwrap.dedent(r'''
+RAW_SERVER = textwrap.dedent(r"""
     import os, sys, time, signal
     log = open(sys.argv[1], "ab", buffering=0)
     sys.stderr.write("raw server up\n"); sys.stderr.flush()
@@ -71,7 +71,7 @@ RAW_SERVER = textwrap.dedent(r'''
             # odd spacing and key order on purpose: the proxy must not normalise it
             out.write(('{"result": ' + body + ',  "id": ' + json.dumps(msg["id"]) + ', "jsonrpc": "2.0"}\n').encode())
             out.flush()
-''')
+""")
 
 
 @pytest.fixture()
@@ -88,14 +88,28 @@ def _env():
 
 
 def _run_proxy(server, lines, *options, timeout=LIMIT):
-    proc = subprocess.run([*PROXY, *options, "--", *server], input=b"".join(lines), capture_output=True,
-                          env=_env(), timeout=timeout)
+    proc = subprocess.run(
+        [*PROXY, *options, "--", *server],
+        input=b"".join(lines),
+        capture_output=True,
+        env=_env(),
+        timeout=timeout,
+    )
     return proc
 
 
 def call(i, args, name="read_file"):
-    return orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                         "params": {"name": name, "arguments": args}}) + b"\n"
+    return (
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": args},
+            }
+        )
+        + b"\n"
+    )
 
 
 def responses(stdout: bytes) -> list:
@@ -113,11 +127,11 @@ PASS_THROUGH = [
     b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}\n',
     b'{"jsonrpc":"2.0","id":3,"method":"vendor/unknownThing","params":{"\\u00e9":[1,2.50,true,null]}}\n',
     b'[{"jsonrpc":"2.0","id":4,"method":"resources/list"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]\n',
-    b'{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}\n',             # the client answering a server request
-    b'this is not json at all\n',
-    b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":\n',     # truncated JSON
-    b'\xff\xfe binary \x00 garbage\n',
-    b'\n',
+    b'{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}\n',  # the client answering a server request
+    b"this is not json at all\n",
+    b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":\n',  # truncated JSON
+    b"\xff\xfe binary \x00 garbage\n",
+    b"\n",
     b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.py"}}}\n',
     b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"b.py"}}}\n',
 ]
@@ -133,7 +147,9 @@ def test_every_line_reaches_the_server_byte_for_byte(raw_server):
 
 def test_server_lines_reach_the_client_byte_for_byte(raw_server, tmp_path):
     server, _log = raw_server
-    direct = subprocess.run(server, input=b"".join(PASS_THROUGH), capture_output=True, timeout=LIMIT)
+    direct = subprocess.run(
+        server, input=b"".join(PASS_THROUGH), capture_output=True, timeout=LIMIT
+    )
     proxied = _run_proxy(server, PASS_THROUGH)
     assert direct.stdout.count(b"\n") >= 6  # initialize, ping, list, unknown, batch, two calls
     assert proxied.stdout == direct.stdout
@@ -166,14 +182,18 @@ def test_a_warning_is_appended_to_the_servers_result_as_a_text_block(raw_server)
     assert len(got[3]["content"]) == 2
     assert got[3]["content"][0] == got[1]["content"][0]
     assert got[3]["content"][1]["type"] == "text"
-    assert got[3]["content"][1]["text"].startswith("WARNING") and "3rd" in got[3]["content"][1]["text"]
+    assert (
+        got[3]["content"][1]["text"].startswith("WARNING") and "3rd" in got[3]["content"][1]["text"]
+    )
     assert got[3]["isError"] is False
     assert b"warn consecutive_repeat" in proc.stderr
 
 
 def test_quiet_says_nothing_of_its_own(raw_server):
     server, _ = raw_server
-    proc = _run_proxy(server, [call(i, {"path": "a.py"}) for i in range(1, 7)], "--policy", "cline", "--quiet")
+    proc = _run_proxy(
+        server, [call(i, {"path": "a.py"}) for i in range(1, 7)], "--policy", "cline", "--quiet"
+    )
     assert b"loopcore" not in proc.stderr
 
 
@@ -189,21 +209,47 @@ def test_outcomes_count_changing_results_are_progress(raw_server):
 def test_modern_envelope_blocks_carry_result_type(raw_server):
     server, _ = raw_server
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
-    lines = [orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                           "params": {"name": "read_file", "arguments": {"path": "a.py"}, "_meta": meta}}) + b"\n"
-             for i in range(1, 6)]
-    got = {r["id"]: r["result"] for r in responses(_run_proxy(server, lines, "--policy", "cline").stdout)}
+    lines = [
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "read_file", "arguments": {"path": "a.py"}, "_meta": meta},
+            }
+        )
+        + b"\n"
+        for i in range(1, 6)
+    ]
+    got = {
+        r["id"]: r["result"]
+        for r in responses(_run_proxy(server, lines, "--policy", "cline").stdout)
+    }
     assert got[5] == {**block_result(got[5]["content"][0]["text"]), "resultType": "complete"}
 
 
 def test_a_batch_with_a_blocked_call_forwards_the_rest(raw_server):
     server, log = raw_server
     first = [call(i, {"path": "a.py"}) for i in range(1, 5)]
-    batch = orjson.dumps([
-        {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "a.py"}}},
-        {"jsonrpc": "2.0", "id": 11, "method": "tools/list"},
-        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 2}},
-    ]) + b"\n"
+    batch = (
+        orjson.dumps(
+            [
+                {
+                    "jsonrpc": "2.0",
+                    "id": 10,
+                    "method": "tools/call",
+                    "params": {"name": "read_file", "arguments": {"path": "a.py"}},
+                },
+                {"jsonrpc": "2.0", "id": 11, "method": "tools/list"},
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": 1, "progress": 2},
+                },
+            ]
+        )
+        + b"\n"
+    )
     proc = _run_proxy(server, [*first, batch], "--policy", "cline")
     arrays = [orjson.loads(x) for x in proc.stdout.splitlines() if x.startswith(b"[")]
     blocked = [r for a in arrays for r in a if r["id"] == 10]
@@ -215,6 +261,7 @@ def test_a_batch_with_a_blocked_call_forwards_the_rest(raw_server):
 
 # -- process lifecycle ------------------------------------------------------------------------
 
+
 def test_the_servers_exit_code_and_stderr_propagate(raw_server):
     server, _ = raw_server
     exit_line = b'{"jsonrpc":"2.0","method":"exit","params":{"code":7}}\n'
@@ -225,9 +272,18 @@ def test_the_servers_exit_code_and_stderr_propagate(raw_server):
 
 def test_a_crash_mid_call_answers_the_open_requests_and_exits_with_the_servers_code(raw_server):
     server, _ = raw_server
-    lines = [call(1, {"path": "a.py"}), b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n', call(3, {}, name="die")]
-    proc = subprocess.Popen([*PROXY, "--", *server], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env())
+    lines = [
+        call(1, {"path": "a.py"}),
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n',
+        call(3, {}, name="die"),
+    ]
+    proc = subprocess.Popen(
+        [*PROXY, "--", *server],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
     proc.stdin.write(b"".join(lines))
     proc.stdin.flush()  # stdin stays open: the client is still there when the server dies
     out, _err = proc.communicate(timeout=LIMIT)
@@ -240,8 +296,13 @@ def test_a_crash_mid_call_answers_the_open_requests_and_exits_with_the_servers_c
 
 def test_signals_sent_to_the_proxy_reach_the_server(raw_server):
     server, _ = raw_server
-    proc = subprocess.Popen([*PROXY, "--", *server, "--ignore-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env())
+    proc = subprocess.Popen(
+        [*PROXY, "--", *server, "--ignore-eof"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
     proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
     proc.stdin.flush()
     assert b'"echo" : "ping"' in proc.stdout.readline()  # the server is up and answering
@@ -253,8 +314,12 @@ def test_signals_sent_to_the_proxy_reach_the_server(raw_server):
 def test_a_hung_server_cannot_keep_the_proxy_alive_after_the_client_leaves(raw_server):
     server, _ = raw_server
     # It ignores both stdin EOF and SIGTERM: only the SIGKILL after the grace ends it.
-    proc = _run_proxy([*server, "--ignore-eof", "--ignore-term"], [b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'],
-                      "--grace", "0.2")
+    proc = _run_proxy(
+        [*server, "--ignore-eof", "--ignore-term"],
+        [b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'],
+        "--grace",
+        "0.2",
+    )
     assert proc.returncode == 128 + signal.SIGKILL
     assert b'"echo" : "ping"' in proc.stdout
 
@@ -262,9 +327,13 @@ def test_a_hung_server_cannot_keep_the_proxy_alive_after_the_client_leaves(raw_s
 def test_a_missing_server_command_is_a_usage_error():
     proc = subprocess.run([*PROXY], capture_output=True, env=_env(), timeout=LIMIT)
     assert proc.returncode == 2 and b"no MCP server command" in proc.stderr
-    proc = subprocess.run([*PROXY, "--", "/nonexistent/server-binary"], capture_output=True, env=_env(), timeout=LIMIT)
+    proc = subprocess.run(
+        [*PROXY, "--", "/nonexistent/server-binary"], capture_output=True, env=_env(), timeout=LIMIT
+    )
     assert proc.returncode == 2 and b"cannot start the MCP server" in proc.stderr
-    proc = subprocess.run([*PROXY, "--policy", "nope", "--", "true"], capture_output=True, env=_env(), timeout=LIMIT)
+    proc = subprocess.run(
+        [*PROXY, "--policy", "nope", "--", "true"], capture_output=True, env=_env(), timeout=LIMIT
+    )
     assert proc.returncode == 2 and b"bad --policy" in proc.stderr
 
 
@@ -277,7 +346,9 @@ def test_state_carries_counts_over_a_restart_of_the_proxy(raw_server, tmp_path):
     second = _run_proxy(server, [call(i, {"path": "a.py"}) for i in range(4, 6)], *opts)
     got = {r["id"]: r["result"] for r in responses(second.stdout)}
     assert got[5]["isError"] is True  # the 5th identical call overall, across two proxies
-    fresh = _run_proxy(server, [call(i, {"path": "a.py"}) for i in range(4, 6)], "--policy", "cline")
+    fresh = _run_proxy(
+        server, [call(i, {"path": "a.py"}) for i in range(4, 6)], "--policy", "cline"
+    )
     assert not any(r["result"].get("isError") for r in responses(fresh.stdout))
 
 
@@ -285,8 +356,14 @@ def test_a_policy_file_is_read(raw_server, tmp_path):
     server, _ = raw_server
     pol = tmp_path / "policy.json"
     pol.write_bytes(orjson.dumps(loopcore.Policy.opencode().to_dict()))
-    got = {r["id"]: r["result"] for r in responses(_run_proxy(server, [call(i, {"p": 1}) for i in range(1, 4)],
-                                                               "--policy", str(pol)).stdout)}
+    got = {
+        r["id"]: r["result"]
+        for r in responses(
+            _run_proxy(
+                server, [call(i, {"p": 1}) for i in range(1, 4)], "--policy", str(pol)
+            ).stdout
+        )
+    }
     assert got[3]["isError"] is True  # opencode blocks the 3rd identical call
 
 
@@ -335,14 +412,20 @@ SDK_SERVER = textwrap.dedent('''
 
 @pytest.fixture()
 def sdk(tmp_path):
-    pytest.importorskip("mcp.server.mcpserver", reason="the mcp extra is not installed: pip install 'loopcore[mcp]'")
+    pytest.importorskip(
+        "mcp.server.mcpserver", reason="the mcp extra is not installed: pip install 'loopcore[mcp]'"
+    )
     from mcp import StdioServerParameters
 
     script = tmp_path / "sdk_server.py"
     script.write_text(SDK_SERVER)
 
     def params(*options, direct=False):
-        args = [str(script)] if direct else ["-m", "loopcore", "mcp-proxy", *options, "--", sys.executable, str(script)]
+        args = (
+            [str(script)]
+            if direct
+            else ["-m", "loopcore", "mcp-proxy", *options, "--", sys.executable, str(script)]
+        )
         return StdioServerParameters(command=sys.executable, args=args, env=_env())
 
     return params
@@ -390,7 +473,12 @@ def test_sdk_loop_is_blocked_by_the_proxy_and_never_reaches_the_server(sdk, mode
 
     results, ran = asyncio.run(session())
     assert [r.is_error for r in results] == [False] * 4 + [True] * 3
-    assert [len(r.content) for r in results[:4]] == [1, 1, 2, 1]  # warned once, at the 3rd (cline's soft limit)
+    assert [len(r.content) for r in results[:4]] == [
+        1,
+        1,
+        2,
+        1,
+    ]  # warned once, at the 3rd (cline's soft limit)
     assert results[2].content[1].text.startswith("WARNING")
     assert results[4].content[0].text.startswith("BLOCKED")
     assert ran.structured_content == {"result": 4}  # the server ran read_file 4 times, not 7
@@ -408,11 +496,12 @@ def test_sdk_server_crash_fails_the_call_instead_of_hanging(sdk):
 
     with pytest.raises(BaseException) as info:  # anyio wraps it in an ExceptionGroup
         asyncio.run(session())
-    errors = list(info.value.exceptions) if isinstance(info.value, BaseExceptionGroup) else [info.value]
+    group = BaseExceptionGroup  # noqa: F821 (a builtin since 3.11, which the mcp SDK needs)
+    errors = list(info.value.exceptions) if isinstance(info.value, group) else [info.value]
     flat = []
     while errors:
         e = errors.pop()
-        if isinstance(e, BaseExceptionGroup):
+        if isinstance(e, group):
             errors.extend(e.exceptions)
         else:
             flat.append(e)
@@ -423,8 +512,12 @@ def test_a_guard_that_fails_never_breaks_the_connection(raw_server):
     server, log = raw_server
     depth = loopcore.MAX_DEPTH + 5  # deeper than the guard hashes: check() raises
     deep = b'{"x":' * depth + b"{}" + b"}" * depth
-    lines = [b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":' + deep + b"}}\n",
-             call(2, {"path": "a.py"})]
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":'
+        + deep
+        + b"}}\n",
+        call(2, {"path": "a.py"}),
+    ]
     proc = _run_proxy(server, lines)
     assert proc.returncode == 0
     assert sorted(r["id"] for r in responses(proc.stdout)) == [1, 2]
@@ -432,11 +525,20 @@ def test_a_guard_that_fails_never_breaks_the_connection(raw_server):
     assert b"could not check 'read_file'" in proc.stderr
 
 
-def test_a_call_the_server_sits_on_is_answered_at_the_timeout_and_its_late_answer_dropped(raw_server):
+def test_a_call_the_server_sits_on_is_answered_at_the_timeout_and_its_late_answer_dropped(
+    raw_server,
+):
     server, log = raw_server
-    proc = subprocess.Popen([*PROXY, "--call-timeout", "0.2", "--grace", "0.5", "--", *server], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
-    proc.stdin.write(call(1, {"path": "a.py"}, name="slow") + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    proc = subprocess.Popen(
+        [*PROXY, "--call-timeout", "0.2", "--grace", "0.5", "--", *server],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    proc.stdin.write(
+        call(1, {"path": "a.py"}, name="slow") + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    )
     proc.stdin.flush()
     first = orjson.loads(proc.stdout.readline())  # the proxy's answer, before the server's
     second = orjson.loads(proc.stdout.readline())  # the ping, once the server is free again

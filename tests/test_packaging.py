@@ -1,4 +1,5 @@
 """The build itself: the pure build ships no extension, and a broken compiler fails loudly."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,16 @@ pytestmark = pytest.mark.slow
 def _copy_tree(tmp_path):
     """A clean copy of the sources (no in-place build outputs) to build from."""
     dst = tmp_path / "src-copy"
-    skip = shutil.ignore_patterns("*.so", "build", "*.egg-info", "__pycache__", ".venv", ".git", ".hypothesis",
-                                  ".pytest_cache")
+    skip = shutil.ignore_patterns(
+        "*.so",
+        "build",
+        "*.egg-info",
+        "__pycache__",
+        ".venv",
+        ".git",
+        ".hypothesis",
+        ".pytest_cache",
+    )
 
     def ignore(folder, names):
         out = set(skip(folder, names))
@@ -34,10 +43,22 @@ def _copy_tree(tmp_path):
 
 def _wheel(src, out, env_extra):
     env = dict(os.environ)
-    env.pop("LOOPCORE_NO_EXTENSIONS", None)  # each build says which kind it is (a pure test run sets it)
+    env.pop(
+        "LOOPCORE_NO_EXTENSIONS", None
+    )  # each build says which kind it is (a pure test run sets it)
     env.update(env_extra)
     return subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(out), str(src)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "-w",
+            str(out),
+            str(src),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -60,23 +81,46 @@ def test_compiler_failure_fails_the_build_loudly(tmp_path):
     res = _wheel(src, tmp_path / "wheels", {"CC": "false", "LDSHARED": "false"})
     assert res.returncode != 0
     out = res.stdout + res.stderr
-    assert "Refusing to fall back to pure Python silently" in out or "compiling the Cython core failed" in out
+    assert (
+        "Refusing to fall back to pure Python silently" in out
+        or "compiling the Cython core failed" in out
+    )
     assert "(CompileError: Command '['false'" in out  # the compiler failed, not a missing source
     assert not list((tmp_path / "wheels").glob("*.whl"))
 
 
 def _installed_implementation(tmp_path, whl, env_extra):
     target = tmp_path / "site"
-    res = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target),
-                          str(whl)], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(whl),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     env = {k: v for k, v in os.environ.items() if k not in ("LOOPCORE_NO_EXTENSIONS", "PYTHONPATH")}
     env.update(env_extra)
     # the deps come from this interpreter's site-packages; loopcore only from the install
     env["PYTHONPATH"] = str(target)
     return subprocess.run(
-        [sys.executable, "-c", "import loopcore; print(loopcore.implementation(), loopcore.__file__)"],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-c",
+            "import loopcore; print(loopcore.implementation(), loopcore.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
 
 
@@ -102,33 +146,38 @@ def _elf_sections(path):
     is64, little = data[4] == 2, data[5] == 1
     end = "<" if little else ">"
     if is64:
-        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
         name_at, offset_at, fmt = 0, 0x18, "Q"
     else:
-        shoff, = struct.unpack_from(end + "I", data, 0x20)
+        (shoff,) = struct.unpack_from(end + "I", data, 0x20)
         shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x2E)
         name_at, offset_at, fmt = 0, 0x10, "I"
 
     def header(i):
         base = shoff + i * shentsize
-        name, = struct.unpack_from(end + "I", data, base + name_at)
-        offset, = struct.unpack_from(end + fmt, data, base + offset_at)
+        (name,) = struct.unpack_from(end + "I", data, base + name_at)
+        (offset,) = struct.unpack_from(end + fmt, data, base + offset_at)
         return name, offset
 
     _, strtab = header(shstrndx)
     names = []
     for i in range(shnum):
         name, _ = header(i)
-        names.append(data[strtab + name:data.index(b"\0", strtab + name)].decode())
+        names.append(data[strtab + name : data.index(b"\0", strtab + name)].decode())
     return names
 
 
 def _build_inplace(src, env_extra, *names):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCORE_")}
     env.update(env_extra)
-    res = subprocess.run([sys.executable, "tools/build_inplace.py", *names], cwd=src, env=env,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "tools/build_inplace.py", *names],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return res
 
@@ -148,14 +197,18 @@ print(json.dumps({"file": native.__file__, "bad": bad}))
 def _hash_probe(src):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPCORE_")}
     env["PYTHONPATH"] = str(src / "src")  # the copy's own fresh build
-    out = subprocess.run([sys.executable, "-c", HASH_PROBE], cwd=src, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", HASH_PROBE], cwd=src, env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     import json
 
     return json.loads(out.stdout)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the ELF sections of the built module")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the ELF sections of the built module"
+)
 def test_release_build_has_no_debug_info_and_hashes_right(tmp_path):
     """A release build (the default) carries no debug sections, and its hash (the shared xxHash
     library, runtime ISA dispatch included) is XXH3 and the pure twin's at every size."""
@@ -173,7 +226,9 @@ def test_release_build_has_no_debug_info_and_hashes_right(tmp_path):
     assert so.stat().st_mtime_ns == before
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the ELF sections of the built module")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the ELF sections of the built module"
+)
 def test_debug_build_keeps_debug_info(tmp_path):
     """LOOPCORE_DEBUG_BUILD=1 is -O0 -g: the module (the shared library's code too) has DWARF."""
     src = _copy_tree(tmp_path)

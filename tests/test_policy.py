@@ -1,4 +1,5 @@
 """Policy: validation, presets, round trips (plain data; no twin involved)."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,7 +24,16 @@ def test_default_thresholds_match_the_design_table():
 
 def test_presets_listing_and_lookup():
     names = Policy.presets()
-    assert names == ("default", "openclaw", "opencode", "gemini_cli", "openhands", "cline", "roo", "altimate")
+    assert names == (
+        "default",
+        "openclaw",
+        "opencode",
+        "gemini_cli",
+        "openhands",
+        "cline",
+        "roo",
+        "altimate",
+    )
     for name in names:
         p = Policy.preset(name)
         assert isinstance(p, Policy) and p.name == name
@@ -50,7 +60,10 @@ def test_presets_switch_the_right_detectors():
 @pytest.mark.parametrize(
     "changes, match",
     [
-        ({"generic_warn": 20, "generic_block": 20}, r"generic_warn/generic_block.*warn threshold \(20\) must be below"),
+        (
+            {"generic_warn": 20, "generic_block": 20},
+            r"generic_warn/generic_block.*warn threshold \(20\) must be below",
+        ),
         ({"poll_warn": 30}, r"poll_warn/poll_block.*below the block threshold \(20\)"),
         ({"error_warn": 0}, r"Policy.error_warn must be a positive int; got 0"),
         ({"window": -1}, r"Policy.window must be a positive int"),

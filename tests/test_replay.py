@@ -1,4 +1,5 @@
 """``loopcore replay``: the Guard over recorded calls, what it would have warned or blocked."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,22 @@ from loopcore.replay import collect_replay, replay_trace
 def todo_writes(n: int, session: str = "s1", per_turn: int = 10, tokens: int = 100) -> list[Step]:
     """A1's shape: todo-list writes, *per_turn* a turn, each with a new list (different args)."""
     return [
-        Step(session, i // per_turn, "other", "TodoWrite", None,
-             {"todos": [{"content": f"task {j}", "status": "in_progress" if j == i % 7 else "pending"}
-                        for j in range(7)] + [{"content": f"note {i}", "status": "pending"}]},
-             "Todos have been modified successfully.", tokens_in=tokens)
+        Step(
+            session,
+            i // per_turn,
+            "other",
+            "TodoWrite",
+            None,
+            {
+                "todos": [
+                    {"content": f"task {j}", "status": "in_progress" if j == i % 7 else "pending"}
+                    for j in range(7)
+                ]
+                + [{"content": f"note {i}", "status": "pending"}]
+            },
+            "Todos have been modified successfully.",
+            tokens_in=tokens,
+        )
         for i in range(n)
     ]
 
@@ -55,7 +68,18 @@ def test_replay_events_carry_the_traces_own_coordinate_and_skip_turns_that_ran_n
         s.ref = {"line": i + 1}
     # a plain reply and a rejected action between the writes: nothing ran, no verdict
     steps.insert(5, Step("s1", 0, "other", "", text="thinking out loud", tokens_out=50))
-    steps.insert(6, Step("s1", 0, "other", "TodoWrite", None, "{bad json", rejected="arguments are not valid JSON"))
+    steps.insert(
+        6,
+        Step(
+            "s1",
+            0,
+            "other",
+            "TodoWrite",
+            None,
+            "{bad json",
+            rejected="arguments are not valid JSON",
+        ),
+    )
     rep = replay_trace(Trace(steps), _guard())
     assert rep.events and all(e.ref == {"line": steps[e.step].ref["line"]} for e in rep.events)
     assert not any(e.step in (5, 6) for e in rep.events)
@@ -72,8 +96,19 @@ def test_a2_the_same_calls_spread_over_sessions_never_warn():
 
 
 def test_honest_work_replays_without_a_verdict():
-    steps = [Step("s", 1, "observe", "read_file", f"f{i}.py", {"path": f"f{i}.py"}, f"body {i}", tokens_in=50)
-             for i in range(40)]
+    steps = [
+        Step(
+            "s",
+            1,
+            "observe",
+            "read_file",
+            f"f{i}.py",
+            {"path": f"f{i}.py"},
+            f"body {i}",
+            tokens_in=50,
+        )
+        for i in range(40)
+    ]
     rep = replay_trace(Trace(steps), _guard())
     assert rep.events == [] and rep.steps == 40 and rep.total_tokens == 2000
 
@@ -101,7 +136,12 @@ def test_detector_breakdown_and_json_round_trip(tmp_path, capsys):
     t = rep["traces"][0]
     assert t["first_block"] == 49 and len(t["events"]) == 36
     first = t["events"][0]
-    assert (first["step"], first["action"], first["tool"], first["detector"]) == (24, "warn", "TodoWrite", "tool_budget")
+    assert (first["step"], first["action"], first["tool"], first["detector"]) == (
+        24,
+        "warn",
+        "TodoWrite",
+        "tool_budget",
+    )
 
 
 def test_replay_table_names_blocks_and_tokens_saved(tmp_path, capsys):
@@ -173,13 +213,32 @@ def loopy_traces(draw):
     steps = []
     for i in range(n):
         tool = draw(st.sampled_from(_TOOLS))
-        args = {"path": draw(st.sampled_from(["a", "b"]))} if tool != "message" else {
-            "action": "send", "text": draw(st.sampled_from(["hi", "hi", "bye"]))}
+        args = (
+            {"path": draw(st.sampled_from(["a", "b"]))}
+            if tool != "message"
+            else {"action": "send", "text": draw(st.sampled_from(["hi", "hi", "bye"]))}
+        )
         result = draw(st.sampled_from(["same", "same", f"new {i}", {"messageId": i, "ok": True}]))
         error = draw(st.sampled_from([None, None, None, "boom"]))
-        kind = {"read_file": "observe", "bash": "exec", "TodoWrite": "other", "message": "other"}.get(tool, "other")
-        steps.append(Step("s", i // 5, kind, tool, args["path"] if kind == "observe" else None, args, result,
-                          error, tokens_in=draw(st.integers(0, 300))))
+        kind = {
+            "read_file": "observe",
+            "bash": "exec",
+            "TodoWrite": "other",
+            "message": "other",
+        }.get(tool, "other")
+        steps.append(
+            Step(
+                "s",
+                i // 5,
+                kind,
+                tool,
+                args["path"] if kind == "observe" else None,
+                args,
+                result,
+                error,
+                tokens_in=draw(st.integers(0, 300)),
+            )
+        )
     return Trace(steps)
 
 
@@ -190,7 +249,10 @@ def test_replay_is_identical_on_both_twins(impl):
     name = impl.name  # hypothesis must not see the Impl object: it probes attributes on arguments
 
     @settings(max_examples=40, deadline=None)
-    @given(trace=loopy_traces(), policy=st.sampled_from(["default", "openclaw", "opencode", "gemini-cli", "openhands"]))
+    @given(
+        trace=loopy_traces(),
+        policy=st.sampled_from(["default", "openclaw", "opencode", "gemini-cli", "openhands"]),
+    )
     def check(trace, policy):
         got = replay_trace(trace, Guard(policy=Policy.preset(policy), implementation=name))
         ref = replay_trace(trace, Guard(policy=Policy.preset(policy), implementation="py"))
@@ -209,8 +271,12 @@ def test_replay_reports_events_itself_and_leaves_logging_as_it_was(tmp_path, cap
     a = write_jsonl(tmp_path / "a.jsonl", todo_writes(30))
     # In a fresh process (pytest's own log capture would hide Python's last-resort handler):
     # the guard's per-event log lines must not flood stderr; the report lists the events.
-    proc = subprocess.run([sys.executable, "-m", "loopcore", "replay", str(a)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopcore", "replay", str(a)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "doom_loop_detected" not in proc.stderr
     assert "tool_budget" in proc.stdout

@@ -3,6 +3,7 @@
 The files are read in place through the ``shared_traces`` fixture (skipped when absent); the
 counts asserted here are the ones ../shared/traces/README.md documents for that snapshot.
 """
+
 from __future__ import annotations
 
 import collections
@@ -76,7 +77,10 @@ def test_tokens_come_from_usage_where_the_trace_has_it(loaded):
             assert t.meta["tokens_source"] == "none"
         elif t.format == "mini-swe-agent":
             assert t.meta["tokens_source"] in ("usage", "mixed"), t.source
-            assert not any(s.tokens_estimated for s in t if not s.meta.get("final")) or t.meta["tokens_source"] == "mixed"
+            assert (
+                not any(s.tokens_estimated for s in t if not s.meta.get("final"))
+                or t.meta["tokens_source"] == "mixed"
+            )
         else:  # tau-bench and SWE-agent demonstrations have no per-call usage
             assert t.meta["tokens_source"] == "estimate", t.source
         assert all(s.tokens_in >= 0 and s.tokens_out >= 0 for s in t)

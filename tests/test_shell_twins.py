@@ -6,6 +6,7 @@ must match it on the result of ``classify_shell`` and ``classify_shell_access`` 
 reads and writes) and on the lexer's split (``lex``), and raise
 exactly when it raises (neither ever does).
 """
+
 from __future__ import annotations
 
 import shlex
@@ -36,7 +37,9 @@ def outcome(fn, arg):
 def assert_same(twins, command):
     c, py = twins
     assert outcome(c.classify_shell, command) == outcome(py.classify_shell, command), repr(command)
-    assert outcome(c.classify_shell_access, command) == outcome(py.classify_shell_access, command), repr(command)
+    assert outcome(c.classify_shell_access, command) == outcome(
+        py.classify_shell_access, command
+    ), repr(command)
     if isinstance(command, str):
         assert outcome(c.lex, command) == outcome(py.lex, command), repr(command)
 
@@ -45,61 +48,320 @@ def assert_same(twins, command):
 # Random commands built from shell fragments
 
 PROGRAMS = [
-    "cat", "nl", "head", "tail", "ls", "ll", "tree", "du", "wc", "grep", "egrep", "rg", "ag", "jq", "sed", "gsed",
-    "awk", "gawk", "sort", "tr", "tee", "touch", "mkdir", "rm", "chmod", "chown", "mv", "cp", "ln", "rsync", "dd",
-    "patch", "apply_patch", "perl", "find", "git", "python", "pytest", "make", "bash", "sh", "zsh", "sudo", "env",
-    "timeout", "xargs", "nohup", "nice", "time", "cd", "pushd", "echo", "printf", "export", "true", "ps", "df",
-    "/usr/bin/cat", "./run.sh", "x/git", "if", "then", "fi", "do", "done", "for", "in", "!", "{", "}", "[[", "]]",
+    "cat",
+    "nl",
+    "head",
+    "tail",
+    "ls",
+    "ll",
+    "tree",
+    "du",
+    "wc",
+    "grep",
+    "egrep",
+    "rg",
+    "ag",
+    "jq",
+    "sed",
+    "gsed",
+    "awk",
+    "gawk",
+    "sort",
+    "tr",
+    "tee",
+    "touch",
+    "mkdir",
+    "rm",
+    "chmod",
+    "chown",
+    "mv",
+    "cp",
+    "ln",
+    "rsync",
+    "dd",
+    "patch",
+    "apply_patch",
+    "perl",
+    "find",
+    "git",
+    "python",
+    "pytest",
+    "make",
+    "bash",
+    "sh",
+    "zsh",
+    "sudo",
+    "env",
+    "timeout",
+    "xargs",
+    "nohup",
+    "nice",
+    "time",
+    "cd",
+    "pushd",
+    "echo",
+    "printf",
+    "export",
+    "true",
+    "ps",
+    "df",
+    "/usr/bin/cat",
+    "./run.sh",
+    "x/git",
+    "if",
+    "then",
+    "fi",
+    "do",
+    "done",
+    "for",
+    "in",
+    "!",
+    "{",
+    "}",
+    "[[",
+    "]]",
 ]
 ARGS = [
-    "a.py", "src/", "src/../a.py", "./x", "../y", "/abs/p", "//net/p", "~/h", "$HOME", "$f", "${x}", "`pwd`", "$(pwd)",
-    "a b", "-", "--", "-n", "-n5", "-i", "-i.bak", "-ni", "--in-place", "-e", "-f", "-c", "-lc", "-t", "-o", "-r",
-    "--output=o", "--regexp=x", "--files", "-delete", "-exec", "-execdir", "-ok", "{}", "\\;", "+", "-name",
-    "'*.py'", "inplace", "--dry-run", "-C", "-u", "-s", "5", "10s", "1,20p", "s/a/b/", "of=out", "if=in",
-    "A=1", "a[1]=x", "B+=2", "1A=", "_=", "git:repo", "http://x/y", ".", "..", "./", "/", "dir/.", "a//b",
+    "a.py",
+    "src/",
+    "src/../a.py",
+    "./x",
+    "../y",
+    "/abs/p",
+    "//net/p",
+    "~/h",
+    "$HOME",
+    "$f",
+    "${x}",
+    "`pwd`",
+    "$(pwd)",
+    "a b",
+    "-",
+    "--",
+    "-n",
+    "-n5",
+    "-i",
+    "-i.bak",
+    "-ni",
+    "--in-place",
+    "-e",
+    "-f",
+    "-c",
+    "-lc",
+    "-t",
+    "-o",
+    "-r",
+    "--output=o",
+    "--regexp=x",
+    "--files",
+    "-delete",
+    "-exec",
+    "-execdir",
+    "-ok",
+    "{}",
+    "\\;",
+    "+",
+    "-name",
+    "'*.py'",
+    "inplace",
+    "--dry-run",
+    "-C",
+    "-u",
+    "-s",
+    "5",
+    "10s",
+    "1,20p",
+    "s/a/b/",
+    "of=out",
+    "if=in",
+    "A=1",
+    "a[1]=x",
+    "B+=2",
+    "1A=",
+    "_=",
+    "git:repo",
+    "http://x/y",
+    ".",
+    "..",
+    "./",
+    "/",
+    "dir/.",
+    "a//b",
     # git subcommands and their arguments
-    "apply", "checkout", "switch", "restore", "stash", "list", "show", "branch", "tag", "remote", "config",
-    "-d", "-D", "--delete", "--list", "--get", "get-url", "diff", "log", "status", "blame", "add", "commit",
-    "clean", "rev-parse", "ls-files", "worktree", "fetch", "unknown-sub", "reset", "--hard", "HEAD~1", "main",
-    "src/x.cfg", "v1.2", ":/", "*",
+    "apply",
+    "checkout",
+    "switch",
+    "restore",
+    "stash",
+    "list",
+    "show",
+    "branch",
+    "tag",
+    "remote",
+    "config",
+    "-d",
+    "-D",
+    "--delete",
+    "--list",
+    "--get",
+    "get-url",
+    "diff",
+    "log",
+    "status",
+    "blame",
+    "add",
+    "commit",
+    "clean",
+    "rev-parse",
+    "ls-files",
+    "worktree",
+    "fetch",
+    "unknown-sub",
+    "reset",
+    "--hard",
+    "HEAD~1",
+    "main",
+    "src/x.cfg",
+    "v1.2",
+    ":/",
+    "*",
     # sed scripts: literal no-op substitutions and ones that are not
-    "'s/x/x/'", "'s/return a/return a/g'", "'s|a|a|'", "'s/a.b/a.b/'", "'s/x/y/'", "'s///'", "'264a y'",
+    "'s/x/x/'",
+    "'s/return a/return a/g'",
+    "'s|a|a|'",
+    "'s/a.b/a.b/'",
+    "'s/x/y/'",
+    "'s///'",
+    "'264a y'",
     # apply_patch bodies
     "'*** Begin Patch\n*** Update File: p.py\n*** Move to: q.py\n*** End Patch'",
 ]
-SEPARATORS = [" ", "  ", "\t", "\n", " | ", " && ", " || ", "; ", ";", ";;", " & ", "|&", " (", ") ", "{ ", " }",
-              "\\\n", "\r\n"]
-REDIRECTIONS = [" > ", ">", " >> ", " < ", "2>", " 2>&1", " &>", "&>>", ">|", "<>", "<&", " <<< ", "3<", "0<",
-                "1>", "12>", " /dev/null", " out.txt", " -"]
-HEREDOCS = [" <<EOF\n", " <<-EOF\n", " <<'EOF'\n", ' <<"E"OF\n', " <<\\EOF\n", "<<-", "<<", "\nEOF\n", "\n\tEOF\n",
-            "EOF", "EOF\r\n", "\nEOFX\n", " body line\n"]
-ODD = ["'", '"', "\\", "\\\"", "\\\\", "`", "$(", "$((", "$( (", "))", ")", "(", "$", "#", " #c", "a#b", "\r", "\x0b",
-       "\x0c", "\x1c", "\x85", "\xa0", "\u2003", "\u3000", "é", "日本", "\U0001f600", "\ud800", "0", "12", "''", '""',
-       '"a\\"b"', "'it'\\''s'", '"$x"', '"\\$x"', '"\\\n"', '"a\\']
+SEPARATORS = [
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    " | ",
+    " && ",
+    " || ",
+    "; ",
+    ";",
+    ";;",
+    " & ",
+    "|&",
+    " (",
+    ") ",
+    "{ ",
+    " }",
+    "\\\n",
+    "\r\n",
+]
+REDIRECTIONS = [
+    " > ",
+    ">",
+    " >> ",
+    " < ",
+    "2>",
+    " 2>&1",
+    " &>",
+    "&>>",
+    ">|",
+    "<>",
+    "<&",
+    " <<< ",
+    "3<",
+    "0<",
+    "1>",
+    "12>",
+    " /dev/null",
+    " out.txt",
+    " -",
+]
+HEREDOCS = [
+    " <<EOF\n",
+    " <<-EOF\n",
+    " <<'EOF'\n",
+    ' <<"E"OF\n',
+    " <<\\EOF\n",
+    "<<-",
+    "<<",
+    "\nEOF\n",
+    "\n\tEOF\n",
+    "EOF",
+    "EOF\r\n",
+    "\nEOFX\n",
+    " body line\n",
+]
+ODD = [
+    "'",
+    '"',
+    "\\",
+    '\\"',
+    "\\\\",
+    "`",
+    "$(",
+    "$((",
+    "$( (",
+    "))",
+    ")",
+    "(",
+    "$",
+    "#",
+    " #c",
+    "a#b",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\xa0",
+    "\u2003",
+    "\u3000",
+    "é",
+    "日本",
+    "\U0001f600",
+    "\ud800",
+    "0",
+    "12",
+    "''",
+    '""',
+    '"a\\"b"',
+    "'it'\\''s'",
+    '"$x"',
+    '"\\$x"',
+    '"\\\n"',
+    '"a\\',
+]
 FRAGMENTS = PROGRAMS + ARGS + SEPARATORS + REDIRECTIONS + HEREDOCS + ODD
 
 fragment_commands = st.lists(st.sampled_from(FRAGMENTS), max_size=24).map("".join)
 # Single characters that steer the lexer, for the corners the fragments do not reach.
-char_commands = st.text(alphabet=st.sampled_from(list("ab01 \t\r\n\\'\"$()`|&;<>#-=~/.{}EOF\x0c\xa0")), max_size=40)
+char_commands = st.text(
+    alphabet=st.sampled_from(list("ab01 \t\r\n\\'\"$()`|&;<>#-=~/.{}EOF\x0c\xa0")), max_size=40
+)
 # Programs with arguments, which reach the per-program rules more often than free fragments.
 simple_commands = st.builds(
     lambda prog, args, tail: " ".join([prog, *args]) + tail,
-    st.sampled_from(PROGRAMS), st.lists(st.sampled_from(ARGS), max_size=6), st.sampled_from(["", *SEPARATORS, *REDIRECTIONS]),
+    st.sampled_from(PROGRAMS),
+    st.lists(st.sampled_from(ARGS), max_size=6),
+    st.sampled_from(["", *SEPARATORS, *REDIRECTIONS]),
 )
 script_commands = st.lists(simple_commands, min_size=1, max_size=5).flatmap(
-    lambda parts: st.lists(st.sampled_from(SEPARATORS + REDIRECTIONS), min_size=len(parts), max_size=len(parts)).map(
-        lambda seps: "".join(p + s for p, s in zip(parts, seps))
-    )
+    lambda parts: st.lists(
+        st.sampled_from(SEPARATORS + REDIRECTIONS), min_size=len(parts), max_size=len(parts)
+    ).map(lambda seps: "".join(p + s for p, s in zip(parts, seps)))
 )
 # A script nested in bash -c / find -exec / a heredoc fed to a shell.
 nested_commands = st.one_of(
     script_commands.map(lambda s: "bash -lc " + repr(s)),
-    script_commands.map(lambda s: f"cd /repo && sh -c \"{s}\""),
+    script_commands.map(lambda s: f'cd /repo && sh -c "{s}"'),
     simple_commands.map(lambda s: f"find . -name '*.py' -exec {s} {{}} \\;"),
     script_commands.map(lambda s: f"bash <<'EOF'\n{s}\nEOF\ncat a"),
     simple_commands.map(lambda s: f"sudo -u root timeout 5 env A=1 {s}"),
 )
-any_command = st.one_of(fragment_commands, char_commands, simple_commands, script_commands, nested_commands)
+any_command = st.one_of(
+    fragment_commands, char_commands, simple_commands, script_commands, nested_commands
+)
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -114,21 +376,94 @@ def test_twins_agree_on_any_unicode_text(twins, command):
     assert_same(twins, command)
 
 
-@pytest.mark.parametrize("command", [
-    "", " ", "\n", "cat a.py", "cd /repo && cat a", "cd src/ && cat ../lib/x.c ./y", "cd ~ && cat a", "cd - ; cat a",
-    "cd '' && cat a", "cat ''", "echo x > ''", "cd /r && cat '' b/", "ls ./", "cat a//b ./c/./d /x/../y",
-    "cat //x ///y", "rg --files", "rg -e x", "grep -- -x a", "sed -n -- 1p a", "sed -i", "awk -i inplace '{}' f",
-    "sort -o", "sort --output=", "mv -t dir a b", "cp -t '' a", "cp a", "chmod 644", "dd", "patch --dry-run < x",
-    "git", "git -C", "git -c x", "git branch -D x", "git config --get x", "git stash show", "git rm -- a b",
-    "find", "find -exec", "find . -exec ;", "find . -exec {} ;", "find . -exec cat {} + -exec rm {} \\;",
-    "env", "env A=1", "env A=1 B=2 cat x", "timeout", "timeout 5", "sudo", "sudo -u", "xargs", "xargs -I {} cat {}",
-    "time cat x", "if cat a; then rm b; fi", "a=1 b[2]=3 c+=4 cat x", "x=1", "bash", "bash -c", "bash -c ''",
-    "bash <<EOF\ncat a\nEOF", "apply_patch <<'EOF'\n*** Add File: n.py\nEOF", "applypatch", "perl -i", "perl -e 1",
-    "cat <<A <<B\na\nA\nb\nB\ncat c", "cat <<-\tEOF\n\tx\n\tEOF", "cat <<''\n\nx", "<<EOF\nbody\nEOF\ncat x",
-    "cat <<EOF; python x\nbody\nEOF", "cat <<EOF | tee out\nEOFEOF\nEOF\r\n", "cat > a <<E\nE E\n E\nE",
-    "echo $(cat a) > $(b)", "echo `x` > `y`", "cat x\\ y", "cat 'a'\"b\"c\\d", 'cat "a\\', "cat 'a", "cat \\",
-    "echo 1\\\n>x", "echo 1\x0c>x", "cat a\xa0b", "cat a\u3000b", "cat \ud800", "cat 日本.txt", "cat \U0001f600",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "",
+        " ",
+        "\n",
+        "cat a.py",
+        "cd /repo && cat a",
+        "cd src/ && cat ../lib/x.c ./y",
+        "cd ~ && cat a",
+        "cd - ; cat a",
+        "cd '' && cat a",
+        "cat ''",
+        "echo x > ''",
+        "cd /r && cat '' b/",
+        "ls ./",
+        "cat a//b ./c/./d /x/../y",
+        "cat //x ///y",
+        "rg --files",
+        "rg -e x",
+        "grep -- -x a",
+        "sed -n -- 1p a",
+        "sed -i",
+        "awk -i inplace '{}' f",
+        "sort -o",
+        "sort --output=",
+        "mv -t dir a b",
+        "cp -t '' a",
+        "cp a",
+        "chmod 644",
+        "dd",
+        "patch --dry-run < x",
+        "git",
+        "git -C",
+        "git -c x",
+        "git branch -D x",
+        "git config --get x",
+        "git stash show",
+        "git rm -- a b",
+        "find",
+        "find -exec",
+        "find . -exec ;",
+        "find . -exec {} ;",
+        "find . -exec cat {} + -exec rm {} \\;",
+        "env",
+        "env A=1",
+        "env A=1 B=2 cat x",
+        "timeout",
+        "timeout 5",
+        "sudo",
+        "sudo -u",
+        "xargs",
+        "xargs -I {} cat {}",
+        "time cat x",
+        "if cat a; then rm b; fi",
+        "a=1 b[2]=3 c+=4 cat x",
+        "x=1",
+        "bash",
+        "bash -c",
+        "bash -c ''",
+        "bash <<EOF\ncat a\nEOF",
+        "apply_patch <<'EOF'\n*** Add File: n.py\nEOF",
+        "applypatch",
+        "perl -i",
+        "perl -e 1",
+        "cat <<A <<B\na\nA\nb\nB\ncat c",
+        "cat <<-\tEOF\n\tx\n\tEOF",
+        "cat <<''\n\nx",
+        "<<EOF\nbody\nEOF\ncat x",
+        "cat <<EOF; python x\nbody\nEOF",
+        "cat <<EOF | tee out\nEOFEOF\nEOF\r\n",
+        "cat > a <<E\nE E\n E\nE",
+        "echo $(cat a) > $(b)",
+        "echo `x` > `y`",
+        "cat x\\ y",
+        "cat 'a'\"b\"c\\d",
+        'cat "a\\',
+        "cat 'a",
+        "cat \\",
+        "echo 1\\\n>x",
+        "echo 1\x0c>x",
+        "cat a\xa0b",
+        "cat a\u3000b",
+        "cat \ud800",
+        "cat 日本.txt",
+        "cat \U0001f600",
+    ],
+)
 def test_twins_agree_on_corner_cases(twins, command):
     assert_same(twins, command)
 
@@ -150,27 +485,30 @@ def test_twins_agree_on_str_subclasses(twins):
 # Pathological inputs: no crash, no C stack overflow, same answers, finite time
 
 
-@pytest.mark.parametrize("command", [
-    "echo $((" + "a b" * 5000,                       # unclosed arithmetic: once exponential backtracking
-    "echo $(" + "(a" * 20000,
-    "echo $(" + "(" * 50000 + ")" * 50000,
-    "$(" * 50000,
-    "(" * 100000 + "cat a" + ")" * 100000,
-    "sudo " * 20000 + "cat x",                       # wrappers loop, they do not recurse
-    "env " + "A=1 " * 20000 + "cat x",
-    "timeout 5 " * 5000 + "rm y",
-    "find . -exec " * 2000 + "rm x",                 # nested -exec is bounded
-    "find . -exec " * 3 + "{} ;",
-    "bash -c 'bash -c \"bash -c \\\"bash -c cat\\\"\"'",
-    "bash -c " * 1000 + "cat x",
-    "cat a && " * 20000 + "python x",
-    "cat " + "a " * 100000,
-    "cat <<EOF\n" + "EOF EOF " * 20000 + "\nEOF",     # a long line full of delimiter matches
-    "cat <<-EOF\n" + "\t" * 10000 + "x\n\tEOF",
-    "cat <<EOF\n" + "x\n" * 100000,
-    "echo " + '"' + "\\\\" * 50000 + '"',
-    "echo '" + "x" * 1_000_000 + "'",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo $((" + "a b" * 5000,  # unclosed arithmetic: once exponential backtracking
+        "echo $(" + "(a" * 20000,
+        "echo $(" + "(" * 50000 + ")" * 50000,
+        "$(" * 50000,
+        "(" * 100000 + "cat a" + ")" * 100000,
+        "sudo " * 20000 + "cat x",  # wrappers loop, they do not recurse
+        "env " + "A=1 " * 20000 + "cat x",
+        "timeout 5 " * 5000 + "rm y",
+        "find . -exec " * 2000 + "rm x",  # nested -exec is bounded
+        "find . -exec " * 3 + "{} ;",
+        'bash -c \'bash -c "bash -c \\"bash -c cat\\""\'',
+        "bash -c " * 1000 + "cat x",
+        "cat a && " * 20000 + "python x",
+        "cat " + "a " * 100000,
+        "cat <<EOF\n" + "EOF EOF " * 20000 + "\nEOF",  # a long line full of delimiter matches
+        "cat <<-EOF\n" + "\t" * 10000 + "x\n\tEOF",
+        "cat <<EOF\n" + "x\n" * 100000,
+        "echo " + '"' + "\\\\" * 50000 + '"',
+        "echo '" + "x" * 1_000_000 + "'",
+    ],
+)
 def test_twins_agree_on_pathological_inputs(twins, command):
     assert_same(twins, command)
 
@@ -192,11 +530,15 @@ def test_nesting_bounds(impl):
     assert classify_shell("env " + "A=1 " * 5000) == ("observe", None)
 
 
-@pytest.mark.parametrize("command", [
-    "find . -exec " * 2000 + "cat x",
-    ("find . -exec " * 4 + "cat x \\; ") * 500,   # each -exec re-reads the rest of the line: 2**depth
-    "find . -exec cat {} \\; " * 3000,
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -exec " * 2000 + "cat x",
+        ("find . -exec " * 4 + "cat x \\; ")
+        * 500,  # each -exec re-reads the rest of the line: 2**depth
+        "find . -exec cat {} \\; " * 3000,
+    ],
+)
 def test_find_exec_chains_stay_cheap(twins, command):
     assert_same(twins, command)
 
@@ -229,6 +571,11 @@ def test_twins_agree_on_every_shared_trace_command(twins, shared_traces, monkeyp
         pass
     assert len(seen) > 1000, "the traces should hold thousands of shell commands"
     c, py = twins
-    differ = [cmd for cmd in seen if c.classify_shell(cmd) != py.classify_shell(cmd) or c.lex(cmd) != py.lex(cmd)
-              or c.classify_shell_access(cmd) != py.classify_shell_access(cmd)]
+    differ = [
+        cmd
+        for cmd in seen
+        if c.classify_shell(cmd) != py.classify_shell(cmd)
+        or c.lex(cmd) != py.lex(cmd)
+        or c.classify_shell_access(cmd) != py.classify_shell_access(cmd)
+    ]
     assert differ == [], f"{len(differ)} commands differ, e.g. {differ[0][:200]!r}"

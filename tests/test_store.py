@@ -4,6 +4,7 @@ Round trips give byte-identical JSON reports (generated corpus, the real traces,
 a second run appends without touching the first; foreign, corrupt or other-schema folders are
 refused with a clear error.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,6 +19,7 @@ import pytest
 pytest.importorskip("pyarrow")
 
 from conftest import package_env  # noqa: E402
+
 from loopcore import store  # noqa: E402
 from loopcore.cli import main  # noqa: E402
 from loopcore.report import collect, to_json  # noqa: E402
@@ -41,8 +43,11 @@ def corpus_json(corpus) -> bytes:
 
 
 def _digest(folder: pathlib.Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_round_trip_gives_the_same_json_report_on_either_twin(corpus, corpus_json, tmp_path, impl):
@@ -80,12 +85,25 @@ def test_cli_writes_a_store_and_reanalyses_it_byte_for_byte(corpus, tmp_path, ca
 
 def test_steps_carry_refs_raw_targets_and_the_original_charges(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
-    def read(turn: int, target, result: str, tokens: int) -> Step:
-        return Step(session="s1", turn=turn, kind="observe", name="read", target=target, args={"t": str(target)},
-                    result=result, tokens_in=tokens)
 
-    steps = [read(0, ("b.py", "a.py"), "x" * 50, 10), read(1, ("b.py", "a.py"), "x" * 50, 10),
-             read(2, "c.py", "y", 3), read(3, "c.py", "y", 3)]
+    def read(turn: int, target, result: str, tokens: int) -> Step:
+        return Step(
+            session="s1",
+            turn=turn,
+            kind="observe",
+            name="read",
+            target=target,
+            args={"t": str(target)},
+            result=result,
+            tokens_in=tokens,
+        )
+
+    steps = [
+        read(0, ("b.py", "a.py"), "x" * 50, 10),
+        read(1, ("b.py", "a.py"), "x" * 50, 10),
+        read(2, "c.py", "y", 3),
+        read(3, "c.py", "y", 3),
+    ]
     for i, s in enumerate(steps):
         try:
             s.ref = {"line": i + 1}
@@ -102,13 +120,24 @@ def test_steps_carry_refs_raw_targets_and_the_original_charges(tmp_path):
     f = mem[0].report.findings
     assert [x.target for x in f] == [("b.py", "a.py"), "c.py"]
     root = tmp_path / "s"
-    store.write_encoded(str(root), enc, store.trace_meta([trace], ["t.jsonl"]), [mem[0].report], refs=refs,
-                        target_raw=raw, run="r1", date="2026-01-02", part=0)
+    store.write_encoded(
+        str(root),
+        enc,
+        store.trace_meta([trace], ["t.jsonl"]),
+        [mem[0].report],
+        refs=refs,
+        target_raw=raw,
+        run="r1",
+        date="2026-01-02",
+        part=0,
+    )
     table = pq.read_table(next((root / "steps" / "date=2026-01-02").iterdir()))
     assert table.column("step").to_pylist() == [0, 1, 2, 3]
     assert table.num_rows == 4
     if getattr(steps[0], "ref", None) is not None:
-        assert [json.loads(r) for r in table.column("ref").to_pylist()] == [{"line": i + 1} for i in range(4)]
+        assert [json.loads(r) for r in table.column("ref").to_pylist()] == [
+            {"line": i + 1} for i in range(4)
+        ]
 
 
 def test_a_second_run_appends_without_rewriting_the_first(corpus, tmp_path, impl):
@@ -128,7 +157,10 @@ def test_a_second_run_appends_without_rewriting_the_first(corpus, tmp_path, impl
     assert both.overall.wasted_tokens == first.overall.wasted_tokens + second.overall.wasted_tokens
     totals = store.reanalyse_totals(root, impl=impl.name)
     assert (totals.traces, totals.steps, totals.wasted_tokens) == (
-        len(both.traces), both.steps, both.overall.wasted_tokens)
+        len(both.traces),
+        both.steps,
+        both.overall.wasted_tokens,
+    )
 
 
 def test_an_unfinished_run_is_not_part_of_the_store(corpus, tmp_path):
@@ -167,7 +199,9 @@ def test_foreign_corrupt_and_other_schema_folders_are_refused(corpus, tmp_path, 
     assert "schema 99" in err and "Traceback" not in err
     with pytest.raises(store.StoreError, match="schema 99"):
         store.collect_to_store([str(corpus)], bad)
-    (bad / store.MARKER).write_text(json.dumps({"format": "loopcore-store", "schema": store.STORE_SCHEMA}))
+    (bad / store.MARKER).write_text(
+        json.dumps({"format": "loopcore-store", "schema": store.STORE_SCHEMA})
+    )
     with pytest.raises(store.StoreError, match="without any complete run"):
         store.analyse_store(bad)
 
@@ -206,7 +240,19 @@ def test_parquet_cannot_take_a_store_as_input_or_a_scheduler(corpus, tmp_path, c
     store.collect_to_store([str(corpus)], root)
     assert main(["analyse", str(root), "--parquet", str(tmp_path / "x")]) == 2
     assert "already one" in capsys.readouterr().err
-    assert main(["analyse", str(corpus), "--parquet", str(tmp_path / "y"), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert (
+        main(
+            [
+                "analyse",
+                str(corpus),
+                "--parquet",
+                str(tmp_path / "y"),
+                "--scheduler",
+                "tcp://127.0.0.1:1",
+            ]
+        )
+        == 2
+    )
     assert "--scheduler" in capsys.readouterr().err
 
 
@@ -219,18 +265,45 @@ def test_kernel_columns_are_step_columns_of_the_encoding():
 
 def test_import_loopcore_does_not_import_pyarrow():
     code = "import sys, loopcore, loopcore.cli; print('pyarrow' in sys.modules, 'duckdb' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], env=package_env(), capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=package_env(), capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["False", "False"]
 
 
 def _todo_trace(path: pathlib.Path, writes: int) -> None:
     lines = []
     for i in range(writes):
-        todos = [{"content": f"task {j}", "status": "completed" if j < i % 7 else "pending"} for j in range(7)]
-        lines.append({"session": "todo-heavy", "turn": i, "kind": "mutate", "name": "TodoWrite", "target": "todos",
-                      "args": {"todos": todos}, "result": "ok", "tokens_in": 30, "tokens_out": 40})
-        lines.append({"session": "todo-heavy", "turn": i, "kind": "observe", "name": "Read", "target": "a.py",
-                      "args": {"path": "a.py"}, "result": "text", "tokens_in": 5, "tokens_out": 5})
+        todos = [
+            {"content": f"task {j}", "status": "completed" if j < i % 7 else "pending"}
+            for j in range(7)
+        ]
+        lines.append(
+            {
+                "session": "todo-heavy",
+                "turn": i,
+                "kind": "mutate",
+                "name": "TodoWrite",
+                "target": "todos",
+                "args": {"todos": todos},
+                "result": "ok",
+                "tokens_in": 30,
+                "tokens_out": 40,
+            }
+        )
+        lines.append(
+            {
+                "session": "todo-heavy",
+                "turn": i,
+                "kind": "observe",
+                "name": "Read",
+                "target": "a.py",
+                "args": {"path": "a.py"},
+                "result": "text",
+                "tokens_in": 5,
+                "tokens_out": 5,
+            }
+        )
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
@@ -245,9 +318,15 @@ def test_the_documented_duckdb_queries_run(corpus, tmp_path):
     queries = _doc_queries()
     assert set(queries) == {"top wasting tools", "sessions over 50 todo writes", "waste by day"}
     con = duckdb.connect()
-    results = {name: con.execute(sql.replace("STORE", str(root))).fetchall() for name, sql in queries.items()}
+    results = {
+        name: con.execute(sql.replace("STORE", str(root))).fetchall()
+        for name, sql in queries.items()
+    }
     by_day = {str(row[0]): row[1] for row in results["waste by day"]}
-    assert by_day == {"2026-04-01": day1.overall.wasted_tokens, "2026-04-02": day2.overall.wasted_tokens}
+    assert by_day == {
+        "2026-04-01": day1.overall.wasted_tokens,
+        "2026-04-02": day2.overall.wasted_tokens,
+    }
     assert results["sessions over 50 todo writes"] == [("todo-heavy", str(todo), 60)]
     top = results["top wasting tools"]
     wasted = {}
@@ -276,7 +355,22 @@ def test_the_run_settings_are_kept_for_the_reanalysis(corpus, tmp_path):
     if "charge_turn_output" not in BurnSettings.__dataclass_fields__:
         pytest.skip("this analysis has no turn-output setting")
     root, a, b = tmp_path / "store", tmp_path / "a.json", tmp_path / "b.json"
-    assert main(["analyse", str(corpus), "--charge-turn-output", "--parquet", str(root), "--json", str(a)]) == 0
+    assert (
+        main(
+            [
+                "analyse",
+                str(corpus),
+                "--charge-turn-output",
+                "--parquet",
+                str(root),
+                "--json",
+                str(a),
+            ]
+        )
+        == 0
+    )
     assert main(["analyse", str(root), "--json", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes()
-    assert json.loads(a.read_bytes()) == json.loads(to_json(collect([str(corpus)], charge_turn_output=True)))
+    assert json.loads(a.read_bytes()) == json.loads(
+        to_json(collect([str(corpus)], charge_turn_output=True))
+    )

@@ -4,6 +4,7 @@ The shell classifier has twins (``impl.shell``: compiled and pure); every test o
 both, and tests/test_shell_twins.py checks they agree on random and real commands. The
 lexer tests look inside the pure twin, the reference.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopcore import _native_flag
-from loopcore.taxonomy import PROFILES, Profile, classify, classify_shell, get_profile, parse_patch_targets
+from loopcore.taxonomy import (
+    PROFILES,
+    Profile,
+    classify,
+    classify_shell,
+    get_profile,
+    parse_patch_targets,
+)
 
 pure = _native_flag.load("shell", "py")
 
@@ -66,8 +74,11 @@ SHELL_CASES = [
     ("sort -o sorted.txt in.txt", "mutate", "sorted.txt"),
     ("echo x > $OUT", "mutate", None),
     ("cd /repo && sed -i 's/x/y/' a.py && cat a.py", "mutate", "/repo/a.py"),
-    ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: b.py\n+1\n*** End Patch\nEOF",
-     "mutate", ("src/a.py", "b.py")),
+    (
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: b.py\n+1\n*** End Patch\nEOF",
+        "mutate",
+        ("src/a.py", "b.py"),
+    ),
     # anything that runs code is exec, whatever else it does
     ("python reproduce.py", "exec", None),
     ("cd /testbed && python -m pytest -x tests/", "exec", None),
@@ -97,7 +108,11 @@ def test_shell_classifier(impl, cmd, kind, target):
     elif kind == "observe":
         assert writes == () and not no_op
     elif kind == "mutate":
-        assert writes is None if target is None else set(writes) == set(t if isinstance(t, tuple) else (t,))
+        assert (
+            writes is None
+            if target is None
+            else set(writes) == set(t if isinstance(t, tuple) else (t,))
+        )
 
 
 # (command, reads, writes, no_op); None = anything / everything
@@ -142,10 +157,28 @@ def test_profiles_give_reads_and_writes():
     from loopcore.taxonomy.profiles import PROFILES
 
     p = PROFILES["generic"]
-    assert p.access("bash", {"command": "git diff -- a.py > p.txt"}) == ("mutate", "p.txt", ("a.py",), ("p.txt",), False)
+    assert p.access("bash", {"command": "git diff -- a.py > p.txt"}) == (
+        "mutate",
+        "p.txt",
+        ("a.py",),
+        ("p.txt",),
+        False,
+    )
     assert p.access("Read", {"file_path": "a.py"}) == ("observe", "a.py", None, None, False)
-    assert p.access("Write", {"file_path": "a.py", "content": "x"}) == ("mutate", "a.py", None, None, False)
-    assert p.access("Bash", {"command": ["bash", "-lc", "cat a.py"]}) == ("observe", "a.py", ("a.py",), (), False)
+    assert p.access("Write", {"file_path": "a.py", "content": "x"}) == (
+        "mutate",
+        "a.py",
+        None,
+        None,
+        False,
+    )
+    assert p.access("Bash", {"command": ["bash", "-lc", "cat a.py"]}) == (
+        "observe",
+        "a.py",
+        ("a.py",),
+        (),
+        False,
+    )
     assert p.access("nosuch", {}) == ("exec", None, None, None, False)
 
 
@@ -165,12 +198,22 @@ def test_shell_quotes_and_escapes(impl):
     assert classify_shell('echo "a > b" | cat') == ("observe", None)  # '>' inside quotes is text
     assert classify_shell("cat a#b # a comment > x") == ("observe", "a#b")
     assert classify_shell("cat a \\\n b") == ("observe", ("a", "b"))
-    assert classify_shell("python -c 'open(\"x\", \"w\")'") == ("exec", None)
+    assert classify_shell('python -c \'open("x", "w")\'') == ("exec", None)
 
 
 def test_shell_never_raises_on_garbage(impl):
     classify_shell = impl.shell.classify_shell
-    for cmd in ["'unterminated", '"unterminated', "$(unclosed", "`x", "<<", ">", "|||", "cat <<EOF\nno end", "\\"]:
+    for cmd in [
+        "'unterminated",
+        '"unterminated',
+        "$(unclosed",
+        "`x",
+        "<<",
+        ">",
+        "|||",
+        "cat <<EOF\nno end",
+        "\\",
+    ]:
         kind, _ = classify_shell(cmd)
         assert kind in ("observe", "mutate", "exec", "other")
     assert classify_shell(None) == ("exec", None)  # type: ignore[arg-type]
@@ -197,7 +240,9 @@ _LEX_ALPHABET = list("ab01 \t\\'\"$()`|&;<>#\n\x0c-=")
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(_LEX_ALPHABET), max_size=30).filter(lambda s: "<<" not in s))
+@given(
+    st.text(alphabet=st.sampled_from(_LEX_ALPHABET), max_size=30).filter(lambda s: "<<" not in s)
+)
 def test_fast_and_slow_lexers_agree(text):
     # The fast lexer is only a shortcut: the dispatcher must give what the general lexer gives,
     # and so must the fast lexer itself wherever the dispatcher uses it.
@@ -207,19 +252,22 @@ def test_fast_and_slow_lexers_agree(text):
         assert _segments(pure._lex_fast(text)) == slow
 
 
-@pytest.mark.parametrize("text,segments", [
-    # an escaped operator right before '#' once made the fast lexer read a comment there
-    ("\\;#2", [[";#2"]]),
-    ("a\\;#2 b", [["a;#2", "b"]]),
-    ("x\\|#y", [["x|#y"]]),
-    ("a\\\\;#c", [["a\\"]]),  # an escaped backslash: ';' splits, '#c' is a comment
-    ("cat a\\ #b", [["cat", "a #b"]]),
-    # a line continuation or a form feed between digits and '>' keeps the digits a word
-    ("echo 1\\\n>x", [["echo", "1"]]),
-    ("echo 1\x0c>x", [["echo", "1"]]),
-    ("a\x0c #b", [["a"]]),  # the blank after a form feed still ends the word
-    ("echo 2>x", [["echo"]]),  # and bare digits before '>' are a descriptor
-])
+@pytest.mark.parametrize(
+    "text,segments",
+    [
+        # an escaped operator right before '#' once made the fast lexer read a comment there
+        ("\\;#2", [[";#2"]]),
+        ("a\\;#2 b", [["a;#2", "b"]]),
+        ("x\\|#y", [["x|#y"]]),
+        ("a\\\\;#c", [["a\\"]]),  # an escaped backslash: ';' splits, '#c' is a comment
+        ("cat a\\ #b", [["cat", "a #b"]]),
+        # a line continuation or a form feed between digits and '>' keeps the digits a word
+        ("echo 1\\\n>x", [["echo", "1"]]),
+        ("echo 1\x0c>x", [["echo", "1"]]),
+        ("a\x0c #b", [["a"]]),  # the blank after a form feed still ends the word
+        ("echo 2>x", [["echo"]]),  # and bare digits before '>' are a descriptor
+    ],
+)
 def test_lexers_agree_on_escapes_and_odd_blanks(impl, text, segments):
     assert [s.words for s in pure._lex(text)] == segments
     assert _segments(pure._lex(text)) == _segments(pure._lex_slow(text))
@@ -246,7 +294,12 @@ def test_patch_targets_stay_linear_on_long_blank_runs(impl):
 
 CALL_CASES = [
     ("claude-code", "Read", {"file_path": "a.ts"}, ("observe", "a.ts")),
-    ("claude-code", "Edit", {"file_path": "a.ts", "old_string": "x", "new_string": "y"}, ("mutate", "a.ts")),
+    (
+        "claude-code",
+        "Edit",
+        {"file_path": "a.ts", "old_string": "x", "new_string": "y"},
+        ("mutate", "a.ts"),
+    ),
     ("claude-code", "Write", {"file_path": "b.ts", "content": ""}, ("mutate", "b.ts")),
     ("claude-code", "Grep", {"pattern": "foo", "path": "src"}, ("observe", "src")),
     ("claude-code", "Glob", {"pattern": "**/*.ts"}, ("observe", None)),
@@ -255,9 +308,24 @@ CALL_CASES = [
     ("claude-code", "TodoWrite", {"todos": []}, ("other", None)),
     ("codex", "shell", {"command": ["bash", "-lc", "sed -n '1,9p' a.rs"]}, ("observe", "a.rs")),
     ("codex", "shell", {"command": ["rg", "-n", "foo", "src"]}, ("observe", "src")),
-    ("codex", "apply_patch", {"input": "*** Begin Patch\n*** Update File: m.rs\n*** End Patch"}, ("mutate", "m.rs")),
-    ("openhands", "str_replace_editor", {"command": "view", "path": "/w/a.py"}, ("observe", "/w/a.py")),
-    ("openhands", "str_replace_editor", {"command": "str_replace", "path": "/w/a.py"}, ("mutate", "/w/a.py")),
+    (
+        "codex",
+        "apply_patch",
+        {"input": "*** Begin Patch\n*** Update File: m.rs\n*** End Patch"},
+        ("mutate", "m.rs"),
+    ),
+    (
+        "openhands",
+        "str_replace_editor",
+        {"command": "view", "path": "/w/a.py"},
+        ("observe", "/w/a.py"),
+    ),
+    (
+        "openhands",
+        "str_replace_editor",
+        {"command": "str_replace", "path": "/w/a.py"},
+        ("mutate", "/w/a.py"),
+    ),
     ("openhands", "execute_bash", {"command": "pytest"}, ("exec", None)),
     ("openhands", "think", {"thought": "hmm"}, ("other", None)),
     ("swe-agent", "open", {"path": "a.py"}, ("observe", "a.py")),
@@ -265,10 +333,20 @@ CALL_CASES = [
     ("swe-agent", "create", {"filename": "new.py"}, ("mutate", "new.py")),
     ("swe-agent", "submit", {}, ("other", None)),
     ("tau-bench", "get_reservation_details", {"reservation_id": "ABC"}, ("observe", "ABC")),
-    ("tau-bench", "update_reservation_baggages", {"reservation_id": "ABC", "total_baggages": 2}, ("mutate", "ABC")),
+    (
+        "tau-bench",
+        "update_reservation_baggages",
+        {"reservation_id": "ABC", "total_baggages": 2},
+        ("mutate", "ABC"),
+    ),
     ("tau-bench", "cancel_reservation", {"reservation_id": "ABC"}, ("mutate", "ABC")),
     ("tau-bench", "book_reservation", {"user_id": "u1", "flights": []}, ("mutate", "u1")),
-    ("tau-bench", "search_direct_flight", {"origin": "JFK", "destination": "SEA"}, ("observe", None)),
+    (
+        "tau-bench",
+        "search_direct_flight",
+        {"origin": "JFK", "destination": "SEA"},
+        ("observe", None),
+    ),
     ("tau-bench", "think", {"thought": "x"}, ("other", None)),
     ("gemini-cli", "read_file", {"absolute_path": "/p/a.py"}, ("observe", "/p/a.py")),
     ("gemini-cli", "read_many_files", {"paths": ["a", "b"]}, ("observe", ("a", "b"))),
@@ -292,13 +370,22 @@ def test_profiles(profile, name, args, expected):
 
 
 def test_user_mappings_extend_a_profile():
-    custom = PROFILES["claude-code"].extend({"frobnicate": "observe", "mcp__db__query": ("observe", "table"),
-                                             "Read": lambda args: ("other", None)}, name="mine")
+    custom = PROFILES["claude-code"].extend(
+        {
+            "frobnicate": "observe",
+            "mcp__db__query": ("observe", "table"),
+            "Read": lambda args: ("other", None),
+        },
+        name="mine",
+    )
     assert custom.name == "mine"
     assert custom.classify("frobnicate", {"path": "p"}) == ("observe", "p")
     assert custom.classify("mcp__db__query", {"table": "users"}) == ("observe", "users")
     assert custom.classify("Read", {"file_path": "a"}) == ("other", None)  # user rules win
-    assert PROFILES["claude-code"].classify("Read", {"file_path": "a"}) == ("observe", "a")  # untouched
+    assert PROFILES["claude-code"].classify("Read", {"file_path": "a"}) == (
+        "observe",
+        "a",
+    )  # untouched
     assert classify("frobnicate", {}, {"frobnicate": "ask"}) == ("ask", None)
 
 
@@ -315,5 +402,12 @@ def test_bad_rules_and_profiles_raise():
 
 def test_generic_profile_knows_every_harness():
     g = PROFILES["generic"]
-    for name in ("Read", "apply_patch", "str_replace_editor", "get_user_details", "read_file", "execute_bash"):
+    for name in (
+        "Read",
+        "apply_patch",
+        "str_replace_editor",
+        "get_user_details",
+        "read_file",
+        "execute_bash",
+    ):
         assert name in g.rules

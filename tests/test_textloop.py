@@ -3,6 +3,7 @@
 The texts here are this project's own; the shapes follow gemini-cli's content-loop tests (a 50
 character unit repeated, fences, tables, lists, headings, dividers between repeats).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,13 @@ def feed_all(tl, chunks):
 
 def test_constants(impl):
     tl = impl.textloop
-    assert (tl.CHUNK_SIZE, tl.LOOP_THRESHOLD, tl.MAX_AVG_DISTANCE, tl.MAX_PERIODS, tl.MAX_HISTORY) == (
-        50, 10, 250, 5, 5000)
+    assert (
+        tl.CHUNK_SIZE,
+        tl.LOOP_THRESHOLD,
+        tl.MAX_AVG_DISTANCE,
+        tl.MAX_PERIODS,
+        tl.MAX_HISTORY,
+    ) == (50, 10, 250, 5, 5000)
 
 
 def test_ten_repeats_of_a_chunk_are_a_loop_on_the_tenth(impl):
@@ -100,11 +106,23 @@ def test_text_after_a_closed_fence_counts_again(impl):
     assert got[-1] is True
 
 
-@pytest.mark.parametrize("marker", [
-    "| a | b |\n", "|---|---|\n", "+---+---+\n", "  | cell | cell |\n",
-    "- item\n", "* item\n", "+ item\n", "12. item\n", "   - nested item\n",
-    "# Heading\n", "### Sub heading\n", "> quoted\n",
-])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "| a | b |\n",
+        "|---|---|\n",
+        "+---+---+\n",
+        "  | cell | cell |\n",
+        "- item\n",
+        "* item\n",
+        "+ item\n",
+        "12. item\n",
+        "   - nested item\n",
+        "# Heading\n",
+        "### Sub heading\n",
+        "> quoted\n",
+    ],
+)
 def test_markdown_elements_clear_the_tracking(impl, marker):
     # 9 repeats, an element, 9 more: never 10 in one tracked stretch
     chunks = [UNIT] * 9 + ["\n", marker] + [UNIT] * 9
@@ -115,19 +133,30 @@ def test_markdown_elements_clear_the_tracking(impl, marker):
     assert any(got)
 
 
-@pytest.mark.parametrize("line", ["- same item text, again and again and again\n",
-                                  "| a | table | row | repeated | many | times |\n",
-                                  "## The same heading over and over and over\n"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- same item text, again and again and again\n",
+        "| a | table | row | repeated | many | times |\n",
+        "## The same heading over and over and over\n",
+    ],
+)
 def test_repeated_elements_are_never_a_loop(impl, line):
     assert impl.textloop.repeated_spans(line * 200) == []
     assert impl.textloop.TextLoopDetector().feed(line * 200) is False
 
 
-@pytest.mark.parametrize("divider,loops", [
-    ("=====\n", True), ("___\n", True), ("\u2500" * 20 + "\n", True), ("\u2550\u2550\u2550\n", True),
-    ("---\n", False),  # also a table rule (a run of |+-): clears the tracking
-    ("* * *\n", False),  # also a list marker: clears the tracking
-])
+@pytest.mark.parametrize(
+    "divider,loops",
+    [
+        ("=====\n", True),
+        ("___\n", True),
+        ("\u2500" * 20 + "\n", True),
+        ("\u2550\u2550\u2550\n", True),
+        ("---\n", False),  # also a table rule (a run of |+-): clears the tracking
+        ("* * *\n", False),  # also a list marker: clears the tracking
+    ],
+)
 def test_dividers_are_skipped_not_counted(impl, divider, loops):
     text = "".join("word salad here, line\n" + divider for _ in range(100))
     spans = impl.textloop.repeated_spans(text)
@@ -154,7 +183,7 @@ def test_one_line_repeated_a_thousand_times(impl):
     text = LINE * 1000
     assert tl.repeated_spans(text) == [(len(LINE), len(text))]
     det = tl.TextLoopDetector()
-    for i in range(1000):
+    for i in range(1000):  # noqa: B007 (i is read after the loop)
         if det.feed(LINE):
             break
     assert det.detected and i < 20
@@ -226,12 +255,34 @@ def test_wide_characters(impl):
 
 # --- crossing the twins -------------------------------------------------------------------
 
-pieces = st.sampled_from([
-    UNIT, UNIT[:20], LINE, "\n", "```", "```\n", "- ", "* x\n", "1. ", "# ", "> ", "|", "| a |\n",
-    "---\n", "===", " ", "ab", "cd\n", "\u2500\u2500\u2500\n", "\u00e9t\u00e9 ", "\U0001f600",
-])
+pieces = st.sampled_from(
+    [
+        UNIT,
+        UNIT[:20],
+        LINE,
+        "\n",
+        "```",
+        "```\n",
+        "- ",
+        "* x\n",
+        "1. ",
+        "# ",
+        "> ",
+        "|",
+        "| a |\n",
+        "---\n",
+        "===",
+        " ",
+        "ab",
+        "cd\n",
+        "\u2500\u2500\u2500\n",
+        "\u00e9t\u00e9 ",
+        "\U0001f600",
+    ]
+)
 texts = st.lists(st.tuples(pieces, st.integers(1, 30)), max_size=12).map(
-    lambda parts: "".join(p * n for p, n in parts))
+    lambda parts: "".join(p * n for p, n in parts)
+)
 
 
 def _cut(text, cuts):
@@ -282,8 +333,12 @@ def test_default_import_is_compiled_and_flag_selects_pure():
     code = "import loopcore.textloop as t; print(t.TextLoopDetector.__module__)"
     env = dict(os.environ)
     env.pop("LOOPCORE_NO_EXTENSIONS", None)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "loopcore._native_textloop"
     env["LOOPCORE_NO_EXTENSIONS"] = "1"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "loopcore._textloop_py"

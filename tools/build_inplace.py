@@ -6,9 +6,10 @@
 Several people can iterate on different .pyx files without one broken module
 blocking the others' builds. `pip install -e .` remains the real install.
 """
+
 import os
-import sys
 import pathlib
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 os.chdir(ROOT)
@@ -22,5 +23,10 @@ only = sys.argv[1:] or None
 setup(
     ext_modules=loopcore_setup.extensions(only),
     cmdclass={"build_ext": loopcore_setup.StrictBuildExt},
-    script_args=["build_ext", "--inplace", "--build-temp", f"build/tmp-{'-'.join(only or ['all'])}"],
+    script_args=[
+        "build_ext",
+        "--inplace",
+        "--build-temp",
+        f"build/tmp-{'-'.join(only or ['all'])}",
+    ],
 )

@@ -9,6 +9,7 @@ mixes honest work with the waste the analysis exists to find (a file re-read unc
 search re-run, a test re-run with nothing changed), so a benchmark exercises every path.
 The output is deterministic for a given seed and size.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,36 +53,78 @@ def _session_calls(rng: random.Random, n: int) -> list[tuple[str, str]]:
 
 def _mini_swe_agent(sid: str, calls: list[tuple[str, str]], rng: random.Random) -> dict:
     msgs: list[dict] = [
-        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {
+            "role": "system",
+            "content": "You are a helpful assistant that can interact with a computer.",
+        },
         {"role": "user", "content": f"Fix the failing test in the repository ({sid})."},
     ]
     prompt = 900
     for k, (cmd, out) in enumerate(calls):
         cid = f"call_{k:04d}_{sid}"
         completion = 30 + rng.randint(0, 60)
-        msgs.append({
-            "role": "assistant", "content": "Let me look at this.",
-            "tool_calls": [{"index": 0, "id": cid, "type": "function",
-                            "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}],
-            "extra": {"actions": [{"command": cmd, "tool_call_id": cid}],
-                      "response": {"usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                             "total_tokens": prompt + completion}}},
-        })
-        msgs.append({"role": "tool", "tool_call_id": cid, "content": out, "extra": {"returncode": 0}})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "Let me look at this.",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"command": cmd})},
+                    }
+                ],
+                "extra": {
+                    "actions": [{"command": cmd, "tool_call_id": cid}],
+                    "response": {
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
+                        }
+                    },
+                },
+            }
+        )
+        msgs.append(
+            {"role": "tool", "tool_call_id": cid, "content": out, "extra": {"returncode": 0}}
+        )
         prompt += completion + len(out) // 4 + 8
-    msgs.append({"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}})
-    return {"info": {"mini_version": "2.2.7", "exit_status": "Submitted", "submission": "",
-                     "model_stats": {"instance_cost": 0.0, "api_calls": len(calls)}},
-            "messages": msgs, "trajectory_format": "mini-swe-agent-1.1", "instance_id": sid}
+    msgs.append(
+        {"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}}
+    )
+    return {
+        "info": {
+            "mini_version": "2.2.7",
+            "exit_status": "Submitted",
+            "submission": "",
+            "model_stats": {"instance_cost": 0.0, "api_calls": len(calls)},
+        },
+        "messages": msgs,
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": sid,
+    }
 
 
 def _loopcore_steps(sid: str, calls: list[tuple[str, str]], rng: random.Random) -> list[dict]:
-    return [{"session": sid, "turn": k, "name": "bash", "args": {"command": cmd}, "result": out,
-             "tokens_in": len(out) // 4 + 1, "tokens_out": 20 + rng.randint(0, 40)}
-            for k, (cmd, out) in enumerate(calls)]
+    return [
+        {
+            "session": sid,
+            "turn": k,
+            "name": "bash",
+            "args": {"command": cmd},
+            "result": out,
+            "tokens_in": len(out) // 4 + 1,
+            "tokens_out": 20 + rng.randint(0, 40),
+        }
+        for k, (cmd, out) in enumerate(calls)
+    ]
 
 
-def write_corpus(out: str | os.PathLike[str], steps: int, seed: int = 7, per_file_jsonl: int = 50) -> dict:
+def write_corpus(
+    out: str | os.PathLike[str], steps: int, seed: int = 7, per_file_jsonl: int = 50
+) -> dict:
     """Write about *steps* steps under *out*; returns {"files", "steps", "sessions"}."""
     rng = random.Random(seed)
     root = pathlib.Path(out)
@@ -94,18 +137,24 @@ def write_corpus(out: str | os.PathLike[str], steps: int, seed: int = 7, per_fil
         sid = f"sess-{sessions:07d}"
         calls = _session_calls(rng, n)
         if sessions % 2 == 0:
-            (root / "mini" / f"{sid}.traj.json").write_text(json.dumps(_mini_swe_agent(sid, calls, rng)))
+            (root / "mini" / f"{sid}.traj.json").write_text(
+                json.dumps(_mini_swe_agent(sid, calls, rng))
+            )
             files += 1
         else:
             batch.extend(_loopcore_steps(sid, calls, rng))
             if len(batch) >= per_file_jsonl * 100:
-                (root / "steps" / f"part-{files:06d}.jsonl").write_text("".join(json.dumps(s) + "\n" for s in batch))
+                (root / "steps" / f"part-{files:06d}.jsonl").write_text(
+                    "".join(json.dumps(s) + "\n" for s in batch)
+                )
                 files += 1
                 batch = []
         done += n
         sessions += 1
     if batch:
-        (root / "steps" / f"part-{files:06d}.jsonl").write_text("".join(json.dumps(s) + "\n" for s in batch))
+        (root / "steps" / f"part-{files:06d}.jsonl").write_text(
+            "".join(json.dumps(s) + "\n" for s in batch)
+        )
         files += 1
     return {"files": files, "steps": done, "sessions": sessions}
 

@@ -17,6 +17,7 @@ Token counts are plausible per-call usage (result text / 4 into the context, a l
 written as if read from usage fields, so the example shows exact rather than estimated figures.
 The file is deterministic: same script, same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,26 +59,59 @@ DATE_TS = _ts_module("src/date.ts", 22, "parseDate")
 FORMAT_TS = _ts_module("src/format.ts", 12, "formatDate")
 UTIL_TS = "export function pad(n: number): string {\n  return n < 10 ? '0' + n : String(n);\n}\n"
 TEST_TS = _ts_module("test/date.test.ts", 10, "testCase")
-README = "# tiny-dates\n\nSmall date helpers.\n\n## Usage\n\n```ts\nimport { formatDate0 } from 'tiny-dates';\n```\n" * 3
-PKG = json.dumps({"name": "tiny-dates", "version": "1.4.2", "scripts": {"test": "vitest run"},
-                  "devDependencies": {"vitest": "^1.6.0", "typescript": "^5.4.0"}}, indent=2)
+README = (
+    "# tiny-dates\n\nSmall date helpers.\n\n## Usage\n\n```ts\nimport { formatDate0 } from 'tiny-dates';\n```\n"
+    * 3
+)
+PKG = json.dumps(
+    {
+        "name": "tiny-dates",
+        "version": "1.4.2",
+        "scripts": {"test": "vitest run"},
+        "devDependencies": {"vitest": "^1.6.0", "typescript": "^5.4.0"},
+    },
+    indent=2,
+)
 FORMAT_TEST_TS = _ts_module("test/format.test.ts", 9, "formatCase")
 INDEX_TS = "".join(f"export * from './{m}';\n" for m in ("date", "format", "util"))
-TSCONFIG = json.dumps({"compilerOptions": {"target": "ES2020", "module": "ESNext", "strict": True,
-                                           "outDir": "dist", "declaration": True}, "include": ["src"]}, indent=2)
-CHANGELOG = "# Changelog\n\n## Unreleased\n\n" + "".join(
-    f"## 1.{i}.0\n\n- Fixed an edge case in formatDate{i}.\n- Faster parseDate{i}.\n\n" for i in range(4, 0, -1)) * 6
+TSCONFIG = json.dumps(
+    {
+        "compilerOptions": {
+            "target": "ES2020",
+            "module": "ESNext",
+            "strict": True,
+            "outDir": "dist",
+            "declaration": True,
+        },
+        "include": ["src"],
+    },
+    indent=2,
+)
+CHANGELOG = (
+    "# Changelog\n\n## Unreleased\n\n"
+    + "".join(
+        f"## 1.{i}.0\n\n- Fixed an edge case in formatDate{i}.\n- Faster parseDate{i}.\n\n"
+        for i in range(4, 0, -1)
+    )
+    * 6
+)
 API_MD = "# API\n\n" + "".join(
     f"## formatDate{i}(d, opts)\n\nFormats *d* as `YYYY-MM-DD#{i}` in the local time zone. `opts.separator` "
     f"replaces the dash. Throws a RangeError for an invalid date.\n\n```ts\nformatDate{i}(new Date(2024, 2, 10)) "
-    f"// '2024-03-10#{i}'\n```\n\n" for i in range(40))
+    f"// '2024-03-10#{i}'\n```\n\n"
+    for i in range(40)
+)
 SEARCH_HITS = [
-    {"title": "Date.prototype.toISOString() - JavaScript | MDN",
-     "url": "https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Global_Objects/Date/toISOString",
-     "snippet": "The timezone is always UTC, as denoted by the suffix Z."},
-    {"title": "Why does toISOString return the previous day?",
-     "url": "https://stackoverflow.com/questions/tagged/javascript+date",
-     "snippet": "toISOString converts to UTC first; in zones east of UTC local midnight is the previous day."},
+    {
+        "title": "Date.prototype.toISOString() - JavaScript | MDN",
+        "url": "https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Global_Objects/Date/toISOString",
+        "snippet": "The timezone is always UTC, as denoted by the suffix Z.",
+    },
+    {
+        "title": "Why does toISOString return the previous day?",
+        "url": "https://stackoverflow.com/questions/tagged/javascript+date",
+        "snippet": "toISOString converts to UTC first; in zones east of UTC local midnight is the previous day.",
+    },
 ]
 FORMAT_LOCAL = "  const y = d.getFullYear();"
 FORMAT_UTC = "  const y = d.getUTCFullYear();"
@@ -96,41 +130,82 @@ class Session:
     def next_turn(self) -> None:
         self.turn += 1
 
-    def call(self, kind: str, name: str, args: dict, result: object, *, target=None, error=None,
-             thinking: int = 40) -> None:
+    def call(
+        self,
+        kind: str,
+        name: str,
+        args: dict,
+        result: object,
+        *,
+        target=None,
+        error=None,
+        thinking: int = 40,
+    ) -> None:
         self.n += 1
         text = result if isinstance(result, str) else json.dumps(result)
-        self.steps.append(Step(
-            session=SESSION, turn=self.turn, kind=kind, name=name, target=target, args=args,
-            result=result, error=error,
-            tokens_in=_tokens(text) + (_tokens(json.dumps(error)) if error else 0),
-            tokens_out=thinking + _tokens(json.dumps(args)),
-            call_id=f"call_{self.n:03d}",
-        ))
+        self.steps.append(
+            Step(
+                session=SESSION,
+                turn=self.turn,
+                kind=kind,
+                name=name,
+                target=target,
+                args=args,
+                result=result,
+                error=error,
+                tokens_in=_tokens(text) + (_tokens(json.dumps(error)) if error else 0),
+                tokens_out=thinking + _tokens(json.dumps(args)),
+                call_id=f"call_{self.n:03d}",
+            )
+        )
 
     # the tools of a typical coding harness
     def read(self, path: str, text: str, thinking: int = 30) -> None:
         self.call("observe", "read_file", {"path": path}, text, target=path, thinking=thinking)
 
     def grep(self, pattern: str, where: str, hits: list[str]) -> None:
-        self.call("observe", "grep", {"pattern": pattern, "path": where}, "\n".join(hits), target=where, thinking=60)
+        self.call(
+            "observe",
+            "grep",
+            {"pattern": pattern, "path": where},
+            "\n".join(hits),
+            target=where,
+            thinking=60,
+        )
 
     def ls(self, path: str, names: list[str]) -> None:
         self.call("observe", "list_dir", {"path": path}, names, target=path, thinking=20)
 
     def edit(self, path: str, old: str, new: str, thinking: int = 120) -> None:
-        self.call("mutate", "edit_file", {"path": path, "old_string": old, "new_string": new},
-                  {"ok": True, "replacements": 1}, target=path, thinking=thinking)
+        self.call(
+            "mutate",
+            "edit_file",
+            {"path": path, "old_string": old, "new_string": new},
+            {"ok": True, "replacements": 1},
+            target=path,
+            thinking=thinking,
+        )
 
     def write(self, path: str, content: str) -> None:
-        self.call("mutate", "write_file", {"path": path, "content": content},
-                  {"ok": True, "bytes": len(content)}, target=path, thinking=200)
+        self.call(
+            "mutate",
+            "write_file",
+            {"path": path, "content": content},
+            {"ok": True, "bytes": len(content)},
+            target=path,
+            thinking=200,
+        )
 
     def test(self, passed: int, failed: int, detail: str = "") -> None:
         out = f" RUN  v1.6.0 /repo\n\n Test Files  {1 if failed else 0} failed | 3 passed\n"
         out += f"      Tests  {failed} failed | {passed} passed\n" + detail
-        self.call("exec", "bash", {"command": "npm test --silent"},
-                  {"exit_code": 1 if failed else 0, "stdout": out}, thinking=50)
+        self.call(
+            "exec",
+            "bash",
+            {"command": "npm test --silent"},
+            {"exit_code": 1 if failed else 0, "stdout": out},
+            thinking=50,
+        )
 
     def search(self, query: str, hits: list[dict]) -> None:
         self.call("observe", "web_search", {"query": query}, hits, thinking=70)
@@ -152,8 +227,12 @@ def build() -> list[Step]:
     s.ls("src", ["date.ts", "format.ts", "index.ts", "util.ts"])
     s.read("src/index.ts", INDEX_TS)
     s.next_turn()  # reproduce
-    s.test(41, 2, " FAIL test/date.test.ts > formatDate0 keeps the calendar day in UTC+13\n"
-                  "   expected '2024-03-10' received '2024-03-09'\n")
+    s.test(
+        41,
+        2,
+        " FAIL test/date.test.ts > formatDate0 keeps the calendar day in UTC+13\n"
+        "   expected '2024-03-10' received '2024-03-09'\n",
+    )
     s.read("test/date.test.ts", TEST_TS)
     s.read("src/date.ts", DATE_TS, thinking=150)
     s.read("src/util.ts", UTIL_TS)
@@ -162,7 +241,9 @@ def build() -> list[Step]:
     s.read("src/format.ts", FORMAT_TS, thinking=120)
     s.search("javascript Date toISOString local day off by one timezone", SEARCH_HITS)
     s.read("CHANGELOG.md", CHANGELOG)
-    s.search("javascript Date toISOString local day off by one timezone", SEARCH_HITS)  # duplicate search
+    s.search(
+        "javascript Date toISOString local day off by one timezone", SEARCH_HITS
+    )  # duplicate search
     s.read("src/date.ts", DATE_TS, thinking=80)  # re-read: nothing changed it
     s.next_turn()
     s.read("src/date.ts", DATE_TS, thinking=80)  # and again
@@ -178,32 +259,65 @@ def build() -> list[Step]:
     s.next_turn()
     s.ask("To confirm: UTC or local time for formatDate?", "As I said, whatever the tests expect.")
     s.next_turn()
-    s.ask("Which time zone should formatDate use, UTC or local?", "Please just make the tests pass.")
+    s.ask(
+        "Which time zone should formatDate use, UTC or local?", "Please just make the tests pass."
+    )
     s.next_turn()  # back to honest work: the real fix is in date.ts
     s.edit("src/format.ts", FORMAT_UTC, FORMAT_LOCAL, thinking=200)
-    s.edit("src/date.ts", "  return d.toISOString().slice(0, 10);",
-           "  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;", thinking=400)
+    s.edit(
+        "src/date.ts",
+        "  return d.toISOString().slice(0, 10);",
+        "  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;",
+        thinking=400,
+    )
     s.read("src/date.ts", DATE_TS.replace("#0", "#0 "), thinking=60)  # after the edit: not waste
     s.test(43, 0)
     s.next_turn()  # add a regression test and finish
-    s.write("test/timezone.test.ts", "import { parseDate0 } from '../src/date';\n"
-            "test('UTC+13 keeps the day', () => {\n  expect(parseDate0(new Date(2024, 2, 10))).toMatch(/^2024-03-10/);\n});\n")
+    s.write(
+        "test/timezone.test.ts",
+        "import { parseDate0 } from '../src/date';\n"
+        "test('UTC+13 keeps the day', () => {\n  expect(parseDate0(new Date(2024, 2, 10))).toMatch(/^2024-03-10/);\n});\n",
+    )
     s.test(44, 0)
-    s.call("exec", "bash", {"command": "npm run lint"},
-           {"exit_code": 0, "stdout": "> tiny-dates@1.4.2 lint\n> eslint src test\n\n" + "\n".join(
-               f"/repo/src/format.ts\n  {10 + 9 * i}:3  warning  Prefer template literals  prefer-template"
-               for i in range(12)) + "\n\n✖ 12 problems (0 errors, 12 warnings)\n"}, thinking=40)
-    s.edit("CHANGELOG.md", "## Unreleased\n", "## Unreleased\n\n- formatDate0 keeps the local calendar day.\n")
-    s.call("exec", "bash", {"command": "git diff --stat"},
-           {"exit_code": 0, "stdout": " CHANGELOG.md | 2 ++\n src/date.ts | 2 +-\n test/timezone.test.ts | 4 ++++\n"
-                                      " 3 files changed"},
-           thinking=30)
+    s.call(
+        "exec",
+        "bash",
+        {"command": "npm run lint"},
+        {
+            "exit_code": 0,
+            "stdout": "> tiny-dates@1.4.2 lint\n> eslint src test\n\n"
+            + "\n".join(
+                f"/repo/src/format.ts\n  {10 + 9 * i}:3  warning  Prefer template literals  prefer-template"
+                for i in range(12)
+            )
+            + "\n\n✖ 12 problems (0 errors, 12 warnings)\n",
+        },
+        thinking=40,
+    )
+    s.edit(
+        "CHANGELOG.md",
+        "## Unreleased\n",
+        "## Unreleased\n\n- formatDate0 keeps the local calendar day.\n",
+    )
+    s.call(
+        "exec",
+        "bash",
+        {"command": "git diff --stat"},
+        {
+            "exit_code": 0,
+            "stdout": " CHANGELOG.md | 2 ++\n src/date.ts | 2 +-\n test/timezone.test.ts | 4 ++++\n"
+            " 3 files changed",
+        },
+        thinking=30,
+    )
     return s.steps
 
 
 def render(steps: list[Step]) -> bytes:
     """The steps as loopcore JSONL: one Step.to_dict() per line, keys sorted, UTF-8."""
-    return "".join(json.dumps(st.to_dict(), sort_keys=True, ensure_ascii=False) + "\n" for st in steps).encode()
+    return "".join(
+        json.dumps(st.to_dict(), sort_keys=True, ensure_ascii=False) + "\n" for st in steps
+    ).encode()
 
 
 def main(argv: list[str]) -> int:

@@ -8,6 +8,7 @@ The re-exports are lazy (PEP 562): ``import loopcore`` loads nothing but the twi
 each name imports its module on first use. A command hook is a fresh process per tool call, so
 the guard's path must not pay for numpy (the burn analysis) or the trace adapters.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,13 +44,36 @@ __all__ = [
 _LAZY.update(dict.fromkeys(("ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"), ".guard"))
 _LAZY.update(dict.fromkeys(("DETECTORS", "Policy", "PolicyError"), ".policy"))
 
-__all__ += ["ALLOW", "DETECTORS", "Decision", "Guard", "LoopBlocked", "Policy", "PolicyError", "guarded"]
+__all__ += [
+    "ALLOW",
+    "DETECTORS",
+    "Decision",
+    "Guard",
+    "LoopBlocked",
+    "Policy",
+    "PolicyError",
+    "guarded",
+]
 # --- end guard ---
 
 # --- burn analysis: import from .burn / .encoded only ---
-_LAZY.update(dict.fromkeys(("BurnReport", "BurnSettings", "Finding", "RepeatCheck", "analyse_burn", "analyse_many", "would_repeat"),
-                           ".burn"))
-_LAZY.update(dict.fromkeys(("EncodedAnalysis", "EncodedTrace", "analyse_encoded", "encode"), ".encoded"))
+_LAZY.update(
+    dict.fromkeys(
+        (
+            "BurnReport",
+            "BurnSettings",
+            "Finding",
+            "RepeatCheck",
+            "analyse_burn",
+            "analyse_many",
+            "would_repeat",
+        ),
+        ".burn",
+    )
+)
+_LAZY.update(
+    dict.fromkeys(("EncodedAnalysis", "EncodedTrace", "analyse_encoded", "encode"), ".encoded")
+)
 
 __all__ += [
     "BurnReport",
@@ -67,11 +91,24 @@ __all__ += [
 # --- end burn ---
 
 # --- adapters / loading ---
-_LAZY.update(dict.fromkeys(("FORMATS", "LoadStats", "TraceFormatError", "detect_format", "load"), ".adapters"))
+_LAZY.update(
+    dict.fromkeys(
+        ("FORMATS", "LoadStats", "TraceFormatError", "detect_format", "load"), ".adapters"
+    )
+)
 _LAZY.update(dict.fromkeys(("PROFILES", "Profile", "classify", "classify_shell"), ".taxonomy"))
 
-__all__ += ["FORMATS", "LoadStats", "PROFILES", "Profile", "TraceFormatError", "classify", "classify_shell",
-            "detect_format", "load"]
+__all__ += [
+    "FORMATS",
+    "LoadStats",
+    "PROFILES",
+    "Profile",
+    "TraceFormatError",
+    "classify",
+    "classify_shell",
+    "detect_format",
+    "load",
+]
 # --- end adapters ---
 
 if TYPE_CHECKING:  # type checkers and IDEs see plain imports

@@ -1,4 +1,5 @@
 """``python -m loopcore``: the same command line as the ``loopcore`` console script."""
+
 import sys
 
 from .cli import main

@@ -43,6 +43,7 @@ provable no-op (writes = -1) writes nothing. Charges: a finding of kinds 2-5 cos
 Scratch tables hold *global* step indices, so an entry left by an earlier trace is simply
 older than the current trace's first step and reads as "never seen": no reset between traces.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,11 +68,17 @@ def _check(n, cols, trace_offsets, target_offsets, target_members, sizes):
         raise ValueError("trace_offsets must start at 0 and end at the number of steps")
     if np.any(np.diff(trace_offsets) < 0):
         raise ValueError("trace_offsets must be non-decreasing")
-    if target_offsets.shape[0] < 1 or target_offsets[0] != 0 or target_offsets[-1] != target_members.shape[0]:
+    if (
+        target_offsets.shape[0] < 1
+        or target_offsets[0] != 0
+        or target_offsets[-1] != target_members.shape[0]
+    ):
         raise ValueError("target_offsets must start at 0 and end at len(target_members)")
     if np.any(np.diff(target_offsets) <= 0):
         raise ValueError("target_offsets must be increasing: every target set has a member")
-    if target_members.shape[0] and (target_members.min() < 0 or target_members.max() >= sizes["target_members"]):
+    if target_members.shape[0] and (
+        target_members.min() < 0 or target_members.max() >= sizes["target_members"]
+    ):
         raise ValueError("target_members holds an id outside [0, n_targets)")
     if n and (cols["kind"].max() > OTHER):
         raise ValueError("kind holds a code outside 0..4")
@@ -82,34 +89,92 @@ def _check(n, cols, trace_offsets, target_offsets, target_members, sizes):
         low = -2 if name in ("reads", "writes") else -1
         if col.min() < low or col.max() >= size:
             raise ValueError(f"column {name} holds an id outside [{low}, {size})")
-    if n and np.any(((cols["skey"] >= 0) != (cols["sval"] >= 0)) | ((cols["skey"] >= 0) & (cols["target"] < 0))):
-        raise ValueError("skey and sval must be both set or both -1, and a state key needs a target set")
-    if n and (np.any(cols["tokens"] < 0) or np.any(cols["turn_tokens"] < 0) or np.any(cols["degen"] < 0)):
+    if n and np.any(
+        ((cols["skey"] >= 0) != (cols["sval"] >= 0)) | ((cols["skey"] >= 0) & (cols["target"] < 0))
+    ):
+        raise ValueError(
+            "skey and sval must be both set or both -1, and a state key needs a target set"
+        )
+    if n and (
+        np.any(cols["tokens"] < 0) or np.any(cols["turn_tokens"] < 0) or np.any(cols["degen"] < 0)
+    ):
         raise ValueError("token columns must be >= 0")
 
 
 def analyse_columns(
-    kind, turn, tokens, turn_tokens, degen, flags, result_hash, target, target_offsets, target_members,
-    reads, writes, call, obs, skey, sval, edit, undo, trace_offsets,
-    n_targets, n_calls, n_obs, n_skeys, n_svals, n_edits, charge_turn=False,
+    kind,
+    turn,
+    tokens,
+    turn_tokens,
+    degen,
+    flags,
+    result_hash,
+    target,
+    target_offsets,
+    target_members,
+    reads,
+    writes,
+    call,
+    obs,
+    skey,
+    sval,
+    edit,
+    undo,
+    trace_offsets,
+    n_targets,
+    n_calls,
+    n_obs,
+    n_skeys,
+    n_svals,
+    n_edits,
+    charge_turn=False,
 ):
     """Charge every step of the encoded traces; returns (finding, of_step, charge, total,
     wasted, by_kind_tokens, by_kind_steps) as numpy arrays (see EncodedAnalysis). Raises
     ValueError on inconsistent columns."""
     kind = np.asarray(kind)
     n = kind.shape[0]
-    cols = dict(kind=kind, turn=np.asarray(turn), tokens=np.asarray(tokens), turn_tokens=np.asarray(turn_tokens),
-                degen=np.asarray(degen), flags=np.asarray(flags), result_hash=np.asarray(result_hash),
-                target=np.asarray(target), reads=np.asarray(reads), writes=np.asarray(writes),
-                call=np.asarray(call), obs=np.asarray(obs), skey=np.asarray(skey), sval=np.asarray(sval),
-                edit=np.asarray(edit), undo=np.asarray(undo))
+    cols = dict(
+        kind=kind,
+        turn=np.asarray(turn),
+        tokens=np.asarray(tokens),
+        turn_tokens=np.asarray(turn_tokens),
+        degen=np.asarray(degen),
+        flags=np.asarray(flags),
+        result_hash=np.asarray(result_hash),
+        target=np.asarray(target),
+        reads=np.asarray(reads),
+        writes=np.asarray(writes),
+        call=np.asarray(call),
+        obs=np.asarray(obs),
+        skey=np.asarray(skey),
+        sval=np.asarray(sval),
+        edit=np.asarray(edit),
+        undo=np.asarray(undo),
+    )
     trace_offsets = np.asarray(trace_offsets)
     target_offsets = np.asarray(target_offsets)
     target_members = np.asarray(target_members)
     n_sets = target_offsets.shape[0] - 1
-    _check(n, cols, trace_offsets, target_offsets, target_members, dict(
-        target_members=n_targets, target=n_sets, reads=n_sets, writes=n_sets, call=n_calls, obs=n_obs,
-        skey=n_skeys, sval=n_svals, edit=n_edits, undo=n_edits))
+    _check(
+        n,
+        cols,
+        trace_offsets,
+        target_offsets,
+        target_members,
+        dict(
+            target_members=n_targets,
+            target=n_sets,
+            reads=n_sets,
+            writes=n_sets,
+            call=n_calls,
+            obs=n_obs,
+            skey=n_skeys,
+            sval=n_svals,
+            edit=n_edits,
+            undo=n_edits,
+        ),
+    )
     if n > 0x7FFFFFFF:
         raise ValueError("at most 2**31 - 1 steps per call; analyse bigger encodings in parts")
 
@@ -171,7 +236,9 @@ def analyse_columns(
         s0 = int(trace_offsets[seg])
         s1 = int(trace_offsets[seg + 1])
         last_global = -1  # latest write of everything (an exec, an untargeted mutation)
-        last_mglobal = -1  # ... by a mutation (git stash, git checkout BRANCH): an undo of any target
+        last_mglobal = (
+            -1
+        )  # ... by a mutation (git stash, git checkout BRANCH): an undo of any target
         last_any = -1  # latest write of anything
 
         def changed(j, r):
@@ -179,8 +246,8 @@ def analyse_columns(
             if r == NOTHING:
                 return False
             if r == ANYTHING:
-                return last_any > j
-            if last_global > j:
+                return last_any > j  # noqa: B023 (the latest write, read at call time)
+            if last_global > j:  # noqa: B023
                 return True
             for m in range(toff[r], toff[r + 1]):
                 if last_mut[tmem[m]] > j:
@@ -217,14 +284,23 @@ def analyse_columns(
                             if mut_t > j:
                                 code = OSCILLATION
                 # oscillation c: a redo of an earlier mutation after an undo
-                if code == 0 and k_i == MUTATE and not f_i & ERROR and ts >= 0 and toff[ts + 1] - toff[ts] == 1 \
-                        and call_l[i] >= 0 and _member(writes_l[i], tmem[toff[ts]], toff, tmem):
+                if (
+                    code == 0
+                    and k_i == MUTATE
+                    and not f_i & ERROR
+                    and ts >= 0
+                    and toff[ts + 1] - toff[ts] == 1
+                    and call_l[i] >= 0
+                    and _member(writes_l[i], tmem[toff[ts]], toff, tmem)
+                ):
                     j = last_call[call_l[i]]
                     t = tmem[toff[ts]]
                     und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
                     if j >= s0 and kind_l[j] == MUTATE and not flags_l[j] & ERROR and und > j:
                         absolute = f_i & ABSOLUTE
-                        confirmed = absolute or (und == last_mut[t] and undo_l[und] >= 0 and undo_l[und] == edit_l[j])
+                        confirmed = absolute or (
+                            und == last_mut[t] and undo_l[und] >= 0 and undo_l[und] == edit_l[j]
+                        )
                         # the replay: steps after the redo repeating the steps after the first
                         # application, call for call and outcome for outcome
                         length = 0
@@ -232,13 +308,26 @@ def analyse_columns(
                         while i + length + 1 < s1 and j + length + 1 < i:
                             a = i + length + 1
                             b = j + length + 1
-                            if (call_l[a] < 0 or call_l[a] != call_l[b] or finding[a] != 0
-                                    or (flags_l[a] ^ flags_l[b]) & (HAS_OUTCOME | F_REJECTED) or res_l[a] != res_l[b]):
+                            if (
+                                call_l[a] < 0
+                                or call_l[a] != call_l[b]
+                                or finding[a] != 0
+                                or (flags_l[a] ^ flags_l[b]) & (HAS_OUTCOME | F_REJECTED)
+                                or res_l[a] != res_l[b]
+                            ):
                                 # the same look at the target showing something else: not redone
-                                disproved = (call_l[a] >= 0 and call_l[a] == call_l[b] and kind_l[a] == OBSERVE
-                                             and _member(reads_l[a], t, toff, tmem))
+                                disproved = (
+                                    call_l[a] >= 0
+                                    and call_l[a] == call_l[b]
+                                    and kind_l[a] == OBSERVE
+                                    and _member(reads_l[a], t, toff, tmem)
+                                )
                                 break
-                            if kind_l[a] == OBSERVE and flags_l[a] & HAS_OUTCOME and _member(reads_l[a], t, toff, tmem):
+                            if (
+                                kind_l[a] == OBSERVE
+                                and flags_l[a] & HAS_OUTCOME
+                                and _member(reads_l[a], t, toff, tmem)
+                            ):
                                 seen = True
                             else:
                                 other = True
@@ -247,13 +336,23 @@ def analyse_columns(
                         # other work too (a re-run with the same output: nothing was learned); so
                         # does an undo followed by the redo with nothing run in between that could
                         # have told the agent something new
-                        if not confirmed and not absolute and not (seen and other) and not disproved:
+                        if (
+                            not confirmed
+                            and not absolute
+                            and not (seen and other)
+                            and not disproved
+                        ):
                             confirmed = _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem)
                         if confirmed or (seen and other):
                             code = OSCILLATION
                             for q in range(1, length + 1):
                                 charge(seg, i + q, OSCILLATION, j, s0)
-                            if not absolute and und == last_mut[t] and finding[und] == 0 and kind_l[und] == MUTATE:
+                            if (
+                                not absolute
+                                and und == last_mut[t]
+                                and finding[und] == 0
+                                and kind_l[und] == MUTATE
+                            ):
                                 # the undo returned the target to the state the first
                                 # application started from
                                 charge(seg, und, OSCILLATION, j, s0)
@@ -385,4 +484,3 @@ def _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge):
         else:  # only "other" steps: neither asked nor worked
             run_len = 0
         g_start = g_end
-

@@ -6,9 +6,10 @@ threshold of 0 is off; the flags are 0 or 1. Adding a parameter is one line here
 the .pxd (same place in the order) and its use in each twin: tests/test_guard_params.py checks
 that the two lists match.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .policy import Policy
 
@@ -49,6 +50,7 @@ PARAM_NAMES = (
 
 def engine_params(pol: Policy) -> dict[str, int]:
     """The engine parameters *pol* stands for, by name."""
+
     def z(on: bool, v: int | None) -> int:
         return int(v) if on and v is not None else 0
 

@@ -19,28 +19,73 @@ a user message (5: the evidence of every streak starts again after it), a compac
 context-window condensation (7). Flag 8 on an entry stops the consecutive count there (the
 call before a refusal, when the count starts again after refusals).
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ._guard_params import PARAM_NAMES, Params
-
 from ._hashing_py import MAX_DEPTH
 
 __all__ = [
-    "ASK", "EXEC", "MUTATE", "OBSERVE", "OTHER", "USER", "COMPACTION", "CONDENSATION",
-    "F_BARRIER", "F_ERROR", "F_HAS", "F_UNKNOWN",
-    "BLOCK", "WARN", "N_PARAMS", "DUMP_VERSION",
-    "D_UNKNOWN", "D_GLOBAL", "D_POLL", "D_CYCLE", "D_REPEAT", "D_MONOLOGUE", "D_GENERIC",
-    "D_ERROR", "D_BUDGET", "D_REDUNDANT", "D_COMPACTION", "D_CONTEXT", "D_CONTENT",
-    "Engine", "State", "Table", "ToolInfo", "bind_fast", "block_veto", "project_exec", "strip_send_result",
+    "ASK",
+    "EXEC",
+    "MUTATE",
+    "OBSERVE",
+    "OTHER",
+    "USER",
+    "COMPACTION",
+    "CONDENSATION",
+    "F_BARRIER",
+    "F_ERROR",
+    "F_HAS",
+    "F_UNKNOWN",
+    "BLOCK",
+    "WARN",
+    "N_PARAMS",
+    "DUMP_VERSION",
+    "D_UNKNOWN",
+    "D_GLOBAL",
+    "D_POLL",
+    "D_CYCLE",
+    "D_REPEAT",
+    "D_MONOLOGUE",
+    "D_GENERIC",
+    "D_ERROR",
+    "D_BUDGET",
+    "D_REDUNDANT",
+    "D_COMPACTION",
+    "D_CONTEXT",
+    "D_CONTENT",
+    "Engine",
+    "State",
+    "Table",
+    "ToolInfo",
+    "bind_fast",
+    "block_veto",
+    "project_exec",
+    "strip_send_result",
 ]
 
 OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
 F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = 1, 2, 4, 8
 WARN, BLOCK = 1, 2
-(D_UNKNOWN, D_GLOBAL, D_POLL, D_CYCLE, D_REPEAT, D_MONOLOGUE, D_GENERIC, D_ERROR, D_BUDGET,
- D_REDUNDANT, D_COMPACTION, D_CONTEXT, D_CONTENT) = range(1, 14)
+(
+    D_UNKNOWN,
+    D_GLOBAL,
+    D_POLL,
+    D_CYCLE,
+    D_REPEAT,
+    D_MONOLOGUE,
+    D_GENERIC,
+    D_ERROR,
+    D_BUDGET,
+    D_REDUNDANT,
+    D_COMPACTION,
+    D_CONTEXT,
+    D_CONTENT,
+) = range(1, 14)
 N_PARAMS = len(PARAM_NAMES)
 #: an argument variant with this many calls, all with one outcome, is a stable variant
 CHURN_MIN_CALLS = 3
@@ -96,8 +141,12 @@ def _is_delivery_object(d: dict) -> bool:
     return (
         isinstance(d.get("id"), str)
         and isinstance(d.get("text"), str)
-        and (isinstance(d.get("direction"), str) or isinstance(d.get("senderId"), str)
-             or isinstance(d.get("accountId"), str) or isinstance(d.get("conversation"), dict))
+        and (
+            isinstance(d.get("direction"), str)
+            or isinstance(d.get("senderId"), str)
+            or isinstance(d.get("accountId"), str)
+            or isinstance(d.get("conversation"), dict)
+        )
     )
 
 
@@ -174,8 +223,10 @@ def _check_send_size(v: Any) -> None:
             continue
         seen += 1
         if seen > MAX_SEND_NODES:
-            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
-                             "(shared or self-referential references); it cannot be stripped")
+            raise ValueError(
+                f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                "(shared or self-referential references); it cannot be stripped"
+            )
         for y in items:
             if isinstance(y, (dict, list, tuple)):
                 stack.append((y, depth + 1))
@@ -214,7 +265,6 @@ def _mentions(v: Any, removed: tuple, depth: int = 0) -> bool:
     return False
 
 
-
 _I64 = (-(1 << 63), 1 << 63)
 _U64 = (0, 1 << 64)
 _I32 = (-(1 << 31), 1 << 31)
@@ -234,9 +284,25 @@ class State:
     """One session's guard state (ring of recent calls, budget counters, last answer)."""
 
     __slots__ = (
-        "tool", "args", "res", "flags", "kind", "tgt", "cid", "seq",
-        "budget", "n_steps", "veto_tool", "veto_args",
-        "out_count", "out_of_step", "out_aux", "out_aux2", "touched", "extra", "cap",
+        "tool",
+        "args",
+        "res",
+        "flags",
+        "kind",
+        "tgt",
+        "cid",
+        "seq",
+        "budget",
+        "n_steps",
+        "veto_tool",
+        "veto_args",
+        "out_count",
+        "out_of_step",
+        "out_aux",
+        "out_aux2",
+        "touched",
+        "extra",
+        "cap",
     )
 
     def __init__(self, n_budget: int, cap: int = 0) -> None:
@@ -269,7 +335,9 @@ class Engine:
 
     __slots__ = ("p", "bwarn", "bblock", "window")
 
-    def __init__(self, params: Mapping[str, int], budget_warn: Sequence[int], budget_block: Sequence[int]) -> None:
+    def __init__(
+        self, params: Mapping[str, int], budget_warn: Sequence[int], budget_block: Sequence[int]
+    ) -> None:
         if not isinstance(params, Mapping):
             raise ValueError("engine parameters must be a mapping of PARAM_NAMES to ints")
         if len(budget_warn) != len(budget_block):
@@ -288,12 +356,16 @@ class Engine:
     def fits(self, st: State) -> None:
         """ValueError unless *st* was made by an engine of this window and budget count."""
         if st.cap != self.window or len(st.budget) != len(self.bwarn):
-            raise ValueError(f"state of another size: {st.cap} slots and {len(st.budget)} budget counters, "
-                             f"this engine has {self.window} and {len(self.bwarn)}")
+            raise ValueError(
+                f"state of another size: {st.cap} slots and {len(st.budget)} budget counters, "
+                f"this engine has {self.window} and {len(self.bwarn)}"
+            )
 
     # -- hot path ---------------------------------------------------------------------------
 
-    def _push(self, st: State, tool: int, args: int, res: int, flags: int, kind: int, tgt: int, cid: int) -> None:
+    def _push(
+        self, st: State, tool: int, args: int, res: int, flags: int, kind: int, tgt: int, cid: int
+    ) -> None:
         st.tool.append(tool)
         st.args.append(args)
         st.res.append(res)
@@ -307,8 +379,18 @@ class Engine:
             for col in (st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.cid, st.seq):
                 del col[0]
 
-    def check(self, st: State, tool: int, args: int, kind: int, target: int, cid: int,
-              poll: int, unknown: int, bslot: int) -> int:
+    def check(
+        self,
+        st: State,
+        tool: int,
+        args: int,
+        kind: int,
+        target: int,
+        cid: int,
+        poll: int,
+        unknown: int,
+        bslot: int,
+    ) -> int:
         """Decide on a call before it runs; push it into the ring unless blocked.
 
         Raises ValueError for a State made by an engine of another window or budget count."""
@@ -398,7 +480,7 @@ class Engine:
 
         # cycle of period 2..5 (distinct calls) ending with the checked call
         if p.cycle_periods_mask:
-            best_c = best_k = best_L = 0
+            best_c = best_k = 0
             best_ev = False
             for k in (2, 3, 4, 5):
                 if not p.cycle_periods_mask & (1 << k) or n < k:
@@ -437,15 +519,32 @@ class Engine:
                         if not F[q] & F_HAS or (q - k >= lo and R[q] != R[q - k]):
                             ev = False
                             break
-                    best_c, best_k, best_L, best_ev = c, k, L, ev
+                    best_c, best_k, best_ev = c, k, ev
             if best_c:
                 combo = (args + best_k) & _MASK64
                 for q in range(n - best_k + 1, n):
                     combo = (combo + A[q]) & _MASK64
-                if not block and p.cycle_block and best_c >= p.cycle_block and (best_ev or not p.cycle_block_needs_no_progress):
-                    block, b_count, b_of, b_aux, b_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
+                if (
+                    not block
+                    and p.cycle_block
+                    and best_c >= p.cycle_block
+                    and (best_ev or not p.cycle_block_needs_no_progress)
+                ):
+                    block, b_count, b_of, b_aux, b_aux2 = (
+                        D_CYCLE,
+                        best_c,
+                        S[n - best_k],
+                        T[n - 1],
+                        combo,
+                    )
                 if not warn and p.cycle_warn and best_c >= p.cycle_warn:
-                    warn, w_count, w_of, w_aux, w_aux2 = D_CYCLE, best_c, S[n - best_k], T[n - 1], combo
+                    warn, w_count, w_of, w_aux, w_aux2 = (
+                        D_CYCLE,
+                        best_c,
+                        S[n - best_k],
+                        T[n - 1],
+                        combo,
+                    )
 
         # the same call failing (before the consecutive count: a failure's streak is the better name)
         if es:
@@ -463,15 +562,29 @@ class Engine:
                 if T[i] != tool or A[i] != args or F[i] & F_BARRIER:
                     break
                 # failures are no evidence here when error_streak judges them
-                if not F[i] & F_HAS or (t and R[i] != R[i + 1]) or (F[i] & F_ERROR and (p.error_warn or p.error_block)):
+                if (
+                    not F[i] & F_HAS
+                    or (t and R[i] != R[i + 1])
+                    or (F[i] & F_ERROR and (p.error_warn or p.error_block))
+                ):
                     ev = False
                 t += 1
             if t:
                 L = t + 1
-                if not block and p.repeat_block and L >= p.repeat_block and (ev or not p.repeat_block_needs_no_progress):
+                if (
+                    not block
+                    and p.repeat_block
+                    and L >= p.repeat_block
+                    and (ev or not p.repeat_block_needs_no_progress)
+                ):
                     block, b_count, b_of = D_REPEAT, L, S[n - 1]
-                if (not warn and p.repeat_warn and L >= p.repeat_warn and (ev or not p.repeat_warn_needs_no_progress)
-                        and (L == p.repeat_warn or not p.repeat_warn_once)):
+                if (
+                    not warn
+                    and p.repeat_warn
+                    and L >= p.repeat_warn
+                    and (ev or not p.repeat_warn_needs_no_progress)
+                    and (L == p.repeat_warn or not p.repeat_warn_once)
+                ):
                     warn, w_count, w_of = D_REPEAT, L, S[n - 1]
 
         # agent messages with no tool call between (identical ones, or any with p.monologue_any_text)
@@ -507,8 +620,14 @@ class Engine:
                 ki = K[i]
                 if ki == EXEC or ki == USER or (ki == MUTATE and (G[i] == target or G[i] == 0)):
                     break
-                if (ki == OBSERVE and G[i] == target and T[i] == tool and A[i] == args
-                        and F[i] & F_HAS and not F[i] & F_ERROR):
+                if (
+                    ki == OBSERVE
+                    and G[i] == target
+                    and T[i] == tool
+                    and A[i] == args
+                    and F[i] & F_HAS
+                    and not F[i] & F_ERROR
+                ):
                     c += 1
                     if of < 0:
                         of = S[i]
@@ -540,7 +659,12 @@ class Engine:
                 c += 1
             if c >= p.context_block:
                 st.veto_tool = 0
-                st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = c, st.seq[-1] if st.seq else -1, 0, 0
+                st.out_count, st.out_of_step, st.out_aux, st.out_aux2 = (
+                    c,
+                    st.seq[-1] if st.seq else -1,
+                    0,
+                    0,
+                )
                 return BLOCK << 4 | D_CONTEXT
         st.veto_tool = 0
         self._push(st, tool, args, 0, F_HAS, kind, 0, 0)
@@ -590,8 +714,19 @@ class Engine:
                 return w
         return 0
 
-    def record(self, st: State, tool: int, args: int, result: int, flags: int, kind: int,
-               target: int, cid: int, bslot: int, veto: int) -> int:
+    def record(
+        self,
+        st: State,
+        tool: int,
+        args: int,
+        result: int,
+        flags: int,
+        kind: int,
+        target: int,
+        cid: int,
+        bslot: int,
+        veto: int,
+    ) -> int:
         """Attach an outcome: 0 ignored (a guard veto), 1 attached to a pending call, 2 appended.
 
         *veto* is 1 for the guard's own veto (always ignored), 2 for a result that looks like
@@ -599,14 +734,21 @@ class Engine:
         """
         if st.cap != self.window or len(st.budget) != len(self.bwarn):
             self.fits(st)
-        if veto == 1 or (veto == 2 and st.veto_tool and st.veto_tool == tool and st.veto_args == args):
+        if veto == 1 or (
+            veto == 2 and st.veto_tool and st.veto_tool == tool and st.veto_args == args
+        ):
             # the guard's own block is not an outcome: hashing it would reset the streak (C8)
             st.veto_tool = 0
             return 0
         st.veto_tool = 0
         T, A, F, C = st.tool, st.args, st.flags, st.cid
         for i in range(len(T) - 1, -1, -1):
-            if T[i] == tool and A[i] == args and not F[i] & F_HAS and (not cid or not C[i] or C[i] == cid):
+            if (
+                T[i] == tool
+                and A[i] == args
+                and not F[i] & F_HAS
+                and (not cid or not C[i] or C[i] == cid)
+            ):
                 st.res[i] = result
                 F[i] |= flags | F_HAS
                 return 1
@@ -624,7 +766,18 @@ class Engine:
         n = len(st.tool)
         out.append(n)
         for i in range(n):
-            out.extend((st.tool[i], st.args[i], st.res[i], st.flags[i], st.kind[i], st.tgt[i], st.cid[i], st.seq[i]))
+            out.extend(
+                (
+                    st.tool[i],
+                    st.args[i],
+                    st.res[i],
+                    st.flags[i],
+                    st.kind[i],
+                    st.tgt[i],
+                    st.cid[i],
+                    st.seq[i],
+                )
+            )
         return out
 
     def load(self, data: Sequence[int]) -> State:  # noqa: C901 - one check per field
@@ -639,14 +792,16 @@ class Engine:
             nb = data[4]
             nb = _ranged(nb, _I32)
             if nb != len(self.bwarn):
-                raise ValueError(f"state has {nb} budget counters, this policy has {len(self.bwarn)}")
+                raise ValueError(
+                    f"state has {nb} budget counters, this policy has {len(self.bwarn)}"
+                )
             if len(data) < 6 + nb:
                 raise ValueError("state dump is too short for its budget counters")
             st = State(nb, self.window)
             # the ranges the compiled twin's C fields take (a value outside is a ValueError there)
             st.n_steps = _ranged(data[1], _I64)
             st.veto_tool, st.veto_args = _ranged(data[2], _U64), _ranged(data[3], _U64)
-            st.budget = [_ranged(x, _I64) for x in data[5:5 + nb]]
+            st.budget = [_ranged(x, _I64) for x in data[5 : 5 + nb]]
             pos = 5 + nb
             n = _ranged(data[pos], _I32)
             pos += 1
@@ -654,7 +809,7 @@ class Engine:
                 raise ValueError("state dump length does not match its entry count")
             start = max(0, n - self.window)
             for i in range(start, n):
-                e = data[pos + 8 * i:pos + 8 * i + 8]
+                e = data[pos + 8 * i : pos + 8 * i + 8]
                 st.tool.append(_ranged(e[0], None) & _MASK64)
                 st.args.append(_ranged(e[1], None) & _MASK64)
                 st.res.append(_ranged(e[2], None) & _MASK64)
@@ -670,6 +825,7 @@ class Engine:
     def nbytes(self, st: State) -> int:
         """Approximate bytes held by *st* (the ring and counters; Python object overhead included)."""
         import sys
+
         total = sys.getsizeof(st) + sys.getsizeof(st.budget) + 28 * len(st.budget)
         for col in (st.tool, st.args, st.res, st.flags, st.kind, st.tgt, st.cid, st.seq):
             total += sys.getsizeof(col) + sum(sys.getsizeof(x) for x in col if x > 256 or x < -5)
@@ -681,8 +837,17 @@ class ToolInfo:
 
     __slots__ = ("tid", "bslot", "poll", "poll_actions", "unknown", "exec", "send", "send_actions")
 
-    def __init__(self, tid: int, bslot: int, poll: bool, poll_actions, unknown: bool, exec_: bool, send: bool,
-                 send_actions) -> None:
+    def __init__(
+        self,
+        tid: int,
+        bslot: int,
+        poll: bool,
+        poll_actions,
+        unknown: bool,
+        exec_: bool,
+        send: bool,
+        send_actions,
+    ) -> None:
         self.tid = tid
         self.bslot = bslot
         self.poll = bool(poll)
@@ -701,8 +866,16 @@ class Table:
     ``check`` returns 0 for allow, else ``(code, count, of_step, aux, aux2, state, args hash)``.
     """
 
-    def __init__(self, engine: Engine, max_sessions: int, ttl: float, clock=None, hash_fn=None,
-                 veto_type=None, volatile_keys=frozenset()) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        max_sessions: int,
+        ttl: float,
+        clock=None,
+        hash_fn=None,
+        veto_type=None,
+        volatile_keys=frozenset(),
+    ) -> None:
         import threading
         import time
         from collections import OrderedDict
@@ -763,8 +936,19 @@ class Table:
         while sessions and next(iter(sessions.values())).touched < limit:
             self._evict()
 
-    def check(self, session, run_id, tool: int, args: int, kind: int, target: int, cid: int,
-              poll: int, unknown: int, bslot: int):
+    def check(
+        self,
+        session,
+        run_id,
+        tool: int,
+        args: int,
+        kind: int,
+        target: int,
+        cid: int,
+        poll: int,
+        unknown: int,
+        bslot: int,
+    ):
         """Look up the session and run Engine.check; 0 or (code, count, of_step, aux, aux2, state, args hash)."""
         with self.lock:
             st = self._get(session, run_id)
@@ -778,8 +962,21 @@ class Table:
                 self.warns += 1
             return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
 
-    def record(self, session, run_id, tool: int, args: int, result: int, flags: int, kind: int,
-               target: int, cid: int, bslot: int, veto: int, tokens: int) -> int:
+    def record(
+        self,
+        session,
+        run_id,
+        tool: int,
+        args: int,
+        result: int,
+        flags: int,
+        kind: int,
+        target: int,
+        cid: int,
+        bslot: int,
+        veto: int,
+        tokens: int,
+    ) -> int:
         """Look up the session and run Engine.record."""
         with self.lock:
             st = self._get(session, run_id)
@@ -805,7 +1002,7 @@ class Table:
             return last_ah
         return self._hash(args)
 
-    def register(self, name: str, info: "ToolInfo") -> None:
+    def register(self, name: str, info: ToolInfo) -> None:
         """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
         self.tools[name] = info
 
@@ -837,7 +1034,9 @@ class Table:
         if veto == 2:
             return None  # the block message as the tool's output: Guard.record decides on it
         last_args, last_ah = self.last
-        ah = last_ah if args is last_args and args is not None else self._hash(args)  # the call as checked
+        ah = (
+            last_ah if args is last_args and args is not None else self._hash(args)
+        )  # the call as checked
         rh = 0 if veto else self._hash(self.outcome(t, args, result))
         cid = 0 if call_id is None else (self._hash(call_id) or 1)
         flags = F_UNKNOWN if t.unknown and not veto else 0
@@ -847,11 +1046,19 @@ class Table:
         """The hash record() gives a send-like *result*: its stripped copy, hashed."""
         return self._hash(strip_send_result(result, self.volatile_keys))
 
-    def outcome(self, t: "ToolInfo", args, result):
+    def outcome(self, t: ToolInfo, args, result):
         """The value hashed as *result*'s outcome: exec/poll results projected, send-like stripped."""
-        if t.exec or (t.poll_actions is not None and isinstance(args, dict) and args.get("action") in t.poll_actions):
+        if t.exec or (
+            t.poll_actions is not None
+            and isinstance(args, dict)
+            and args.get("action") in t.poll_actions
+        ):
             return project_exec(result)
-        if t.send or (t.send_actions is not None and isinstance(args, dict) and args.get("action") in t.send_actions):
+        if t.send or (
+            t.send_actions is not None
+            and isinstance(args, dict)
+            and args.get("action") in t.send_actions
+        ):
             return strip_send_result(result, self.volatile_keys)
         return result
 
@@ -894,8 +1101,15 @@ class Table:
     def counters(self) -> dict:
         """checks, warns, blocks, records, tokens, evicted, sessions."""
         with self.lock:
-            return {"checks": self.checks, "warns": self.warns, "blocks": self.blocks, "records": self.records,
-                    "tokens": self.tokens, "evicted": self.evicted, "sessions": len(self.sessions)}
+            return {
+                "checks": self.checks,
+                "warns": self.warns,
+                "blocks": self.blocks,
+                "records": self.records,
+                "tokens": self.tokens,
+                "evicted": self.evicted,
+                "sessions": len(self.sessions),
+            }
 
     def set_counters(self, counts: dict) -> None:
         """Restore counters saved by counters() (unknown names are ignored)."""
@@ -942,7 +1156,19 @@ class CallFloor:
         """Returns *allow* and does nothing else."""
         return self.allow
 
-    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
-               tokens=None, kind=None, target=None):
+    def record(
+        self,
+        session,
+        tool,
+        args=None,
+        result=None,
+        *,
+        error=None,
+        run_id=None,
+        call_id=None,
+        tokens=None,
+        kind=None,
+        target=None,
+    ):
         """Does nothing."""
         return None

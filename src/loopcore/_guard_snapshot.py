@@ -6,6 +6,7 @@ its ids, idle age, event buckets and the engine's flat int dump (the same layout
 so a snapshot restores on either). Format 3 checksums the version too and tags the ids JSON
 cannot hold (ints past 64 bits, strings with lone surrogates); formats 1 and 2 still restore.
 """
+
 from __future__ import annotations
 
 import struct
@@ -63,20 +64,36 @@ def dump(guard: Any) -> bytes:
         sessions = []
         for (session, run_id), st in guard._table.items():
             for ident in (session, run_id):
-                if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
-                    raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
+                if ident is not None and (
+                    not isinstance(ident, (str, int)) or isinstance(ident, bool)
+                ):
+                    raise TypeError(
+                        f"snapshot: session and run ids must be str or int; got {ident!r}"
+                    )
             buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
-            sessions.append([_enc_id(session), _enc_id(run_id), max(0.0, now - st.touched), buckets,
-                             guard._engine.dump(st)])
-        payload = orjson.dumps({
-            "format": "loopcore.guard",
-            "policy": guard.policy.to_dict(),
-            "names": [[tid, _enc_id(name)] for tid, name in guard._names.items()],
-            "counts": guard._table.counters(),
-            "sessions": sessions,
-        })
-    return (_SNAP_MAGIC + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
-            + payload)
+            sessions.append(
+                [
+                    _enc_id(session),
+                    _enc_id(run_id),
+                    max(0.0, now - st.touched),
+                    buckets,
+                    guard._engine.dump(st),
+                ]
+            )
+        payload = orjson.dumps(
+            {
+                "format": "loopcore.guard",
+                "policy": guard.policy.to_dict(),
+                "names": [[tid, _enc_id(name)] for tid, name in guard._names.items()],
+                "counts": guard._table.counters(),
+                "sessions": sessions,
+            }
+        )
+    return (
+        _SNAP_MAGIC
+        + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
+        + payload
+    )
 
 
 def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
@@ -88,15 +105,19 @@ def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
         if 0 < len(data) < len(_SNAP_MAGIC) and _SNAP_MAGIC.startswith(data):
             raise ValueError("guard snapshot is truncated (the header is incomplete)")
         raise ValueError("not a loopcore guard snapshot (bad magic bytes)")
-    head = data[len(_SNAP_MAGIC):len(_SNAP_MAGIC) + _SNAP_HEADER.size]
+    head = data[len(_SNAP_MAGIC) : len(_SNAP_MAGIC) + _SNAP_HEADER.size]
     if len(head) < _SNAP_HEADER.size:
         raise ValueError("guard snapshot is truncated (the header is incomplete)")
     version, length, digest = _SNAP_HEADER.unpack(head)
     if version not in (1, 2, _SNAP_VERSION):
-        raise ValueError(f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})")
-    payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size:]
+        raise ValueError(
+            f"guard snapshot version {version} is not supported (expected {_SNAP_VERSION})"
+        )
+    payload = data[len(_SNAP_MAGIC) + _SNAP_HEADER.size :]
     if len(payload) != length:
-        raise ValueError(f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}")
+        raise ValueError(
+            f"guard snapshot is truncated or padded: {len(payload)} payload bytes, expected {length}"
+        )
     if _snap_digest(version, payload) != digest:
         raise ValueError("guard snapshot is corrupted (checksum mismatch)")
     try:
@@ -126,6 +147,13 @@ def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
             if version > 1 and buckets:
                 st.extra = {(int(c), int(t), int(x)): int(b) for c, t, x, b in buckets}
             guard._table.put(_dec_id(session), _dec_id(run_id), st)
-    except (KeyError, TypeError, AttributeError, IndexError, OverflowError, orjson.JSONDecodeError) as exc:
+    except (
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        orjson.JSONDecodeError,
+    ) as exc:
         raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
     return guard

@@ -58,6 +58,7 @@ Hostile input (both twins behave the same; the compiled core relies on it for me
   ``_REPR_MAX`` characters, a placeholder when ``repr`` itself fails), so building the message
   never recurses or raises.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,12 +66,18 @@ import math
 import reprlib
 import struct
 import threading
-from typing import Any, Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
 from xxhash import xxh3_64_intdigest
 
 __all__ = [
-    "HASH_FORMAT_VERSION", "MAX_DEPTH", "MAX_MEMBERS", "INLINE_MAX", "canonical_hash", "canonical_bytes",
+    "HASH_FORMAT_VERSION",
+    "MAX_DEPTH",
+    "MAX_MEMBERS",
+    "INLINE_MAX",
+    "canonical_hash",
+    "canonical_bytes",
 ]
 
 HASH_FORMAT_VERSION = 1
@@ -205,7 +212,8 @@ class _Encoder:
         elif self.default is not None:
             if depth + 1 >= MAX_DEPTH:  # checked before the call: a recursing converter stops here
                 raise _HashPathError(
-                    ValueError, f"nesting deeper than {MAX_DEPTH} levels (default= conversions count)"
+                    ValueError,
+                    f"nesting deeper than {MAX_DEPTH} levels (default= conversions count)",
                 )
             saved = getattr(_tls, "base", 0)
             _tls.base = depth + 2  # a re-entrant canonical_hash continues this depth
@@ -241,7 +249,9 @@ class _Encoder:
             n = len(walk)
         self.members += n
         if self.members > MAX_MEMBERS:
-            raise _HashPathError(ValueError, f"more than {MAX_MEMBERS} container members in one value")
+            raise _HashPathError(
+                ValueError, f"more than {MAX_MEMBERS} container members in one value"
+            )
         self.path.append(ident)
         child = depth + 1
         if isinstance(v, (list, tuple)):

@@ -9,6 +9,7 @@ or without the variable at run time.
 When the flag is false the compiled modules must import: a missing or broken build is an
 ``ImportError`` that says so, never a silent fallback.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,7 +40,9 @@ def pure_build() -> bool:
     return "PURE_BUILD = True" in text
 
 
-NO_EXTENSIONS: bool = env_flag("LOOPCORE_NO_EXTENSIONS") or pure_build() or sys.implementation.name != "cpython"
+NO_EXTENSIONS: bool = (
+    env_flag("LOOPCORE_NO_EXTENSIONS") or pure_build() or sys.implementation.name != "cpython"
+)
 
 
 def implementation() -> str:

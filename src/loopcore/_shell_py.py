@@ -21,6 +21,7 @@ This module is the reference for the compiled twin ``loopcore._native_shell`` (s
 shell.pyx), which must give the same answer for every input. Neither twin caches: the
 dispatcher ``loopcore.taxonomy.shell`` puts one lru_cache in front of whichever is live.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -29,51 +30,232 @@ import re
 __all__ = ["classify_shell", "classify_shell_access", "lex", "parse_patch_targets"]
 
 # Reserved words and prefixes that do not change what the command after them does.
-_PREFIX_WORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time"})
+_PREFIX_WORDS = frozenset(
+    {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time"}
+)
 _NEUTRAL_SEGMENTS = frozenset({"fi", "done", "esac", "for", "select", "in", "function"})
 # Programs with no effect on files and nothing worth observing.
-_NEUTRAL = frozenset({
-    "cd", "pushd", "popd", "echo", "printf", "true", "false", "pwd", "export", "set", "unset",
-    "alias", "unalias", "which", "type", "whoami", "id", "uname", "hostname", "date", "sleep",
-    "clear", "exit", "return", "read", "test", "[", "[[", "]]", "shift", "local", "declare",
-    "typeset", ":", "wait", "trap", "ulimit", "umask", "hash", "history", "jobs", "shopt",
-    "seq", "yes", "basename", "dirname", "nproc", "expr", "let", "break", "continue",
-})
+_NEUTRAL = frozenset(
+    {
+        "cd",
+        "pushd",
+        "popd",
+        "echo",
+        "printf",
+        "true",
+        "false",
+        "pwd",
+        "export",
+        "set",
+        "unset",
+        "alias",
+        "unalias",
+        "which",
+        "type",
+        "whoami",
+        "id",
+        "uname",
+        "hostname",
+        "date",
+        "sleep",
+        "clear",
+        "exit",
+        "return",
+        "read",
+        "test",
+        "[",
+        "[[",
+        "]]",
+        "shift",
+        "local",
+        "declare",
+        "typeset",
+        ":",
+        "wait",
+        "trap",
+        "ulimit",
+        "umask",
+        "hash",
+        "history",
+        "jobs",
+        "shopt",
+        "seq",
+        "yes",
+        "basename",
+        "dirname",
+        "nproc",
+        "expr",
+        "let",
+        "break",
+        "continue",
+    }
+)
 # Readers of the files named on their command line.
-_READERS = frozenset({
-    "cat", "nl", "less", "more", "wc", "stat", "file", "tac", "xxd", "od", "hexdump", "strings",
-    "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "readlink", "realpath", "ls", "ll",
-    "tree", "du", "diff", "cmp", "bat", "head", "tail", "uniq", "cut", "paste", "comm", "join",
-    "column", "fold", "fmt", "rev", "expand", "unexpand", "iconv", "base64", "zcat", "zless",
-    "bzcat", "xzcat", "lsattr", "getfacl", "colordiff", "vimdiff", "pr", "look", "numfmt",
-})
+_READERS = frozenset(
+    {
+        "cat",
+        "nl",
+        "less",
+        "more",
+        "wc",
+        "stat",
+        "file",
+        "tac",
+        "xxd",
+        "od",
+        "hexdump",
+        "strings",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "sha512sum",
+        "cksum",
+        "readlink",
+        "realpath",
+        "ls",
+        "ll",
+        "tree",
+        "du",
+        "diff",
+        "cmp",
+        "bat",
+        "head",
+        "tail",
+        "uniq",
+        "cut",
+        "paste",
+        "comm",
+        "join",
+        "column",
+        "fold",
+        "fmt",
+        "rev",
+        "expand",
+        "unexpand",
+        "iconv",
+        "base64",
+        "zcat",
+        "zless",
+        "bzcat",
+        "xzcat",
+        "lsattr",
+        "getfacl",
+        "colordiff",
+        "vimdiff",
+        "pr",
+        "look",
+        "numfmt",
+    }
+)
 # Readers whose first positional argument is a program or pattern, not a file.
-_PATTERN_READERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep", "jq", "yq", "git-grep"})
+_PATTERN_READERS = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep", "jq", "yq", "git-grep"}
+)
 # Observers of the system rather than of files.
-_SYSTEM_OBSERVERS = frozenset({"ps", "top", "df", "free", "uptime", "lsof", "env", "printenv", "whereis", "locate", "netstat", "ss", "pgrep", "pip-list"})
+_SYSTEM_OBSERVERS = frozenset(
+    {
+        "ps",
+        "top",
+        "df",
+        "free",
+        "uptime",
+        "lsof",
+        "env",
+        "printenv",
+        "whereis",
+        "locate",
+        "netstat",
+        "ss",
+        "pgrep",
+        "pip-list",
+    }
+)
 # Writers of the paths named on their command line (all operands are targets).
 _WRITERS = frozenset({"touch", "mkdir", "rm", "rmdir", "unlink", "truncate", "shred", "mkfifo"})
 # Commands that run another command given as their arguments.
-_WRAPPERS = frozenset({"sudo", "nohup", "nice", "command", "builtin", "exec", "stdbuf", "ionice", "chronic", "unbuffer"})
+_WRAPPERS = frozenset(
+    {
+        "sudo",
+        "nohup",
+        "nice",
+        "command",
+        "builtin",
+        "exec",
+        "stdbuf",
+        "ionice",
+        "chronic",
+        "unbuffer",
+    }
+)
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 
 # Options that take a value (so the next word is not an operand), per program.
 _VALUE_OPTS: dict[str, frozenset[str]] = {
     "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
     "tail": frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--pid", "--sleep-interval"}),
-    "grep": frozenset({"-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--max-count", "--context",
-                       "--after-context", "--before-context", "--label", "--exclude", "--include",
-                       "--exclude-dir", "--color", "--colour"}),
-    "rg": frozenset({"-e", "-f", "-g", "-t", "-T", "-m", "-A", "-B", "-C", "-M", "-j", "--glob",
-                     "--type", "--type-not", "--max-count", "--context", "--after-context",
-                     "--before-context", "--max-columns", "--threads", "--iglob", "--sort",
-                     "--regexp", "--file", "--max-depth", "--color", "--colors", "-r", "--replace"}),
+    "grep": frozenset(
+        {
+            "-e",
+            "-f",
+            "-m",
+            "-A",
+            "-B",
+            "-C",
+            "-d",
+            "-D",
+            "--max-count",
+            "--context",
+            "--after-context",
+            "--before-context",
+            "--label",
+            "--exclude",
+            "--include",
+            "--exclude-dir",
+            "--color",
+            "--colour",
+        }
+    ),
+    "rg": frozenset(
+        {
+            "-e",
+            "-f",
+            "-g",
+            "-t",
+            "-T",
+            "-m",
+            "-A",
+            "-B",
+            "-C",
+            "-M",
+            "-j",
+            "--glob",
+            "--type",
+            "--type-not",
+            "--max-count",
+            "--context",
+            "--after-context",
+            "--before-context",
+            "--max-columns",
+            "--threads",
+            "--iglob",
+            "--sort",
+            "--regexp",
+            "--file",
+            "--max-depth",
+            "--color",
+            "--colors",
+            "-r",
+            "--replace",
+        }
+    ),
     "ag": frozenset({"-G", "-A", "-B", "-C", "-m", "--ignore", "--file-search-regex"}),
     "sed": frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"}),
     "awk": frozenset({"-F", "-v", "-f"}),
     "cut": frozenset({"-d", "-f", "-b", "-c", "--delimiter", "--fields"}),
     "sort": frozenset({"-k", "-t", "-o", "-S", "-T", "--key", "--field-separator", "--output"}),
-    "ls": frozenset({"-I", "-w", "--ignore", "--hide", "--width", "--sort", "--format", "--color", "-T"}),
+    "ls": frozenset(
+        {"-I", "-w", "--ignore", "--hide", "--width", "--sort", "--format", "--color", "-T"}
+    ),
     "tree": frozenset({"-L", "-I", "-P", "--filelimit"}),
     "du": frozenset({"-d", "--max-depth", "-B", "--exclude"}),
     "diff": frozenset({"-U", "-C", "-x", "-X", "--label", "-I"}),
@@ -91,32 +273,128 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "truncate": frozenset({"-s", "--size", "-r", "--reference"}),
     "find": frozenset(),
     "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}),
-    "xargs": frozenset({"-I", "-i", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--max-args",
-                        "--max-procs", "--delimiter", "--arg-file", "--replace"}),
+    "xargs": frozenset(
+        {
+            "-I",
+            "-i",
+            "-n",
+            "-P",
+            "-L",
+            "-d",
+            "-E",
+            "-s",
+            "-a",
+            "--max-args",
+            "--max-procs",
+            "--delimiter",
+            "--arg-file",
+            "--replace",
+        }
+    ),
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
     "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t"}),
     "nice": frozenset({"-n", "--adjustment"}),
     "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir", "--split-string"}),
-    "patch": frozenset({"-p", "-d", "-D", "-F", "-o", "-r", "-z", "-B", "-V", "-Y", "--directory",
-                        "--output", "--reject-file", "--fuzz", "--strip", "--input"}),
+    "patch": frozenset(
+        {
+            "-p",
+            "-d",
+            "-D",
+            "-F",
+            "-o",
+            "-r",
+            "-z",
+            "-B",
+            "-V",
+            "-Y",
+            "--directory",
+            "--output",
+            "--reject-file",
+            "--fuzz",
+            "--strip",
+            "--input",
+        }
+    ),
 }
 _VALUE_OPTS["egrep"] = _VALUE_OPTS["fgrep"] = _VALUE_OPTS["zgrep"] = _VALUE_OPTS["grep"]
 _VALUE_OPTS["gawk"] = _VALUE_OPTS["mawk"] = _VALUE_OPTS["nawk"] = _VALUE_OPTS["awk"]
 
-_GIT_OBSERVE = frozenset({
-    "diff", "log", "status", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse",
-    "describe", "shortlog", "cat-file", "reflog", "rev-list", "whatchanged", "annotate",
-    "diff-tree", "diff-index", "diff-files", "show-ref", "name-rev", "for-each-ref", "help",
-    "version", "count-objects", "check-ignore", "merge-base", "ls-remote", "var",
-})
-_GIT_MUTATE = frozenset({
-    "apply", "checkout", "switch", "restore", "reset", "stash", "commit", "add", "rm", "mv",
-    "merge", "rebase", "cherry-pick", "revert", "clean", "am", "pull", "clone", "init", "tag",
-    "branch", "fetch", "worktree", "submodule", "config", "remote", "notes", "update-index",
-    "read-tree", "checkout-index", "mergetool", "gc", "prune", "push", "bisect",
-})
+_GIT_OBSERVE = frozenset(
+    {
+        "diff",
+        "log",
+        "status",
+        "show",
+        "blame",
+        "grep",
+        "ls-files",
+        "ls-tree",
+        "rev-parse",
+        "describe",
+        "shortlog",
+        "cat-file",
+        "reflog",
+        "rev-list",
+        "whatchanged",
+        "annotate",
+        "diff-tree",
+        "diff-index",
+        "diff-files",
+        "show-ref",
+        "name-rev",
+        "for-each-ref",
+        "help",
+        "version",
+        "count-objects",
+        "check-ignore",
+        "merge-base",
+        "ls-remote",
+        "var",
+    }
+)
+_GIT_MUTATE = frozenset(
+    {
+        "apply",
+        "checkout",
+        "switch",
+        "restore",
+        "reset",
+        "stash",
+        "commit",
+        "add",
+        "rm",
+        "mv",
+        "merge",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "clean",
+        "am",
+        "pull",
+        "clone",
+        "init",
+        "tag",
+        "branch",
+        "fetch",
+        "worktree",
+        "submodule",
+        "config",
+        "remote",
+        "notes",
+        "update-index",
+        "read-tree",
+        "checkout-index",
+        "mergetool",
+        "gc",
+        "prune",
+        "push",
+        "bisect",
+    }
+)
 # git subcommands whose bare operands are paths (so they can name targets without "--").
-_GIT_PATH_OPERANDS = frozenset({"add", "rm", "mv", "restore", "blame", "annotate", "ls-files", "check-ignore"})
+_GIT_PATH_OPERANDS = frozenset(
+    {"add", "rm", "mv", "restore", "blame", "annotate", "ls-files", "check-ignore"}
+)
 # How deep nested commands are read: scripts run by "bash -c" (or fed to a shell as a heredoc)
 # and commands run by "find -exec". Deeper ones are unknown code (exec). The bound keeps the
 # recursion (and the compiled twin's C stack) shallow whatever the input, and the work too: each
@@ -126,9 +404,9 @@ _DEV_NULL = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 # The path runs to the line's last non-blank character: a greedy `.*\S` finds it in linear time
 # (a lazy `.+?\s*$` re-scanned the trailing blanks at every step, quadratic on a long line).
-_PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.*\S)\s*$|^\*\*\* Move to: (.*\S)\s*$", re.M)
-
-
+_PATCH_FILE_RE = re.compile(
+    r"^\*\*\* (?:Update|Add|Delete) File: (.*\S)\s*$|^\*\*\* Move to: (.*\S)\s*$", re.M
+)
 
 
 class _Seg:
@@ -159,8 +437,20 @@ _TOKEN = re.compile(
     re.S | re.X,
 )
 _DQ_ESC = re.compile(r'\\(["\\$`\n])')
-_REDIR_OPS = {"<<<": "<<<", "<<-": "<<-", "<<": "<<", ">>": ">>", ">&": "dup", "<&": "dup", ">|": ">", "<>": ">",
-              ">": ">", "<": "<", "&>": ">", "&>>": ">>"}
+_REDIR_OPS = {
+    "<<<": "<<<",
+    "<<-": "<<-",
+    "<<": "<<",
+    ">>": ">>",
+    ">&": "dup",
+    "<&": "dup",
+    ">|": ">",
+    "<>": ">",
+    ">": ">",
+    "<": "<",
+    "&>": ">",
+    "&>>": ">>",
+}
 
 
 # The fast lexer: one findall gives (token, trailing blanks) pairs; heredocs need the slow one.
@@ -171,13 +461,17 @@ _FAST = re.compile(
     re.S,
 )
 _OP_START = frozenset("|&;()\n<>")
-_FD_OPS = frozenset({">", ">>", "<", ">&", "<&", ">|", "<>", "<<<"})  # may follow a descriptor number
+_FD_OPS = frozenset(
+    {">", ">>", "<", ">&", "<&", ">|", "<>", "<<<"}
+)  # may follow a descriptor number
 # What only the general lexer handles: a heredoc, or a blank other than space/tab/CR/newline
 # (form feed, NBSP...), which splits nothing but which the fast regex would skip together with
 # the blanks after it.
 # The blanks are Python's str.isspace() ones minus " \t\r\n", listed: a negated class
 # ([^\S \t\r\n]) scans a long script about 20% slower.
-_NEEDS_SLOW = re.compile("<<(?!<)|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_NEEDS_SLOW = re.compile(
+    "<<(?!<)|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
 # First characters of the tokens _lex_fast cannot take as plain text.
 _FAST_SPECIAL = frozenset("'\"\\#") | _OP_START
 
@@ -284,7 +578,7 @@ def _lex_fast(s: str) -> list[_Seg]:
     return segs
 
 
-def lex(s: str) -> "list[tuple[list[str], list[tuple[str, str]], list[str]]]":
+def lex(s: str) -> list[tuple[list[str], list[tuple[str, str]], list[str]]]:
     """The simple commands of script *s* as (words, redirections, heredoc bodies); never raises.
 
     Redirections are (op, target) with op one of ``>``, ``>>``, ``<``, ``dup``. Both twins give
@@ -413,7 +707,7 @@ def _lex_slow(s: str) -> list[_Seg]:
                     owner.heredocs.append(s[start:])
                     pos = n
                 else:
-                    owner.heredocs.append(s[start:max(end - 1, start)])
+                    owner.heredocs.append(s[start : max(end - 1, start)])
                     j = s.find("\n", end)
                     pos = n if j < 0 else j + 1
             pending.clear()
@@ -430,7 +724,7 @@ def _operands(words: list[str], value_opts: frozenset[str], start: int = 1) -> l
     while i < n:
         w = words[i]
         if w == "--":
-            out.extend(words[i + 1:])
+            out.extend(words[i + 1 :])
             break
         if w.startswith("-") and len(w) > 1:
             if w in value_opts:
@@ -532,8 +826,11 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
     if cmd in _PATTERN_READERS:
         opts = _VALUE_OPTS.get(cmd, frozenset())
         ops = _operands(words, opts)
-        explicit_pattern = any(w[:1] == "-" and (w in ("-e", "-f", "--regexp", "--file") or w.startswith(("--regexp=", "--file=")))
-                               for w in words[1:])
+        explicit_pattern = any(
+            w[:1] == "-"
+            and (w in ("-e", "-f", "--regexp", "--file") or w.startswith(("--regexp=", "--file=")))
+            for w in words[1:]
+        )
         if cmd == "rg" and "--files" in words:
             explicit_pattern = True
         if not explicit_pattern and ops:
@@ -543,12 +840,23 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
         return ("observe", [], [], False)
     if cmd in ("sed", "gsed"):
         opts = _VALUE_OPTS["sed"]
-        inplace = any(w == "-i" or w.startswith("-i") or w.startswith("--in-place") or
-                      (w.startswith("-") and not w.startswith("--") and "i" in w[1:] and w not in opts)
-                      for w in words[1:] if w.startswith("-") and w != "--")
+        inplace = any(
+            w == "-i"
+            or w.startswith("-i")
+            or w.startswith("--in-place")
+            or (w.startswith("-") and not w.startswith("--") and "i" in w[1:] and w not in opts)
+            for w in words[1:]
+            if w.startswith("-") and w != "--"
+        )
         ops = _operands(words, opts)
-        if ops and not any(w[:1] == "-" and (w in ("-e", "-f", "--expression", "--file") or w.startswith(("--expression=", "--file=")))
-                           for w in words[1:]):
+        if ops and not any(
+            w[:1] == "-"
+            and (
+                w in ("-e", "-f", "--expression", "--file")
+                or w.startswith(("--expression=", "--file="))
+            )
+            for w in words[1:]
+        ):
             ops = ops[1:]  # the script
         if inplace:
             return ("mutate", ops, ops, not ops)  # an in-place edit reads what it rewrites
@@ -585,8 +893,13 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
         ops = _operands(words, _VALUE_OPTS.get(cmd, frozenset()))[1:]
         return ("mutate", [], ops, not ops)
     if cmd in ("mv", "cp", "ln", "install", "rsync", "scp"):
-        ops = _operands(words, _VALUE_OPTS.get(cmd, frozenset({"-t", "-S", "-m", "-o", "-g", "-e"})))
-        tdir = next((words[j + 1] for j, w in enumerate(words[:-1]) if w in ("-t", "--target-directory")), None)
+        ops = _operands(
+            words, _VALUE_OPTS.get(cmd, frozenset({"-t", "-S", "-m", "-o", "-g", "-e"}))
+        )
+        tdir = next(
+            (words[j + 1] for j, w in enumerate(words[:-1]) if w in ("-t", "--target-directory")),
+            None,
+        )
         if cmd == "mv":
             targets = ops + ([tdir] if tdir else [])
         elif tdir:
@@ -608,7 +921,9 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
         text = "\n".join(heredocs) + "\n" + "\n".join(words[1:])
         targets = list(parse_patch_targets(text))
         return ("mutate", [], targets, not targets)
-    if cmd == "perl" and any(w.startswith("-") and not w.startswith("--") and "i" in w[1:] for w in words[1:]):
+    if cmd == "perl" and any(
+        w.startswith("-") and not w.startswith("--") and "i" in w[1:] for w in words[1:]
+    ):
         ops = [w for w in _operands(words, frozenset({"-e", "-E", "-M", "-I"}))]
         return ("mutate", [], ops, not ops)
     if cmd == "find":
@@ -632,7 +947,7 @@ def _classify_find(words: list[str], depth: int) -> _Part:
     for k, w in enumerate(words):
         if w in ("-exec", "-execdir", "-ok", "-okdir"):
             inner: list[str] = []
-            for x in words[k + 1:]:
+            for x in words[k + 1 :]:
                 if x in (";", "+", "\\;"):
                     break
                 inner.append(x)
@@ -657,30 +972,54 @@ def _classify_git(words: list[str]) -> _Part:
     if j >= len(words):
         return ("other", [], [], False)
     sub = words[j]
-    args = words[j + 1:]
-    paths = args[args.index("--") + 1:] if "--" in args else []
+    args = words[j + 1 :]
+    paths = args[args.index("--") + 1 :] if "--" in args else []
     if sub in _GIT_PATH_OPERANDS and not paths:
         paths = [a for a in args if not a.startswith("-")]
     if sub == "stash" and args[:1] in (["list"], ["show"]):
         return ("observe", [], [], False)
     if sub in ("branch", "tag", "remote", "config", "worktree") and (
-        not args or all(a.startswith("-") for a in args) and not any(a in ("-d", "-D", "-m", "-M", "--delete", "--unset") for a in args)
+        not args
+        or all(a.startswith("-") for a in args)
+        and not any(a in ("-d", "-D", "-m", "-M", "--delete", "--unset") for a in args)
         or args[:1] in (["list"], ["-l"], ["--list"], ["-v"], ["--get"], ["show"], ["get-url"])
     ):
         return ("observe", [], [], False)
     if sub in _GIT_OBSERVE:
         return ("observe", paths, [], False)
     if sub in _GIT_MUTATE:
-        if sub in ("add", "commit", "tag", "branch", "fetch", "push", "config", "remote", "notes", "gc", "prune", "worktree", "submodule"):
+        if sub in (
+            "add",
+            "commit",
+            "tag",
+            "branch",
+            "fetch",
+            "push",
+            "config",
+            "remote",
+            "notes",
+            "gc",
+            "prune",
+            "worktree",
+            "submodule",
+        ):
             # Only git's own state changes; the working tree is as it was.
             return ("mutate", [], ["git:repo"], False)
         if sub == "checkout" and not paths and "--" not in args:
             # "git checkout a.py" restores a file, "git checkout main" switches branches: an
             # operand names a file only when its last part has an extension.
             ops = [a for a in args if not a.startswith("-")]
-            if ops and all(_looks_like_file(a) for a in ops) and not any(a.startswith("-") for a in args):
+            if (
+                ops
+                and all(_looks_like_file(a) for a in ops)
+                and not any(a.startswith("-") for a in args)
+            ):
                 paths = ops
-        if sub in ("checkout", "restore", "rm", "mv") and paths and not any(_is_tree(p) for p in paths):
+        if (
+            sub in ("checkout", "restore", "rm", "mv")
+            and paths
+            and not any(_is_tree(p) for p in paths)
+        ):
             return ("mutate", [], paths, False)
         return ("mutate", [], [], True)
     return ("exec", [], [], True)
@@ -758,7 +1097,9 @@ def _classify_script(script: str, depth: int = 0) -> _Part:
             else:
                 cwd = posixpath.normpath(posixpath.join(cwd, dest)) if cwd else dest
             continue
-        kind, obs, mut, unk = _classify_words(words, seg.heredocs, depth) if words else ("other", [], [], False)
+        kind, obs, mut, unk = (
+            _classify_words(words, seg.heredocs, depth) if words else ("other", [], [], False)
+        )
         if kind == "exec":
             # One part that runs unknown code makes the whole script exec, whatever the other
             # parts do, and an exec result carries no targets: the rest need not be read.
@@ -806,7 +1147,7 @@ def _norm(t: str) -> str:
     return t
 
 
-def _pack(targets: list[str]) -> "str | tuple[str, ...] | None":
+def _pack(targets: list[str]) -> str | tuple[str, ...] | None:
     if len(targets) == 1:
         return _norm(targets[0])
     uniq = tuple(dict.fromkeys(_norm(t) for t in targets))
@@ -815,7 +1156,7 @@ def _pack(targets: list[str]) -> "str | tuple[str, ...] | None":
     return uniq[0] if len(uniq) == 1 else uniq
 
 
-def classify_shell(command: str) -> "tuple[str, str | tuple[str, ...] | None]":
+def classify_shell(command: str) -> tuple[str, str | tuple[str, ...] | None]:
     """(kind, target) of a shell command: kind is observe/mutate/exec/other; never raises.
 
     Uncached (see the module doc); ``loopcore.taxonomy.shell.classify_shell`` is the cached one.
@@ -838,14 +1179,16 @@ def classify_shell(command: str) -> "tuple[str, str | tuple[str, ...] | None]":
     return (kind, None)
 
 
-def _access_tuple(targets: list[str]) -> "tuple[str, ...]":
+def _access_tuple(targets: list[str]) -> tuple[str, ...]:
     packed = _pack(targets)
     if packed is None:
         return ()
     return packed if isinstance(packed, tuple) else (packed,)
 
 
-def classify_shell_access(command: str) -> "tuple[str, str | tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None, bool]":
+def classify_shell_access(
+    command: str,
+) -> tuple[str, str | tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None, bool]:
     """(kind, target, reads, writes, no_op) of a shell command; never raises.
 
     ``kind`` and ``target`` are those of :func:`classify_shell`. ``reads`` is what the command
@@ -863,7 +1206,7 @@ def classify_shell_access(command: str) -> "tuple[str, str | tuple[str, ...] | N
         return ("exec", None, None, None, False)
     if kind == "other":
         return ("other", None, (), (), False)
-    reads: "tuple[str, ...] | None"
+    reads: tuple[str, ...] | None
     if any("$" in t or "`" in t for t in observed):
         reads = None
     else:

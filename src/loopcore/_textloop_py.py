@@ -32,6 +32,7 @@ of a line, and the start of every streamed chunk counts as one (as in gemini).
 returning True until ``reset``); ``repeated_spans`` is the whole-text form used to charge
 degenerate replies: the character ranges covered by the repeats, the first occurrence excluded.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -149,7 +150,7 @@ class _Scanner:
     def add(self, piece: str) -> bool:
         """Append *piece* and analyse it; True when a loop is found (streaming stops there)."""
         for s in range(0, len(piece), SLICE):
-            if self._add_slice(piece[s:s + SLICE]) and self.marks is None:
+            if self._add_slice(piece[s : s + SLICE]) and self.marks is None:
                 return True
         return False
 
@@ -178,7 +179,7 @@ class _Scanner:
         while self._next <= end:
             pos = self._next
             i = pos - base
-            chunk = text[i:i + CHUNK_SIZE]
+            chunk = text[i : i + CHUNK_SIZE]
             q = self._occ.get(chunk)
             if q is None:
                 q = self._occ[chunk] = deque()
@@ -200,7 +201,7 @@ class _Scanner:
         if last - first > MAX_AVG_DISTANCE * (LOOP_THRESHOLD - 1):
             return False
         base, text = self._base, self._text
-        periods = {text[q[k] - base:q[k + 1] - base] for k in range(n - LOOP_THRESHOLD, n - 1)}
+        periods = {text[q[k] - base : q[k + 1] - base] for k in range(n - LOOP_THRESHOLD, n - 1)}
         return len(periods) <= MAX_PERIODS
 
 

@@ -27,10 +27,12 @@ beside (``turn_output_tokens``) unless ``BurnSettings(charge_turn_output=True)``
 charged to at most one finding, and ``total_tokens`` counts every turn, so
 ``0 <= wasted_tokens <= total_tokens``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ._burn_py import QUESTION_LOOP_MIN_TURNS
 from .encoded import FINDING_KINDS, BurnSettings, analyse_encoded, encode, step_facts
@@ -183,7 +185,11 @@ class BurnReport:
 
     def __repr__(self) -> str:
         est = " (estimated)" if self.tokens_estimated else ""
-        who = f" {self.session!r}" if self.session is not None and self.traces == 1 else f" {self.traces} traces"
+        who = (
+            f" {self.session!r}"
+            if self.session is not None and self.traces == 1
+            else f" {self.traces} traces"
+        )
         return (
             f"<BurnReport{who}: {self.wasted_tokens}/{self.total_tokens} tokens wasted{est} "
             f"({self.waste_ratio:.1%}), {len(self.findings)} findings>"
@@ -207,7 +213,7 @@ class BurnReport:
         }
 
     @classmethod
-    def combine(cls, reports: Iterable["BurnReport"]) -> "BurnReport":
+    def combine(cls, reports: Iterable[BurnReport]) -> BurnReport:
         """One report over many: sums, all findings, the top recommendation across them all."""
         reports = list(reports)
         by_kind = _empty_by_kind()
@@ -246,8 +252,16 @@ class RepeatCheck:
 # ----------------------------------------------------------------------------- messages
 
 
-def _message(kind: str, steps: Sequence[int], refs: Sequence[Any], of: int | None, of_ref: Any, root: Step,
-             tokens: int, turns: int) -> str:
+def _message(
+    kind: str,
+    steps: Sequence[int],
+    refs: Sequence[Any],
+    of: int | None,
+    of_ref: Any,
+    root: Step,
+    tokens: int,
+    turns: int,
+) -> str:
     what = _target_text(root.target)
     n = len(steps)
     listed = _steps_text(steps, refs)
@@ -291,8 +305,10 @@ def _recommendation(kind: str, target: Any, name: str, tokens: int) -> str:
     if kind == "oscillation":
         return f"settle on a change before editing: {what} was changed back and forth, costing {tokens} tokens"
     if kind == "rejected_action":
-        return (f"fix the action format the model writes (one well-formed action per turn): rejected actions "
-                f"cost {tokens} tokens")
+        return (
+            f"fix the action format the model writes (one well-formed action per turn): rejected actions "
+            f"cost {tokens} tokens"
+        )
     if kind == "degenerate_output":
         return f"stop replies that repeat themselves (a repetition penalty, a content-loop guard): they cost {tokens} tokens"
     return f"act on the user's answers instead of asking again: repeated question turns cost {tokens} tokens"
@@ -313,8 +329,14 @@ def _recommend(findings: Sequence[Finding]) -> str | None:
     return _recommendation(kind, target, name, totals[(kind, target, name)])
 
 
-def _report(trace: Trace, codes: Sequence[int], of: Sequence[int], charge: Sequence[int],
-            total: int | None = None, charge_turn: bool = False) -> BurnReport:
+def _report(
+    trace: Trace,
+    codes: Sequence[int],
+    of: Sequence[int],
+    charge: Sequence[int],
+    total: int | None = None,
+    charge_turn: bool = False,
+) -> BurnReport:
     """Group the kernel's per-step charges into Findings (each repeat chain under its first
     occurrence; one oscillation finding per target, one rejected_action finding per trace, one
     degenerate_output finding per reply)."""
@@ -364,11 +386,21 @@ def _report(trace: Trace, codes: Sequence[int], of: Sequence[int], charge: Seque
                 kind=kind,
                 steps=tuple(charged),
                 of_step=r,
-                target=root_step.target if code not in (_QUESTION, _REJECTED, _DEGENERATE) else None,
+                target=root_step.target
+                if code not in (_QUESTION, _REJECTED, _DEGENERATE)
+                else None,
                 name=root_step.name,
                 tokens=tokens,
-                message=_message(kind, charged, refs, r, steps[r].ref if r is not None else None, root_step,
-                                 tokens, turns),
+                message=_message(
+                    kind,
+                    charged,
+                    refs,
+                    r,
+                    steps[r].ref if r is not None else None,
+                    root_step,
+                    tokens,
+                    turns,
+                ),
                 session=trace.session,
                 refs=refs,
                 of_ref=steps[r].ref if r is not None else None,
@@ -393,8 +425,9 @@ def _report(trace: Trace, codes: Sequence[int], of: Sequence[int], charge: Seque
 # ----------------------------------------------------------------------------- entry points
 
 
-def analyse_burn(trace: Trace | Sequence[Step], settings: BurnSettings | None = None, *,
-                 impl: str | None = None) -> BurnReport:
+def analyse_burn(
+    trace: Trace | Sequence[Step], settings: BurnSettings | None = None, *, impl: str | None = None
+) -> BurnReport:
     """Account for the wasted tokens of one trace (see the module doc for the rules).
 
     Accepts a Trace or a sequence of Steps; *settings* are the analysis' settings
@@ -407,8 +440,9 @@ def analyse_burn(trace: Trace | Sequence[Step], settings: BurnSettings | None = 
     return analyse_many([trace], settings, impl=impl)[0]
 
 
-def analyse_many(traces: Iterable[Trace], settings: BurnSettings | None = None, *,
-                 impl: str | None = None) -> list[BurnReport]:
+def analyse_many(
+    traces: Iterable[Trace], settings: BurnSettings | None = None, *, impl: str | None = None
+) -> list[BurnReport]:
     """analyse_burn for many traces at once, through encode() and one run of the kernel.
 
     Gives the same reports as ``[analyse_burn(t) for t in traces]``; ``impl`` ("c"/"py")
@@ -427,7 +461,16 @@ def analyse_many(traces: Iterable[Trace], settings: BurnSettings | None = None, 
     reports = []
     for k, trace in enumerate(traces):
         s0, s1 = int(enc.trace_offsets[k]), int(enc.trace_offsets[k + 1])
-        reports.append(_report(trace, codes[s0:s1], of[s0:s1], charge[s0:s1], totals[k], settings.charge_turn_output))
+        reports.append(
+            _report(
+                trace,
+                codes[s0:s1],
+                of[s0:s1],
+                charge[s0:s1],
+                totals[k],
+                settings.charge_turn_output,
+            )
+        )
     return reports
 
 
@@ -467,7 +510,11 @@ def would_repeat(step: Step, trace: Trace | Sequence[Step]) -> RepeatCheck:
         changed = last_global > last or any(last_write.get(t, -1) > last for t in r)
     if changed:
         return RepeatCheck(
-            False, None, f"same call as step {last}, but {what} may have changed since (a later mutation or exec)"
+            False,
+            None,
+            f"same call as step {last}, but {what} may have changed since (a later mutation or exec)",
         )
     failed = " (which failed)" if steps[last].error is not None else ""
-    return RepeatCheck(True, last, f"identical to step {last}{failed}, and nothing has changed {what} since")
+    return RepeatCheck(
+        True, last, f"identical to step {last}{failed}, and nothing has changed {what} since"
+    )

@@ -9,6 +9,7 @@ Exit codes (stable; scripts and CI rely on them):
   malformed file (named with its line). With ``--keep-going`` bad inputs are skipped and
   counted instead, and 2 is returned only when nothing at all could be read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,8 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "build_parser", "main"]
 
@@ -69,81 +71,193 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("paths", nargs="*", metavar="PATH",
-                        help="trace files or folders (.gz too); none = the bundled example trace")
-        sp.add_argument("--format", default="auto", metavar="NAME",
-                        help="input trace format (default: auto-detect per file)")
-        sp.add_argument("--keep-going", action="store_true",
-                        help="skip malformed files and lines, count them, analyse the rest")
-        sp.add_argument("--json", metavar="FILE", help="write the full report as JSON ('-' = stdout, no table)")
-        sp.add_argument("--top", type=_count, default=10, metavar="N", help="rows of findings/events to show (default 10)")
+        sp.add_argument(
+            "paths",
+            nargs="*",
+            metavar="PATH",
+            help="trace files or folders (.gz too); none = the bundled example trace",
+        )
+        sp.add_argument(
+            "--format",
+            default="auto",
+            metavar="NAME",
+            help="input trace format (default: auto-detect per file)",
+        )
+        sp.add_argument(
+            "--keep-going",
+            action="store_true",
+            help="skip malformed files and lines, count them, analyse the rest",
+        )
+        sp.add_argument(
+            "--json", metavar="FILE", help="write the full report as JSON ('-' = stdout, no table)"
+        )
+        sp.add_argument(
+            "--top",
+            type=_count,
+            default=10,
+            metavar="N",
+            help="rows of findings/events to show (default 10)",
+        )
         prog = sp.add_mutually_exclusive_group()
-        prog.add_argument("--progress", dest="progress", action="store_true", default=None,
-                          help="always show a progress bar on stderr")
-        prog.add_argument("--no-progress", dest="progress", action="store_false",
-                          help="never show a progress bar")
+        prog.add_argument(
+            "--progress",
+            dest="progress",
+            action="store_true",
+            default=None,
+            help="always show a progress bar on stderr",
+        )
+        prog.add_argument(
+            "--no-progress", dest="progress", action="store_false", help="never show a progress bar"
+        )
 
-    a = sub.add_parser("analyse", aliases=["analyze"], help="account for the tokens recorded traces wasted",
-                       description="Analyse recorded agent traces for wasted tokens.")
+    a = sub.add_parser(
+        "analyse",
+        aliases=["analyze"],
+        help="account for the tokens recorded traces wasted",
+        description="Analyse recorded agent traces for wasted tokens.",
+    )
     common(a)
-    a.add_argument("--html", metavar="FILE", help="write a self-contained HTML report (charts, timelines, "
-                   "the guard replay overlaid)")
-    a.add_argument("--html-policy", default="default", metavar="NAME",
-                   help="policy preset of the guard replay overlaid on the HTML report (default: default)")
-    a.add_argument("--jobs", "-j", type=_count, default=None, metavar="N",
-                   help="analyse files in N processes (default: the cores this process may use, for inputs of "
-                   "4 MB or more; 1 = one process); the report is the same either way")
-    a.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="run on the Dask cluster at ADDRESS (tcp://host:8786); needs loopcore[fleet]")
-    a.add_argument("--parquet", metavar="DIR", default=None,
-                   help="also store the step columns, findings and per-trace summaries as Parquet in DIR (a new "
-                        "folder or a store: the run is appended); `loopcore analyse DIR` re-analyses a store "
-                        "(docs/store.md)")
-    a.add_argument("--min-ratio", type=_ratio, default=0.0, metavar="RATIO",
-                   help="list only traces whose waste ratio is at least RATIO (totals keep all)")
-    a.add_argument("--fail-above", type=_ratio, default=None, metavar="RATIO",
-                   help="exit 1 when the overall waste ratio is above RATIO (for CI)")
-    a.add_argument("--charge-turn-output", action="store_true",
-                   help="charge a wasted call's whole turn (its reasoning and reply text too); by default that "
-                        "is reported beside the charge")
+    a.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a self-contained HTML report (charts, timelines, the guard replay overlaid)",
+    )
+    a.add_argument(
+        "--html-policy",
+        default="default",
+        metavar="NAME",
+        help="policy preset of the guard replay overlaid on the HTML report (default: default)",
+    )
+    a.add_argument(
+        "--jobs",
+        "-j",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="analyse files in N processes (default: the cores this process may use, for inputs of "
+        "4 MB or more; 1 = one process); the report is the same either way",
+    )
+    a.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="run on the Dask cluster at ADDRESS (tcp://host:8786); needs loopcore[fleet]",
+    )
+    a.add_argument(
+        "--parquet",
+        metavar="DIR",
+        default=None,
+        help="also store the step columns, findings and per-trace summaries as Parquet in DIR (a new "
+        "folder or a store: the run is appended); `loopcore analyse DIR` re-analyses a store "
+        "(docs/store.md)",
+    )
+    a.add_argument(
+        "--min-ratio",
+        type=_ratio,
+        default=0.0,
+        metavar="RATIO",
+        help="list only traces whose waste ratio is at least RATIO (totals keep all)",
+    )
+    a.add_argument(
+        "--fail-above",
+        type=_ratio,
+        default=None,
+        metavar="RATIO",
+        help="exit 1 when the overall waste ratio is above RATIO (for CI)",
+    )
+    a.add_argument(
+        "--charge-turn-output",
+        action="store_true",
+        help="charge a wasted call's whole turn (its reasoning and reply text too); by default that "
+        "is reported beside the charge",
+    )
     a.set_defaults(run=_run_analyse)
 
-    r = sub.add_parser("replay", help="run the Guard over recorded calls: what would it have warned or blocked?",
-                       description="Replay recorded traces through a Guard and report its verdicts.")
+    r = sub.add_parser(
+        "replay",
+        help="run the Guard over recorded calls: what would it have warned or blocked?",
+        description="Replay recorded traces through a Guard and report its verdicts.",
+    )
     common(r)
-    r.add_argument("--policy", default="default", metavar="NAME", help="policy preset (default: default)")
-    r.add_argument("--fail-on-block", action="store_true", help="exit 1 when the guard would have blocked a call")
-    r.add_argument("--html", metavar="FILE", help="write a self-contained HTML report of the replay and the burn analysis")
+    r.add_argument(
+        "--policy", default="default", metavar="NAME", help="policy preset (default: default)"
+    )
+    r.add_argument(
+        "--fail-on-block",
+        action="store_true",
+        help="exit 1 when the guard would have blocked a call",
+    )
+    r.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a self-contained HTML report of the replay and the burn analysis",
+    )
     r.set_defaults(run=_run_replay)
 
     # `loopcore hook ...` is dispatched in main() before this parser is built (see loopcore.hooks);
     # the entry here lists it in --help.
-    sub.add_parser("hook", help="the guard as a Claude Code / Codex / Gemini CLI hook (see docs/hooks/)",
-                   add_help=False)
-    m = sub.add_parser("mcp-proxy", help="a stdio proxy in front of an MCP server, guarding its tools/call",
-                       description="Start an MCP server and pump its stdio, checking each tools/call with a "
-                       "Guard: a block is answered with isError and never forwarded, a warning is appended "
-                       "to the result, everything else passes through byte for byte. Exits with the "
-                       "server's exit code. See docs/integrations/mcp.md.",
-                       usage="loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]")
-    m.add_argument("--policy", default=None, metavar="NAME|FILE",
-                   help="policy preset or a JSON file of Policy fields (default: default)")
-    m.add_argument("--state", default=None, metavar="FILE",
-                   help="restore the guard from FILE at start, save it there at exit (and every 2 s)")
-    m.add_argument("--session", default=None, metavar="ID",
-                   help="guard session id (default: one per proxy process)")
-    m.add_argument("--grace", type=float, default=5.0, metavar="SECONDS",
-                   help="after the client leaves: wait this long for the server before SIGTERM, "
-                   "and again before SIGKILL (default 5)")
-    m.add_argument("--call-timeout", type=float, default=None, metavar="SECONDS",
-                   help="answer a tools/call the server has not answered within SECONDS with an "
-                   "isError result, and cancel it on the server (default: wait as long as it takes)")
+    sub.add_parser(
+        "hook",
+        help="the guard as a Claude Code / Codex / Gemini CLI hook (see docs/hooks/)",
+        add_help=False,
+    )
+    m = sub.add_parser(
+        "mcp-proxy",
+        help="a stdio proxy in front of an MCP server, guarding its tools/call",
+        description="Start an MCP server and pump its stdio, checking each tools/call with a "
+        "Guard: a block is answered with isError and never forwarded, a warning is appended "
+        "to the result, everything else passes through byte for byte. Exits with the "
+        "server's exit code. See docs/integrations/mcp.md.",
+        usage="loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]",
+    )
+    m.add_argument(
+        "--policy",
+        default=None,
+        metavar="NAME|FILE",
+        help="policy preset or a JSON file of Policy fields (default: default)",
+    )
+    m.add_argument(
+        "--state",
+        default=None,
+        metavar="FILE",
+        help="restore the guard from FILE at start, save it there at exit (and every 2 s)",
+    )
+    m.add_argument(
+        "--session",
+        default=None,
+        metavar="ID",
+        help="guard session id (default: one per proxy process)",
+    )
+    m.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after the client leaves: wait this long for the server before SIGTERM, "
+        "and again before SIGKILL (default 5)",
+    )
+    m.add_argument(
+        "--call-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="answer a tools/call the server has not answered within SECONDS with an "
+        "isError result, and cancel it on the server (default: wait as long as it takes)",
+    )
     m.add_argument("--quiet", action="store_true", help="no line on stderr for each warn/block")
-    m.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_CMD ARGS", help="the MCP server's command")
+    m.add_argument(
+        "server",
+        nargs=argparse.REMAINDER,
+        metavar="-- SERVER_CMD ARGS",
+        help="the MCP server's command",
+    )
     m.set_defaults(run=_run_mcp_proxy)
-    f = sub.add_parser("formats", help="list the trace formats and the harness versions each was checked against",
-                       description="The trace formats loopcore reads, and the public samples each was checked "
-                       "against (see docs/formats.md).")
+    f = sub.add_parser(
+        "formats",
+        help="list the trace formats and the harness versions each was checked against",
+        description="The trace formats loopcore reads, and the public samples each was checked "
+        "against (see docs/formats.md).",
+    )
     f.add_argument("--json", action="store_true", help="print the table as JSON")
     f.set_defaults(run=_run_formats)
     return p
@@ -161,8 +275,10 @@ def _run_formats(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['name']:<17} {r['reads']}")
         for c in r["checked"]:
-            print(f"{'':<17}   checked: {c.get('harness', '')} {c.get('version', '')} "
-                  f"({c.get('repo', '')}:{c.get('path', '')})")
+            print(
+                f"{'':<17}   checked: {c.get('harness', '')} {c.get('version', '')} "
+                f"({c.get('repo', '')}:{c.get('path', '')})"
+            )
         if not r["checked"]:
             print(f"{'':<17}   checked: the project's own fixtures only")
     return EXIT_OK
@@ -235,7 +351,9 @@ def _check_format(name: str) -> None:
     try:
         load([], name)  # resolves the name (aliases too) without reading anything
     except ValueError:
-        raise _CliError(f"unknown format {name!r}; known formats: auto, {', '.join(FORMATS)}") from None
+        raise _CliError(
+            f"unknown format {name!r}; known formats: auto, {', '.join(FORMATS)}"
+        ) from None
 
 
 #: What a folder walk reads (the adapters' rule): README.md, .yaml, .tsv beside traces are not work.
@@ -274,7 +392,13 @@ class _Progress:
         if not (forced or (long_work and sys.stderr.isatty())):
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self.bar = Progress(
             TextColumn("[progress.description]{task.description}"),
@@ -290,7 +414,7 @@ class _Progress:
         self.traces = 0
         self.steps = 0
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.bar is not None:
             self.bar.start()
         return self
@@ -310,7 +434,9 @@ class _Progress:
             self.steps += len(trace.steps)
             # One file can hold many traces, named "path#index" (tau-bench): count the file once.
             self.sources.add((trace.source or "").split("#", 1)[0])
-            self.bar.update(self.task, completed=len(self.sources), traces=self.traces, steps=self.steps)
+            self.bar.update(
+                self.task, completed=len(self.sources), traces=self.traces, steps=self.steps
+            )
 
         return on_trace
 
@@ -368,17 +494,29 @@ def _run_analyse(args: argparse.Namespace) -> int:
                 # the whole turn charged: analysed in this process, with that setting
                 from .report import collect
 
-                report = collect(args.paths, format=args.format, keep_going=args.keep_going,
-                                 on_trace=_watch_no_steps(prog.callback(), no_steps), charge_turn_output=True)
+                report = collect(
+                    args.paths,
+                    format=args.format,
+                    keep_going=args.keep_going,
+                    on_trace=_watch_no_steps(prog.callback(), no_steps),
+                    charge_turn_output=True,
+                )
             else:
                 from . import fleet
 
-                report, drawn = fleet.analyse(args.paths, format=args.format, keep_going=args.keep_going,
-                                              jobs=args.jobs, scheduler=args.scheduler,
-                                              html_policy=args.html_policy if args.html else None,
-                                              on_unit=_watch_no_steps(prog.callback(), no_steps))
+                report, drawn = fleet.analyse(
+                    args.paths,
+                    format=args.format,
+                    keep_going=args.keep_going,
+                    jobs=args.jobs,
+                    scheduler=args.scheduler,
+                    html_policy=args.html_policy if args.html else None,
+                    on_unit=_watch_no_steps(prog.callback(), no_steps),
+                )
                 if drawn is not None:
-                    html_data = argparse.Namespace(timelines=drawn[0], replays=drawn[1], policy=args.html_policy)
+                    html_data = argparse.Namespace(
+                        timelines=drawn[0], replays=drawn[1], policy=args.html_policy
+                    )
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     except ImportError as exc:  # --scheduler without the fleet extra
@@ -391,19 +529,28 @@ def _run_analyse(args: argparse.Namespace) -> int:
         _print_to_stdout(lambda c: render_text(report, c, top=args.top, min_ratio=args.min_ratio))
         _warn_no_steps(no_steps)
         if report.skipped:
-            print(f"loopcore: skipped {len(report.skipped)} unreadable input(s) (--keep-going)", file=sys.stderr)
+            print(
+                f"loopcore: skipped {len(report.skipped)} unreadable input(s) (--keep-going)",
+                file=sys.stderr,
+            )
         n = len(report.traces)
-        print(f"loopcore: analysed {n:,} trace{'s' if n != 1 else ''}, {report.steps:,} steps in {elapsed:.2f}s",
-              file=sys.stderr)
+        print(
+            f"loopcore: analysed {n:,} trace{'s' if n != 1 else ''}, {report.steps:,} steps in {elapsed:.2f}s",
+            file=sys.stderr,
+        )
     _write_outputs(args, report, to_json, render_html, html_data)
     if args.fail_above is not None and report.overall.waste_ratio > args.fail_above:
-        print(f"loopcore: waste ratio {report.overall.waste_ratio:.3f} is above --fail-above {args.fail_above}",
-              file=sys.stderr)
+        print(
+            f"loopcore: waste ratio {report.overall.waste_ratio:.3f} is above --fail-above {args.fail_above}",
+            file=sys.stderr,
+        )
         return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _run_store(args: argparse.Namespace, on_trace: Callable[[Any], None] | None, no_steps: list[str]) -> Any:
+def _run_store(
+    args: argparse.Namespace, on_trace: Callable[[Any], None] | None, no_steps: list[str]
+) -> Any:
     """The stored-columns branch of ``analyse``: re-analyse a store given as the only path, or
     analyse and append to the store of ``--parquet``; None when neither applies."""
     from . import store
@@ -419,18 +566,29 @@ def _run_store(args: argparse.Namespace, on_trace: Callable[[Any], None] | None,
     if not parquet:
         return None
     if args.scheduler:
-        raise _CliError("--parquet analyses in this process; it cannot be combined with --scheduler")
+        raise _CliError(
+            "--parquet analyses in this process; it cannot be combined with --scheduler"
+        )
     settings = None
     if getattr(args, "charge_turn_output", False):
         from .burn import BurnSettings
 
         settings = BurnSettings(charge_turn_output=True)
     try:
-        report = store.collect_to_store(args.paths, parquet, format=args.format, keep_going=args.keep_going,
-                                        on_trace=_watch_no_steps(on_trace, no_steps), settings=settings)
+        report = store.collect_to_store(
+            args.paths,
+            parquet,
+            format=args.format,
+            keep_going=args.keep_going,
+            on_trace=_watch_no_steps(on_trace, no_steps),
+            settings=settings,
+        )
     except store.StoreError as exc:
         raise _CliError(str(exc)) from None
-    print(f"loopcore: stored {report.steps:,} steps of {len(report.traces):,} traces in {parquet}", file=sys.stderr)
+    print(
+        f"loopcore: stored {report.steps:,} steps of {len(report.traces):,} traces in {parquet}",
+        file=sys.stderr,
+    )
     return report
 
 
@@ -444,7 +602,9 @@ def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
     return on_trace
 
 
-def _watch_no_steps(callback: Callable[[Any], None] | None, into: list[str]) -> Callable[[Any], None]:
+def _watch_no_steps(
+    callback: Callable[[Any], None] | None, into: list[str]
+) -> Callable[[Any], None]:
     """An on_trace callback that notes the traces of non-empty inputs that gave no step."""
 
     def on_trace(trace: Any) -> None:
@@ -465,19 +625,27 @@ def _warn_no_steps(sources: list[str]) -> None:
     from .report import terminal_safe
 
     shown = terminal_safe(", ".join(sources[:3])) + (f" and {n - 3} more" if n > 3 else "")
-    print(f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
-          f"(see `loopcore formats` and docs/formats.md)")
+    print(
+        f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
+        f"(see `loopcore formats` and docs/formats.md)"
+    )
     sys.stdout.flush()
 
 
-def _write_outputs(args: argparse.Namespace, report: Any, to_json: Any, render_html: Any, html_data: Any = None) -> None:
+def _write_outputs(
+    args: argparse.Namespace, report: Any, to_json: Any, render_html: Any, html_data: Any = None
+) -> None:
     if args.json:
         _write(args.json, to_json(report), "JSON report")
     if getattr(args, "html", None):
-        page = render_html(report, top=args.top, min_ratio=args.min_ratio,
-                           timelines=html_data.timelines if html_data else None,
-                           replays=html_data.replays if html_data else None,
-                           policy=html_data.policy if html_data else None)
+        page = render_html(
+            report,
+            top=args.top,
+            min_ratio=args.min_ratio,
+            timelines=html_data.timelines if html_data else None,
+            replays=html_data.replays if html_data else None,
+            policy=html_data.policy if html_data else None,
+        )
         _write(args.html, page, "HTML report")
 
 
@@ -503,8 +671,13 @@ def _run_replay(args: argparse.Namespace) -> int:
 
                 html_data = HtmlCollector(policy=None, burn=True)
                 on_trace = _chain(on_trace, html_data)
-            report = collect_replay(args.paths, policy=args.policy, format=args.format,
-                                    keep_going=args.keep_going, on_trace=_watch_no_steps(on_trace, no_steps))
+            report = collect_replay(
+                args.paths,
+                policy=args.policy,
+                format=args.format,
+                keep_going=args.keep_going,
+                on_trace=_watch_no_steps(on_trace, no_steps),
+            )
     except _load_errors() as exc:
         raise _CliError(f"{_describe(exc)} (use --keep-going to skip bad inputs)") from None
     finally:
@@ -519,9 +692,13 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.html and html_data is not None:
         from .htmlreport import render_report, replay_as_analysis
 
-        page = render_report(replay_as_analysis(report, html_data.burns), timelines=html_data.timelines,
-                             replays=report.traces, policy=args.policy,
-                             title=f"loopcore guard replay ({args.policy} policy) and burn analysis")
+        page = render_report(
+            replay_as_analysis(report, html_data.burns),
+            timelines=html_data.timelines,
+            replays=report.traces,
+            policy=args.policy,
+            title=f"loopcore guard replay ({args.policy} policy) and burn analysis",
+        )
         _write(args.html, page, "HTML report")
     if args.fail_on_block and report.blocked:
         print(f"loopcore: the guard would have blocked {report.blocked} call(s)", file=sys.stderr)
@@ -536,14 +713,23 @@ def _run_mcp_proxy(args: argparse.Namespace) -> int:
     if server and server[0] == "--":
         server = server[1:]
     if not server:
-        raise _CliError("no MCP server command: loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]")
+        raise _CliError(
+            "no MCP server command: loopcore mcp-proxy [options] -- SERVER_CMD [ARGS...]"
+        )
     try:
         load_policy(args.policy)
     except (ValueError, OSError) as exc:
         raise _CliError(f"bad --policy {args.policy!r}: {exc}") from None
     try:
-        return run_cli(server, policy=args.policy, state=args.state, session=args.session, grace=args.grace,
-                       quiet=args.quiet, call_timeout=args.call_timeout)
+        return run_cli(
+            server,
+            policy=args.policy,
+            state=args.state,
+            session=args.session,
+            grace=args.grace,
+            quiet=args.quiet,
+            call_timeout=args.call_timeout,
+        )
     except OSError as exc:
         raise _CliError(f"cannot start the MCP server {server[0]!r}: {exc}") from None
 
@@ -554,7 +740,9 @@ def _check_policy(name: str) -> None:
     try:
         Policy.preset(name)
     except ValueError:
-        raise _CliError(f"unknown policy {name!r}; known policies: {', '.join(Policy.presets())}") from None
+        raise _CliError(
+            f"unknown policy {name!r}; known policies: {', '.join(Policy.presets())}"
+        ) from None
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m loopcore.cli`

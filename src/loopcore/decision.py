@@ -5,6 +5,7 @@ A guard Decision is built from integers (the detector code, the count, the step 
 global breaker's argument churn, the number of variants) and renders its message and key on
 first access. The compiled engine builds the very same object in C (guard.pyx, ``_new_decision``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,6 +30,8 @@ _DET_NAMES = {
     13: "content_loop",
 }
 assert set(_DET_NAMES.values()) == set(DETECTORS)
+
+
 class Decision:
     """The guard's answer for one call: ``action`` is "allow", "warn" or "block".
 
@@ -42,8 +45,15 @@ class Decision:
     __slots__ = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
     _FIELDS = ("action", "detector", "count", "message", "key", "of_step")
 
-    def __init__(self, action: str, detector: str | None = None, count: int = 0, message: str = "",
-                 key: str | None = None, of_step: int | None = None) -> None:
+    def __init__(
+        self,
+        action: str,
+        detector: str | None = None,
+        count: int = 0,
+        message: str = "",
+        key: str | None = None,
+        of_step: int | None = None,
+    ) -> None:
         self.action = action
         self.detector = detector
         self.count = count
@@ -57,7 +67,9 @@ class Decision:
         """The text written for the model ("" on allow)."""
         m = self._message
         if m is None:  # a guard decision: rendered once, from the facts it was built with
-            m = self._message = _render_message(self.detector, self.action == "block", self.count, self._why)
+            m = self._message = _render_message(
+                self.detector, self.action == "block", self.count, self._why
+            )
         return m
 
     @message.setter
@@ -99,13 +111,18 @@ class Decision:
         return hash((self.action, self.detector, self.count, self.key, self.of_step))
 
     def __reduce__(self) -> tuple:
-        return (Decision, (self.action, self.detector, self.count, self.message, self.key, self.of_step))
+        return (
+            Decision,
+            (self.action, self.detector, self.count, self.message, self.key, self.of_step),
+        )
 
     def __repr__(self) -> str:
         if self.action == "allow":
             return "Decision(action='allow')"
-        return (f"Decision(action={self.action!r}, detector={self.detector!r}, count={self.count}, "
-                f"key={self.key!r}, of_step={self.of_step!r})")
+        return (
+            f"Decision(action={self.action!r}, detector={self.detector!r}, count={self.count}, "
+            f"key={self.key!r}, of_step={self.of_step!r})"
+        )
 
 
 def _lazy_decision(code: int, count: int, of_step: int, why: tuple) -> Decision:
@@ -149,6 +166,7 @@ def _ordinal(n: int) -> str:
 # A guard Decision's ``_why``: (policy, tool, pattern hash, paired tool name or None); the
 # pattern hash is the cycle's id for cycles, else the call's args hash.
 
+
 def _render_key(det: str, why: tuple) -> str:
     _pol, tool, x, _other = why
     if det == "tool_budget":
@@ -163,70 +181,110 @@ def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
     if det == "tool_budget":
         what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"
         if block:
-            return (f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
-                    "and continue with the work itself.")
+            return (
+                f"BLOCKED: {tool} has been called {count} times in this session. Stop {what} "
+                "and continue with the work itself."
+            )
         limit = pol.budgets.get(tool, (None, None))[1]
         lim = f" (the limit is {limit})" if limit else ""
-        return (f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
-                "and continue with the work itself.")
+        return (
+            f"WARNING: {tool} has been called {count} times in this session{lim}. Stop {what} "
+            "and continue with the work itself."
+        )
     if det == "generic_repeat":
         if block:
-            return (f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
-                    f"{count} times. It is not making progress; try a different approach or report "
-                    "the task as failed.")
-        return (f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
-                "not making progress, stop retrying and report the task as failed.")
+            return (
+                f"BLOCKED: you called {tool} with identical arguments and got identical outcomes "
+                f"{count} times. It is not making progress; try a different approach or report "
+                "the task as failed."
+            )
+        return (
+            f"WARNING: you have called {tool} {count} times with identical arguments. If this is "
+            "not making progress, stop retrying and report the task as failed."
+        )
     if det == "poll_no_progress":
         if block:
-            return (f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
-                    "This is a stuck polling loop; report the task as failed.")
-        return (f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
-                "Stop polling: wait longer between checks, or report the task as failed if the process is stuck.")
+            return (
+                f"BLOCKED: you polled {tool} {count} times with identical arguments and no progress. "
+                "This is a stuck polling loop; report the task as failed."
+            )
+        return (
+            f"WARNING: you have polled {tool} {count} times with identical arguments and no progress. "
+            "Stop polling: wait longer between checks, or report the task as failed if the process is stuck."
+        )
     if det == "cycle":
         pair = f" (with {other})" if other != tool else ""
         unit = "repetitions" if pol.cycle_unit == "repeats" else "consecutive calls"
         what = "a ping-pong loop" if pol.cycle_periods == (2,) else "a loop"
         if block:
-            return (f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
-                    f"no progress: {what}. Stop and try a different approach or report the task as failed.")
-        return (f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
-                f"looks like {what}; stop retrying and change approach.")
+            return (
+                f"BLOCKED: you are cycling through the same tool calls{pair}, {count} {unit} with "
+                f"no progress: {what}. Stop and try a different approach or report the task as failed."
+            )
+        return (
+            f"WARNING: you are alternating between the same tool calls{pair}, {count} {unit}. This "
+            f"looks like {what}; stop retrying and change approach."
+        )
     if det == "consecutive_repeat":
         if block:
-            return (f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                    "Repeating it will not change the result; try something else.")
-        return (f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
-                "If it is not making progress, change approach.")
+            return (
+                f"BLOCKED: this is the {_ordinal(count)} identical consecutive call of {tool}. "
+                "Repeating it will not change the result; try something else."
+            )
+        return (
+            f"WARNING: this is the {_ordinal(count)} identical consecutive call of {tool}. "
+            "If it is not making progress, change approach."
+        )
     if det == "global_breaker":
         if other:
-            return (f"BLOCKED: {tool} has cycled through {other} repeated argument patterns with the same "
-                    f"stable outcomes {count} times. The global circuit breaker stopped it: the arguments "
-                    "change but nothing else does; change approach or report the task as failed.")
-        return (f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
-                "The global circuit breaker stopped it to prevent a runaway loop; change approach or "
-                "report the task as failed.")
+            return (
+                f"BLOCKED: {tool} has cycled through {other} repeated argument patterns with the same "
+                f"stable outcomes {count} times. The global circuit breaker stopped it: the arguments "
+                "change but nothing else does; change approach or report the task as failed."
+            )
+        return (
+            f"BLOCKED: {tool} has repeated identical no-progress outcomes {count} times. "
+            "The global circuit breaker stopped it to prevent a runaway loop; change approach or "
+            "report the task as failed."
+        )
     if det == "compaction_loop":
-        return (f"BLOCKED: since the context was compacted, you repeated the same {tool} call {count} "
-                "times with the same result: the loop from before the compaction is starting again. "
-                "Use the result you have and continue differently.")
+        return (
+            f"BLOCKED: since the context was compacted, you repeated the same {tool} call {count} "
+            "times with the same result: the loop from before the compaction is starting again. "
+            "Use the result you have and continue differently."
+        )
     if det == "context_loop":
-        return (f"BLOCKED: the context window was condensed {count} times in a row with nothing done "
-                "between. Stop and report the task as failed, or ask the user how to continue.")
+        return (
+            f"BLOCKED: the context window was condensed {count} times in a row with nothing done "
+            "between. Stop and report the task as failed, or ask the user how to continue."
+        )
     if det == "unknown_tool":
-        return (f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
-                "continue without it.")
+        return (
+            f"BLOCKED: {tool} does not exist; you tried it {count} times. Stop calling it and "
+            "continue without it."
+        )
     if det == "error_streak":
         how = "" if pol.error_any_text else " the same way"
         if block:
-            return (f"BLOCKED: the same call failed {count} times: {tool} failed{how} with identical "
-                    "arguments. Retrying will fail again; fix the cause or try a different approach.")
-        return (f"WARNING: the same call failed {count} times: {tool} failed{how} with identical arguments. "
-                "Do not retry unchanged; fix the cause first.")
+            return (
+                f"BLOCKED: the same call failed {count} times: {tool} failed{how} with identical "
+                "arguments. Retrying will fail again; fix the cause or try a different approach."
+            )
+        return (
+            f"WARNING: the same call failed {count} times: {tool} failed{how} with identical arguments. "
+            "Do not retry unchanged; fix the cause first."
+        )
     if det == "monologue":
         if pol.monologue_any_text:
-            return (f"BLOCKED: this is your {_ordinal(count)} message in a row without a tool call. "
-                    "Take an action with a tool, or end the turn.")
-        return (f"BLOCKED: you sent the same message {count} times without doing anything in between. "
-                "Take an action or end the turn.")
-    return (f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
-            "since; reuse the earlier result instead of observing it again.")
+            return (
+                f"BLOCKED: this is your {_ordinal(count)} message in a row without a tool call. "
+                "Take an action with a tool, or end the turn."
+            )
+        return (
+            f"BLOCKED: you sent the same message {count} times without doing anything in between. "
+            "Take an action or end the turn."
+        )
+    return (
+        f"NOTE: this repeats an earlier identical {tool} call and nothing has changed its target "
+        "since; reuse the earlier result instead of observing it again."
+    )

@@ -51,19 +51,20 @@ as is a shell command that writes known text to one file (``echo 'x' > f``, ``pr
 ``(hash(old), hash(new))``; an edit undoes an earlier one when its signature is the swap. One
 whose old and new are equal changes nothing (NO_OP: it writes nothing).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ._native_flag import load
 from .hashing import canonical_hash
-from .trace import KINDS, Step, Trace
-
 from .textloop import repeated_spans
+from .trace import KINDS, Step, Trace
 
 if TYPE_CHECKING:
     from ._burn_py import analyse_columns
@@ -91,8 +92,14 @@ OBSERVE, MUTATE, EXEC, ASK, OTHER = range(5)
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 
 #: Finding kinds in code order: the kernels write 1..6 (0 = not charged) into ``finding``.
-FINDING_KINDS = ("redundant_observation", "duplicate_call", "oscillation", "question_loop", "rejected_action",
-                 "degenerate_output")
+FINDING_KINDS = (
+    "redundant_observation",
+    "duplicate_call",
+    "oscillation",
+    "question_loop",
+    "rejected_action",
+    "degenerate_output",
+)
 
 HAS_OUTCOME = 1  # the step recorded a result or an error
 ERROR = 2  # the step failed
@@ -190,7 +197,13 @@ def _norm_command(args: Any) -> Any:
         for key in _COMMAND_KEYS:
             cmd = args.get(key)
             if cmd.__class__ is str:
-                if "  " in cmd or "\n" in cmd or "\t" in cmd or cmd[:1].isspace() or cmd[-1:].isspace():
+                if (
+                    "  " in cmd
+                    or "\n" in cmd
+                    or "\t" in cmd
+                    or cmd[:1].isspace()
+                    or cmd[-1:].isspace()
+                ):
                     norm = " ".join(cmd.split())
                     if norm != cmd:
                         args = dict(args)
@@ -216,7 +229,12 @@ def _shell_full_write(cmd: str) -> bool:
     if len(segs) != 1:
         return False
     words, redirs, heredocs = segs[0]
-    if not words or words[0] not in ("echo", "printf", "cat") or len(redirs) != 1 or redirs[0][0] != ">":
+    if (
+        not words
+        or words[0] not in ("echo", "printf", "cat")
+        or len(redirs) != 1
+        or redirs[0][0] != ">"
+    ):
         return False
     if words[0] == "cat" and (len(words) != 1 or len(heredocs) != 1):
         return False
@@ -224,7 +242,9 @@ def _shell_full_write(cmd: str) -> bool:
     return "$" not in text and "`" not in text
 
 
-_READER_PROGRAMS = frozenset({"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "view"})
+_READER_PROGRAMS = frozenset(
+    {"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "view"}
+)
 _READER_WORDS = ("read", "view", "open", "cat", "show")
 _FROM_START = re.compile(r"1(,\$?\d*)?p")
 
@@ -301,12 +321,30 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
     if step.rejected is not None:
         flags |= REJECTED
-        return _new_facts(StepFacts, (kind, targets, None, has_outcome, outcome, error is not None, None, None, (), (),
-                                      flags, False))
+        return _new_facts(
+            StepFacts,
+            (
+                kind,
+                targets,
+                None,
+                has_outcome,
+                outcome,
+                error is not None,
+                None,
+                None,
+                (),
+                (),
+                flags,
+                False,
+            ),
+        )
     args = step.args
     # blanks are normalised in an observe command only: a write's text (a heredoc) is its content
-    call = (step.name, canonical_hash(_norm_command(args) if kind == OBSERVE else args, default=repr)) \
-        if step.name else None
+    call = (
+        (step.name, canonical_hash(_norm_command(args) if kind == OBSERVE else args, default=repr))
+        if step.name
+        else None
+    )
     failed = error is not None
     edit = None
     state = None
@@ -342,10 +380,28 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     if has_outcome and kind == OBSERVE and targets:
         chars, lines = _text_size(result)
         e_chars, e_lines = _text_size(error) if error is not None and error is not True else (0, 0)
-        substantial = (chars + e_chars >= settings.substantial_chars and lines + e_lines >= settings.substantial_lines
-                       and _content_read(step.name, args))
-    return _new_facts(StepFacts, (kind, targets, call, has_outcome, outcome, failed, edit, state, reads, writes, flags,
-                                  substantial))
+        substantial = (
+            chars + e_chars >= settings.substantial_chars
+            and lines + e_lines >= settings.substantial_lines
+            and _content_read(step.name, args)
+        )
+    return _new_facts(
+        StepFacts,
+        (
+            kind,
+            targets,
+            call,
+            has_outcome,
+            outcome,
+            failed,
+            edit,
+            state,
+            reads,
+            writes,
+            flags,
+            substantial,
+        ),
+    )
 
 
 class _Interner:
@@ -479,7 +535,7 @@ class EncodedTrace:
         )
 
     @classmethod
-    def concat(cls, parts: Sequence["EncodedTrace"]) -> "EncodedTrace":
+    def concat(cls, parts: Sequence[EncodedTrace]) -> EncodedTrace:
         """Concatenate encodings (each part's ids shifted into a fresh range); traces stay apart.
 
         Equal names in different parts get different ids, which changes nothing: every rule of
@@ -574,7 +630,7 @@ def _path_aliases(facts: list[StepFacts]) -> dict[str, tuple[str, ...]]:
             continue
         k = name.find("/", 1 if name[0] == "/" else 0)
         while k >= 0:
-            tail = name[k + 1:]
+            tail = name[k + 1 :]
             if tail in names:
                 out.setdefault(name, []).append(tail)
                 out.setdefault(tail, []).append(name)
@@ -600,13 +656,38 @@ def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None
     traces = _as_traces(traces)
     settings = DEFAULT_SETTINGS if settings is None else settings
     tools, targets, tsets = _Interner(), _Interner(), _Interner()
-    calls, obs_keys, skeys, svals, edits = _Interner(), _Interner(), _Interner(), _Interner(), _Interner()
+    calls, obs_keys, skeys, svals, edits = (
+        _Interner(),
+        _Interner(),
+        _Interner(),
+        _Interner(),
+        _Interner(),
+    )
     members: list[int] = []
     set_offsets = [0]
     offsets = [0]
     rows: dict[str, list] = {name: [] for name, _ in _STEP_COLUMNS}
-    (c_session, c_turn, c_kind, c_tool, c_target, c_reads, c_writes, c_args, c_result, c_flags, c_tokens,
-     c_turn_tokens, c_degen, c_call, c_obs, c_skey, c_sval, c_edit, c_undo) = (rows[name] for name, _ in _STEP_COLUMNS)
+    (
+        c_session,
+        c_turn,
+        c_kind,
+        c_tool,
+        c_target,
+        c_reads,
+        c_writes,
+        c_args,
+        c_result,
+        c_flags,
+        c_tokens,
+        c_turn_tokens,
+        c_degen,
+        c_call,
+        c_obs,
+        c_skey,
+        c_sval,
+        c_edit,
+        c_undo,
+    ) = (rows[name] for name, _ in _STEP_COLUMNS)
 
     def tset_of(ts: tuple[str, ...]) -> int:
         n_before = len(tsets)
@@ -664,7 +745,9 @@ def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None
             c_degen.append(degenerate_tokens(step) if step.text else 0)
             c_call.append(call)
             if f.kind == OBSERVE and tset >= 0 and f.has_outcome:
-                c_obs.append(obs_keys((tset, f.outcome) if f.substantial else (tset, f.outcome, call)))
+                c_obs.append(
+                    obs_keys((tset, f.outcome) if f.substantial else (tset, f.outcome, call))
+                )
             else:
                 c_obs.append(-1)
             if f.state is not None:
@@ -729,7 +812,9 @@ class EncodedAnalysis:
         )
 
 
-def analyse_encoded(enc: EncodedTrace, *, impl: str | None = None, charge_turn_output: bool = False) -> EncodedAnalysis:
+def analyse_encoded(
+    enc: EncodedTrace, *, impl: str | None = None, charge_turn_output: bool = False
+) -> EncodedAnalysis:
     """Run the burn kernel over *enc* (``impl`` "c"/"py" forces a twin; default: the live core).
 
     ``charge_turn_output`` charges a wasted call's turn tokens too (``BurnSettings``). Both
@@ -737,9 +822,31 @@ def analyse_encoded(enc: EncodedTrace, *, impl: str | None = None, charge_turn_o
     """
     kernel = analyse_columns if impl is None else load("burn", impl).analyse_columns
     out = kernel(
-        enc.kind, enc.turn, enc.tokens, enc.turn_tokens, enc.degen, enc.flags, enc.result_hash, enc.target,
-        enc.target_offsets, enc.target_members, enc.reads, enc.writes, enc.call, enc.obs, enc.skey, enc.sval,
-        enc.edit, enc.undo, enc.trace_offsets, enc.n_targets, enc.n_calls, enc.n_obs, enc.n_skeys, enc.n_svals,
-        enc.n_edits, charge_turn_output,
+        enc.kind,
+        enc.turn,
+        enc.tokens,
+        enc.turn_tokens,
+        enc.degen,
+        enc.flags,
+        enc.result_hash,
+        enc.target,
+        enc.target_offsets,
+        enc.target_members,
+        enc.reads,
+        enc.writes,
+        enc.call,
+        enc.obs,
+        enc.skey,
+        enc.sval,
+        enc.edit,
+        enc.undo,
+        enc.trace_offsets,
+        enc.n_targets,
+        enc.n_calls,
+        enc.n_obs,
+        enc.n_skeys,
+        enc.n_svals,
+        enc.n_edits,
+        charge_turn_output,
     )
     return EncodedAnalysis(*out)

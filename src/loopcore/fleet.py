@@ -13,14 +13,16 @@ rather than adding to it. Memory per worker is bounded by the largest unit, not 
 
 Dask is an optional extra (``pip install 'loopcore[fleet]'``), imported only on that path.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .report import AnalysisReport, Skipped, TraceResult
+    from .report import AnalysisReport, TraceResult
 
 __all__ = ["PARALLEL_MIN_BYTES", "UnitResult", "analyse", "cpu_count", "units"]
 
@@ -56,7 +58,7 @@ class Unit:
 class UnitResult:
     """What a worker sends back for one unit."""
 
-    results: list["TraceResult"] = field(default_factory=list)
+    results: list[TraceResult] = field(default_factory=list)
     errors: list[Any] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     files: int = 0
@@ -69,7 +71,9 @@ class UnitResult:
 def _size(item: str | list[str]) -> int:
     try:
         if isinstance(item, str) and os.path.isdir(item):  # a store read as a whole (opencode)
-            return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(item) for f in fs)
+            return sum(
+                os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(item) for f in fs
+            )
         if isinstance(item, list):
             return sum(os.stat(p).st_size for p in item)
         return os.stat(item).st_size
@@ -129,7 +133,7 @@ def _analyse_unit(unit: Unit, fmt: str, keep_going: bool, html_policy: str | Non
     return out
 
 
-def _reduce(paths: Sequence[str], parts: list[UnitResult]) -> tuple["AnalysisReport", Any]:
+def _reduce(paths: Sequence[str], parts: list[UnitResult]) -> tuple[AnalysisReport, Any]:
     from .burn import BurnReport
     from .report import AnalysisReport, _skipped, _sources
 
@@ -156,8 +160,15 @@ def _reduce(paths: Sequence[str], parts: list[UnitResult]) -> tuple["AnalysisRep
     st = _Stats()
     st.errors = errors  # type: ignore[attr-defined]
     overall = BurnReport.combine([r.report for r in results])
-    report = AnalysisReport(results, overall, _skipped(st), inputs=_sources(paths), example=not paths,
-                            files=files, ignored=ignored)
+    report = AnalysisReport(
+        results,
+        overall,
+        _skipped(st),
+        inputs=_sources(paths),
+        example=not paths,
+        files=files,
+        ignored=ignored,
+    )
     return report, ((timelines, replays) if have_html else None)
 
 
@@ -202,7 +213,7 @@ def analyse(
     scheduler: str | None = None,
     html_policy: str | None = None,
     on_unit: Callable[[Any], None] | None = None,
-) -> tuple["AnalysisReport", Any]:
+) -> tuple[AnalysisReport, Any]:
     """Analyse every trace under *paths* in parallel: on a Dask *client* (or the cluster at
     *scheduler*), else on *jobs* local processes (default: :func:`cpu_count`).
 
@@ -227,7 +238,9 @@ def analyse(
         done = _on_processes(work, fmt, keep_going, html_policy, jobs, on_unit)
     # Back in input order, a missing path's error where load() would have raised it.
     it = iter(done)
-    parts = [next(it) if isinstance(u, Unit) else UnitResult(errors=_missing([u], True)) for u in found]
+    parts = [
+        next(it) if isinstance(u, Unit) else UnitResult(errors=_missing([u], True)) for u in found
+    ]
     return _reduce(paths, parts)
 
 
@@ -238,8 +251,13 @@ def _worth_processes(work: list[Unit], jobs: int | None) -> bool:
     return jobs is not None or sum(u.size for u in work) >= PARALLEL_MIN_BYTES
 
 
-def _collect_here(paths: Sequence[Any], fmt: str, keep_going: bool, html_policy: str | None,
-                  on_unit: Callable[[Any], None] | None) -> tuple["AnalysisReport", Any]:
+def _collect_here(
+    paths: Sequence[Any],
+    fmt: str,
+    keep_going: bool,
+    html_policy: str | None,
+    on_unit: Callable[[Any], None] | None,
+) -> tuple[AnalysisReport, Any]:
     """One process: exactly ``report.collect``."""
     from .report import collect
 
@@ -255,12 +273,20 @@ def _collect_here(paths: Sequence[Any], fmt: str, keep_going: bool, html_policy:
         for c in callbacks:
             c(trace)
 
-    report = collect(paths, format=fmt, keep_going=keep_going, on_trace=on_trace if callbacks else None)
+    report = collect(
+        paths, format=fmt, keep_going=keep_going, on_trace=on_trace if callbacks else None
+    )
     return report, ((collector.timelines, collector.replays) if collector is not None else None)
 
 
-def _on_processes(work: list[Unit], fmt: str, keep_going: bool, html_policy: str | None, jobs: int | None,
-                  on_unit: Callable[[Any], None] | None) -> list[UnitResult]:
+def _on_processes(
+    work: list[Unit],
+    fmt: str,
+    keep_going: bool,
+    html_policy: str | None,
+    jobs: int | None,
+    on_unit: Callable[[Any], None] | None,
+) -> list[UnitResult]:
     n = min(cpu_count() if jobs is None or jobs <= 0 else jobs, len(work))
     import concurrent.futures as cf
     import multiprocessing as mp
@@ -284,8 +310,15 @@ def _on_processes(work: list[Unit], fmt: str, keep_going: bool, html_policy: str
     return [p for p in parts if p is not None]
 
 
-def _on_dask(work: list[Unit], fmt: str, keep_going: bool, html_policy: str | None, client: Any,
-             scheduler: str | None, on_unit: Callable[[Any], None] | None) -> list[UnitResult]:
+def _on_dask(
+    work: list[Unit],
+    fmt: str,
+    keep_going: bool,
+    html_policy: str | None,
+    client: Any,
+    scheduler: str | None,
+    on_unit: Callable[[Any], None] | None,
+) -> list[UnitResult]:
     try:
         from distributed import Client, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -296,8 +329,15 @@ def _on_dask(work: list[Unit], fmt: str, keep_going: bool, html_policy: str | No
     try:
         # pure=False: two units with equal arguments are still two pieces of work; retries
         # cover a task whose worker died under it (Dask reschedules those on its own as well).
-        futs = client.map(_analyse_unit, work, fmt=fmt, keep_going=keep_going, html_policy=html_policy,
-                          pure=False, retries=3)
+        futs = client.map(
+            _analyse_unit,
+            work,
+            fmt=fmt,
+            keep_going=keep_going,
+            html_policy=html_policy,
+            pure=False,
+            retries=3,
+        )
         index = {f.key: i for i, f in enumerate(futs)}
         parts: list[UnitResult | None] = [None] * len(work)
         for fut in as_completed(futs):
@@ -311,7 +351,7 @@ def _on_dask(work: list[Unit], fmt: str, keep_going: bool, html_policy: str | No
             own.close()
 
 
-def iter_results(parts: list[UnitResult]) -> Iterator["TraceResult"]:
+def iter_results(parts: list[UnitResult]) -> Iterator[TraceResult]:
     """Every TraceResult of *parts*, in order."""
     for p in parts:
         yield from p.results

@@ -5,6 +5,7 @@ LRU/TTL, the lock, snapshots); the per-call detector work runs in the state-engi
 chosen here, ``loopcore._native_guard`` (Cython) or ``loopcore._guard_py`` (pure Python),
 with identical decisions. See docs/guard.md for the user guide.
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,15 +13,24 @@ import re
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_64_intdigest
 
 from . import _guard_snapshot as _snapshot
-from ._guard_snapshot import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION  # noqa: F401 (tests, tools)
 from . import _native_flag
 from ._guard_params import engine_params as _engine_params
-from .decision import _DET_NAMES, ALLOW, Decision, LoopBlocked, _lazy_decision, _render_key, _render_message  # noqa: F401
+from ._guard_snapshot import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION  # noqa: F401 (tests, tools)
+from .decision import (  # noqa: F401
+    _DET_NAMES,
+    ALLOW,
+    Decision,
+    LoopBlocked,
+    _lazy_decision,
+    _render_key,
+    _render_message,
+)
 from .policy import Policy
 from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
@@ -49,15 +59,23 @@ def _logger() -> Any:
         _log = lg
     return _log
 
+
 _D_GLOBAL, _D_CYCLE, _D_BUDGET = 2, 4, 9
 _KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
 _K_ASK, _K_USER, _K_COMPACTION, _K_CONDENSATION = 4, 5, 6, 7
 # The names under which reported events sit in a session's window (never a real tool's name:
 # a tool name cannot start with a parenthesis in any harness loopcore knows).
 _MSG_TOOL, _USER_TOOL, _COMPACTION_TOOL, _CONDENSATION_TOOL = (
-    "(agent message)", "(user message)", "(compaction)", "(condensation)")
-_EVENTS = {"condensation": (_CONDENSATION_TOOL, _K_CONDENSATION), "compaction": (_COMPACTION_TOOL, _K_COMPACTION),
-           "user_message": (_USER_TOOL, _K_USER)}
+    "(agent message)",
+    "(user message)",
+    "(compaction)",
+    "(condensation)",
+)
+_EVENTS = {
+    "condensation": (_CONDENSATION_TOOL, _K_CONDENSATION),
+    "compaction": (_COMPACTION_TOOL, _K_COMPACTION),
+    "user_message": (_USER_TOOL, _K_USER),
+}
 _F_ERROR, _F_UNKNOWN = 2, 4
 _MASK64 = (1 << 64) - 1
 _MAX_EVENT_KEYS = 256  # per session; OpenClaw's bound on its warning-bucket map
@@ -73,7 +91,18 @@ _TOKENS_LIMIT = 1 << 63  # record(tokens=...) takes 0 <= tokens < 2**63; the tot
 
 
 class _ToolInfo:
-    __slots__ = ("name", "tid", "bslot", "poll", "poll_actions", "unknown", "exec", "send", "send_actions", "ti")
+    __slots__ = (
+        "name",
+        "tid",
+        "bslot",
+        "poll",
+        "poll_actions",
+        "unknown",
+        "exec",
+        "send",
+        "send_actions",
+        "ti",
+    )
 
 
 def _error_text(error: Any) -> str:
@@ -147,8 +176,13 @@ class Guard:
             [policy.budgets[t][1] or 0 for t in self._budget_tools],
         )
         self._table: _engine_mod.Table = self._mod.Table(
-            self._engine, max_sessions, float(ttl or 0.0), None if clock is time.monotonic else clock,
-            self._hash, Decision, policy.volatile_keys,
+            self._engine,
+            max_sessions,
+            float(ttl or 0.0),
+            None if clock is time.monotonic else clock,
+            self._hash,
+            Decision,
+            policy.volatile_keys,
         )
         self._fast_check = self._table.fast_check
         self._fast_record = self._table.fast_record
@@ -163,12 +197,17 @@ class Guard:
         if not policy.enabled:
             # the master switch: every call allowed, nothing recorded, nothing emitted
             self.check, self.record = self._off_check, self._off_record  # type: ignore[method-assign]
-        elif classify is None and type(self).check is Guard.check and type(self).record is Guard.record:
+        elif (
+            classify is None
+            and type(self).check is Guard.check
+            and type(self).record is Guard.record
+        ):
             # The compiled twin offers check/record callables that run the common case, warn and
             # block decisions included, with no Python frame, and hand everything else to the
             # methods below (same behaviour).
-            fast = self._mod.bind_fast(self._table, self, ALLOW, Decision,
-                                       tuple(_DET_NAMES.get(i) for i in range(16)))
+            fast = self._mod.bind_fast(
+                self._table, self, ALLOW, Decision, tuple(_DET_NAMES.get(i) for i in range(16))
+            )
             if fast is not None:
                 self.check, self.record = fast  # type: ignore[method-assign]
 
@@ -201,8 +240,16 @@ class Guard:
             self._table.tools.clear()
         self._tools[tool] = info
         self._names[info.tid] = tool
-        info.ti = self._mod.ToolInfo(info.tid, info.bslot, info.poll, info.poll_actions, info.unknown,
-                                     info.exec or info.poll, info.send, info.send_actions)
+        info.ti = self._mod.ToolInfo(
+            info.tid,
+            info.bslot,
+            info.poll,
+            info.poll_actions,
+            info.unknown,
+            info.exec or info.poll,
+            info.send,
+            info.send_actions,
+        )
         self._table.register(tool, info.ti)
         return info
 
@@ -213,7 +260,9 @@ class Guard:
                 target = t2
         k = _KINDS.get(kind, -1)
         if k < 0:
-            raise ValueError(f"kind must be one of observe, mutate, exec, ask, other or None; got {kind!r}")
+            raise ValueError(
+                f"kind must be one of observe, mutate, exec, ask, other or None; got {kind!r}"
+            )
         if target is None:
             return k, 0
         if isinstance(target, (tuple, list)):
@@ -223,8 +272,17 @@ class Guard:
                 target = target[0]
         return k, self._hash(target, default=repr) or 1
 
-    def check(self, session: Hashable, tool: str, args: Any = None, *, run_id: Hashable | None = None,
-              kind: str | None = None, target: Any = None, call_id: Any = None) -> Decision:
+    def check(
+        self,
+        session: Hashable,
+        tool: str,
+        args: Any = None,
+        *,
+        run_id: Hashable | None = None,
+        kind: str | None = None,
+        target: Any = None,
+        call_id: Any = None,
+    ) -> Decision:
         """Decide on a call before it runs (the attempt counts, a blocked one too).
 
         Returns ``ALLOW`` or a warn/block Decision. Raises TypeError when *tool* is not a str,
@@ -245,15 +303,21 @@ class Guard:
             ah = self._hash(args, default=repr)
             self._table.remember(args, ah)
             acts = info.poll_actions
-            poll = info.poll or (acts is not None and isinstance(args, dict) and args.get("action") in acts)
+            poll = info.poll or (
+                acts is not None and isinstance(args, dict) and args.get("action") in acts
+            )
             k, tg = self._kind_target(tool, args, kind, target)
             cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
-            out = self._table.check(session, run_id, info.tid, ah, k, tg, cid, poll, info.unknown, info.bslot)
+            out = self._table.check(
+                session, run_id, info.tid, ah, k, tg, cid, poll, info.unknown, info.bslot
+            )
         if not out:
             return ALLOW
         return self._finish(out, session, tool, args, run_id)
 
-    def _finish(self, out: tuple, session: Hashable, tool: str, args: Any, run_id: Hashable | None) -> Decision:
+    def _finish(
+        self, out: tuple, session: Hashable, tool: str, args: Any, run_id: Hashable | None
+    ) -> Decision:
         # The compiled twin runs this very logic in C (guard.pyx, _FastCheck._decide).
         code, count, of_step, aux, aux2, st, ah = out
         det = code & 15
@@ -276,8 +340,16 @@ class Guard:
         self._cross(st, dk, bucket, d, session, run_id, tool)
         return d
 
-    def _cross(self, st: Any, dk: tuple, bucket: int, d: Decision, session: Hashable, run_id: Hashable | None,
-               tool: str) -> None:
+    def _cross(
+        self,
+        st: Any,
+        dk: tuple,
+        bucket: int,
+        d: Decision,
+        session: Hashable,
+        run_id: Hashable | None,
+        tool: str,
+    ) -> None:
         # A warning is emitted once per bucket of counts (OpenClaw's warning buckets), a block
         # likewise, so a warned-but-ignored loop shows up again as it grows, without a storm.
         # The buckets are keyed by (code, tool id, pattern hash): the integers the key and the
@@ -293,23 +365,36 @@ class Guard:
             buckets[dk] = bucket
             if len(buckets) > _MAX_EVENT_KEYS:
                 del buckets[next(iter(buckets))]
-        self._emit({
-            "event": "doom_loop_detected",
-            "session": session,
-            "run_id": run_id,
-            "tool": tool,
-            "detector": d.detector,
-            "level": d.action,
-            "count": d.count,
-            "key": d.key,
-            "of_step": d.of_step,
-            "message": d.message,
-            "policy": self.policy.name,
-        })
+        self._emit(
+            {
+                "event": "doom_loop_detected",
+                "session": session,
+                "run_id": run_id,
+                "tool": tool,
+                "detector": d.detector,
+                "level": d.action,
+                "count": d.count,
+                "key": d.key,
+                "of_step": d.of_step,
+                "message": d.message,
+                "policy": self.policy.name,
+            }
+        )
 
-    def record(self, session: Hashable, tool: str, args: Any = None, result: Any = None, *,
-               error: Any = None, run_id: Hashable | None = None, call_id: Any = None,
-               tokens: int | None = None, kind: str | None = None, target: Any = None) -> None:
+    def record(
+        self,
+        session: Hashable,
+        tool: str,
+        args: Any = None,
+        result: Any = None,
+        *,
+        error: Any = None,
+        run_id: Hashable | None = None,
+        call_id: Any = None,
+        tokens: int | None = None,
+        kind: str | None = None,
+        target: Any = None,
+    ) -> None:
         """Record a call's outcome after it ran (or failed, with *error*).
 
         It attaches to the newest matching call checked in this session and run that has no
@@ -324,11 +409,21 @@ class Guard:
         if type(tool) is not str:
             tool = _plain_str(tool)
         if tokens is not None and not (type(tokens) is int and 0 <= tokens < _TOKENS_LIMIT):
-            if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < _TOKENS_LIMIT:
+            if (
+                isinstance(tokens, bool)
+                or not isinstance(tokens, int)
+                or not 0 <= tokens < _TOKENS_LIMIT
+            ):
                 raise ValueError(f"tokens must be an int in 0..2**63-1; got {tokens!r}")
             tokens = int(tokens)
-        if (error is None and kind is None and target is None and self.classify is None
-                and self._fast_record(session, tool, args, result, run_id, int(tokens or 0), call_id) is not None):
+        if (
+            error is None
+            and kind is None
+            and target is None
+            and self.classify is None
+            and self._fast_record(session, tool, args, result, run_id, int(tokens or 0), call_id)
+            is not None
+        ):
             return
         info = self._tools.get(tool) or self._tool(tool)
         ah = self._table.hash_checked(args)
@@ -352,7 +447,9 @@ class Guard:
         else:
             k, tg = self._kind_target(tool, args, kind, target)
         cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
-        self._table.record(session, run_id, info.tid, ah, rh, flags, k, tg, cid, info.bslot, veto, int(tokens or 0))
+        self._table.record(
+            session, run_id, info.tid, ah, rh, flags, k, tg, cid, info.bslot, veto, int(tokens or 0)
+        )
 
     def _result_hash(self, info: _ToolInfo, args: Any, result: Any) -> int:
         return self._hash(self._table.outcome(info.ti, args, result), default=repr)
@@ -368,7 +465,9 @@ class Guard:
         """The 64-bit outcome hash record() would store (send-like ids stripped, exec projected)."""
         info = self._tool(tool)
         if error is not None:
-            return xxh3_64_intdigest(b"error\x00" + _error_text(error).encode("utf-8", "surrogatepass"))
+            return xxh3_64_intdigest(
+                b"error\x00" + _error_text(error).encode("utf-8", "surrogatepass")
+            )
         return self._result_hash(info, args, result)
 
     def reset(self, session: Hashable) -> None:
@@ -401,7 +500,9 @@ class Guard:
     def _off_check(self, session: Hashable, tool: str, args: Any = None, **kw: Any) -> Decision:
         return ALLOW
 
-    def _off_record(self, session: Hashable, tool: str, args: Any = None, result: Any = None, **kw: Any) -> None:
+    def _off_record(
+        self, session: Hashable, tool: str, args: Any = None, result: Any = None, **kw: Any
+    ) -> None:
         return None
 
     # -- events other than tool calls -------------------------------------------------------
@@ -409,7 +510,9 @@ class Guard:
     def _live(self, session: Hashable) -> bool:
         return self.policy.enabled and not (self._disabled and session in self._disabled)
 
-    def _note(self, session: Hashable, run_id: Hashable | None, tool: str, kind: int, args: int = 0) -> Decision:
+    def _note(
+        self, session: Hashable, run_id: Hashable | None, tool: str, kind: int, args: int = 0
+    ) -> Decision:
         info = self._tools.get(tool) or self._tool(tool)
         out = self._table.check(session, run_id, info.tid, args, kind, 0, 0, False, False, -1)
         if not out:
@@ -422,8 +525,14 @@ class Guard:
         if self._live(session):
             self._note(session, run_id, _COMPACTION_TOOL, _K_COMPACTION)
 
-    def note_message(self, session: Hashable, text: str, *, role: str = "assistant",
-                     run_id: Hashable | None = None) -> Decision:
+    def note_message(
+        self,
+        session: Hashable,
+        text: str,
+        *,
+        role: str = "assistant",
+        run_id: Hashable | None = None,
+    ) -> Decision:
         """A message with no tool call: the agent's (``role="assistant"``, checked by the
         ``monologue`` detector; ALLOW or a block) or the user's (``role="user"``: every loop's
         evidence starts again after it). Raises ValueError for another role, TypeError when
@@ -445,7 +554,9 @@ class Guard:
         self._table.record(session, run_id, info.tid, ah, 0, 0, _K_ASK, 0, 0, -1, 0, 0)
         return ALLOW
 
-    def note_event(self, session: Hashable, event: str, *, run_id: Hashable | None = None) -> Decision:
+    def note_event(
+        self, session: Hashable, event: str, *, run_id: Hashable | None = None
+    ) -> Decision:
         """A harness event that is not a tool call: ``"condensation"`` (a context-window
         condensation; ``context_loop`` refuses the ``context_block``-th in a row),
         ``"compaction"`` (as note_compaction) or ``"user_message"``. Returns ALLOW or a block;
@@ -459,7 +570,9 @@ class Guard:
             self._drop_texts(session)
         return self._note(session, run_id, *spec)
 
-    def check_text(self, session: Hashable, chunk: str, *, run_id: Hashable | None = None) -> Decision:
+    def check_text(
+        self, session: Hashable, chunk: str, *, run_id: Hashable | None = None
+    ) -> Decision:
         """Check a chunk of the model's streamed reply (or a whole reply) for a content loop:
         ALLOW, or a ``content_loop`` block once a 50-character chunk repeats 10 times close
         together outside code, tables, lists, headings and dividers (gemini-cli's rules, see
@@ -485,16 +598,30 @@ class Guard:
         if not det.feed(chunk):
             return ALLOW
         rep = det.chunk or ""
-        d = Decision("block", "content_loop", LOOP_THRESHOLD,
-                     f'BLOCKED: your reply keeps repeating the same text ("{rep.strip()[:60]}..." '
-                     f"{LOOP_THRESHOLD} times). Stop repeating it; say something new or end the reply.",
-                     key=f"content_loop:{xxh3_64_intdigest(rep.encode('utf-8', 'surrogatepass')):016x}")
+        d = Decision(
+            "block",
+            "content_loop",
+            LOOP_THRESHOLD,
+            f'BLOCKED: your reply keeps repeating the same text ("{rep.strip()[:60]}..." '
+            f"{LOOP_THRESHOLD} times). Stop repeating it; say something new or end the reply.",
+            key=f"content_loop:{xxh3_64_intdigest(rep.encode('utf-8', 'surrogatepass')):016x}",
+        )
         if not was:
-            self._emit({
-                "event": "doom_loop_detected", "session": session, "run_id": run_id, "tool": None,
-                "detector": "content_loop", "level": "block", "count": d.count, "key": d.key,
-                "of_step": None, "message": d.message, "policy": self.policy.name,
-            })
+            self._emit(
+                {
+                    "event": "doom_loop_detected",
+                    "session": session,
+                    "run_id": run_id,
+                    "tool": None,
+                    "detector": "content_loop",
+                    "level": "block",
+                    "count": d.count,
+                    "key": d.key,
+                    "of_step": None,
+                    "message": d.message,
+                    "policy": self.policy.name,
+                }
+            )
         return d
 
     def __len__(self) -> int:
@@ -511,7 +638,9 @@ class Guard:
         """Counters: checks, warns, blocks, records, tokens recorded, evicted and live sessions."""
         return self._table.counters()
 
-    def history(self, session: Hashable, *, run_id: Hashable | None = None) -> list[tuple[str | None, int, int | None]]:
+    def history(
+        self, session: Hashable, *, run_id: Hashable | None = None
+    ) -> list[tuple[str | None, int, int | None]]:
         """The calls in *session*'s window, oldest first: (tool, args hash, result hash or None)."""
         st = self._table.get(session, run_id)
         if st is None:
@@ -522,7 +651,7 @@ class Guard:
         out = []
         pos = 6 + nb
         for i in range(n):
-            e = dump[pos + 8 * i:pos + 8 * i + 8]
+            e = dump[pos + 8 * i : pos + 8 * i + 8]
             out.append((self._names.get(e[0]), e[1], e[2] if e[3] & 1 else None))
         return out
 
@@ -540,11 +669,25 @@ class Guard:
         if log.isEnabledFor(level):
             # What log.log() does, minus its stack walk (findCaller), which cost more than the rest
             # of the event: the caller is always this very line.
-            log.handle(log.makeRecord(
-                log.name, level, __file__, sys._getframe().f_lineno,
-                "doom_loop_detected: %s %s on %s in session %r (count %d)",
-                (event["level"], event["detector"], event["tool"], event["session"], event["count"]),
-                None, "_emit", {"loopcore_event": event}))
+            log.handle(
+                log.makeRecord(
+                    log.name,
+                    level,
+                    __file__,
+                    sys._getframe().f_lineno,
+                    "doom_loop_detected: %s %s on %s in session %r (count %d)",
+                    (
+                        event["level"],
+                        event["detector"],
+                        event["tool"],
+                        event["session"],
+                        event["count"],
+                    ),
+                    None,
+                    "_emit",
+                    {"loopcore_event": event},
+                )
+            )
         cb = self.on_event
         if cb is not None:
             try:
@@ -562,7 +705,7 @@ class Guard:
         return _snapshot.dump(self)
 
     @classmethod
-    def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> "Guard":
+    def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> Guard:
         """A Guard rebuilt from snapshot() bytes (policy from the snapshot unless given).
 
         *kwargs* are Guard's keywords (on_event, max_sessions, ttl, classify, clock,
@@ -576,9 +719,16 @@ class Guard:
         return sum(self._engine.nbytes(st) for _key, st in self._table.items())
 
 
-def guarded(guard: Guard, session: Hashable | Callable[[], Hashable] = "default", *, name: str | None = None,
-            kind: str | None = None, target: Callable[..., Any] | None = None,
-            run_id: Hashable | None = None, on_block: str = "message") -> Callable[[Callable], Callable]:
+def guarded(
+    guard: Guard,
+    session: Hashable | Callable[[], Hashable] = "default",
+    *,
+    name: str | None = None,
+    kind: str | None = None,
+    target: Callable[..., Any] | None = None,
+    run_id: Hashable | None = None,
+    on_block: str = "message",
+) -> Callable[[Callable], Callable]:
     """Decorator: run a plain tool function under *guard*, check before, record after.
 
     The call's args are the keyword arguments (plus ``"args"`` for positional ones). On block
@@ -620,4 +770,3 @@ def guarded(guard: Guard, session: Hashable | Callable[[], Hashable] = "default"
         return wrapper
 
     return decorate
-

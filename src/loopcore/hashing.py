@@ -2,6 +2,7 @@
 
 See ``loopcore._hashing_py`` for the byte format (the reference) and the full contract.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -27,4 +28,11 @@ else:
         canonical_hash,
     )
 
-__all__ = ["HASH_FORMAT_VERSION", "INLINE_MAX", "MAX_DEPTH", "MAX_MEMBERS", "canonical_bytes", "canonical_hash"]
+__all__ = [
+    "HASH_FORMAT_VERSION",
+    "INLINE_MAX",
+    "MAX_DEPTH",
+    "MAX_MEMBERS",
+    "canonical_bytes",
+    "canonical_hash",
+]

@@ -28,18 +28,20 @@ are folded into buckets that keep the largest step of each), a finding lists at 
 the file grows linearly with the number of traces, at a few hundred bytes per trace, and a
 report of 10,000 traces stays a few megabytes.
 """
+
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .report import AnalysisReport
     from .replay import ReplayReport
+    from .report import AnalysisReport
     from .trace import Trace
 
 __all__ = [
@@ -78,7 +80,12 @@ def clean_text(value: Any, limit: int = MAX_TEXT) -> str:
         s = str(value)
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", s)
+    return _CONTROL.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"
+        ),
+        s,
+    )
 
 
 def _ref_text(ref: Any) -> str:
@@ -113,7 +120,7 @@ class Timeline:
     estimated: list[bool] = field(default_factory=list)
 
 
-def timeline_of(trace: "Trace") -> Timeline:
+def timeline_of(trace: Trace) -> Timeline:
     """The :class:`Timeline` of *trace* (no trace object is kept)."""
     steps = trace.steps
     return Timeline(
@@ -146,7 +153,7 @@ class HtmlCollector:
 
             self._pol = Policy.preset(policy)
 
-    def __call__(self, trace: "Trace") -> None:
+    def __call__(self, trace: Trace) -> None:
         self.timelines.append(timeline_of(trace))
         if self._pol is not None:
             import logging
@@ -210,7 +217,9 @@ def _finding_data(f: Any, tl: Timeline | None) -> dict[str, Any]:
         "msg": clean_text(f.message, 600),
     }
     if tl is not None:
-        d["of_ref"] = tl.refs[f.of_step] if f.of_step is not None and 0 <= f.of_step < len(tl.refs) else ""
+        d["of_ref"] = (
+            tl.refs[f.of_step] if f.of_step is not None and 0 <= f.of_step < len(tl.refs) else ""
+        )
         d["refs"] = [tl.refs[s] if 0 <= s < len(tl.refs) else "" for s in d["steps"]]
     return d
 
@@ -242,8 +251,16 @@ def _trace_data(i: int, t: Any, tl: Timeline | None, rp: Any) -> dict[str, Any]:
             "warned": rp.warned,
             "blocked": rp.blocked,
             "saved": rp.saved_tokens,
-            "ev": [[e.step, e.action, clean_text(e.detector or "", 40), e.tokens, clean_text(e.message, 400)]
-                   for e in rp.events[:MAX_STEPS_LISTED * 4]],
+            "ev": [
+                [
+                    e.step,
+                    e.action,
+                    clean_text(e.detector or "", 40),
+                    e.tokens,
+                    clean_text(e.message, 400),
+                ]
+                for e in rp.events[: MAX_STEPS_LISTED * 4]
+            ],
         }
     return d
 
@@ -251,8 +268,13 @@ def _trace_data(i: int, t: Any, tl: Timeline | None, rp: Any) -> dict[str, Any]:
 def _json_for_script(data: Any) -> str:
     """JSON that is safe inside a ``<script type="application/json">`` element."""
     s = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
-    return (s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        s.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,8 +296,10 @@ def _svg_bars(title: str, rows: list[tuple[str, int]], cls: str) -> str:
         return f'<figure class="chart {cls}"><figcaption>{e(title)}</figcaption><p class="muted">no waste</p></figure>'
     top = max(v for _, v in rows) or 1
     h = 22 * len(rows) + 6
-    out = [f'<figure class="chart {cls}"><figcaption>{e(title)}</figcaption>',
-           f'<svg viewBox="0 0 540 {h}" width="540" height="{h}" role="img" aria-label="{e(title)}">']
+    out = [
+        f'<figure class="chart {cls}"><figcaption>{e(title)}</figcaption>',
+        f'<svg viewBox="0 0 540 {h}" width="540" height="{h}" role="img" aria-label="{e(title)}">',
+    ]
     for j, (label, v) in enumerate(rows):
         y = 4 + 22 * j
         w = max(1.0, 240.0 * v / top)
@@ -290,7 +314,9 @@ def _svg_bars(title: str, rows: list[tuple[str, int]], cls: str) -> str:
     return "".join(out)
 
 
-def _waste_by(report: "AnalysisReport") -> tuple[list[tuple[str, int]], list[tuple[str, int]], list[tuple[str, int]]]:
+def _waste_by(
+    report: AnalysisReport,
+) -> tuple[list[tuple[str, int]], list[tuple[str, int]], list[tuple[str, int]]]:
     kind: dict[str, int] = {}
     tool: dict[str, int] = {}
     target: dict[str, int] = {}
@@ -439,7 +465,7 @@ document.body.setAttribute("data-ready","1");
 
 
 def render_report(
-    report: "AnalysisReport",
+    report: AnalysisReport,
     *,
     timelines: list[Timeline] | None = None,
     replays: list[Any] | None = None,
@@ -462,8 +488,12 @@ def render_report(
     what = "the bundled example trace" if report.example else f"{n:,} trace{'s' if n != 1 else ''}"
     title = title or f"loopcore burn analysis of {what}"
     data = [
-        _trace_data(i, t, timelines[i] if timelines and i < len(timelines) else None,
-                    replays[i] if replays and i < len(replays) else None)
+        _trace_data(
+            i,
+            t,
+            timelines[i] if timelines and i < len(timelines) else None,
+            replays[i] if replays and i < len(replays) else None,
+        )
         for i, t in enumerate(traces)
     ]
     blocked = sum(d["guard"]["blocked"] for d in data if "guard" in d)
@@ -477,7 +507,7 @@ def render_report(
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         # No network at all: the page loads nothing from anywhere, even if a string slipped through.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
         f"<title>{e(title)}</title>",
         f"<style>{_CSS}</style></head><body>",
@@ -488,11 +518,15 @@ def render_report(
         f'<div class="card"><b id="waste-ratio">{_pct(o.waste_ratio)}</b><span>waste ratio</span></div>',
     ]
     if replays:
-        out.append(f'<div class="card"><b id="guard-saved">{_fmt(saved, est)}</b><span>tokens a guard ({e(policy or "default")}) '
-                   f"would have saved: {blocked:,} block(s), {warned:,} warning(s)</span></div>")
+        out.append(
+            f'<div class="card"><b id="guard-saved">{_fmt(saved, est)}</b><span>tokens a guard ({e(policy or "default")}) '
+            f"would have saved: {blocked:,} block(s), {warned:,} warning(s)</span></div>"
+        )
     out.append("</div>")
     if o.top_recommendation:
-        out.append(f'<p class="rec"><strong>Top recommendation:</strong> {e(clean_text(o.top_recommendation, 600))}</p>')
+        out.append(
+            f'<p class="rec"><strong>Top recommendation:</strong> {e(clean_text(o.top_recommendation, 600))}</p>'
+        )
     out.append('<div class="charts">')
     out.append(_svg_bars("Waste by finding kind", by_kind, "by-kind"))
     out.append(_svg_bars("Waste by tool", by_tool, "by-tool"))
@@ -501,16 +535,22 @@ def render_report(
     findings = report.top_findings(top)
     if findings:
         total = sum(len(t.report.findings) for t in traces)
-        out.append(f'<h2>Top {len(findings)} finding{"s" if len(findings) != 1 else ""} (of {total:,})</h2>'
-                   '<table id="top-findings"><thead><tr><th>tokens</th><th>kind</th><th>target</th><th>trace</th>'
-                   "<th>what happened</th></tr></thead><tbody>")
+        out.append(
+            f"<h2>Top {len(findings)} finding{'s' if len(findings) != 1 else ''} (of {total:,})</h2>"
+            '<table id="top-findings"><thead><tr><th>tokens</th><th>kind</th><th>target</th><th>trace</th>'
+            "<th>what happened</th></tr></thead><tbody>"
+        )
         for t, f in findings:
-            out.append(f'<tr><td class="n">{_fmt(f.tokens, f.tokens_estimated)}</td><td>{e(f.kind)}</td>'
-                       f"<td>{e(clean_text(f.target) or clean_text(f.name))}</td><td>{e(clean_text(t.label, 120))}</td>"
-                       f"<td>{e(clean_text(f.message, 2000))}</td></tr>")
+            out.append(
+                f'<tr><td class="n">{_fmt(f.tokens, f.tokens_estimated)}</td><td>{e(f.kind)}</td>'
+                f"<td>{e(clean_text(f.target) or clean_text(f.name))}</td><td>{e(clean_text(t.label, 120))}</td>"
+                f"<td>{e(clean_text(f.message, 2000))}</td></tr>"
+            )
         out.append("</tbody></table>")
     elif traces:
-        out.append("<p>No waste found: every repeated call had a reason (a change in between, or a new result).</p>")
+        out.append(
+            "<p>No waste found: every repeated call had a reason (a change in between, or a new result).</p>"
+        )
     out.append("</section>")
     if est:
         from .report import estimate_note
@@ -520,17 +560,27 @@ def render_report(
     formats = sorted({d["format"] for d in data})
     kinds = [k for k, _ in by_kind]
     out.append('<section id="traces"><h2>Traces, most waste first</h2>')
-    out.append('<div class="filters" id="filters" hidden><label>format <select id="f-format"><option value="">all</option>')
+    out.append(
+        '<div class="filters" id="filters" hidden><label>format <select id="f-format"><option value="">all</option>'
+    )
     out.extend(f'<option value="{e(f)}">{e(f)}</option>' for f in formats)
-    out.append('</select></label><label>finding kind <select id="f-kind"><option value="">any</option>')
+    out.append(
+        '</select></label><label>finding kind <select id="f-kind"><option value="">any</option>'
+    )
     out.extend(f'<option value="{e(k)}">{e(k)}</option>' for k in kinds)
-    out.append(f'</select></label><label>min ratio % <input id="f-ratio" type="number" min="0" max="100" step="1" value="{min_pct:g}" size="4"></label></div>')
-    out.append('<div class="pager" id="pager" hidden><button id="prev" type="button">&larr; previous</button>'
-               '<span id="page-info"></span><button id="next" type="button">next &rarr;</button></div>')
-    out.append('<table id="traces-table"><thead><tr><th data-sort="label">trace</th><th data-sort="format">format</th>'
-               '<th data-sort="steps">steps</th><th data-sort="total">tokens</th><th data-sort="wasted">wasted</th>'
-               '<th data-sort="ratio">ratio</th><th data-sort="kind">top kind</th><th>guard blocks / warns</th></tr></thead>'
-               '<tbody id="traces-body">')
+    out.append(
+        f'</select></label><label>min ratio % <input id="f-ratio" type="number" min="0" max="100" step="1" value="{min_pct:g}" size="4"></label></div>'
+    )
+    out.append(
+        '<div class="pager" id="pager" hidden><button id="prev" type="button">&larr; previous</button>'
+        '<span id="page-info"></span><button id="next" type="button">next &rarr;</button></div>'
+    )
+    out.append(
+        '<table id="traces-table"><thead><tr><th data-sort="label">trace</th><th data-sort="format">format</th>'
+        '<th data-sort="steps">steps</th><th data-sort="total">tokens</th><th data-sort="wasted">wasted</th>'
+        '<th data-sort="ratio">ratio</th><th data-sort="kind">top kind</th><th>guard blocks / warns</th></tr></thead>'
+        '<tbody id="traces-body">'
+    )
     ranked = sorted(data, key=lambda d: (-d["wasted"], d["i"]))
     for d in ranked[:STATIC_ROWS]:
         pct = max(0.0, min(1.0, d["ratio"])) * 100
@@ -545,20 +595,29 @@ def render_report(
         )
     out.append("</tbody></table>")
     if n > STATIC_ROWS:
-        out.append(f'<noscript><p>{STATIC_ROWS} of {n:,} traces shown; the full list, sorting, filters and the '
-                   "per-trace timelines need JavaScript (or use loopcore analyse --json).</p></noscript>")
+        out.append(
+            f"<noscript><p>{STATIC_ROWS} of {n:,} traces shown; the full list, sorting, filters and the "
+            "per-trace timelines need JavaScript (or use loopcore analyse --json).</p></noscript>"
+        )
     else:
-        out.append("<noscript><p>Per-trace timelines need JavaScript; the figures above are complete.</p></noscript>")
+        out.append(
+            "<noscript><p>Per-trace timelines need JavaScript; the figures above are complete.</p></noscript>"
+        )
     out.append("</section>")
-    out.append('<p class="legend muted">Timeline: <span><i style="background:#4c8bf5"></i>observe</span>'
-               '<span><i style="background:#f0a030"></i>mutate</span><span><i style="background:#8a63d2"></i>exec</span>'
-               '<span><i style="background:#3aa17e"></i>ask</span><span><i style="background:#9aa3ad"></i>other</span>'
-               '<span><i style="background:#d9534f"></i>charged as waste (arc: the step it repeats)</span>'
-               '<span><i style="background:#e0a800"></i>guard warning</span><span><i style="background:#1d232a"></i>guard block</span></p>')
+    out.append(
+        '<p class="legend muted">Timeline: <span><i style="background:#4c8bf5"></i>observe</span>'
+        '<span><i style="background:#f0a030"></i>mutate</span><span><i style="background:#8a63d2"></i>exec</span>'
+        '<span><i style="background:#3aa17e"></i>ask</span><span><i style="background:#9aa3ad"></i>other</span>'
+        '<span><i style="background:#d9534f"></i>charged as waste (arc: the step it repeats)</span>'
+        '<span><i style="background:#e0a800"></i>guard warning</span><span><i style="background:#1d232a"></i>guard block</span></p>'
+    )
     out.append('<section id="detail"></section>')
     if report.skipped:
         out.append(f"<h2>Skipped inputs ({len(report.skipped)})</h2><ul>")
-        out.extend(f"<li>{e(clean_text(s.where()))}: {e(clean_text(s.message, 600))}</li>" for s in report.skipped[:200])
+        out.extend(
+            f"<li>{e(clean_text(s.where()))}: {e(clean_text(s.message, 600))}</li>"
+            for s in report.skipped[:200]
+        )
         out.append("</ul>")
     payload = {"policy": policy or "default", "traces": data}
     out.append(f'<script type="application/json" id="lc-data">{_json_for_script(payload)}</script>')
@@ -567,12 +626,19 @@ def render_report(
     return "\n".join(out) + "\n"
 
 
-def replay_as_analysis(replay: "ReplayReport", burns: Iterable[Any]) -> "AnalysisReport":
+def replay_as_analysis(replay: ReplayReport, burns: Iterable[Any]) -> AnalysisReport:
     """An AnalysisReport for ``loopcore replay --html``: the replay's traces with their burn reports."""
     from .burn import BurnReport
     from .report import AnalysisReport, TraceResult
 
-    results = [TraceResult(source=t.source, session=t.session, format=t.format, steps=t.steps, report=b)
-               for t, b in zip(replay.traces, burns)]
-    return AnalysisReport(results, BurnReport.combine([r.report for r in results]), list(replay.skipped),
-                          inputs=list(replay.inputs), example=replay.example)
+    results = [
+        TraceResult(source=t.source, session=t.session, format=t.format, steps=t.steps, report=b)
+        for t, b in zip(replay.traces, burns)
+    ]
+    return AnalysisReport(
+        results,
+        BurnReport.combine([r.report for r in results]),
+        list(replay.skipped),
+        inputs=list(replay.inputs),
+        example=replay.example,
+    )

@@ -16,11 +16,13 @@ Counting conventions (the same in every preset):
 
 A threshold of ``None`` switches that level off; ``enabled=False`` switches a detector off.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = [
     "DEFAULT_BUDGET_TOOLS",
@@ -240,16 +242,29 @@ class Policy:
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
-        for fname in ("poll_tools", "volatile_keys", "send_actions", "message_tools", "send_tools", "exec_tools"):
+        for fname in (
+            "poll_tools",
+            "volatile_keys",
+            "send_actions",
+            "message_tools",
+            "send_tools",
+            "exec_tools",
+        ):
             value = getattr(self, fname)
             if isinstance(value, (str, bytes)):
-                raise PolicyError(f"Policy.{fname} must be a collection of names, not a single string")
+                raise PolicyError(
+                    f"Policy.{fname} must be a collection of names, not a single string"
+                )
             setattr_(self, fname, frozenset(value))
         if self.known_tools is not None:
             if isinstance(self.known_tools, (str, bytes)):
-                raise PolicyError("Policy.known_tools must be a collection of names, not a single string")
+                raise PolicyError(
+                    "Policy.known_tools must be a collection of names, not a single string"
+                )
             setattr_(self, "known_tools", frozenset(self.known_tools))
-        setattr_(self, "poll_actions", {str(k): frozenset(v) for k, v in dict(self.poll_actions).items()})
+        setattr_(
+            self, "poll_actions", {str(k): frozenset(v) for k, v in dict(self.poll_actions).items()}
+        )
         budgets = {}
         for tool, pair in dict(self.budgets).items():
             if not isinstance(tool, str) or not tool:
@@ -257,7 +272,9 @@ class Policy:
             try:
                 warn, block = pair
             except (TypeError, ValueError):
-                raise PolicyError(f"Policy.budgets[{tool!r}] must be a (warn, block) pair; got {pair!r}") from None
+                raise PolicyError(
+                    f"Policy.budgets[{tool!r}] must be a (warn, block) pair; got {pair!r}"
+                ) from None
             _check_pair(f"budgets[{tool!r}]", warn, block)
             budgets[tool] = (warn, block)
         setattr_(self, "budgets", budgets)
@@ -271,29 +288,59 @@ class Policy:
         _check_pair("cycle_warn/cycle_block", self.cycle_warn, self.cycle_block)
         _check_pair("repeat_warn/repeat_block", self.repeat_warn, self.repeat_block)
         _check_pair("error_warn/error_block", self.error_warn, self.error_block)
-        for fname in ("global_block", "unknown_block", "redundant_warn", "monologue_block", "context_block"):
+        for fname in (
+            "global_block",
+            "unknown_block",
+            "redundant_warn",
+            "monologue_block",
+            "context_block",
+        ):
             value = getattr(self, fname)
             if value is not None:
                 _check_positive(fname, value)
         periods = tuple(self.cycle_periods)
         if not periods or any(not _is_int(k) or not 2 <= k <= 5 for k in periods):
-            raise PolicyError(f"Policy.cycle_periods must be a non-empty set of ints in 2..5; got {self.cycle_periods!r}")
+            raise PolicyError(
+                f"Policy.cycle_periods must be a non-empty set of ints in 2..5; got {self.cycle_periods!r}"
+            )
         setattr_(self, "cycle_periods", tuple(sorted(set(periods))))
         if self.cycle_unit not in ("calls", "repeats"):
-            raise PolicyError(f"Policy.cycle_unit must be 'calls' or 'repeats'; got {self.cycle_unit!r}")
+            raise PolicyError(
+                f"Policy.cycle_unit must be 'calls' or 'repeats'; got {self.cycle_unit!r}"
+            )
         for fname in (
-            "tool_budget", "generic_repeat", "poll_no_progress", "cycle", "consecutive_repeat",
-            "global_breaker", "unknown_tool", "error_streak", "redundant_observation", "monologue",
-            "cycle_block_needs_no_progress", "repeat_block_needs_no_progress", "enabled", "budget_warn_once",
-            "repeat_warn_needs_no_progress", "repeat_warn_once", "repeat_reset_after_block", "argument_churn",
-            "error_any_text", "monologue_any_text", "compaction_loop", "context_loop", "content_loop",
+            "tool_budget",
+            "generic_repeat",
+            "poll_no_progress",
+            "cycle",
+            "consecutive_repeat",
+            "global_breaker",
+            "unknown_tool",
+            "error_streak",
+            "redundant_observation",
+            "monologue",
+            "cycle_block_needs_no_progress",
+            "repeat_block_needs_no_progress",
+            "enabled",
+            "budget_warn_once",
+            "repeat_warn_needs_no_progress",
+            "repeat_warn_once",
+            "repeat_reset_after_block",
+            "argument_churn",
+            "error_any_text",
+            "monologue_any_text",
+            "compaction_loop",
+            "context_loop",
+            "content_loop",
         ):
             if not isinstance(getattr(self, fname), bool):
-                raise PolicyError(f"Policy.{fname} must be True or False; got {getattr(self, fname)!r}")
+                raise PolicyError(
+                    f"Policy.{fname} must be True or False; got {getattr(self, fname)!r}"
+                )
 
     # -- construction -----------------------------------------------------------------------
 
-    def replace(self, **changes: Any) -> "Policy":
+    def replace(self, **changes: Any) -> Policy:
         """A copy with *changes* applied (validated again; raises PolicyError like the constructor)."""
         if "name" not in changes:
             changes["name"] = "custom" if self.name == "custom" else f"{self.name}+custom"
@@ -323,7 +370,7 @@ class Policy:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Policy":
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy:
         """Inverse of to_dict; raises PolicyError for unknown fields or invalid values."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
@@ -344,15 +391,17 @@ class Policy:
         return PRESETS
 
     @classmethod
-    def preset(cls, name: str) -> "Policy":
+    def preset(cls, name: str) -> Policy:
         """The preset called *name* (see presets()); raises ValueError naming the valid names."""
         key = name.strip().lower().replace("-", "_")
         if key not in PRESETS:
-            raise ValueError(f"unknown policy preset {name!r}; expected one of {', '.join(PRESETS)}")
+            raise ValueError(
+                f"unknown policy preset {name!r}; expected one of {', '.join(PRESETS)}"
+            )
         return getattr(cls, key)()
 
     @classmethod
-    def default(cls) -> "Policy":
+    def default(cls) -> Policy:
         """loopcore's policy: every detector at its default thresholds, plus the tight loop:
         the 3rd consecutive identical call with identical outcomes is warned, the 5th refused.
 
@@ -369,7 +418,7 @@ class Policy:
         )
 
     @classmethod
-    def openclaw(cls) -> "Policy":
+    def openclaw(cls) -> Policy:
         """OpenClaw's tool-loop detection: generic repeat, known polls, ping-pong, global breaker.
 
         Window 30, warn 10, critical 20, breaker 30, unknown tool 10; ping-pong is a cycle of
@@ -385,12 +434,12 @@ class Policy:
         )
 
     @classmethod
-    def opencode(cls) -> "Policy":
+    def opencode(cls) -> Policy:
         """opencode's doom-loop check: the 3rd identical consecutive call asks (here: blocks)."""
         return _only(cls, "opencode", consecutive_repeat=True, repeat_warn=None, repeat_block=3)
 
     @classmethod
-    def gemini_cli(cls) -> "Policy":
+    def gemini_cli(cls) -> Policy:
         """gemini-cli's loop detection: a cycle of length k = 1..5 repeated 5 times blocks.
 
         The checked call counts: the 5th identical consecutive call is blocked, as gemini-cli
@@ -412,7 +461,7 @@ class Policy:
         )
 
     @classmethod
-    def openhands(cls) -> "Policy":
+    def openhands(cls) -> Policy:
         """OpenHands' StuckDetector: 4 identical action/observation pairs, 3 identical failing
         actions, 3 identical agent messages, or A,B alternating over 6 steps (all recorded
         before the checked call) stop the agent."""
@@ -440,23 +489,38 @@ class Policy:
         )
 
     @classmethod
-    def cline(cls) -> "Policy":
+    def cline(cls) -> Policy:
         """cline's loop detection: identical consecutive calls, warned exactly at the 3rd,
         refused from the 5th."""
-        return _only(cls, "cline", consecutive_repeat=True, repeat_warn=3, repeat_block=5, repeat_warn_once=True)
+        return _only(
+            cls,
+            "cline",
+            consecutive_repeat=True,
+            repeat_warn=3,
+            repeat_block=5,
+            repeat_warn_once=True,
+        )
 
     @classmethod
-    def roo(cls) -> "Policy":
+    def roo(cls) -> Policy:
         """Roo Code's ToolRepetitionDetector (limit 3): the 4th identical consecutive call is
         refused, and after a refusal the count starts again."""
-        return _only(cls, "roo", consecutive_repeat=True, repeat_warn=None, repeat_block=4,
-                     repeat_reset_after_block=True)
+        return _only(
+            cls,
+            "roo",
+            consecutive_repeat=True,
+            repeat_warn=None,
+            repeat_block=4,
+            repeat_reset_after_block=True,
+        )
 
     @classmethod
-    def altimate(cls) -> "Policy":
+    def altimate(cls) -> Policy:
         """altimate-code's todowrite cap as a per-session budget: warned exactly at the 25th
         todo write, silent from the 26th to the 49th, refused from the 50th (refused attempts count)."""
-        return _only(cls, "altimate", tool_budget=True, budgets=_budgets(25, 50), budget_warn_once=True)
+        return _only(
+            cls, "altimate", tool_budget=True, budgets=_budgets(25, 50), budget_warn_once=True
+        )
 
 
 def _only(cls, name: str, **on: Any) -> Policy:
@@ -498,4 +562,6 @@ def _check_pair(name: str, warn: Any, block: Any) -> None:
     if block is not None:
         _check_positive(bname if bname != name else f"{name} block", block)
     if warn is not None and block is not None and not warn < block:
-        raise PolicyError(f"Policy.{name}: the warn threshold ({warn}) must be below the block threshold ({block})")
+        raise PolicyError(
+            f"Policy.{name}: the warn threshold ({warn}) must be below the block threshold ({block})"
+        )

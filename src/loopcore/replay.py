@@ -13,11 +13,13 @@ that makes the figure a conservative lower bound rather than a guess at a counte
 Each trace gets its own Guard: a trace is one session, and a replay of one file must not depend
 on which other files were replayed before it.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
@@ -25,9 +27,27 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .trace import Trace
 
 from .burn import ref_text
-from .report import REPORT_SCHEMA, Skipped, _skipped, _sources, _stats, bulk_gc, fmt_target, fmt_tokens, iter_traces
+from .report import (
+    REPORT_SCHEMA,
+    Skipped,
+    _skipped,
+    _sources,
+    _stats,
+    bulk_gc,
+    fmt_target,
+    fmt_tokens,
+    iter_traces,
+)
 
-__all__ = ["ReplayEvent", "ReplayReport", "TraceReplay", "collect_replay", "replay_trace", "render_replay_text", "replay_to_json"]
+__all__ = [
+    "ReplayEvent",
+    "ReplayReport",
+    "TraceReplay",
+    "collect_replay",
+    "replay_trace",
+    "render_replay_text",
+    "replay_to_json",
+]
 
 
 @dataclass(slots=True)
@@ -201,7 +221,7 @@ class ReplayReport:
         }
 
 
-def replay_trace(trace: "Trace", guard: Any, *, source: str = "") -> TraceReplay:
+def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
     """Run *guard* over *trace* (check, then record the recorded outcome) and collect its verdicts.
 
     Raises whatever the guard raises (e.g. TypeError for args it cannot hash).
@@ -210,14 +230,42 @@ def replay_trace(trace: "Trace", guard: Any, *, source: str = "") -> TraceReplay
     for i, step in enumerate(trace.steps):
         if not step.name or step.rejected is not None:
             continue  # a turn that ran nothing: there was no call for a guard to check
-        d = guard.check(step.session, step.name, step.args, kind=step.kind, target=step.target, call_id=step.call_id)
+        d = guard.check(
+            step.session,
+            step.name,
+            step.args,
+            kind=step.kind,
+            target=step.target,
+            call_id=step.call_id,
+        )
         if d.action != "allow":
-            events.append(ReplayEvent(i, step.name, step.target, d.action, d.detector, d.count, d.message, step.tokens,
-                                      step.ref, step.tokens_estimated))
+            events.append(
+                ReplayEvent(
+                    i,
+                    step.name,
+                    step.target,
+                    d.action,
+                    d.detector,
+                    d.count,
+                    d.message,
+                    step.tokens,
+                    step.ref,
+                    step.tokens_estimated,
+                )
+            )
         # The recorded outcome, even after a block: later decisions then describe the history
         # as it really happened (see the module docstring for why saved tokens stay a lower bound).
-        guard.record(step.session, step.name, step.args, step.result, error=step.error, tokens=step.tokens,
-                     kind=step.kind, target=step.target, call_id=step.call_id)
+        guard.record(
+            step.session,
+            step.name,
+            step.args,
+            step.result,
+            error=step.error,
+            tokens=step.tokens,
+            kind=step.kind,
+            target=step.target,
+            call_id=step.call_id,
+        )
     return TraceReplay(
         source=source or trace.source or "",
         session=trace.session or "",
@@ -236,7 +284,7 @@ def collect_replay(
     format: str = "auto",
     keep_going: bool = False,
     implementation: str | None = None,
-    on_trace: Callable[["Trace"], None] | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
 ) -> ReplayReport:
     """Replay every trace under *paths* through a fresh Guard with preset *policy*.
 
@@ -252,7 +300,9 @@ def collect_replay(
     stats = _stats()
     with bulk_gc():
         for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
-            results.append(replay_trace(trace, Guard(policy=pol, implementation=implementation), source=src))
+            results.append(
+                replay_trace(trace, Guard(policy=pol, implementation=implementation), source=src)
+            )
             if on_trace is not None:
                 on_trace(trace)
     return ReplayReport(policy, results, _skipped(stats), inputs=_sources(paths), example=not paths)
@@ -262,10 +312,14 @@ def _preset(Policy: Any, name: str) -> Any:
     try:
         return Policy.preset(name)
     except ValueError:
-        raise ValueError(f"unknown policy {name!r}; known policies: {', '.join(Policy.presets())}") from None
+        raise ValueError(
+            f"unknown policy {name!r}; known policies: {', '.join(Policy.presets())}"
+        ) from None
 
 
-def render_replay_text(report: ReplayReport, console: "Console", *, top: int = 10, max_rows: int = 30) -> None:
+def render_replay_text(
+    report: ReplayReport, console: Console, *, top: int = 10, max_rows: int = 30
+) -> None:
     """Print per-trace warn/block counts and tokens saved, the detectors that fired, and the
     first *top* blocks (else warnings) with the message the model would have seen."""
     from rich import box
@@ -273,7 +327,9 @@ def render_replay_text(report: ReplayReport, console: "Console", *, top: int = 1
     from rich.text import Text
 
     if report.example:
-        console.print(f"No path given: replaying the bundled example trace {report.inputs[0]}", markup=False)
+        console.print(
+            f"No path given: replaying the bundled example trace {report.inputs[0]}", markup=False
+        )
     n = len(report.traces)
     table = Table(
         title=f"loopcore replay of {n} trace{'s' if n != 1 else ''} with policy {report.policy!r}",
@@ -310,12 +366,16 @@ def render_replay_text(report: ReplayReport, console: "Console", *, top: int = 1
     )
     console.print(table)
     if len(rows) < len(report.traces):
-        console.print(f"({len(report.traces) - len(rows)} traces with fewer verdicts not listed; use --json for all)")
+        console.print(
+            f"({len(report.traces) - len(rows)} traces with fewer verdicts not listed; use --json for all)"
+        )
     dets = report.by_detector()
     if dets:
         console.print(
-            "Detectors: " + ", ".join(f"{k} (warn {v['warn']}, block {v['block']})" for k, v in dets.items()),
-            highlight=False, markup=False,
+            "Detectors: "
+            + ", ".join(f"{k} (warn {v['warn']}, block {v['block']})" for k, v in dets.items()),
+            highlight=False,
+            markup=False,
         )
     events = [(t, e) for t in report.traces for e in t.events if e.action == "block"]
     kind = "blocks"
@@ -324,14 +384,20 @@ def render_replay_text(report: ReplayReport, console: "Console", *, top: int = 1
         kind = "warnings"
     if events:
         # A grid, not a table: the message the model would have seen is the useful part.
-        console.print(Text(f"First {min(top, len(events))} {kind} (of {len(events):,})", style="bold"))
+        console.print(
+            Text(f"First {min(top, len(events))} {kind} (of {len(events):,})", style="bold")
+        )
         et = Table.grid(padding=(0, 2))
         et.add_column(justify="right", no_wrap=True)
         et.add_column()
         for t, e in events[:top]:
             where = ref_text(e.ref)
-            head = Text.assemble((f"{e.action} {e.detector or '-'}", "bold"), "  ", (t.label, "cyan"),
-                                 f"  step {e.step}{f' ({where})' if where else ''}  {e.tool}")
+            head = Text.assemble(
+                (f"{e.action} {e.detector or '-'}", "bold"),
+                "  ",
+                (t.label, "cyan"),
+                f"  step {e.step}{f' ({where})' if where else ''}  {e.tool}",
+            )
             if e.target is not None:
                 head.append(f" {fmt_target(e.target)}")
             et.add_row(fmt_tokens(e.tokens, e.estimated), Text.assemble(head, "\n", e.message))
@@ -340,7 +406,9 @@ def render_replay_text(report: ReplayReport, console: "Console", *, top: int = 1
         console.print("The guard would have allowed every call.")
     if report.tokens_estimated:
         console.print("~ = estimated from text length: the trace has no per-call usage fields.")
-    console.print("Tokens saved counts only the blocked calls themselves (a lower bound).", style="dim")
+    console.print(
+        "Tokens saved counts only the blocked calls themselves (a lower bound).", style="dim"
+    )
     if report.skipped:
         console.print(f"[yellow]Skipped {len(report.skipped)} unreadable input(s):[/yellow]")
         for s in report.skipped[:10]:
@@ -351,7 +419,12 @@ def replay_to_json(report: ReplayReport) -> bytes:
     """The full replay as indented UTF-8 JSON."""
     import orjson
 
-    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default) + b"\n"
+    return (
+        orjson.dumps(
+            report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default
+        )
+        + b"\n"
+    )
 
 
 def _default(o: Any) -> Any:

@@ -7,14 +7,16 @@ rendering; the ingest benchmark times exactly this). ``render_text`` / ``to_json
 Token counts that an adapter estimated from text length (the trace had no usage fields) are
 marked with ``~`` in the table and HTML and carry ``tokens_estimated: true`` in JSON.
 """
+
 from __future__ import annotations
 
 import contextlib
 import gc
 import os
 import pathlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
@@ -70,7 +72,7 @@ class TraceResult:
     session: str
     format: str | None
     steps: int
-    report: "BurnReport"
+    report: BurnReport
 
     @property
     def label(self) -> str:
@@ -79,7 +81,12 @@ class TraceResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the full BurnReport plus where the trace came from."""
-        d: dict[str, Any] = {"source": self.source, "session": self.session, "format": self.format, "steps": self.steps}
+        d: dict[str, Any] = {
+            "source": self.source,
+            "session": self.session,
+            "format": self.format,
+            "steps": self.steps,
+        }
         # The origin fields win: an empty trace's BurnReport has no session of its own.
         return {**d, **{k: v for k, v in self.report.to_dict().items() if k not in d}}
 
@@ -89,7 +96,7 @@ class AnalysisReport:
     """The result of ``loopcore analyse``: per-trace reports, the combined one, what was skipped."""
 
     traces: list[TraceResult]
-    overall: "BurnReport"
+    overall: BurnReport
     skipped: list[Skipped] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     example: bool = False
@@ -101,7 +108,7 @@ class AnalysisReport:
         """Steps over every trace."""
         return sum(t.steps for t in self.traces)
 
-    def top_findings(self, n: int) -> list[tuple[TraceResult, "Finding"]]:
+    def top_findings(self, n: int) -> list[tuple[TraceResult, Finding]]:
         """The *n* costliest findings over every trace, with the trace each came from."""
         pairs = [(t, f) for t in self.traces for f in t.report.findings]
         # Ties broken by input order so the output is deterministic across runs.
@@ -131,7 +138,7 @@ def collect(
     *,
     format: str = "auto",
     keep_going: bool = False,
-    on_trace: Callable[["Trace"], None] | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
     charge_turn_output: bool = False,
 ) -> AnalysisReport:
     """Load every trace under *paths* and analyse it; raises TraceFormatError on bad input
@@ -154,8 +161,15 @@ def collect(
             if on_trace is not None:
                 on_trace(trace)
     overall = BurnReport.combine([r.report for r in results])
-    return AnalysisReport(results, overall, _skipped(stats), inputs=_sources(paths), example=not paths,
-                          files=stats.files, ignored=[str(p) for p in stats.ignored])
+    return AnalysisReport(
+        results,
+        overall,
+        _skipped(stats),
+        inputs=_sources(paths),
+        example=not paths,
+        files=stats.files,
+        ignored=[str(p) for p in stats.ignored],
+    )
 
 
 @contextlib.contextmanager
@@ -189,8 +203,12 @@ def _stats() -> Any:
 
 
 def iter_traces(
-    paths: Sequence[str | os.PathLike[str]], *, format: str = "auto", keep_going: bool = False, stats: Any = None
-) -> Iterable[tuple[str, "Trace"]]:
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    format: str = "auto",
+    keep_going: bool = False,
+    stats: Any = None,
+) -> Iterable[tuple[str, Trace]]:
     """``(source, trace)`` for every trace under *paths* (the bundled example when empty), via
     ``loopcore.load``; errors as for :func:`collect`, counted in *stats* (a LoadStats)."""
     from .adapters import load
@@ -202,12 +220,16 @@ def iter_traces(
 
 def _skipped(stats: Any) -> list[Skipped]:
     return [
-        Skipped(str(getattr(e, "path", None) or "<input>"), getattr(e, "line", None), str(getattr(e, "reason", e)))
+        Skipped(
+            str(getattr(e, "path", None) or "<input>"),
+            getattr(e, "line", None),
+            str(getattr(e, "reason", e)),
+        )
         for e in stats.errors
     ]
 
 
-def _result(trace: "Trace", src: str, report: "BurnReport") -> TraceResult:
+def _result(trace: Trace, src: str, report: BurnReport) -> TraceResult:
     return TraceResult(
         source=src,
         session=trace.session or "",
@@ -226,12 +248,14 @@ def fmt_tokens(n: int, estimated: bool = False) -> str:
     return f"{'~' if estimated and n else ''}{n:,}"
 
 
-def estimate_note(report: "BurnReport") -> str:
+def estimate_note(report: BurnReport) -> str:
     """The footnote for ``~``: how much of the total rests on estimates from text length."""
     share = report.estimated_tokens / report.total_tokens if report.total_tokens else 0.0
     pct = f"{share * 100:.1f}%" if share >= 0.001 else "under 0.1%"
-    return (f"~ = estimated from text length where the trace has no usage fields: "
-            f"{report.estimated_tokens:,} of {report.total_tokens:,} tokens ({pct}); the rest come from usage fields.")
+    return (
+        f"~ = estimated from text length where the trace has no usage fields: "
+        f"{report.estimated_tokens:,} of {report.total_tokens:,} tokens ({pct}); the rest come from usage fields."
+    )
 
 
 def fmt_ratio(r: float) -> str:
@@ -276,14 +300,16 @@ def terminal_safe(text: Any) -> str:
     return str(text).translate(_CONTROLS)
 
 
-def _top_finding_text(report: "BurnReport", width: int = 1000) -> str:
+def _top_finding_text(report: BurnReport, width: int = 1000) -> str:
     if not report.findings:
         return "-"
     f = max(report.findings, key=lambda f: f.tokens)
     kind = _KIND_SHORT.get(f.kind, f.kind)
     if f.kind in ("question_loop", "rejected_action", "degenerate_output"):
         return kind
-    what = terminal_safe(f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target))
+    what = terminal_safe(
+        f.name if f.kind == "duplicate_call" and f.target is None else fmt_target(f.target)
+    )
     return f"{kind} {shorten(what, max(width - len(kind) - 1, 8))}"
 
 
@@ -302,7 +328,12 @@ def _title(report: AnalysisReport) -> str:
 
 
 def render_text(
-    report: AnalysisReport, console: "Console", *, top: int = 10, min_ratio: float = 0.0, max_rows: int = 30
+    report: AnalysisReport,
+    console: Console,
+    *,
+    top: int = 10,
+    min_ratio: float = 0.0,
+    max_rows: int = 30,
 ) -> None:
     """Print the summary to *console*: one row per trace, the overall row, the top findings and
     the top recommendation. Traces below *min_ratio* are left out of the table (not the totals)."""
@@ -311,10 +342,16 @@ def render_text(
     from rich.text import Text
 
     if report.example:
-        console.print(f"No path given: analysing the bundled example trace {terminal_safe(report.inputs[0])}",
-                      markup=False)
+        console.print(
+            f"No path given: analysing the bundled example trace {terminal_safe(report.inputs[0])}",
+            markup=False,
+        )
     rows = _visible(report, min_ratio)
-    rows_shown = sorted(rows, key=lambda t: -t.report.wasted_tokens)[:max_rows] if len(rows) > max_rows else rows
+    rows_shown = (
+        sorted(rows, key=lambda t: -t.report.wasted_tokens)[:max_rows]
+        if len(rows) > max_rows
+        else rows
+    )
     o = report.overall
     cells = [
         (
@@ -328,8 +365,15 @@ def render_text(
         )
         for t in rows_shown
     ]
-    total = ("overall", "", f"{report.steps:,}", fmt_tokens(o.total_tokens, o.tokens_estimated),
-             fmt_tokens(o.wasted_tokens, o.wasted_estimated), fmt_ratio(o.waste_ratio), o)
+    total = (
+        "overall",
+        "",
+        f"{report.steps:,}",
+        fmt_tokens(o.total_tokens, o.tokens_estimated),
+        fmt_tokens(o.wasted_tokens, o.wasted_estimated),
+        fmt_ratio(o.waste_ratio),
+        o,
+    )
     heads = ("trace", "format", "steps", "tokens", "wasted", "ratio")
     widths = [max(len(h), *(len(c[i]) for c in [*cells, total])) for i, h in enumerate(heads)]
     widths[0] = min(widths[0], 30)
@@ -345,8 +389,13 @@ def render_text(
     for label, fmt, *nums, r in cells:
         table.add_row(Text(label), Text(fmt), *nums, Text(_top_finding_text(r, finding_w)))
     table.add_section()
-    table.add_row(Text("overall", style="bold"), "", *total[2:5], Text(total[5], style="bold"),
-                  Text(_top_finding_text(o, finding_w)))
+    table.add_row(
+        Text("overall", style="bold"),
+        "",
+        *total[2:5],
+        Text(total[5], style="bold"),
+        Text(_top_finding_text(o, finding_w)),
+    )
     console.print(table)
     hidden = len(report.traces) - len(rows_shown)
     if hidden:
@@ -355,41 +404,72 @@ def render_text(
             why.append(f"{len(report.traces) - len(rows)} below --min-ratio {fmt_ratio(min_ratio)}")
         if len(rows_shown) < len(rows):
             why.append(f"{len(rows) - len(rows_shown)} more with less waste")
-        console.print(f"({hidden} trace{'s' if hidden != 1 else ''} not listed: {'; '.join(why)}; use --json for all)")
+        console.print(
+            f"({hidden} trace{'s' if hidden != 1 else ''} not listed: {'; '.join(why)}; use --json for all)"
+        )
 
     findings = report.top_findings(top)
     if findings:
         # A grid, not a table: the sentence is the useful part and gets the full width,
         # indented under its tokens instead of squeezed into a narrow column.
         n = sum(len(t.report.findings) for t in report.traces)
-        console.print(Text(f"Top {len(findings)} finding{'s' if len(findings) != 1 else ''} (of {n:,})", style="bold"))
+        console.print(
+            Text(
+                f"Top {len(findings)} finding{'s' if len(findings) != 1 else ''} (of {n:,})",
+                style="bold",
+            )
+        )
         ft = Table.grid(padding=(0, 2))
         ft.add_column(justify="right", no_wrap=True)
         ft.add_column()
         for t, f in findings:
-            beside = (f"\n(+{fmt_tokens(f.turn_output_tokens, f.tokens_estimated)} tokens of the same turns' "
-                      "reasoning and reply text, not charged)") if f.turn_output_tokens else ""
+            beside = (
+                (
+                    f"\n(+{fmt_tokens(f.turn_output_tokens, f.tokens_estimated)} tokens of the same turns' "
+                    "reasoning and reply text, not charged)"
+                )
+                if f.turn_output_tokens
+                else ""
+            )
             ft.add_row(
                 fmt_tokens(f.tokens, f.tokens_estimated),
-                Text.assemble((terminal_safe(f.kind), "bold"), "  ", (terminal_safe(t.label), "cyan"), "\n",
-                              terminal_safe(f.message), beside),
+                Text.assemble(
+                    (terminal_safe(f.kind), "bold"),
+                    "  ",
+                    (terminal_safe(t.label), "cyan"),
+                    "\n",
+                    terminal_safe(f.message),
+                    beside,
+                ),
             )
         console.print(ft)
     elif report.traces:
-        console.print("No waste found: every repeated call had a reason (a change in between, or a new result).")
+        console.print(
+            "No waste found: every repeated call had a reason (a change in between, or a new result)."
+        )
     if o.top_recommendation:
         console.print()
-        console.print(Text.assemble(("Top recommendation: ", "bold"), terminal_safe(o.top_recommendation)))
+        console.print(
+            Text.assemble(("Top recommendation: ", "bold"), terminal_safe(o.top_recommendation))
+        )
     if o.tokens_estimated:
         console.print(estimate_note(o), markup=False, highlight=False)
     if report.ignored:
         n = len(report.ignored)
-        console.print(f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "
-                      f"{terminal_safe(os.path.basename(report.ignored[0]))})", markup=False, highlight=False)
+        console.print(
+            f"({n} file{'s' if n != 1 else ''} without a known trace format ignored, e.g. "
+            f"{terminal_safe(os.path.basename(report.ignored[0]))})",
+            markup=False,
+            highlight=False,
+        )
     if report.skipped:
-        console.print(f"[yellow]Skipped {len(report.skipped)} unreadable input{'s' if len(report.skipped) != 1 else ''}:[/yellow]")
-        for s in report.skipped[:top or 10]:
-            console.print(terminal_safe(f"  {s.where()}: {s.message}"), highlight=False, markup=False)
+        console.print(
+            f"[yellow]Skipped {len(report.skipped)} unreadable input{'s' if len(report.skipped) != 1 else ''}:[/yellow]"
+        )
+        for s in report.skipped[: top or 10]:
+            console.print(
+                terminal_safe(f"  {s.where()}: {s.message}"), highlight=False, markup=False
+            )
         if len(report.skipped) > (top or 10):
             console.print(f"  ... and {len(report.skipped) - (top or 10)} more (see --json)")
 
@@ -402,7 +482,14 @@ def to_json(report: AnalysisReport) -> bytes:
     """The full report as indented UTF-8 JSON (every trace and finding, not just the top ones)."""
     import orjson
 
-    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_json_default) + b"\n"
+    return (
+        orjson.dumps(
+            report.to_dict(),
+            option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
+            default=_json_default,
+        )
+        + b"\n"
+    )
 
 
 def _json_default(o: Any) -> Any:
@@ -417,10 +504,19 @@ def _json_default(o: Any) -> Any:
 # HTML: see loopcore.htmlreport (charts, timelines, the guard overlay; everything escaped)
 
 
-def render_html(report: AnalysisReport, *, top: int = 10, min_ratio: float = 0.0, timelines: Any = None,
-                replays: Any = None, policy: str | None = None) -> str:
+def render_html(
+    report: AnalysisReport,
+    *,
+    top: int = 10,
+    min_ratio: float = 0.0,
+    timelines: Any = None,
+    replays: Any = None,
+    policy: str | None = None,
+) -> str:
     """The report as one self-contained HTML page (see :mod:`loopcore.htmlreport`): the *top*
     costliest findings listed on the page itself, every trace in its table."""
     from .htmlreport import render_report
 
-    return render_report(report, timelines=timelines, replays=replays, policy=policy, min_ratio=min_ratio, top=top)
+    return render_report(
+        report, timelines=timelines, replays=replays, policy=policy, min_ratio=min_ratio, top=top
+    )

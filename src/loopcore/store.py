@@ -10,6 +10,7 @@ Every run adds files and never rewrites one: parts under ``<table>/date=YYYY-MM-
 run record ``runs/<run>.json`` written last (a run without its record is not part of the
 store), so appending a day of traces costs only that day's work.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,8 @@ import inspect
 import json
 import os
 import secrets
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -119,29 +121,39 @@ def _check_marker(root: str) -> dict[str, Any]:
         with open(path, "rb") as fh:
             meta = json.loads(fh.read())
     except OSError as exc:
-        raise StoreError(f"{root} is not a loopcore store: cannot read {MARKER} ({exc.strerror or exc})") from None
+        raise StoreError(
+            f"{root} is not a loopcore store: cannot read {MARKER} ({exc.strerror or exc})"
+        ) from None
     except ValueError:
         raise StoreError(f"{root} is not a loopcore store: {MARKER} is not JSON") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-        raise StoreError(f"{root} is not a loopcore store: {MARKER} does not say format {_FORMAT!r}")
+        raise StoreError(
+            f"{root} is not a loopcore store: {MARKER} does not say format {_FORMAT!r}"
+        )
     schema = meta.get("schema")
     if schema != STORE_SCHEMA:
-        raise StoreError(f"{root} is a loopcore store of schema {schema!r}; this loopcore reads schema "
-                         f"{STORE_SCHEMA} (re-run `loopcore analyse TRACES --parquet DIR` into a new folder)")
+        raise StoreError(
+            f"{root} is a loopcore store of schema {schema!r}; this loopcore reads schema "
+            f"{STORE_SCHEMA} (re-run `loopcore analyse TRACES --parquet DIR` into a new folder)"
+        )
     return meta
 
 
 def _open_for_writing(root: str) -> None:
     if os.path.isdir(root) and os.listdir(root):
         if not is_store(root):
-            raise StoreError(f"{root} is neither empty nor a loopcore store; refusing to write into it")
+            raise StoreError(
+                f"{root} is neither empty nor a loopcore store; refusing to write into it"
+            )
         _check_marker(root)
         return
     os.makedirs(root, exist_ok=True)
     from . import __version__
 
-    _atomic_write(os.path.join(root, MARKER),
-                  {"format": _FORMAT, "schema": STORE_SCHEMA, "created_by": f"loopcore {__version__}"})
+    _atomic_write(
+        os.path.join(root, MARKER),
+        {"format": _FORMAT, "schema": STORE_SCHEMA, "created_by": f"loopcore {__version__}"},
+    )
 
 
 def _atomic_write(path: str, data: Any) -> None:
@@ -154,17 +166,29 @@ def _atomic_write(path: str, data: Any) -> None:
 
 def _runs(root: str) -> list[dict[str, Any]]:
     folder = os.path.join(root, "runs")
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
+    names = (
+        sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        if os.path.isdir(folder)
+        else []
+    )
     runs = []
     for n in names:
         try:
             with open(os.path.join(folder, n), "rb") as fh:
                 run = json.loads(fh.read())
         except (OSError, ValueError) as exc:
-            raise StoreError(f"{root} is damaged: cannot read the run record runs/{n} ({exc})") from None
-        if not isinstance(run, dict) or run.get("schema") != STORE_SCHEMA or not isinstance(run.get("parts"), list):
-            raise StoreError(f"{root} is damaged or of another schema: runs/{n} is not a schema-{STORE_SCHEMA} "
-                             "run record")
+            raise StoreError(
+                f"{root} is damaged: cannot read the run record runs/{n} ({exc})"
+            ) from None
+        if (
+            not isinstance(run, dict)
+            or run.get("schema") != STORE_SCHEMA
+            or not isinstance(run.get("parts"), list)
+        ):
+            raise StoreError(
+                f"{root} is damaged or of another schema: runs/{n} is not a schema-{STORE_SCHEMA} "
+                "run record"
+            )
         runs.append(run)
     runs.sort(key=lambda r: (str(r.get("created", "")), str(r.get("run", ""))))
     return runs
@@ -192,7 +216,9 @@ def _canonical_target(members: Sequence[str]) -> Any:
     return members[0] if len(members) == 1 else tuple(members)
 
 
-def step_side(enc: "EncodedTrace", traces: Sequence["Trace"]) -> tuple[list[str | None], list[str | None]]:
+def step_side(
+    enc: EncodedTrace, traces: Sequence[Trace]
+) -> tuple[list[str | None], list[str | None]]:
     """(ref, target_raw) of every step of *enc*, read off the *traces* it was encoded from:
     the step's ref as JSON (None when it has none), and its target as JSON where it is not what
     the interned target set gives back (a tuple in another order, a repeated member)."""
@@ -210,20 +236,37 @@ def step_side(enc: "EncodedTrace", traces: Sequence["Trace"]) -> tuple[list[str 
             if k >= 0 and target == _canonical_target(members(k)):
                 raw.append(None)
             else:
-                raw.append(None if target is None else _json_or_none(list(target) if isinstance(target, tuple)
-                                                                      else target))
+                raw.append(
+                    None
+                    if target is None
+                    else _json_or_none(list(target) if isinstance(target, tuple) else target)
+                )
             g += 1
     return refs, raw
 
 
-def trace_meta(traces: Sequence["Trace"], sources: Sequence[str]) -> dict[str, list]:
+def trace_meta(traces: Sequence[Trace], sources: Sequence[str]) -> dict[str, list]:
     """The per-trace fields a report shows besides its analysis: session, source, format."""
-    return {"session": [t.session for t in traces], "source": list(sources), "format": [t.format for t in traces]}
+    return {
+        "session": [t.session for t in traces],
+        "source": list(sources),
+        "format": [t.format for t in traces],
+    }
 
 
-def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports: Sequence[Any], *,
-                  refs: Any, target_raw: Any, run: str, date: str, part: int,
-                  analysis: Any = None) -> dict[str, Any]:
+def write_encoded(
+    root: str,
+    enc: EncodedTrace,
+    meta: dict[str, list],
+    reports: Sequence[Any],
+    *,
+    refs: Any,
+    target_raw: Any,
+    run: str,
+    date: str,
+    part: int,
+    analysis: Any = None,
+) -> dict[str, Any]:
     """Write one part: the step columns of *enc* with each step's *refs* and *target_raw* (see
     :func:`step_side`; lists or pyarrow string arrays), the original run's charges
     (*analysis*, an EncodedAnalysis), the side tables, and the per-trace summaries and findings
@@ -233,16 +276,27 @@ def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports
     pa = _pa()
     pq = pa.parquet
     n = len(enc)
-    cols: dict[str, Any] = {"run": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([run])),
-                            "part": pa.array(np.full(n, part, np.int32))}
+    cols: dict[str, Any] = {
+        "run": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([run])),
+        "part": pa.array(np.full(n, part, np.int32)),
+    }
     for name, dtype in _step_columns():
         cols[name] = pa.array(_narrow(np.ascontiguousarray(getattr(enc, name), dtype=dtype)))
     lens = np.diff(enc.trace_offsets)
-    cols["step"] = pa.array((np.arange(n, dtype=np.int64) - np.repeat(enc.trace_offsets[:-1], lens)).astype(np.int32))
-    cols["ref"] = refs if isinstance(refs, (pa.Array, pa.ChunkedArray)) else pa.array(refs, pa.string())
-    cols["target_raw"] = (target_raw if isinstance(target_raw, (pa.Array, pa.ChunkedArray))
-                          else pa.array(target_raw, pa.string()))
-    if analysis is not None:  # the original run's charges, for queries (re-analysis recomputes them)
+    cols["step"] = pa.array(
+        (np.arange(n, dtype=np.int64) - np.repeat(enc.trace_offsets[:-1], lens)).astype(np.int32)
+    )
+    cols["ref"] = (
+        refs if isinstance(refs, (pa.Array, pa.ChunkedArray)) else pa.array(refs, pa.string())
+    )
+    cols["target_raw"] = (
+        target_raw
+        if isinstance(target_raw, (pa.Array, pa.ChunkedArray))
+        else pa.array(target_raw, pa.string())
+    )
+    if (
+        analysis is not None
+    ):  # the original run's charges, for queries (re-analysis recomputes them)
         cols["finding"] = pa.array(analysis.finding.astype(np.int8))
         cols["of_step"] = pa.array(analysis.of_step.astype(np.int32))
         charge = getattr(analysis, "charge", None)
@@ -260,17 +314,23 @@ def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports
         side["name"].append(name)
         side["dtype"].append(a.dtype.str)
         side["values"].append(a.astype(np.int64))
-    files["arrays"] = pa.table({k: (pa.array(v, pa.list_(pa.int64())) if k == "values" else pa.array(v))
-                                for k, v in side.items()})
+    files["arrays"] = pa.table(
+        {
+            k: (pa.array(v, pa.list_(pa.int64())) if k == "values" else pa.array(v))
+            for k, v in side.items()
+        }
+    )
     for name in lists:
         values = list(getattr(enc, name))
         table = "sessions" if name == "sessions" else name
-        files[table] = pa.table({
-            "run": pa.array([run] * len(values), pa.string()),
-            "part": pa.array(np.full(len(values), part, np.int32)),
-            "id": pa.array(np.arange(len(values), dtype=np.int32)),
-            "name": pa.array([None if v is None else str(v) for v in values], pa.string()),
-        })
+        files[table] = pa.table(
+            {
+                "run": pa.array([run] * len(values), pa.string()),
+                "part": pa.array(np.full(len(values), part, np.int32)),
+                "id": pa.array(np.arange(len(values), dtype=np.int32)),
+                "name": pa.array([None if v is None else str(v) for v in values], pa.string()),
+            }
+        )
     files["traces"], files["findings"] = _summary_tables(pa, run, part, meta, reports, enc)
     for table, data in files.items():
         path = _part_path(root, table, date, run, part)
@@ -282,13 +342,22 @@ def write_encoded(root: str, enc: "EncodedTrace", meta: dict[str, list], reports
             # One-byte codes (kind, flags) take few values: dictionary-encoded, uncompressed.
             kernel = {name for name, _ in _step_columns()}
             small = {name for name, d in _step_columns() if d.itemsize == 1}
-            pq.write_table(data, path, compression={c: "none" if c in kernel else "zstd" for c in data.column_names},
-                           use_dictionary=[c for c in data.column_names if c not in kernel or c in small],
-                           row_group_size=1 << 22)
+            pq.write_table(
+                data,
+                path,
+                compression={c: "none" if c in kernel else "zstd" for c in data.column_names},
+                use_dictionary=[c for c in data.column_names if c not in kernel or c in small],
+                row_group_size=1 << 22,
+            )
         else:
             pq.write_table(data, path, compression="zstd")
-    return {"part": part, "steps": n, "traces": enc.n_traces, "tables": sorted(files),
-            "sizes": {name: int(getattr(enc, name)) for name in ints}}
+    return {
+        "part": part,
+        "steps": n,
+        "traces": enc.n_traces,
+        "tables": sorted(files),
+        "sizes": {name: int(getattr(enc, name)) for name in ints},
+    }
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -299,30 +368,65 @@ def _narrow(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _set_members(enc: "EncodedTrace") -> Callable[[int], list[str]]:
+def _set_members(enc: EncodedTrace) -> Callable[[int], list[str]]:
     offs, mem, names = enc.target_offsets, enc.target_members, enc.targets
 
     def members(k: int) -> list[str]:
-        return [names[int(m)] for m in mem[int(offs[k]):int(offs[k + 1])]]
+        return [names[int(m)] for m in mem[int(offs[k]) : int(offs[k + 1])]]
 
     return members
 
 
-def _summary_tables(pa: Any, run: str, part: int, meta: dict[str, list], reports: Sequence[Any],
-                    enc: "EncodedTrace") -> tuple[Any, Any]:
+def _summary_tables(
+    pa: Any, run: str, part: int, meta: dict[str, list], reports: Sequence[Any], enc: EncodedTrace
+) -> tuple[Any, Any]:
     from .encoded import FINDING_KINDS
 
-    tr: dict[str, list] = {k: [] for k in ("run", "part", "trace", "session", "source", "format", "steps",
-                                           "step_offset", "total_tokens", "wasted_tokens", "waste_ratio",
-                                           "tokens_estimated", "estimated_tokens", "findings")}
+    tr: dict[str, list] = {
+        k: []
+        for k in (
+            "run",
+            "part",
+            "trace",
+            "session",
+            "source",
+            "format",
+            "steps",
+            "step_offset",
+            "total_tokens",
+            "wasted_tokens",
+            "waste_ratio",
+            "tokens_estimated",
+            "estimated_tokens",
+            "findings",
+        )
+    }
     for kind in FINDING_KINDS:
         tr[f"{kind}_tokens"] = []
         tr[f"{kind}_steps"] = []
-    fd: dict[str, list] = {k: [] for k in ("run", "part", "trace", "session", "source", "kind", "name", "target",
-                                           "tokens", "turn_output_tokens", "tokens_estimated", "of_step", "steps",
-                                           "message")}
+    fd: dict[str, list] = {
+        k: []
+        for k in (
+            "run",
+            "part",
+            "trace",
+            "session",
+            "source",
+            "kind",
+            "name",
+            "target",
+            "tokens",
+            "turn_output_tokens",
+            "tokens_estimated",
+            "of_step",
+            "steps",
+            "message",
+        )
+    }
     offs = enc.trace_offsets.tolist()
-    for k, (session, src, fmt, r) in enumerate(zip(meta["session"], meta["source"], meta["format"], reports)):
+    for k, (session, src, fmt, r) in enumerate(
+        zip(meta["session"], meta["source"], meta["format"], reports)
+    ):
         tr["run"].append(run)
         tr["part"].append(part)
         tr["trace"].append(k)
@@ -349,26 +453,44 @@ def _summary_tables(pa: Any, run: str, part: int, meta: dict[str, list], reports
             fd["source"].append(src)
             fd["kind"].append(f.kind)
             fd["name"].append(f.name)
-            fd["target"].append(None if f.target is None else
-                                (", ".join(f.target) if isinstance(f.target, tuple) else str(f.target)))
+            fd["target"].append(
+                None
+                if f.target is None
+                else (", ".join(f.target) if isinstance(f.target, tuple) else str(f.target))
+            )
             fd["tokens"].append(f.tokens)
             fd["turn_output_tokens"].append(getattr(f, "turn_output_tokens", 0))
             fd["tokens_estimated"].append(bool(getattr(f, "tokens_estimated", False)))
             fd["of_step"].append(f.of_step)
             fd["steps"].append(list(f.steps))
             fd["message"].append(f.message)
-    types = {"trace": pa.int32(), "steps": pa.int64(), "step_offset": pa.int64(), "of_step": pa.int32(),
-             "session": pa.string(), "source": pa.string(), "format": pa.string(), "name": pa.string(),
-             "target": pa.string(), "message": pa.string(), "kind": pa.string(), "run": pa.string(),
-             "part": pa.int32()}
+    types = {
+        "trace": pa.int32(),
+        "steps": pa.int64(),
+        "step_offset": pa.int64(),
+        "of_step": pa.int32(),
+        "session": pa.string(),
+        "source": pa.string(),
+        "format": pa.string(),
+        "name": pa.string(),
+        "target": pa.string(),
+        "message": pa.string(),
+        "kind": pa.string(),
+        "run": pa.string(),
+        "part": pa.int32(),
+    }
     ftypes = dict(types, steps=pa.list_(pa.int32()))
     traces_t = pa.table({k: pa.array(v, types.get(k)) for k, v in tr.items()})
-    findings_t = pa.table({k: pa.array(v, ftypes.get(k, pa.int64() if k.endswith("tokens") else None))
-                           for k, v in fd.items()})
+    findings_t = pa.table(
+        {
+            k: pa.array(v, ftypes.get(k, pa.int64() if k.endswith("tokens") else None))
+            for k, v in fd.items()
+        }
+    )
     return traces_t, findings_t
 
 
-def _encode(traces: Sequence["Trace"], settings: Any) -> "EncodedTrace":
+def _encode(traces: Sequence[Trace], settings: Any) -> EncodedTrace:
     from .encoded import encode
 
     if settings is not None and "settings" in inspect.signature(encode).parameters:
@@ -376,7 +498,7 @@ def _encode(traces: Sequence["Trace"], settings: Any) -> "EncodedTrace":
     return encode(traces)
 
 
-def _kernel(enc: "EncodedTrace", impl: str | None, charge_turn_output: bool) -> Any:
+def _kernel(enc: EncodedTrace, impl: str | None, charge_turn_output: bool) -> Any:
     from .encoded import analyse_encoded
 
     if "charge_turn_output" in inspect.signature(analyse_encoded).parameters:
@@ -384,7 +506,9 @@ def _kernel(enc: "EncodedTrace", impl: str | None, charge_turn_output: bool) -> 
     return analyse_encoded(enc, impl=impl)
 
 
-def _materialise(trace: Any, codes: Any, of: Any, charge: Any, total: int, charge_turn: bool) -> Any:
+def _materialise(
+    trace: Any, codes: Any, of: Any, charge: Any, total: int, charge_turn: bool
+) -> Any:
     """The BurnReport of one trace from the kernel's per-step output (burn's own grouping)."""
     from . import burn
 
@@ -394,7 +518,7 @@ def _materialise(trace: Any, codes: Any, of: Any, charge: Any, total: int, charg
     return burn._report(trace, codes, of)
 
 
-def _reports(traces: Sequence[Any], enc: "EncodedTrace", res: Any, charge_turn: bool) -> list[Any]:
+def _reports(traces: Sequence[Any], enc: EncodedTrace, res: Any, charge_turn: bool) -> list[Any]:
     """BurnReports of every trace; a trace with no charged step skips the per-step loop."""
     codes = res.finding
     charged = np.flatnonzero(codes)
@@ -409,7 +533,7 @@ def _reports(traces: Sequence[Any], enc: "EncodedTrace", res: Any, charge_turn: 
         if cut[k] == cut[k + 1]:
             out.append(_materialise(trace, (), {}, {}, totals[k], charge_turn))
             continue
-        idx = charged[cut[k]:cut[k + 1]]
+        idx = charged[cut[k] : cut[k + 1]]
         last = int(idx[-1]) + 1
         local = (idx - s0).tolist()
         of = dict(zip(local, res.of_step[idx].tolist()))
@@ -424,12 +548,12 @@ def collect_to_store(
     *,
     format: str = "auto",
     keep_going: bool = False,
-    on_trace: Callable[["Trace"], None] | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
     settings: Any = None,
     date: str | None = None,
     part_steps: int = PART_STEPS,
     impl: str | None = None,
-) -> "AnalysisReport":
+) -> AnalysisReport:
     """Analyse every trace under *paths* like :func:`loopcore.report.collect` and append the
     run to the store at *root* (created when absent or empty); returns the same report.
 
@@ -463,8 +587,20 @@ def collect_to_store(
         res = _kernel(enc, impl, charge_turn)
         reports = _reports(traces, enc, res, charge_turn)
         refs, raw = step_side(enc, traces)
-        parts.append(write_encoded(root, enc, trace_meta(traces, [s for s, _ in batch]), reports, refs=refs,
-                                   target_raw=raw, run=run, date=date, part=len(parts), analysis=res))
+        parts.append(
+            write_encoded(
+                root,
+                enc,
+                trace_meta(traces, [s for s, _ in batch]),
+                reports,
+                refs=refs,
+                target_raw=raw,
+                run=run,
+                date=date,
+                part=len(parts),
+                analysis=res,
+            )
+        )
         results.extend(_result(t, s, r) for (s, t), r in zip(batch, reports))
         batch, batch_steps = [], 0
 
@@ -477,15 +613,28 @@ def collect_to_store(
             if batch_steps >= part_steps:
                 flush()
         flush()
-    report = AnalysisReport(results, BurnReport.combine([r.report for r in results]), _skipped(stats),
-                            inputs=_sources(paths), example=not paths, files=stats.files,
-                            ignored=[str(p) for p in stats.ignored])
+    report = AnalysisReport(
+        results,
+        BurnReport.combine([r.report for r in results]),
+        _skipped(stats),
+        inputs=_sources(paths),
+        example=not paths,
+        files=stats.files,
+        ignored=[str(p) for p in stats.ignored],
+    )
     _write_run(root, run, date, now, parts, report, settings)
     return report
 
 
-def _write_run(root: str, run: str, date: str, now: _dt.datetime, parts: list[dict[str, Any]], report: Any,
-               settings: Any) -> None:
+def _write_run(
+    root: str,
+    run: str,
+    date: str,
+    now: _dt.datetime,
+    parts: list[dict[str, Any]],
+    report: Any,
+    settings: Any,
+) -> None:
     from . import __version__
 
     record = {
@@ -510,7 +659,9 @@ def _write_run(root: str, run: str, date: str, now: _dt.datetime, parts: list[di
 # reading
 
 
-def _read(root: str, table: str, run: dict[str, Any], part: int, columns: list[str] | None = None) -> Any:
+def _read(
+    root: str, table: str, run: dict[str, Any], part: int, columns: list[str] | None = None
+) -> Any:
     pq = _pa().parquet
     path = _part_path(root, table, run["date"], run["run"], part)
     try:
@@ -518,7 +669,9 @@ def _read(root: str, table: str, run: dict[str, Any], part: int, columns: list[s
     except FileNotFoundError:
         raise StoreError(f"{root} is damaged: {os.path.relpath(path, root)} is missing") from None
     except (OSError, ValueError, KeyError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise StoreError(f"{root} is damaged: cannot read {os.path.relpath(path, root)} ({exc})") from None
+        raise StoreError(
+            f"{root} is damaged: cannot read {os.path.relpath(path, root)} ({exc})"
+        ) from None
 
 
 def _np(col: Any, dtype: Any) -> np.ndarray:
@@ -553,7 +706,9 @@ def kernel_columns() -> list[str]:
     return list(_KERNEL_COLUMNS)
 
 
-def read_part(root: str, run: dict[str, Any], part: dict[str, Any], *, kernel_only: bool = False) -> "EncodedTrace":
+def read_part(
+    root: str, run: dict[str, Any], part: dict[str, Any], *, kernel_only: bool = False
+) -> EncodedTrace:
     """The EncodedTrace of one stored part (its step columns and side tables).
 
     With *kernel_only*, only the step columns the kernels read are read; the others are empty
@@ -562,34 +717,49 @@ def read_part(root: str, run: dict[str, Any], part: dict[str, Any], *, kernel_on
     from .encoded import EncodedTrace
 
     if run.get("encoding") != _encoding():
-        raise StoreError(f"{root}: run {run.get('run')} was encoded with other step columns "
-                         f"({', '.join(c[0] for c in run.get('encoding') or [])}) than this loopcore's; "
-                         "re-run `loopcore analyse TRACES --parquet DIR` to rebuild it")
+        raise StoreError(
+            f"{root}: run {run.get('run')} was encoded with other step columns "
+            f"({', '.join(c[0] for c in run.get('encoding') or [])}) than this loopcore's; "
+            "re-run `loopcore analyse TRACES --parquet DIR` to rebuild it"
+        )
     p = int(part["part"])
     names = kernel_columns() if kernel_only else [n for n, _ in _step_columns()]
     steps = _read(root, "steps", run, p, names)
     if steps.num_rows != part.get("steps"):
-        raise StoreError(f"{root} is damaged: run {run['run']} part {p} has {steps.num_rows} steps, "
-                         f"its record says {part.get('steps')}")
-    kw: dict[str, Any] = {name: _np(steps.column(name), dtype) if name in names else np.zeros(0, dtype)
-                          for name, dtype in _step_columns()}
+        raise StoreError(
+            f"{root} is damaged: run {run['run']} part {p} has {steps.num_rows} steps, "
+            f"its record says {part.get('steps')}"
+        )
+    kw: dict[str, Any] = {
+        name: _np(steps.column(name), dtype) if name in names else np.zeros(0, dtype)
+        for name, dtype in _step_columns()
+    }
     arrays, lists, ints = _layout()
     side = _read(root, "arrays", run, p)
     values = side.column("values").combine_chunks()
     offs = values.offsets.to_numpy()
     flat = values.values.to_numpy(zero_copy_only=False)
-    got = {n: (d, i) for i, (n, d) in enumerate(zip(side.column("name").to_pylist(), side.column("dtype").to_pylist()))}
+    got = {
+        n: (d, i)
+        for i, (n, d) in enumerate(
+            zip(side.column("name").to_pylist(), side.column("dtype").to_pylist())
+        )
+    }
     for name in arrays:
         if name not in got:
-            raise StoreError(f"{root} is damaged: run {run['run']} part {p} lacks the array {name!r}")
+            raise StoreError(
+                f"{root} is damaged: run {run['run']} part {p} lacks the array {name!r}"
+            )
         d, i = got[name]
-        kw[name] = np.ascontiguousarray(flat[offs[i]:offs[i + 1]], dtype=np.dtype(d))
+        kw[name] = np.ascontiguousarray(flat[offs[i] : offs[i + 1]], dtype=np.dtype(d))
     for name in lists:
         kw[name] = _read(root, name, run, p, ["name"]).column("name").to_pylist()
     sizes = part.get("sizes") or {}
     for name in ints:
         if name not in sizes:
-            raise StoreError(f"{root} is damaged: run {run['run']} part {p} lacks the size {name!r}")
+            raise StoreError(
+                f"{root} is damaged: run {run['run']} part {p} lacks the size {name!r}"
+            )
         kw[name] = int(sizes[name])
     return EncodedTrace(**kw)
 
@@ -599,7 +769,7 @@ class _StoredStep:
 
     __slots__ = ("_p", "_g")
 
-    def __init__(self, p: "_Part", g: int) -> None:
+    def __init__(self, p: _Part, g: int) -> None:
         self._p = p
         self._g = g
 
@@ -653,7 +823,7 @@ class _StoredSteps:
 
     __slots__ = ("_p", "_s0", "_n")
 
-    def __init__(self, p: "_Part", s0: int, n: int) -> None:
+    def __init__(self, p: _Part, s0: int, n: int) -> None:
         self._p, self._s0, self._n = p, s0, n
 
     def __len__(self) -> int:
@@ -738,7 +908,7 @@ class _StoredSide(_Side):
 class _Part:
     """One part being analysed: its columns and the side rows of its steps."""
 
-    def __init__(self, enc: "EncodedTrace", side: _Side) -> None:
+    def __init__(self, enc: EncodedTrace, side: _Side) -> None:
         self.enc = enc
         self.side = side
         self.members = _set_members(enc)
@@ -750,8 +920,14 @@ class _Part:
         return self.side.raw_target(g)
 
 
-def analyse_columns(enc: "EncodedTrace", meta: dict[str, list], side: _Side, *, impl: str | None = None,
-                    charge_turn_output: bool = False) -> list[Any]:
+def analyse_columns(
+    enc: EncodedTrace,
+    meta: dict[str, list],
+    side: _Side,
+    *,
+    impl: str | None = None,
+    charge_turn_output: bool = False,
+) -> list[Any]:
     """TraceResults of every trace of *enc* from the kernels' output, without a Step object:
     what the report shows of a step (its tool, target, turn, ref) is read off the columns and
     *side* for the charged steps and the steps they repeat only."""
@@ -772,10 +948,24 @@ def analyse_columns(enc: "EncodedTrace", meta: dict[str, list], side: _Side, *, 
     part = _Part(enc, side)
     o = offs.tolist()
     totals = res.total_tokens.tolist()
-    traces = [_StoredTrace(_StoredSteps(part, o[k], o[k + 1] - o[k]), meta["session"][k], meta["source"][k],
-                           meta["format"][k], totals[k], est[k], est_tokens[k]) for k in range(enc.n_traces)]
-    return [TraceResult(source=t.source, session=t.session or "", format=t.format, steps=len(t.steps), report=r)
-            for t, r in zip(traces, _reports(traces, enc, res, charge_turn_output))]
+    traces = [
+        _StoredTrace(
+            _StoredSteps(part, o[k], o[k + 1] - o[k]),
+            meta["session"][k],
+            meta["source"][k],
+            meta["format"][k],
+            totals[k],
+            est[k],
+            est_tokens[k],
+        )
+        for k in range(enc.n_traces)
+    ]
+    return [
+        TraceResult(
+            source=t.source, session=t.session or "", format=t.format, steps=len(t.steps), report=r
+        )
+        for t, r in zip(traces, _reports(traces, enc, res, charge_turn_output))
+    ]
 
 
 def _iter_parts(root: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -784,7 +974,9 @@ def _iter_parts(root: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
             yield run, part
 
 
-def _read_ahead(root: str, *, kernel_only: bool) -> Iterator[tuple[dict[str, Any], dict[str, Any], "EncodedTrace"]]:
+def _read_ahead(
+    root: str, *, kernel_only: bool
+) -> Iterator[tuple[dict[str, Any], dict[str, Any], EncodedTrace]]:
     """(run, part, columns) of every part, the next part read in a thread while the caller
     runs the kernel on this one (pyarrow and the compiled kernel both release the GIL); at
     most two parts are in memory."""
@@ -803,11 +995,17 @@ def _read_ahead(root: str, *, kernel_only: bool) -> Iterator[tuple[dict[str, Any
             del enc
 
 
-def _read_meta(root: str, run: dict[str, Any], part: dict[str, Any], enc: "EncodedTrace") -> dict[str, list]:
-    meta = _read(root, "traces", run, int(part["part"]), ["session", "source", "format", "steps"]).to_pydict()
+def _read_meta(
+    root: str, run: dict[str, Any], part: dict[str, Any], enc: EncodedTrace
+) -> dict[str, list]:
+    meta = _read(
+        root, "traces", run, int(part["part"]), ["session", "source", "format", "steps"]
+    ).to_pydict()
     if len(meta["steps"]) != enc.n_traces or meta["steps"] != np.diff(enc.trace_offsets).tolist():
-        raise StoreError(f"{root} is damaged: run {run['run']} part {part['part']}: the trace table does not "
-                         "match the step columns")
+        raise StoreError(
+            f"{root} is damaged: run {run['run']} part {part['part']}: the trace table does not "
+            "match the step columns"
+        )
     return meta
 
 
@@ -829,8 +1027,9 @@ def _open(root: str | os.PathLike[str]) -> tuple[str, list[dict[str, Any]]]:
     return root, runs
 
 
-def analyse_store(root: str | os.PathLike[str], *, impl: str | None = None,
-                  charge_turn_output: bool | None = None) -> "AnalysisReport":
+def analyse_store(
+    root: str | os.PathLike[str], *, impl: str | None = None, charge_turn_output: bool | None = None
+) -> AnalysisReport:
     """Re-analyse the stored columns of the store at *root* (every run, in the order written);
     the report equals that of the runs that wrote them. Raises StoreError for a folder that is
     not a store, a store of another schema or encoding, or a damaged one.
@@ -844,15 +1043,29 @@ def analyse_store(root: str | os.PathLike[str], *, impl: str | None = None,
     results: list[Any] = []
     for run, part, enc in _read_ahead(root, kernel_only=False):
         meta = _read_meta(root, run, part, enc)
-        results.extend(analyse_columns(enc, meta, _StoredSide(root, run, int(part["part"])), impl=impl,
-                                       charge_turn_output=_charge_turn(run, charge_turn_output)))
-    skipped = [Skipped(s.get("path", ""), s.get("line"), s.get("message", "")) for r in runs
-               for s in r.get("skipped", [])]
-    return AnalysisReport(results, BurnReport.combine([r.report for r in results]), skipped,
-                          inputs=[i for r in runs for i in r.get("inputs", [])],
-                          example=all(bool(r.get("example")) for r in runs),
-                          files=sum(int(r.get("files", 0)) for r in runs),
-                          ignored=[i for r in runs for i in r.get("ignored", [])])
+        results.extend(
+            analyse_columns(
+                enc,
+                meta,
+                _StoredSide(root, run, int(part["part"])),
+                impl=impl,
+                charge_turn_output=_charge_turn(run, charge_turn_output),
+            )
+        )
+    skipped = [
+        Skipped(s.get("path", ""), s.get("line"), s.get("message", ""))
+        for r in runs
+        for s in r.get("skipped", [])
+    ]
+    return AnalysisReport(
+        results,
+        BurnReport.combine([r.report for r in results]),
+        skipped,
+        inputs=[i for r in runs for i in r.get("inputs", [])],
+        example=all(bool(r.get("example")) for r in runs),
+        files=sum(int(r.get("files", 0)) for r in runs),
+        ignored=[i for r in runs for i in r.get("ignored", [])],
+    )
 
 
 @dataclasses.dataclass
@@ -871,14 +1084,15 @@ class StoreTotals:
     trace_wasted_tokens: np.ndarray
 
 
-def reanalyse_totals(root: str | os.PathLike[str], *, impl: str | None = None,
-                     charge_turn_output: bool | None = None) -> StoreTotals:
+def reanalyse_totals(
+    root: str | os.PathLike[str], *, impl: str | None = None, charge_turn_output: bool | None = None
+) -> StoreTotals:
     """Read every stored part and run the kernels on it: the per-trace totals and by-kind sums
     of the full report (its findings are not built). Raises StoreError as analyse_store."""
     root, runs = _open(root)
     tot, waste, bkt, bks = [], [], [], []
     steps = charged = 0
-    for run, part, enc in _read_ahead(root, kernel_only=True):
+    for run, _part, enc in _read_ahead(root, kernel_only=True):
         res = _kernel(enc, impl, _charge_turn(run, charge_turn_output))
         steps += len(enc)
         charged += int(np.count_nonzero(res.finding))
@@ -889,16 +1103,18 @@ def reanalyse_totals(root: str | os.PathLike[str], *, impl: str | None = None,
     t = np.concatenate(tot)
     w = np.concatenate(waste)
     kt, ks = np.concatenate(bkt), np.concatenate(bks)
-    return StoreTotals(len(t), steps, int(t.sum()), int(w.sum()), charged, kt.sum(axis=0), ks.sum(axis=0), t, w)
+    return StoreTotals(
+        len(t), steps, int(t.sum()), int(w.sum()), charged, kt.sum(axis=0), ks.sum(axis=0), t, w
+    )
 
 
-def _estimated_flags(enc: "EncodedTrace") -> np.ndarray:
+def _estimated_flags(enc: EncodedTrace) -> np.ndarray:
     from .encoded import ESTIMATED
 
     return (enc.flags & ESTIMATED) != 0
 
 
-def _per_trace_any(enc: "EncodedTrace", mask: np.ndarray) -> list[bool]:
+def _per_trace_any(enc: EncodedTrace, mask: np.ndarray) -> list[bool]:
     offs = enc.trace_offsets
     if len(mask) == 0:
         return [False] * enc.n_traces
@@ -906,7 +1122,7 @@ def _per_trace_any(enc: "EncodedTrace", mask: np.ndarray) -> list[bool]:
     return (c[offs[1:]] - c[offs[:-1]] > 0).tolist()
 
 
-def _per_trace_sum(enc: "EncodedTrace", values: np.ndarray) -> list[int]:
+def _per_trace_sum(enc: EncodedTrace, values: np.ndarray) -> list[int]:
     offs = enc.trace_offsets
     c = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
     return (c[offs[1:]] - c[offs[:-1]]).tolist()

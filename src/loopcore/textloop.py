@@ -2,6 +2,7 @@
 
 See ``loopcore._textloop_py`` for the rules (gemini-cli's "chanting" detector) and the contract.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -5,11 +5,13 @@ reply, or an action the harness rejected); a :class:`Trace` is the steps of one 
 order they ran. Adapters produce them, ``analyse_burn`` and ``encode`` read
 them, ``loopcore replay`` feeds them to a Guard.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import add, attrgetter
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 __all__ = ["KINDS", "Step", "Trace"]
 
@@ -173,7 +175,7 @@ class Step:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], **defaults: Any) -> "Step":
+    def from_dict(cls, d: dict[str, Any], **defaults: Any) -> Step:
         """The inverse of :meth:`to_dict` (fields missing from *d* come from *defaults*, then
         from the field defaults). Raises ValueError on a field of the wrong type."""
         kw: dict[str, Any] = {}
@@ -239,12 +241,16 @@ class Trace:
         turn counts, the ones that ran nothing included."""
         # the loops in C (once per trace analysed)
         steps = self.steps
-        return sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps))) + sum(map(_tokens_turn, steps))
+        return sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps))) + sum(
+            map(_tokens_turn, steps)
+        )
 
     @property
     def estimated_tokens(self) -> int:
         """The part of :attr:`total_tokens` that rests on estimates from text length."""
-        return sum(s.tokens_in + s.tokens_out + s.tokens_turn for s in self.steps if s.tokens_estimated)
+        return sum(
+            s.tokens_in + s.tokens_out + s.tokens_turn for s in self.steps if s.tokens_estimated
+        )
 
     @property
     def tokens_estimated(self) -> bool:
@@ -257,6 +263,6 @@ class Trace:
         return f"<Trace {self.session!r}: {len(self.steps)} steps{where}{fmt}>"
 
     @classmethod
-    def of(cls, steps: Sequence[Step], **kw: Any) -> "Trace":
+    def of(cls, steps: Sequence[Step], **kw: Any) -> Trace:
         """Build a Trace from any sequence of steps."""
         return cls(list(steps), **kw)

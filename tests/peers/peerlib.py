@@ -8,9 +8,11 @@ counts). The cases run on both engine twins through the ``impl`` fixture of test
 The peers call a loop "stuck" after they saw the looping calls' outcomes; loopcore decides at
 ``check`` time, so "stuck after N calls" reads here as "the N+1st identical call is refused".
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import pytest
 
@@ -40,21 +42,44 @@ def missing(reason: str):
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-def call(g: Guard, session: Hashable, tool: str, args: Any = None, result: Any = None, **kw: Any) -> Decision:
+def call(
+    g: Guard, session: Hashable, tool: str, args: Any = None, result: Any = None, **kw: Any
+) -> Decision:
     """One call as a harness makes it: check, then record the outcome (the block when refused)."""
     d = g.check(session, tool, args, **kw)
     g.record(session, tool, args, d if d.blocked else result, **kw)
     return d
 
 
-def calls(g: Guard, session: Hashable, tool: str, args: Any = None, result: Any = None, n: int = 1, *,
-          results: Callable[[int], Any] | None = None, **kw: Any) -> list[Decision]:
+def calls(
+    g: Guard,
+    session: Hashable,
+    tool: str,
+    args: Any = None,
+    result: Any = None,
+    n: int = 1,
+    *,
+    results: Callable[[int], Any] | None = None,
+    **kw: Any,
+) -> list[Decision]:
     """*n* calls of ``tool(args)``; ``results(i)`` gives the i-th outcome when outcomes change."""
-    return [call(g, session, tool, args, results(i) if results is not None else result, **kw) for i in range(n)]
+    return [
+        call(g, session, tool, args, results(i) if results is not None else result, **kw)
+        for i in range(n)
+    ]
 
 
-def ran(g: Guard, session: Hashable, tool: str, args: Any = None, result: Any = None, n: int = 1, *,
-        results: Callable[[int], Any] | None = None, **kw: Any) -> list[Decision]:
+def ran(
+    g: Guard,
+    session: Hashable,
+    tool: str,
+    args: Any = None,
+    result: Any = None,
+    n: int = 1,
+    *,
+    results: Callable[[int], Any] | None = None,
+    **kw: Any,
+) -> list[Decision]:
     """*n* calls that ran whatever the guard said (a peer test that records outcomes without
     acting on its detector, or a replay): check, then record the real outcome."""
     out = []
@@ -80,6 +105,7 @@ def attempt(g: Guard, session: Hashable, tool: str, args: Any = None, **kw: Any)
 
 
 # -- the calls a harness makes besides check/record ------------------------------------------
+
 
 def compaction(g: Guard, session: Hashable) -> None:
     """The harness compacted the session's context (OpenClaw's armPostCompaction)."""

@@ -14,16 +14,22 @@ Sources (repository AltimateAI/altimate-code, a fork of opencode):
   re-keyed on (toolName + normalized args)": translated case by case on
   ``Policy.altimate()`` with the consecutive-repeat detector switched on at the ladder's rungs.
 """
+
 from __future__ import annotations
 
 from peerlib import ALLOW, Policy, call
+
 
 def todo_args(turn: int, j: int):
     return {"todos": [{"content": f"step {turn}.{j}", "status": "in_progress", "priority": "high"}]}
 
 
 def todo_writes(g, session="s", turns=10, per_turn=10):
-    return [call(g, session, "todowrite", todo_args(t, j), "updated") for t in range(turns) for j in range(per_turn)]
+    return [
+        call(g, session, "todowrite", todo_args(t, j), "updated")
+        for t in range(turns)
+        for j in range(per_turn)
+    ]
 
 
 def test_todowrite_cap_across_turns(make):
@@ -62,8 +68,15 @@ def test_each_crossing_emits_one_doom_loop_event(make):
     tool and the count."""
     events = []
     todo_writes(make(Policy.altimate(), on_event=events.append), turns=6)
-    budget = [(e["event"], e["tool"], e["level"], e["count"]) for e in events if e["detector"] == "tool_budget"]
-    assert budget[:2] == [("doom_loop_detected", "todowrite", "warn", 25), ("doom_loop_detected", "todowrite", "block", 50)]
+    budget = [
+        (e["event"], e["tool"], e["level"], e["count"])
+        for e in events
+        if e["detector"] == "tool_budget"
+    ]
+    assert budget[:2] == [
+        ("doom_loop_detected", "todowrite", "warn", 25),
+        ("doom_loop_detected", "todowrite", "block", 50),
+    ]
     assert [b for b in budget if b[2] == "warn"] == [budget[0]]
 
 

@@ -14,6 +14,7 @@ errors' tests cline's task-state bookkeeping, which loopcore does not have (docs
 ``src/core/task/__tests__/InGenerationLoopDetector.test.ts`` times a generation by the clock and
 its length; loopcore has no clock-driven detector (docs/peers.md: not expressible).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,11 @@ def use(g, tool, params, session="s"):
 
 
 def warned(d, tool=None):
-    return d.action == "warn" and d.detector == "consecutive_repeat" and (tool is None or tool in d.message)
+    return (
+        d.action == "warn"
+        and d.detector == "consecutive_repeat"
+        and (tool is None or tool in d.message)
+    )
 
 
 def escalated(d):
@@ -52,7 +57,9 @@ def count_is_one(g, tool, params):
 
 def test_signature_ignores_key_order(g):
     """loop-detection.test.ts: toolCallSignature 'produces identical output regardless of key order'."""
-    assert g.args_hash("read_file", {"b": "2", "a": "1"}) == g.args_hash("read_file", {"a": "1", "b": "2"})
+    assert g.args_hash("read_file", {"b": "2", "a": "1"}) == g.args_hash(
+        "read_file", {"a": "1", "b": "2"}
+    )
 
 
 def test_warns_at_3_and_escalates_at_5(g):
@@ -83,7 +90,10 @@ def test_different_tools_with_the_same_params_are_not_identical(g):
 @missing("Policy has no ignored argument keys: cline leaves task_progress out of the comparison")
 def test_task_progress_is_not_part_of_the_signature(g):
     """loop-detection.test.ts: Loop Detection 'should strip task_progress from comparison'."""
-    ds = [use(g, "read_file", {"path": "src/index.ts", "task_progress": f"step {i} of 5"}) for i in range(5)]
+    ds = [
+        use(g, "read_file", {"path": "src/index.ts", "task_progress": f"step {i} of 5"})
+        for i in range(5)
+    ]
     assert warned(ds[2]) and escalated(ds[4])
 
 

@@ -7,6 +7,7 @@ peer's ``count`` 1 means "loop detected": here the decision names the detector. 
 cases of "LoopDetectionService LLM Checks" ask a second model whether the session is stuck;
 loopcore has no model in the loop, so they are not expressible (docs/peers.md).
 """
+
 from __future__ import annotations
 
 import random
@@ -66,7 +67,11 @@ def test_threshold_th_identical_call_is_a_loop(g):
     for _ in range(TOOL_CALL_LOOP_THRESHOLD - 1):
         attempt(g, "s", *EVENT)
     d = attempt(g, "s", *EVENT)
-    assert (d.action, d.detector, d.count) == ("block", "consecutive_repeat", TOOL_CALL_LOOP_THRESHOLD)
+    assert (d.action, d.detector, d.count) == (
+        "block",
+        "consecutive_repeat",
+        TOOL_CALL_LOOP_THRESHOLD,
+    )
 
 
 def test_subsequent_identical_calls_are_a_loop(g):
@@ -79,7 +84,11 @@ def test_subsequent_identical_calls_are_a_loop(g):
 
 def test_different_tool_calls_are_not_a_loop(g):
     """loopDetectionService.test.ts: 'should not detect a loop for different tool calls'."""
-    events = [("testTool", {"param": "value1"}), ("testTool", {"param": "value2"}), ("anotherTool", {"param": "value1"})]
+    events = [
+        ("testTool", {"param": "value1"}),
+        ("testTool", {"param": "value2"}),
+        ("anotherTool", {"param": "value1"}),
+    ]
     for _ in range(TOOL_CALL_LOOP_THRESHOLD - 2):
         for ev in events:
             assert attempt(g, "s", *ev) is ALLOW
@@ -164,8 +173,10 @@ def test_longer_repeating_pattern_is_a_loop(g):
 
 def test_user_provided_loop_example(g):
     """loopDetectionService.test.ts: 'should detect the specific user-provided loop example'."""
-    pattern = ("I will not output any text.\n  I will just end the turn.\n  I am done.\n"
-               "  I will not do anything else.\n  I will wait for the user's next command.\n")
+    pattern = (
+        "I will not output any text.\n  I will just end the turn.\n  I am done.\n"
+        "  I will not do anything else.\n  I will wait for the user's next command.\n"
+    )
     assert is_loop(stream(g, pattern, CONTENT_LOOP_THRESHOLD + 20)[-1])
 
 
@@ -202,7 +213,14 @@ def test_repetition_inside_a_code_block_is_not_a_loop(g):
 
 def test_content_moving_into_a_code_block_is_not_a_loop(g):
     """loopDetectionService.test.ts: 'should not detect loops when content transitions into a code block'."""
-    assert none_loop(g, [*[CHUNK] * (CONTENT_LOOP_THRESHOLD - 2), "```javascript\n", *[CHUNK] * CONTENT_LOOP_THRESHOLD])
+    assert none_loop(
+        g,
+        [
+            *[CHUNK] * (CONTENT_LOOP_THRESHOLD - 2),
+            "```javascript\n",
+            *[CHUNK] * CONTENT_LOOP_THRESHOLD,
+        ],
+    )
 
 
 def test_already_inside_a_code_block_skips_detection(g):
@@ -236,21 +254,31 @@ def test_code_blocks_then_looping_text_is_a_loop(g):
 
 def test_long_code_block_with_repeating_tokens_is_not_a_loop(g):
     """loopDetectionService.test.ts: 'should not detect a loop for a long code block with some repeating tokens'."""
-    assert none_loop(g, ["```\n", *["for (let i = 0; i < 10; i++) { console.log(i); }"] * 20, "\n```"])
+    assert none_loop(
+        g, ["```\n", *["for (let i = 0; i < 10; i++) { console.log(i); }"] * 20, "\n```"]
+    )
 
 
 def test_code_fence_resets_tracking(g):
     """loopDetectionService.test.ts: 'should reset tracking when a code fence is found'."""
-    assert none_loop(g, [*[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1), "```", *[CHUNK] * CONTENT_LOOP_THRESHOLD])
+    assert none_loop(
+        g, [*[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1), "```", *[CHUNK] * CONTENT_LOOP_THRESHOLD]
+    )
 
 
-@pytest.mark.parametrize("marker", ["| Column 1 | Column 2 |", "* List item", "## Heading", "> Quote text"],
-                         ids=["table", "list-item", "heading", "blockquote"])
+@pytest.mark.parametrize(
+    "marker",
+    ["| Column 1 | Column 2 |", "* List item", "## Heading", "> Quote text"],
+    ids=["table", "list-item", "heading", "blockquote"],
+)
 def test_markdown_element_resets_tracking(g, marker):
     """loopDetectionService.test.ts: 'should reset tracking when a table is detected', '... when a list item is
     detected', '... when a heading is detected', '... when a blockquote is detected' (four cases; the marker
     is a streamed chunk of its own, and a chunk's start counts as the start of a line)."""
-    assert none_loop(g, [*[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1), marker, *[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1)])
+    assert none_loop(
+        g,
+        [*[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1), marker, *[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1)],
+    )
 
 
 @pytest.mark.parametrize("fmt", ["* item", "- item", "+ item", "1. item", "42. item"])
@@ -258,7 +286,14 @@ def test_list_item_formats_reset_tracking(make, fmt):
     """loopDetectionService.test.ts: 'should reset tracking for various list item formats' (one case, five formats)."""
     g = make(POLICY())
     fresh = repetitive(100 + len(fmt), CONTENT_CHUNK_SIZE)
-    assert none_loop(g, [*[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1), "\n" + fmt, *[fresh] * (CONTENT_LOOP_THRESHOLD - 1)])
+    assert none_loop(
+        g,
+        [
+            *[CHUNK] * (CONTENT_LOOP_THRESHOLD - 1),
+            "\n" + fmt,
+            *[fresh] * (CONTENT_LOOP_THRESHOLD - 1),
+        ],
+    )
 
 
 # ---------------------------------------------------------------- Reset Functionality

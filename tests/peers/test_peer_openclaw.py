@@ -11,6 +11,7 @@ Sources (repository openclaw/openclaw):
 
 Each docstring names the peer test. Differences loopcore keeps on purpose are in docs/peers.md.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -37,19 +38,28 @@ def g(make):
     return make(POLICY())
 
 
-READ_SAME = ("read", {"path": "/same.txt"}, {"content": [{"type": "text", "text": "same output"}], "details": {"ok": True}})
+READ_SAME = (
+    "read",
+    {"path": "/same.txt"},
+    {"content": [{"type": "text", "text": "same output"}], "details": {"ok": True}},
+)
 
 
 def poll_fixture(session_id="sess-1"):
     return (
         {"action": "poll", "sessionId": session_id},
-        {"content": [{"type": "text", "text": "(no new output)\n\nProcess still running."}],
-         "details": {"status": "running", "aggregated": "steady"}},
+        {
+            "content": [{"type": "text", "text": "(no new output)\n\nProcess still running."}],
+            "details": {"status": "running", "aggregated": "steady"},
+        },
     )
 
 
 def wrote(path):
-    return {"content": [{"type": "text", "text": f"wrote {path}"}], "details": {"ok": True, "path": path}}
+    return {
+        "content": [{"type": "text", "text": f"wrote {path}"}],
+        "details": {"ok": True, "path": path},
+    }
 
 
 # ---------------------------------------------------------------- recordToolCall argument hashing
@@ -62,7 +72,9 @@ def test_consistent_hash_for_same_tool_and_params(g):
 
 def test_different_hashes_for_different_params(g):
     """tool-loop-detection.test.ts: 'creates different hashes for different params'."""
-    assert g.args_hash("read", {"path": "/file1.txt"}) != g.args_hash("read", {"path": "/file2.txt"})
+    assert g.args_hash("read", {"path": "/file1.txt"}) != g.args_hash(
+        "read", {"path": "/file2.txt"}
+    )
 
 
 def test_different_hashes_for_different_tools(g):
@@ -158,14 +170,14 @@ def test_does_not_flag_unique_tool_calls(g):
 
 def test_ignores_repeated_history_from_other_runs(g):
     """tool-loop-detection.test.ts: 'ignores repeated history from other runs'."""
-    for i in range(WARN):
+    for _i in range(WARN):
         attempt(g, "s", "read", {"path": "/same.txt"}, run_id="heartbeat-1")
     assert g.check("s", "read", {"path": "/same.txt"}, run_id="heartbeat-2") is ALLOW
 
 
 def test_detects_repeated_history_within_the_same_run(g):
     """tool-loop-detection.test.ts: 'detects repeated history within the same run'."""
-    for i in range(WARN):
+    for _i in range(WARN):
         attempt(g, "s", "read", {"path": "/same.txt"}, run_id="run-1")
     d = g.check("s", "read", {"path": "/same.txt"}, run_id="run-1")
     assert (d.detector, d.count) == ("generic_repeat", WARN)
@@ -173,14 +185,14 @@ def test_detects_repeated_history_within_the_same_run(g):
 
 def test_keeps_scoped_and_unscoped_history_isolated(g):
     """tool-loop-detection.test.ts: 'keeps scoped and unscoped history isolated'."""
-    for i in range(WARN):
+    for _i in range(WARN):
         attempt(g, "s", "read", {"path": "/same.txt"}, run_id="run-1")
     assert g.check("s", "read", {"path": "/same.txt"}) is ALLOW
 
 
 def test_warns_on_generic_repeated_tool_and_args(g):
     """tool-loop-detection.test.ts: 'warns on generic repeated tool+args calls'."""
-    for i in range(WARN):
+    for _i in range(WARN):
         attempt(g, "s", "read", {"path": "/same.txt"})
     d = g.check("s", "read", {"path": "/same.txt"})
     assert (d.action, d.detector, d.count) == ("warn", "generic_repeat", WARN)
@@ -222,7 +234,10 @@ def test_does_not_block_known_polling_when_output_progresses(g):
     params = {"action": "poll", "sessionId": "sess-1"}
 
     def progressing(i):
-        return {"content": [{"type": "text", "text": f"line {i}"}], "details": {"status": "running", "aggregated": f"line {i}"}}
+        return {
+            "content": [{"type": "text", "text": f"line {i}"}],
+            "details": {"status": "running", "aggregated": f"line {i}"},
+        }
 
     calls(g, "s", "process", params, n=CRITICAL + 5, results=progressing)
     assert g.check("s", "process", params) is ALLOW
@@ -278,7 +293,10 @@ def test_does_not_block_argument_churn_that_makes_progress(g):
     """tool-loop-detection.test.ts: 'does not block argument churn when a repeated variant makes progress'."""
     for i in range(BREAKER):
         p = "/tmp/a.md" if i % 2 == 0 else "/tmp/b.md"
-        result = {"content": [{"type": "text", "text": f"write {p} revision {i}"}], "details": {"ok": True, "revision": i}}
+        result = {
+            "content": [{"type": "text", "text": f"write {p} revision {i}"}],
+            "details": {"ok": True, "revision": i},
+        }
         call(g, "s", "write", {"path": p, "content": "same content"}, result)
     assert g.check("s", "write", {"path": "/tmp/c.md", "content": "same content"}) is ALLOW
 
@@ -288,9 +306,16 @@ def test_blocks_completed_exec_despite_volatile_runtime_details(g):
     params = {"command": "grafana-api.sh datasources"}
 
     def result(i):
-        return {"content": [{"type": "text", "text": "Loki\nPrometheus"}],
-                "details": {"status": "completed", "exitCode": 0, "durationMs": 100 + i, "cwd": f"/tmp/run-{i}",
-                            "aggregated": "Loki\nPrometheus"}}
+        return {
+            "content": [{"type": "text", "text": "Loki\nPrometheus"}],
+            "details": {
+                "status": "completed",
+                "exitCode": 0,
+                "durationMs": 100 + i,
+                "cwd": f"/tmp/run-{i}",
+                "aggregated": "Loki\nPrometheus",
+            },
+        }
 
     calls(g, "s", "exec", params, n=CRITICAL, results=result)
     d = g.check("s", "exec", params)
@@ -302,9 +327,22 @@ def test_blocks_running_exec_despite_volatile_session_details_and_text(g):
     params = {"command": "tail -f /var/log/app.log", "yieldMs": 1000}
 
     def result(i):
-        return {"content": [{"type": "text", "text": f"Command still running (session sess-{i}, pid {1000 + i})"}],
-                "details": {"status": "running", "sessionId": f"sess-{i}", "pid": 1000 + i, "startedAt": 1_700_000_000 + i,
-                            "cwd": f"/tmp/run-{i}", "tail": "(no new output)"}}
+        return {
+            "content": [
+                {
+                    "type": "text",
+                    "text": f"Command still running (session sess-{i}, pid {1000 + i})",
+                }
+            ],
+            "details": {
+                "status": "running",
+                "sessionId": f"sess-{i}",
+                "pid": 1000 + i,
+                "startedAt": 1_700_000_000 + i,
+                "cwd": f"/tmp/run-{i}",
+                "tail": "(no new output)",
+            },
+        }
 
     calls(g, "s", "exec", params, n=CRITICAL, results=result)
     d = g.check("s", "exec", params)
@@ -316,8 +354,15 @@ def test_changing_exec_output_stays_below_the_breaker(g):
     params = {"command": "date"}
 
     def result(i):
-        return {"content": [{"type": "text", "text": f"tick {i}"}],
-                "details": {"status": "completed", "exitCode": 0, "durationMs": 100 + i, "aggregated": f"tick {i}"}}
+        return {
+            "content": [{"type": "text", "text": f"tick {i}"}],
+            "details": {
+                "status": "completed",
+                "exitCode": 0,
+                "durationMs": 100 + i,
+                "aggregated": f"tick {i}",
+            },
+        }
 
     calls(g, "s", "exec", params, n=BREAKER, results=result)
     d = g.check("s", "exec", params)
@@ -329,8 +374,15 @@ def test_changing_empty_output_exec_failures_stay_below_the_breaker(g):
     params = {"command": "openclaw flaky-helper"}
 
     def result(i):
-        return {"content": [{"type": "text", "text": f"Runtime failed before spawn: attempt {i}"}],
-                "details": {"status": "failed", "exitCode": None, "durationMs": 100 + i, "aggregated": ""}}
+        return {
+            "content": [{"type": "text", "text": f"Runtime failed before spawn: attempt {i}"}],
+            "details": {
+                "status": "failed",
+                "exitCode": None,
+                "durationMs": 100 + i,
+                "aggregated": "",
+            },
+        }
 
     calls(g, "s", "exec", params, n=BREAKER, results=result)
     d = g.check("s", "exec", params)
@@ -340,18 +392,40 @@ def test_changing_empty_output_exec_failures_stay_below_the_breaker(g):
 def test_unknown_tool_failures_below_threshold_are_allowed(g):
     """tool-loop-detection.test.ts: 'does not block repeated unknown-tool failures before the unknown-tool threshold'."""
     for i in range(UNKNOWN - 1):
-        fail(g, "s", "exec", {"command": f"echo {i}"}, RuntimeError("Tool exec not found"), call_id=f"exec-error-{i}")
+        fail(
+            g,
+            "s",
+            "exec",
+            {"command": f"echo {i}"},
+            RuntimeError("Tool exec not found"),
+            call_id=f"exec-error-{i}",
+        )
     assert g.check("s", "exec", {"command": "echo still allowed"}) is ALLOW
 
 
 def test_blocks_unknown_tool_failures_with_changing_args(g):
     """tool-loop-detection.test.ts: 'blocks repeated unknown-tool failures even when the args keep changing'."""
     attempts = [
-        {"command": "ls"}, {"command": "pwd"}, {"input": "whoami"}, {"cmd": "env"}, {"shell": "bash -lc ls"},
-        {"command": "printf ok"}, {"cwd": "/tmp", "command": "ls"}, {"args": ["ls", "/tmp"]},
-        {"command": "find . -maxdepth 1"}, {"text": "run ls"}, {"command": "uname -a"}, {"command": "id"},
-        {"command": "date"}, {"command": "ps"}, {"command": "df -h"}, {"command": "free -m"},
-        {"command": "ls /tmp"}, {"command": "ls -la"}, {"command": "cat /etc/hostname"}, {"command": "echo done"},
+        {"command": "ls"},
+        {"command": "pwd"},
+        {"input": "whoami"},
+        {"cmd": "env"},
+        {"shell": "bash -lc ls"},
+        {"command": "printf ok"},
+        {"cwd": "/tmp", "command": "ls"},
+        {"args": ["ls", "/tmp"]},
+        {"command": "find . -maxdepth 1"},
+        {"text": "run ls"},
+        {"command": "uname -a"},
+        {"command": "id"},
+        {"command": "date"},
+        {"command": "ps"},
+        {"command": "df -h"},
+        {"command": "free -m"},
+        {"command": "ls /tmp"},
+        {"command": "ls -la"},
+        {"command": "cat /etc/hostname"},
+        {"command": "echo done"},
     ]
     for i, params in enumerate(attempts):
         fail(g, "s", "exec", params, RuntimeError("Tool exec not found"), call_id=f"exec-error-{i}")
@@ -362,9 +436,27 @@ def test_blocks_unknown_tool_failures_with_changing_args(g):
 def _ping_pong(g, n, text_at):
     for i in range(n):
         if i % 2 == 0:
-            call(g, "s", "read", {"path": "/a.txt"}, {"content": [{"type": "text", "text": text_at("read", i)}], "details": {"ok": True}})
+            call(
+                g,
+                "s",
+                "read",
+                {"path": "/a.txt"},
+                {
+                    "content": [{"type": "text", "text": text_at("read", i)}],
+                    "details": {"ok": True},
+                },
+            )
         else:
-            call(g, "s", "list", {"dir": "/workspace"}, {"content": [{"type": "text", "text": text_at("list", i)}], "details": {"ok": True}})
+            call(
+                g,
+                "s",
+                "list",
+                {"dir": "/workspace"},
+                {
+                    "content": [{"type": "text", "text": text_at("list", i)}],
+                    "details": {"ok": True},
+                },
+            )
 
 
 def test_warns_on_ping_pong(g):
@@ -406,7 +498,10 @@ def test_broken_alternation_is_not_ping_pong(g):
 def test_fixed_size_result_hash_for_large_outputs(g):
     """tool-loop-detection.test.ts: 'records fixed-size result hashes for large tool outputs'."""
     params = {"action": "log", "sessionId": "sess-big"}
-    result = {"content": [{"type": "text", "text": "y" * 40_000}], "details": {"status": "running", "totalLines": 1, "totalChars": 40_000}}
+    result = {
+        "content": [{"type": "text", "text": "y" * 40_000}],
+        "details": {"status": "running", "totalLines": 1, "totalChars": 40_000},
+    }
     call(g, "s", "process", params, result, call_id="log-big")
     rh = g.history("s")[0][2]
     assert isinstance(rh, int) and 0 <= rh < 2**64
@@ -416,7 +511,13 @@ def test_pre_recorded_call_receives_its_result(g):
     """tool-loop-detection.test.ts: 'returns the recorded call when a pre-recorded tool call receives its result'."""
     params = {"action": "lookup", "path": "cron.enabled"}
     attempt(g, "s", "gateway", params, call_id="call-1")
-    g.record("s", "gateway", params, {"content": [{"type": "text", "text": "same schema"}]}, call_id="call-1")
+    g.record(
+        "s",
+        "gateway",
+        params,
+        {"content": [{"type": "text", "text": "same schema"}]},
+        call_id="call-1",
+    )
     hist = g.history("s")
     assert len(hist) == 1 and hist[0][2] is not None
 
@@ -425,7 +526,14 @@ def test_outcomes_attach_while_the_window_trims(g):
     """tool-loop-detection.test.ts: 'returns the recorded call while trimming production call/outcome records'."""
     for i in range(WINDOW + 3):
         params = {"action": "lookup", "path": f"config.{i}"}
-        call(g, "s", "gateway", params, {"content": [{"type": "text", "text": f"schema-{i}"}]}, call_id=f"call-{i}")
+        call(
+            g,
+            "s",
+            "gateway",
+            params,
+            {"content": [{"type": "text", "text": f"schema-{i}"}]},
+            call_id=f"call-{i}",
+        )
     hist = g.history("s")
     assert len(hist) == WINDOW
     assert hist[0][1] == hashing.canonical_hash({"action": "lookup", "path": "config.3"})
@@ -436,7 +544,14 @@ def test_outcomes_do_not_attach_to_calls_of_other_runs(g):
     """tool-loop-detection.test.ts: 'does not attach outcomes to matching calls from other runs'."""
     params = {"path": "/same.txt"}
     attempt(g, "s", "read", params, call_id="call-1", run_id="run-1")
-    g.record("s", "read", params, {"content": [{"type": "text", "text": "same output"}]}, call_id="call-1", run_id="run-2")
+    g.record(
+        "s",
+        "read",
+        params,
+        {"content": [{"type": "text", "text": "same output"}]},
+        call_id="call-1",
+        run_id="run-2",
+    )
     assert [rh for _t, _a, rh in g.history("s", run_id="run-1")] == [None]
     run2 = g.history("s", run_id="run-2")
     assert len(run2) == 1 and run2[0][2] is not None
@@ -453,12 +568,21 @@ def test_handles_empty_history(g):
 def send_result(payload):
     import json
 
-    return {"content": [{"type": "text", "text": json.dumps(payload, indent=2)}], "details": payload}
+    return {
+        "content": [{"type": "text", "text": json.dumps(payload, indent=2)}],
+        "details": payload,
+    }
 
 
 def send_payload(i):
-    return {"ok": True, "channel": "feishu", "chatId": "oc_chat", "runId": f"run_{i}", "messageId": f"om_{i}",
-            "receipt": {"platformMessageId": f"p_{i}"}}
+    return {
+        "ok": True,
+        "channel": "feishu",
+        "chatId": "oc_chat",
+        "runId": f"run_{i}",
+        "messageId": f"om_{i}",
+        "receipt": {"platformMessageId": f"p_{i}"},
+    }
 
 
 SEND = {"action": "send", "target": "feishu:oc_chat", "text": "ping"}
@@ -478,8 +602,13 @@ def test_duplicate_sends_share_a_result_hash(g):
 
 def test_nested_broadcast_ids_are_stripped(g):
     """tool-loop-detection.test.ts: 'strips nested ids so broadcast results with per-call ids share a result hash'."""
+
     def broadcast(i):
-        return {"results": [{"channel": "feishu", "ok": True, "result": {"messageId": f"om_{i}", "receipt": i}}]}
+        return {
+            "results": [
+                {"channel": "feishu", "ok": True, "result": {"messageId": f"om_{i}", "receipt": i}}
+            ]
+        }
 
     sends(g, "message", {"action": "broadcast", "text": "ping"}, broadcast, 2)
     hashes = [rh for _t, _a, rh in g.history("s")]
@@ -521,34 +650,72 @@ def test_reply_action_escalates_like_send(g):
 def test_upload_file_loops_with_fresh_file_ids_block(g):
     """tool-loop-detection.test.ts: 'blocks upload-file loops whose result carries a fresh file id'."""
     params = {"action": "upload-file", "target": "feishu:oc_chat", "media": "img.png"}
-    sends(g, "message", params, lambda i: {"ok": True, "channel": "feishu", "fileId": f"f_{i}", "messageId": f"om_{i}"}, CRITICAL)
+    sends(
+        g,
+        "message",
+        params,
+        lambda i: {"ok": True, "channel": "feishu", "fileId": f"f_{i}", "messageId": f"om_{i}"},
+        CRITICAL,
+    )
     assert g.check("s", "message", params).blocked
 
 
 def test_poll_loops_with_fresh_poll_ids_block(g):
     """tool-loop-detection.test.ts: 'blocks poll loops whose result carries a fresh poll id'."""
     params = {"action": "poll", "target": "tg:chat-1", "question": "?"}
-    sends(g, "message", params,
-          lambda i: {"ok": True, "channel": "telegram", "messageId": f"om_{i}", "chatId": "c1", "pollId": f"pl_{i}"}, CRITICAL)
+    sends(
+        g,
+        "message",
+        params,
+        lambda i: {
+            "ok": True,
+            "channel": "telegram",
+            "messageId": f"om_{i}",
+            "chatId": "c1",
+            "pollId": f"pl_{i}",
+        },
+        CRITICAL,
+    )
     assert g.check("s", "message", params).blocked
 
 
 def test_distinct_messages_are_not_a_loop(g):
     """tool-loop-detection.test.ts: 'does not flag distinct messages (different args) as a no-progress loop'."""
     for i in range(CRITICAL):
-        call(g, "s", "message", {"action": "send", "target": "feishu:oc_chat", "text": f"line {i}"}, send_result(send_payload(i)))
-    assert g.check("s", "message", {"action": "send", "target": "feishu:oc_chat", "text": "line final"}) is ALLOW
+        call(
+            g,
+            "s",
+            "message",
+            {"action": "send", "target": "feishu:oc_chat", "text": f"line {i}"},
+            send_result(send_payload(i)),
+        )
+    assert (
+        g.check(
+            "s", "message", {"action": "send", "target": "feishu:oc_chat", "text": "line final"}
+        )
+        is ALLOW
+    )
 
 
-@pytest.mark.parametrize("params, ts_key", [
-    ({"action": "read", "target": "feishu:oc_chat"}, "ts"),
-    ({"action": "channel-create", "name": "support"}, "timestamp"),
-], ids=["read", "channel-create"])
+@pytest.mark.parametrize(
+    "params, ts_key",
+    [
+        ({"action": "read", "target": "feishu:oc_chat"}, "ts"),
+        ({"action": "channel-create", "name": "support"}, "timestamp"),
+    ],
+    ids=["read", "channel-create"],
+)
 def test_non_send_actions_keep_full_hashing(g, params, ts_key):
     """tool-loop-detection.test.ts: 'keeps full result hashing for non-send message actions so id/timestamp
     progress is not masked' (read) and 'keeps full result hashing for administrative message mutations'
     (channel-create): two cases."""
-    sends(g, "message", params, lambda i: {"ok": True, "messageId": f"m_{i}", ts_key: 1000 * (i + 1)}, 2)
+    sends(
+        g,
+        "message",
+        params,
+        lambda i: {"ok": True, "messageId": f"m_{i}", ts_key: 1000 * (i + 1)},
+        2,
+    )
     hashes = [rh for _t, _a, rh in g.history("s")]
     assert hashes[0] is not None and hashes[0] != hashes[1]
 
@@ -556,7 +723,13 @@ def test_non_send_actions_keep_full_hashing(g, params, ts_key):
 def test_stable_nested_route_ids_survive(g):
     """tool-loop-detection.test.ts: 'preserves stable nested route ids so distinct routes stay distinguishable'."""
     routes = ["conv-A", "conv-B"]
-    sends(g, "message", SEND, lambda i: {"ok": True, "messageId": f"om_{i}", "route": {"id": routes[i]}}, 2)
+    sends(
+        g,
+        "message",
+        SEND,
+        lambda i: {"ok": True, "messageId": f"om_{i}", "route": {"id": routes[i]}},
+        2,
+    )
     hashes = [rh for _t, _a, rh in g.history("s")]
     assert hashes[0] != hashes[1]
 
@@ -565,15 +738,26 @@ def test_send_block_stays_sticky_after_the_veto_is_recorded(g):
     """tool-loop-detection.test.ts: 'keeps a critical send block sticky after the veto result is recorded'."""
     sends(g, "message", SEND, send_payload, CRITICAL)
     assert g.check("s", "message", SEND, call_id="message-veto").blocked
-    g.record("s", "message", SEND, {"content": [{"type": "text", "text": "blocked"}],
-                                    "details": {"status": "blocked", "deniedReason": "tool-loop"}}, call_id="message-veto")
+    g.record(
+        "s",
+        "message",
+        SEND,
+        {
+            "content": [{"type": "text", "text": "blocked"}],
+            "details": {"status": "blocked", "deniedReason": "tool-loop"},
+        },
+        call_id="message-veto",
+    )
     assert g.check("s", "message", SEND).blocked
 
 
 def test_repeated_plugin_vetoes_escalate(g):
     """tool-loop-detection.test.ts: 'still escalates repeated plugin/approval vetoes to a critical loop'."""
     params = {"action": "read", "target": "feishu:oc_chat"}
-    denial = {"content": [{"type": "text", "text": "blocked"}], "details": {"status": "blocked", "deniedReason": "plugin-before-tool-call"}}
+    denial = {
+        "content": [{"type": "text", "text": "blocked"}],
+        "details": {"status": "blocked", "deniedReason": "plugin-before-tool-call"},
+    }
     for i in range(CRITICAL):
         call(g, "s", "message", params, denial, call_id=f"veto-{i}")
     assert g.check("s", "message", params).blocked
@@ -584,9 +768,17 @@ def test_message_object_bare_id_is_stripped(g):
     params = {"action": "send", "to": "feishu:chat-1", "content": "hello"}
 
     def payload(i):
-        return {"message": {"id": f"qa_{i}", "accountId": "default", "direction": "outbound",
-                            "conversation": {"id": "loop-room", "chatType": "channel"}, "senderId": "openclaw",
-                            "text": "hello", "timestamp": 1_800_000_000_000 + i}}
+        return {
+            "message": {
+                "id": f"qa_{i}",
+                "accountId": "default",
+                "direction": "outbound",
+                "conversation": {"id": "loop-room", "chatType": "channel"},
+                "senderId": "openclaw",
+                "text": "hello",
+                "timestamp": 1_800_000_000_000 + i,
+            }
+        }
 
     sends(g, "message", params, payload, CRITICAL)
     assert g.check("s", "message", params).blocked
@@ -597,8 +789,14 @@ def test_changing_conversation_id_keeps_sends_below_block(g):
     params = {"action": "send", "to": "feishu:chat-1", "content": "hello"}
 
     def payload(i):
-        return {"message": {"id": f"qa_{i}", "direction": "outbound",
-                            "conversation": {"id": f"loop-room-{i}", "chatType": "channel"}, "text": "hello"}}
+        return {
+            "message": {
+                "id": f"qa_{i}",
+                "direction": "outbound",
+                "conversation": {"id": f"loop-room-{i}", "chatType": "channel"},
+                "text": "hello",
+            }
+        }
 
     sends(g, "message", params, payload, CRITICAL)
     assert not g.check("s", "message", params).blocked

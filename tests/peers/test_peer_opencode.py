@@ -9,6 +9,7 @@ Each docstring names the branch of that condition it exercises. Two deliberate d
 (docs/peers.md): loopcore compares arguments canonically, so key order does not matter, and it
 counts consecutive calls across the session, not only within one assistant message.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -57,7 +58,12 @@ def test_same_input_to_another_tool_is_not_a_repeat(g):
 def test_different_input_is_not_a_repeat(g):
     """processor.ts doom loop: ``JSON.stringify(p.state.input) === JSON.stringify(value.input)`` fails for a
     changed input."""
-    ds = [call(g, "s", "edit", {"filePath": "src/app.ts", "oldString": "a", "newString": f"b{i}"}, "ok") for i in range(3)]
+    ds = [
+        call(
+            g, "s", "edit", {"filePath": "src/app.ts", "oldString": "a", "newString": f"b{i}"}, "ok"
+        )
+        for i in range(3)
+    ]
     assert ds == [ALLOW] * 3
 
 
@@ -76,7 +82,9 @@ def test_key_order_does_not_matter_in_loopcore(g):
     """
     call(g, "s", "edit", {"filePath": "src/app.ts", "oldString": "a", "newString": "b"}, "ok")
     call(g, "s", "edit", {"newString": "b", "oldString": "a", "filePath": "src/app.ts"}, "ok")
-    assert call(g, "s", "edit", {"oldString": "a", "filePath": "src/app.ts", "newString": "b"}, "ok").blocked
+    assert call(
+        g, "s", "edit", {"oldString": "a", "filePath": "src/app.ts", "newString": "b"}, "ok"
+    ).blocked
 
 
 def test_reply_text_between_calls_does_not_break_the_run_in_loopcore(g):

@@ -13,12 +13,14 @@ mode unless it says otherwise, where user messages are ignored: here that is a h
 not report them. In interactive mode (``headless_mode=False``, and always in the SDK) a user
 message starts the count again, which is what a reported user message does in loopcore.
 """
+
 from __future__ import annotations
 
 import pytest
 from peerlib import ALLOW, Policy, attempt, call, fail, missing, note_event, say
 
 POLICY = Policy.openhands
+
 
 @pytest.fixture
 def g(make):
@@ -34,14 +36,17 @@ LS_OTHER_OBS = {"command": "ls_DIFFERENT", "content": "file1.txt"}
 READ1_OBS = {"path": "file1.txt", "content": "File content"}
 READ2_OBS = {"path": "file2.txt", "content": "File content"}
 
-CELL = ("run_ipython", {"code": "edit_file_by_replace('book_store.py', to_replace=\"def total(basket):\")"})
+CELL = (
+    "run_ipython",
+    {"code": "edit_file_by_replace('book_store.py', to_replace=\"def total(basket):\")"},
+)
 JUPYTER = "\n[Jupyter current working directory: /workspace]\n[Jupyter Python interpreter: /usr/bin/python]"
 
 
 def syntax_error_obs(i: int, message: str, random_line: bool) -> str:
     line = (i + 1) * 10 if random_line else 42
     tail = "\n" * (i + 1) if random_line else ""
-    return f"  Cell In[1], line {line}\n    to_replace=\"\"\"def largest(a, b):\n            ^\n{message}{tail}{JUPYTER}"
+    return f'  Cell In[1], line {line}\n    to_replace="""def largest(a, b):\n            ^\n{message}{tail}{JUPYTER}'
 
 
 def unterminated_obs(i: int, random_line: bool) -> str:
@@ -78,7 +83,11 @@ def test_is_stuck_repeating_action_observation(g):
     empty = {"command": "ls", "content": ""}
     assert pairs(g, [(*LS, empty)] * 4) == [ALLOW] * 4  # not stuck after 2, nor after 3
     d = g.check("s", *LS)
-    assert (d.action, d.detector, d.count) == ("block", "consecutive_repeat", 5)  # 4 repeats before it
+    assert (d.action, d.detector, d.count) == (
+        "block",
+        "consecutive_repeat",
+        5,
+    )  # 4 repeats before it
 
 
 def test_is_stuck_repeating_action_error(g):
@@ -86,16 +95,26 @@ def test_is_stuck_repeating_action_error(g):
     four times, not necessarily with the same error; headless: the user message between is not reported).
     The peer asks only after the fourth failure; the controller's rule is stuck after three."""
     bad = ("run", {"command": "invalid_command"})
-    ds = [fail(g, "s", *bad, err)
-          for err in ("Command not found", "Command still not found or another error", "Different error", "Command not found")]
+    ds = [
+        fail(g, "s", *bad, err)
+        for err in (
+            "Command not found",
+            "Command still not found or another error",
+            "Different error",
+            "Command not found",
+        )
+    ]
     assert ds[:3] == [ALLOW] * 3
     d = g.check("s", *bad)
     assert (d.action, d.detector) == ("block", "error_streak")
     assert "failed" in d.message
 
 
-@pytest.mark.parametrize("message", ["SyntaxError: invalid syntax. Perhaps you forgot a comma?", "SyntaxError: incomplete input"],
-                         ids=["invalid-syntax", "incomplete-input"])
+@pytest.mark.parametrize(
+    "message",
+    ["SyntaxError: invalid syntax. Perhaps you forgot a comma?", "SyntaxError: incomplete input"],
+    ids=["invalid-syntax", "incomplete-input"],
+)
 def test_is_stuck_repeated_syntax_error(g, message):
     """test_is_stuck.py: TestStuckDetector.test_is_stuck_invalid_syntax_error and
     test_is_stuck_incomplete_input_error (two cases: the same cell, the same error output, 4 times)."""
@@ -103,11 +122,19 @@ def test_is_stuck_repeated_syntax_error(g, message):
     assert g.check("s", *CELL).blocked
 
 
-@pytest.mark.parametrize("message, incidents", [
-    ("SyntaxError: invalid syntax. Perhaps you forgot a comma?", 4),
-    ("SyntaxError: invalid syntax. Perhaps you forgot a comma?", 3),
-    ("SyntaxError: incomplete input", 4),
-], ids=["invalid-syntax-random-lines", "invalid-syntax-three-incidents", "incomplete-input-random-lines"])
+@pytest.mark.parametrize(
+    "message, incidents",
+    [
+        ("SyntaxError: invalid syntax. Perhaps you forgot a comma?", 4),
+        ("SyntaxError: invalid syntax. Perhaps you forgot a comma?", 3),
+        ("SyntaxError: incomplete input", 4),
+    ],
+    ids=[
+        "invalid-syntax-random-lines",
+        "invalid-syntax-three-incidents",
+        "incomplete-input-random-lines",
+    ],
+)
 def test_is_not_stuck_syntax_error_on_changing_lines(g, message, incidents):
     """test_is_stuck.py: TestStuckDetector.test_is_not_stuck_invalid_syntax_error_random_lines,
     test_is_not_stuck_invalid_syntax_error_only_three_incidents and test_is_not_stuck_incomplete_input_error
@@ -137,8 +164,15 @@ def test_is_stuck_unterminated_string(g):
 def test_is_not_stuck_syntax_error_not_at_end(g):
     """test_is_stuck.py: TestStuckDetector.test_is_not_stuck_ipython_syntax_error_not_at_end."""
     cell = ("run_ipython", {"code": 'print("hello'})
-    err = 'print("hello\n       ^\nSyntaxError: unterminated string literal (detected at line {})\n{}'
-    tails = [(1, "This is some additional output"), (1, "Too much output here on and on"), (3, "Enough"), (2, "Last line of output")]
+    err = (
+        'print("hello\n       ^\nSyntaxError: unterminated string literal (detected at line {})\n{}'
+    )
+    tails = [
+        (1, "This is some additional output"),
+        (1, "Too much output here on and on"),
+        (3, "Enough"),
+        (2, "Last line of output"),
+    ]
     pairs(g, [(*cell, err.format(line, tail)) for line, tail in tails])
     assert g.check("s", *cell) is ALLOW
 
@@ -157,12 +191,24 @@ def test_is_stuck_not_stuck(g):
     ls_obs = {"command": "ls", "content": "file1.txt\nfile2.txt"}
     pwd_obs = {"command": "pwd", "content": "/home/user"}
     read2_obs = {"path": "file2.txt", "content": "Another file content"}
-    pairs(g, [(*LS, ls_obs), (*READ1, READ1_OBS), (*PWD, pwd_obs), (*READ2, read2_obs), (*PWD, pwd_obs), (*READ2, read2_obs)])
+    pairs(
+        g,
+        [
+            (*LS, ls_obs),
+            (*READ1, READ1_OBS),
+            (*PWD, pwd_obs),
+            (*READ2, read2_obs),
+            (*PWD, pwd_obs),
+            (*READ2, read2_obs),
+        ],
+    )
     assert g.check("s", *PWD) is ALLOW
 
 
-@missing("an outcome recorded for a call made before the agent messages does not break the monologue "
-         "(OpenHands counts the observation arriving between them)")
+@missing(
+    "an outcome recorded for a call made before the agent messages does not break the monologue "
+    "(OpenHands counts the observation arriving between them)"
+)
 def test_is_stuck_monologue(g):
     """test_is_stuck.py: TestStuckDetector.test_is_stuck_monologue."""
     say(g, "s", "Hi there!", role="user")
@@ -174,7 +220,11 @@ def test_is_stuck_monologue(g):
     assert [say(g, "s", line) for _ in range(2)] == [ALLOW, ALLOW]
     d = say(g, "s", line)
     assert (d.action, d.detector) == ("block", "monologue")
-    g.record("s", *echo, {"command": "storybook", "content": "OK, I was stuck, but no more.", "exit_code": 0})
+    g.record(
+        "s",
+        *echo,
+        {"command": "storybook", "content": "OK, I was stuck, but no more.", "exit_code": 0},
+    )
     assert [say(g, "s", line) for _ in range(2)] == [ALLOW, ALLOW]
 
 
@@ -196,10 +246,23 @@ def test_is_stuck_context_window_error_loop(g):
 
 def test_is_not_stuck_context_window_error_with_other_events(g):
     """test_is_stuck.py: TestStuckDetector.test_is_not_stuck_context_window_error_with_other_events."""
+
     def work(i):
-        call(g, "s", "run", {"command": f"ls {i}"}, {"command": f"ls {i}", "content": "file1.txt\nfile2.txt"})
+        call(
+            g,
+            "s",
+            "run",
+            {"command": f"ls {i}"},
+            {"command": f"ls {i}", "content": "file1.txt\nfile2.txt"},
+        )
         if i % 2 == 0:
-            call(g, "s", "read", {"path": f"file{i}.txt"}, {"path": f"file{i}.txt", "content": f"File content {i}"})
+            call(
+                g,
+                "s",
+                "read",
+                {"path": f"file{i}.txt"},
+                {"path": f"file{i}.txt", "content": f"File content {i}"},
+            )
 
     assert all(d is ALLOW for d in condensations(g, 10, between=work))
 
@@ -247,12 +310,44 @@ def test_fail_guard_five_obs(g):
     assert g.check("s", *READ1).blocked
 
 
-@pytest.mark.parametrize("seq", [
-    [(*READ1, READ1_OBS), (*LS, LS_OBS), (*READ1, READ1_OBS), (*PWD, LS_OBS), (*READ1, READ1_OBS), (*LS, LS_OBS)],
-    [(*READ1, READ1_OBS), (*LS, LS_OBS), (*READ2, READ1_OBS), (*LS, LS_OBS), (*READ1, READ1_OBS), (*LS, LS_OBS)],
-    [(*READ1, READ1_OBS), (*LS, LS_OBS), (*READ1, READ1_OBS), (*LS, LS_OTHER_OBS), (*READ1, READ1_OBS), (*LS, LS_OBS)],
-    [(*READ1, READ1_OBS), (*LS, LS_OBS), (*READ1, READ2_OBS), (*LS, LS_OBS), (*READ1, READ1_OBS), (*LS, LS_OBS)],
-], ids=["actions-break-A6-A4", "actions-break-A5-A3", "obs-break-O6-O4", "obs-break-O5-O3"])
+@pytest.mark.parametrize(
+    "seq",
+    [
+        [
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+            (*READ1, READ1_OBS),
+            (*PWD, LS_OBS),
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+        ],
+        [
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+            (*READ2, READ1_OBS),
+            (*LS, LS_OBS),
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+        ],
+        [
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+            (*READ1, READ1_OBS),
+            (*LS, LS_OTHER_OBS),
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+        ],
+        [
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+            (*READ1, READ2_OBS),
+            (*LS, LS_OBS),
+            (*READ1, READ1_OBS),
+            (*LS, LS_OBS),
+        ],
+    ],
+    ids=["actions-break-A6-A4", "actions-break-A5-A3", "obs-break-O6-O4", "obs-break-O5-O3"],
+)
 def test_broken_alternation_is_not_stuck(g, seq):
     """test_is_stuck.py: TestStuckDetector.test_fail_actions_break_A6_A4, test_fail_actions_break_A5_A3,
     test_fail_obs_break_O6_O4, test_fail_obs_break_O5_O3 (four cases: one action or observation differs)."""
@@ -267,8 +362,10 @@ def test_loop_ignores_other_events(g):
     assert g.check("s", *READ1).blocked
 
 
-@missing("a cycle's no-progress evidence spans the whole alternating run: one earlier call of it without an "
-         "outcome keeps the cycle from blocking (OpenHands looks at the last 6 actions and observations only)")
+@missing(
+    "a cycle's no-progress evidence spans the whole alternating run: one earlier call of it without an "
+    "outcome keeps the cycle from blocking (OpenHands looks at the last 6 actions and observations only)"
+)
 def test_loop_ignores_extra_actions(g):
     """test_is_stuck.py: TestStuckDetector.test_loop_ignores_extra_actions (an action with no observation first)."""
     attempt(g, "s", *LS)
@@ -319,7 +416,11 @@ def test_non_empty_response_between_empty_ones(g):
     assert ds[2].detector == "monologue"
 
 
-@pytest.mark.parametrize("contents", [["", "  ", "\n", "\t  \n"], [" ", "  ", "   "]], ids=["whitespace-only", "varying-whitespace"])
+@pytest.mark.parametrize(
+    "contents",
+    [["", "  ", "\n", "\t  \n"], [" ", "  ", "   "]],
+    ids=["whitespace-only", "varying-whitespace"],
+)
 def test_is_stuck_whitespace_only_responses(g, contents):
     """test_is_stuck.py: TestStuckDetector.test_is_stuck_whitespace_only_responses and
     test_is_stuck_empty_response_with_varying_content (two cases)."""

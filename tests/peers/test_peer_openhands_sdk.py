@@ -13,6 +13,7 @@ An ActionEvent is a ``check``, its ObservationEvent the ``record`` after it, an 
 asks ``is_stuck()`` between events; here "stuck" is "the next call is refused" (see
 tests/peers/peerlib.py). The SDK's slice-window plumbing (which events it reads) is not translated.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -55,7 +56,9 @@ def test_is_stuck_without_recent_user_message_still_detects_loop(g):
     """test_stuck_detector.py: test_is_stuck_without_recent_user_message_still_detects_loop."""
     for i in range(12):
         say(g, "s", f"filler {i}")
-        call(g, "s", "terminal", {"command": f"echo {i}"}, f"{i}")  # a tool call between keeps it from being a monologue
+        call(
+            g, "s", "terminal", {"command": f"echo {i}"}, f"{i}"
+        )  # a tool call between keeps it from being a monologue
     for _ in range(4):
         call(g, "s", *LS, LS_OBS)
     assert g.check("s", *LS).blocked
@@ -110,7 +113,13 @@ def test_agent_monologue_stuck(g):
 def test_not_stuck_with_different_actions(g):
     """test_stuck_detector.py: test_not_stuck_with_different_actions."""
     for cmd in ("ls", "pwd", "whoami", "date"):
-        call(g, "s", "terminal", {"command": cmd}, {"text": f"output from {cmd}", "command": cmd, "exit_code": 0})
+        call(
+            g,
+            "s",
+            "terminal",
+            {"command": cmd},
+            {"text": f"output from {cmd}", "command": cmd, "exit_code": 0},
+        )
     assert g.check("s", "terminal", {"command": "ls"}) is ALLOW
 
 
@@ -120,7 +129,16 @@ def test_reset_after_user_message(g):
         call(g, "s", *LS, LS_OBS)
     assert call(g, "s", *LS, LS_OBS).blocked
     say(g, "s", "Try something else", role="user")
-    assert call(g, "s", "terminal", {"command": "pwd"}, {"text": "/home/user", "command": "pwd", "exit_code": 0}) is ALLOW
+    assert (
+        call(
+            g,
+            "s",
+            "terminal",
+            {"command": "pwd"},
+            {"text": "/home/user", "command": "pwd", "exit_code": 0},
+        )
+        is ALLOW
+    )
     assert g.check("s", *LS) is ALLOW
 
 

@@ -7,6 +7,7 @@ refuses the (L+1)th identical consecutive call and then starts counting again; i
 ``ToolRepetitionDetector(L)`` is ``Policy.roo().replace(repeat_block=L + 1)``, limit 0 (unlimited)
 is ``repeat_block=None``.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -268,8 +269,22 @@ def test_native_args_and_params_together(make):
     """ToolRepetitionDetector.spec.ts: native protocol with nativeArgs 'should handle tools with both params and
     nativeArgs' (a different cwd makes a different call)."""
     g = guard(make, 1)
-    assert use(g, "execute_command", {"command": "ls", "nativeArgs": {"command": "ls", "cwd": "/home/user"}}) is ALLOW
-    assert use(g, "execute_command", {"command": "ls", "nativeArgs": {"command": "ls", "cwd": "/home/admin"}}) is ALLOW
+    assert (
+        use(
+            g,
+            "execute_command",
+            {"command": "ls", "nativeArgs": {"command": "ls", "cwd": "/home/user"}},
+        )
+        is ALLOW
+    )
+    assert (
+        use(
+            g,
+            "execute_command",
+            {"command": "ls", "nativeArgs": {"command": "ls", "cwd": "/home/admin"}},
+        )
+        is ALLOW
+    )
 
 
 def test_params_only(make):

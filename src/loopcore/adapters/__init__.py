@@ -5,12 +5,15 @@ one from the parsed content, never from the file name alone. A source is read on
 gunzip when the content is gzip, one orjson parse (JSON Lines line by line), then the adapter
 walks the parsed objects. See docs/formats.md for every format, the token rule and errors.
 """
+
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+from ..hashing import canonical_hash
 from ..taxonomy.profiles import get_profile
 from ..trace import Trace
 from . import (
@@ -31,22 +34,56 @@ from . import (
 )
 from ._base import LoadStats, TraceFormatError, estimate_tokens
 from ._io import Ctx, Parsed, gunzip, max_file_bytes, parse_bytes, read_bytes
-from ..hashing import canonical_hash
 
-__all__ = ["FORMATS", "LoadStats", "TraceFormatError", "detect_format", "estimate_tokens", "format_table", "load"]
+__all__ = [
+    "FORMATS",
+    "LoadStats",
+    "TraceFormatError",
+    "detect_format",
+    "estimate_tokens",
+    "format_table",
+    "load",
+]
 
 _MODULES = {
     m.NAME: m
-    for m in (loopcore_steps, openai_chat, openai_responses, codex, anthropic, claude_code, otel, mini_swe_agent,
-              swe_agent, tau_bench, openhands, gemini_cli, opencode, cline)
+    for m in (
+        loopcore_steps,
+        openai_chat,
+        openai_responses,
+        codex,
+        anthropic,
+        claude_code,
+        otel,
+        mini_swe_agent,
+        swe_agent,
+        tau_bench,
+        openhands,
+        gemini_cli,
+        opencode,
+        cline,
+    )
 }
 #: The format names ``load(..., format=...)`` accepts (besides ``"auto"``).
 FORMATS: tuple[str, ...] = tuple(_MODULES)
 _ALIASES = {
-    "jsonl": "loopcore", "steps": "loopcore", "openai": "openai-chat", "chat": "openai-chat",
-    "responses": "openai-responses", "codex-cli": "codex", "rollout": "codex", "claude": "claude-code",
-    "otlp": "otel", "opentelemetry": "otel", "mini-swe": "mini-swe-agent", "sweagent": "swe-agent",
-    "tau": "tau-bench", "gemini": "gemini-cli", "roo": "cline", "roo-code": "cline", "kilo": "cline",
+    "jsonl": "loopcore",
+    "steps": "loopcore",
+    "openai": "openai-chat",
+    "chat": "openai-chat",
+    "responses": "openai-responses",
+    "codex-cli": "codex",
+    "rollout": "codex",
+    "claude": "claude-code",
+    "otlp": "otel",
+    "opentelemetry": "otel",
+    "mini-swe": "mini-swe-agent",
+    "sweagent": "swe-agent",
+    "tau": "tau-bench",
+    "gemini": "gemini-cli",
+    "roo": "cline",
+    "roo-code": "cline",
+    "kilo": "cline",
     "openhands-v1": "openhands",
 }
 #: What each format reads, and the public samples (harness version, repository, path, commit) it was
@@ -67,65 +104,142 @@ _READS = {
     "opencode": "opencode storage folders (session / message / part JSON) and `opencode export` files",
     "cline": "Cline / Roo Code task history (api_conversation_history.json, ui_messages.json)",
 }
+
+
 def _c(harness: str, version: str, repo: str, path: str, commit: str) -> dict[str, str]:
     return {"harness": harness, "version": version, "repo": repo, "path": path, "commit": commit}
 
 
 _CHECKED: dict[str, list[dict[str, str]]] = {
     "codex": [
-        _c("Codex CLI", "rollout format of 0.5x-0.6x (session_meta / response_item / event_msg)", "daaain/claude-code-log",
-           "test/test_data/codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
-           "774584014df7879465279911f363b5fab9eb37ad"),
+        _c(
+            "Codex CLI",
+            "rollout format of 0.5x-0.6x (session_meta / response_item / event_msg)",
+            "daaain/claude-code-log",
+            "test/test_data/codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+            "774584014df7879465279911f363b5fab9eb37ad",
+        ),
     ],
     "claude-code": [
-        _c("Claude Code", "1.0.x session JSONL", "daaain/claude-code-log", "test/test_data/representative_messages.jsonl",
-           "a641071a154f041b96e9b83ccd42d2f92eaa321a"),
-        _c("Claude Code", "2.0.46 inline sidechain", "daaain/claude-code-log", "test/test_data/sidechain_integrated.jsonl",
-           "579edc0fc04a09fc3df17aed7fb5cdb4d4766565"),
-        _c("Claude Code", "2.1.x sub-agent file", "daaain/claude-code-log",
-           "test/test_data/minimal_showcase/55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
-           "b079f75baabfc07b3ba401643a79e162b18482b0"),
+        _c(
+            "Claude Code",
+            "1.0.x session JSONL",
+            "daaain/claude-code-log",
+            "test/test_data/representative_messages.jsonl",
+            "a641071a154f041b96e9b83ccd42d2f92eaa321a",
+        ),
+        _c(
+            "Claude Code",
+            "2.0.46 inline sidechain",
+            "daaain/claude-code-log",
+            "test/test_data/sidechain_integrated.jsonl",
+            "579edc0fc04a09fc3df17aed7fb5cdb4d4766565",
+        ),
+        _c(
+            "Claude Code",
+            "2.1.x sub-agent file",
+            "daaain/claude-code-log",
+            "test/test_data/minimal_showcase/55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
+            "b079f75baabfc07b3ba401643a79e162b18482b0",
+        ),
     ],
     "mini-swe-agent": [
-        _c("mini-swe-agent", "2.x (trajectory_format mini-swe-agent-1.1)", "SWE-agent/mini-swe-agent",
-           "output/deepseek_chat_test_1-100/**, output/deepseek_reasoner_dev/** (refs/pull/816/head)",
-           "e5e0fbca1c60561bde25fa473b78717aa4b3f9ec"),
-        _c("mini-swe-agent", "1.x text actions", "gruckion/mini-swe-agent",
-           "swebench_results/20251118_gemini-3-pro-74pct/trajs/**", "d12a71affd95403b036b2bdbd827349b77bfffb9"),
+        _c(
+            "mini-swe-agent",
+            "2.x (trajectory_format mini-swe-agent-1.1)",
+            "SWE-agent/mini-swe-agent",
+            "output/deepseek_chat_test_1-100/**, output/deepseek_reasoner_dev/** (refs/pull/816/head)",
+            "e5e0fbca1c60561bde25fa473b78717aa4b3f9ec",
+        ),
+        _c(
+            "mini-swe-agent",
+            "1.x text actions",
+            "gruckion/mini-swe-agent",
+            "swebench_results/20251118_gemini-3-pro-74pct/trajs/**",
+            "d12a71affd95403b036b2bdbd827349b77bfffb9",
+        ),
     ],
     "swe-agent": [
-        _c("SWE-agent", "1.x demonstrations", "SWE-agent/SWE-agent", "trajectories/demonstrations/**/*.traj",
-           "3ea751c087f32b16e039a2233dd6eefecef325d5"),
+        _c(
+            "SWE-agent",
+            "1.x demonstrations",
+            "SWE-agent/SWE-agent",
+            "trajectories/demonstrations/**/*.traj",
+            "3ea751c087f32b16e039a2233dd6eefecef325d5",
+        ),
     ],
     "tau-bench": [
-        _c("tau-bench", "historical trajectories", "sierra-research/tau-bench",
-           "historical_trajectories/gpt-4o-airline.json", "59a200c6d575d595120f1cb70fea53cef0632f6b"),
+        _c(
+            "tau-bench",
+            "historical trajectories",
+            "sierra-research/tau-bench",
+            "historical_trajectories/gpt-4o-airline.json",
+            "59a200c6d575d595120f1cb70fea53cef0632f6b",
+        ),
     ],
     "openhands": [
-        _c("OpenHands SDK", "1.43 (V1 events)", "OpenHands/software-agent-sdk",
-           "tests/sdk/conversation/goal/fixtures/events.jsonl", "611629e6999ad398dc49c761721eefe18d5e6bd9"),
-        _c("OpenHands", "0.2x V0 trajectory", "All-Hands-AI/OpenHands", "tests/runtime/trajs/basic.json",
-           "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
-        _c("OpenHands", "V0 evaluation output.jsonl", "All-Hands-AI/OpenHands",
-           "evaluation/benchmarks/multi_swe_bench/examples/output.jsonl", "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
-        _c("openhands-resolver", "2024 resolver output", "All-Hands-AI/OpenHands",
-           "tests/unit/resolver/mock_output/output.jsonl", "156d0686c46aafb0fa9d291da6421fb6f64dddc0"),
+        _c(
+            "OpenHands SDK",
+            "1.43 (V1 events)",
+            "OpenHands/software-agent-sdk",
+            "tests/sdk/conversation/goal/fixtures/events.jsonl",
+            "611629e6999ad398dc49c761721eefe18d5e6bd9",
+        ),
+        _c(
+            "OpenHands",
+            "0.2x V0 trajectory",
+            "All-Hands-AI/OpenHands",
+            "tests/runtime/trajs/basic.json",
+            "156d0686c46aafb0fa9d291da6421fb6f64dddc0",
+        ),
+        _c(
+            "OpenHands",
+            "V0 evaluation output.jsonl",
+            "All-Hands-AI/OpenHands",
+            "evaluation/benchmarks/multi_swe_bench/examples/output.jsonl",
+            "156d0686c46aafb0fa9d291da6421fb6f64dddc0",
+        ),
+        _c(
+            "openhands-resolver",
+            "2024 resolver output",
+            "All-Hands-AI/OpenHands",
+            "tests/unit/resolver/mock_output/output.jsonl",
+            "156d0686c46aafb0fa9d291da6421fb6f64dddc0",
+        ),
     ],
     "gemini-cli": [
-        _c("gemini-cli", "0.56.0-nightly (JSONL recording: writer and loader)", "google-gemini/gemini-cli",
-           "packages/core/src/services/chatRecordingService.ts, chatRecordingTypes.ts",
-           "5411f113cafae26161b4969b0237b8e1e024e2c2"),
+        _c(
+            "gemini-cli",
+            "0.56.0-nightly (JSONL recording: writer and loader)",
+            "google-gemini/gemini-cli",
+            "packages/core/src/services/chatRecordingService.ts, chatRecordingTypes.ts",
+            "5411f113cafae26161b4969b0237b8e1e024e2c2",
+        ),
     ],
     "opencode": [
-        _c("opencode", "1.x part schema", "anomalyco/opencode", "packages/opencode/src/session/message-v2.ts",
-           "007a9409bafea06d6b9084ff1f6d1fe9f5e3a803"),
+        _c(
+            "opencode",
+            "1.x part schema",
+            "anomalyco/opencode",
+            "packages/opencode/src/session/message-v2.ts",
+            "007a9409bafea06d6b9084ff1f6d1fe9f5e3a803",
+        ),
     ],
     "cline": [
-        _c("Cline", "3.x task history (native tool calls, metrics)", "mike4567/MRA04242026",
-           "api_conversation_history.json", "764491384379e43f9b25ab332f4d000b7727788b"),
-        _c("Cline", "4.1.13 storage message and tool names", "cline/cline",
-           "apps/vscode/src/shared/messages/content.ts, apps/vscode/src/shared/tools.ts",
-           "21cb8d2525bcedf1f4b6890b27a74a14fe7451e4"),
+        _c(
+            "Cline",
+            "3.x task history (native tool calls, metrics)",
+            "mike4567/MRA04242026",
+            "api_conversation_history.json",
+            "764491384379e43f9b25ab332f4d000b7727788b",
+        ),
+        _c(
+            "Cline",
+            "4.1.13 storage message and tool names",
+            "cline/cline",
+            "apps/vscode/src/shared/messages/content.ts, apps/vscode/src/shared/tools.ts",
+            "21cb8d2525bcedf1f4b6890b27a74a14fe7451e4",
+        ),
     ],
 }
 
@@ -133,7 +247,10 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
 def format_table() -> list[dict[str, Any]]:
     """One row per format (in FORMATS order): ``name``, ``reads`` and ``checked`` (the public
     samples it was checked against: ``harness``, ``version``, ``repo``, ``path``, ``commit``)."""
-    return [{"name": n, "reads": _READS.get(n, ""), "checked": list(_CHECKED.get(n, ()))} for n in FORMATS]
+    return [
+        {"name": n, "reads": _READS.get(n, ""), "checked": list(_CHECKED.get(n, ()))}
+        for n in FORMATS
+    ]
 
 
 # Files a folder walk reads; anything else (README.md, .yaml, .tsv) is not looked at.
@@ -227,7 +344,8 @@ def _sniff(doc: Any) -> str | None:
 
 def _unknown(path: str | None) -> TraceFormatError:
     return TraceFormatError(
-        f"cannot tell the trace format; known formats: {', '.join(FORMATS)} (pass format=... to choose one)", path
+        f"cannot tell the trace format; known formats: {', '.join(FORMATS)} (pass format=... to choose one)",
+        path,
     )
 
 
@@ -237,7 +355,9 @@ def detect_format(source: Any) -> str:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isdir(path):
-            raise ValueError(f"{path} is a folder: formats are detected per file (load() does that)")
+            raise ValueError(
+                f"{path} is a folder: formats are detected per file (load() does that)"
+            )
         parsed = parse_bytes(read_bytes(path), path)
         if parsed.empty:
             return loopcore_steps.NAME
@@ -271,26 +391,54 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
             yield StoreFolder(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        names = sorted(f for f in files if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS))
-        if os.path.basename(root) == "events" and names and all(_EVENT_FILE.match(f) for f in names):
-            yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(f.split(".", 1)[0]))]
+        names = sorted(
+            f
+            for f in files
+            if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS)
+        )
+        if (
+            os.path.basename(root) == "events"
+            and names
+            and all(_EVENT_FILE.match(f) for f in names)
+        ):
+            yield [
+                os.path.join(root, f) for f in sorted(names, key=lambda f: int(f.split(".", 1)[0]))
+            ]
             continue
         if names and all(_V1_EVENT_FILE.match(f) for f in names):
-            yield [os.path.join(root, f) for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))]
+            yield [
+                os.path.join(root, f)
+                for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))
+            ]
             continue
         for f in names:
             yield os.path.join(root, f)
 
 
-def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, stats: LoadStats | None,
-               profile: Any, in_folder: bool) -> list[Trace]:
+def _parse_one(
+    path: str | None,
+    parsed: Parsed,
+    fmt: str,
+    keep_going: bool,
+    stats: LoadStats | None,
+    profile: Any,
+    in_folder: bool,
+) -> list[Trace]:
     ctx = Ctx(path, parsed.lines, keep_going, stats, profile)
     for lineno, msg in parsed.bad:
         ctx.bad(msg, line=lineno)
     detected = fmt == "auto"
     if parsed.empty or (isinstance(parsed.doc, list) and not parsed.doc):
         name = loopcore_steps.NAME if detected else fmt
-        traces = [Trace([], session=ctx.stem, source=path, format=name, meta={"tokens_source": "none", "empty": True})]
+        traces = [
+            Trace(
+                [],
+                session=ctx.stem,
+                source=path,
+                format=name,
+                meta={"tokens_source": "none", "empty": True},
+            )
+        ]
     else:
         name = _detect_doc(parsed.doc) if detected else fmt
         if name is None:
@@ -304,7 +452,9 @@ def _parse_one(path: str | None, parsed: Parsed, fmt: str, keep_going: bool, sta
         except TraceFormatError:
             raise
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
-            raise TraceFormatError(f"not a valid {name} trace ({type(exc).__name__}: {exc})", path) from exc
+            raise TraceFormatError(
+                f"not a valid {name} trace ({type(exc).__name__}: {exc})", path
+            ) from exc
         for t in traces:
             _drop_unhashable_steps(t, ctx)
     for k, t in enumerate(traces):
@@ -344,16 +494,29 @@ def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
         trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
 
 
-def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadStats | None,
-               profile: Any, in_folder: bool) -> list[Trace]:
+def _load_file(
+    item: str | list[str],
+    fmt: str,
+    keep_going: bool,
+    stats: LoadStats | None,
+    profile: Any,
+    in_folder: bool,
+) -> list[Trace]:
     if isinstance(item, StoreFolder):
         # An opencode store: one export document per session.
         root = str(item)
         docs = opencode.read_store(root)
         if stats is not None:
             stats.files += 1
-        return _parse_one(root, Parsed(docs), opencode.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
-                          in_folder)
+        return _parse_one(
+            root,
+            Parsed(docs),
+            opencode.NAME if fmt == "auto" else fmt,
+            keep_going,
+            stats,
+            profile,
+            in_folder,
+        )
     if isinstance(item, list):
         # An OpenHands events folder: the numbered files are one stream. An entry that cannot
         # be read (a dangling link, a FIFO...) fails the folder, or with keep_going is a
@@ -376,17 +539,28 @@ def _load_file(item: str | list[str], fmt: str, keep_going: bool, stats: LoadSta
                 continue
             if not parsed.empty:
                 docs.append(parsed.doc)
-        traces = _parse_one(path, Parsed(docs), openhands.NAME if fmt == "auto" else fmt, keep_going, stats, profile,
-                            in_folder)
+        traces = _parse_one(
+            path,
+            Parsed(docs),
+            openhands.NAME if fmt == "auto" else fmt,
+            keep_going,
+            stats,
+            profile,
+            in_folder,
+        )
         if traces and skipped:
             traces[0].meta["skipped"] += skipped
         return traces
     if stats is not None:
         stats.files += 1
-    return _parse_one(item, parse_bytes(read_bytes(item), item), fmt, keep_going, stats, profile, in_folder)
+    return _parse_one(
+        item, parse_bytes(read_bytes(item), item), fmt, keep_going, stats, profile, in_folder
+    )
 
 
-def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
+def _iter_paths(
+    paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any
+) -> Iterator[Trace]:
     for path in paths:
         if os.path.isdir(path):
             items: Iterable[str | list[str]] = _walk(path)
@@ -419,7 +593,9 @@ def _iter_paths(paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadSta
                 yield t
 
 
-def _iter_object(obj: Any, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
+def _iter_object(
+    obj: Any, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any
+) -> Iterator[Trace]:
     for t in _parse_one(None, Parsed(obj), fmt, keep_going, stats, profile, False):
         if stats is not None:
             stats.traces += 1
@@ -427,8 +603,14 @@ def _iter_object(obj: Any, fmt: str, keep_going: bool, stats: LoadStats | None, 
         yield t
 
 
-def load(source: Any, format: str = "auto", *, keep_going: bool = False, profile: Any = None,
-         stats: LoadStats | None = None) -> Iterator[Trace]:
+def load(
+    source: Any,
+    format: str = "auto",
+    *,
+    keep_going: bool = False,
+    profile: Any = None,
+    stats: LoadStats | None = None,
+) -> Iterator[Trace]:
     """Yield the Traces in *source*: a file (plain or .gz), a folder (recursive), a list of paths,
     or already-parsed objects (a list of messages, a dict...).
 
@@ -445,14 +627,20 @@ def load(source: Any, format: str = "auto", *, keep_going: bool = False, profile
         return iter([source])
     if isinstance(source, (str, os.PathLike)):
         return _iter_paths([os.fspath(source)], fmt, keep_going, stats, profile)
-    if isinstance(source, (list, tuple)) and source and all(isinstance(x, (str, os.PathLike)) for x in source):
+    if (
+        isinstance(source, (list, tuple))
+        and source
+        and all(isinstance(x, (str, os.PathLike)) for x in source)
+    ):
         return _iter_paths([os.fspath(x) for x in source], fmt, keep_going, stats, profile)
     if isinstance(source, (bytes, bytearray)):
         return _iter_object_bytes(bytes(source), fmt, keep_going, stats, profile)
     return _iter_object(source, fmt, keep_going, stats, profile)
 
 
-def _iter_object_bytes(data: bytes, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any) -> Iterator[Trace]:
+def _iter_object_bytes(
+    data: bytes, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any
+) -> Iterator[Trace]:
     if data[:2] == b"\x1f\x8b":
         data = gunzip(data, lambda n: b"", None, max_file_bytes())
     for t in _parse_one(None, parse_bytes(data, None), fmt, keep_going, stats, profile, False):

@@ -19,6 +19,7 @@ Token rule (documented in docs/formats.md):
   JSON text of the arguments (out) and of the result text (in), and the step says so with
   ``tokens_estimated=True``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,8 +30,16 @@ import orjson
 from ..taxonomy.profiles import Profile
 from ..trace import Step, Trace
 
-__all__ = ["LoadStats", "Ledger", "TraceFormatError", "estimate_tokens", "record_ref", "text_of", "usage_of",
-           "parse_args"]
+__all__ = [
+    "LoadStats",
+    "Ledger",
+    "TraceFormatError",
+    "estimate_tokens",
+    "record_ref",
+    "text_of",
+    "usage_of",
+    "parse_args",
+]
 
 
 class TraceFormatError(ValueError):
@@ -100,7 +109,11 @@ def text_of(content: Any) -> Any:
                 parts.append(p)
             elif isinstance(p, dict):
                 t = p.get("text")
-                if isinstance(t, str) and p.get("type", "text") in ("text", "input_text", "output_text"):
+                if isinstance(t, str) and p.get("type", "text") in (
+                    "text",
+                    "input_text",
+                    "output_text",
+                ):
                     parts.append(t)
                 else:
                     return content  # images or other parts: keep the structure for hashing
@@ -165,9 +178,15 @@ def usage_of(u: Any) -> tuple[int | None, int | None, int] | None:
     if "input_tokens" in u or "output_tokens" in u:
         p = _int(u.get("input_tokens"))
         if p is not None:
-            p += (_int(u.get("cache_creation_input_tokens")) or 0) + (_int(u.get("cache_read_input_tokens")) or 0)
+            p += (_int(u.get("cache_creation_input_tokens")) or 0) + (
+                _int(u.get("cache_read_input_tokens")) or 0
+            )
         d = u.get("output_tokens_details")
-        r = _int(d.get("reasoning_tokens")) if isinstance(d, dict) else _int(u.get("reasoning_output_tokens"))
+        r = (
+            _int(d.get("reasoning_tokens"))
+            if isinstance(d, dict)
+            else _int(u.get("reasoning_output_tokens"))
+        )
         return p, _int(u.get("output_tokens")), r or 0
     if "promptTokenCount" in u or "candidatesTokenCount" in u:
         t = _int(u.get("thoughtsTokenCount")) or 0
@@ -189,9 +208,14 @@ _P, _C, _R, _START, _EXTRA, _OPEN, _TEXT, _REF = range(8)
 _NO_USAGE = (None, None, 0)
 
 
-
-def _split_growth(answered: list, prompt: int | None, nxt: int | None, completion: int | None, reasoning: int,
-                  extra: int) -> bool:
+def _split_growth(
+    answered: list,
+    prompt: int | None,
+    nxt: int | None,
+    completion: int | None,
+    reasoning: int,
+    extra: int,
+) -> bool:
     """Set ``tokens_in`` of the (step, result chars) in *answered*: the prompt's growth to the
     next API call (less the completion tokens it holds) split in proportion to the result text
     (*extra* chars of other messages in the gap take their share too); True when the usage
@@ -212,12 +236,23 @@ def _split_growth(answered: list, prompt: int | None, nxt: int | None, completio
             s.tokens_estimated = True
     return False
 
+
 class Ledger:
     """Builds the steps of one session: API calls (turns), the tool calls each issued, their
     results, then the token accounting of the module docstring in :meth:`finish`."""
 
-    __slots__ = ("session", "profile", "steps", "turns", "orphans", "_classify", "_access", "_args_chars", "_results",
-                 "_replies")
+    __slots__ = (
+        "session",
+        "profile",
+        "steps",
+        "turns",
+        "orphans",
+        "_classify",
+        "_access",
+        "_args_chars",
+        "_results",
+        "_replies",
+    )
 
     def __init__(self, session: str, profile: Profile) -> None:
         self.session = session
@@ -255,8 +290,16 @@ class Ledger:
         t = self.turns[-1]
         t[_TEXT] = text if not t[_TEXT] else t[_TEXT] + "\n" + text
 
-    def reject(self, message: str, name: str = "", args: Any = None, *, args_len: int | None = None,
-               ref: dict | None = None, chars: int | None = None) -> Step:
+    def reject(
+        self,
+        message: str,
+        name: str = "",
+        args: Any = None,
+        *,
+        args_len: int | None = None,
+        ref: dict | None = None,
+        chars: int | None = None,
+    ) -> Step:
         """Record that the harness rejected the current turn's action (nothing ran): *message*
         is the harness's answer (or a short description), whose tokens are the step's result
         tokens; *name* / *args* the attempted call, if any (its characters count as the call's
@@ -264,8 +307,22 @@ class Ledger:
         turns = self.turns
         if not turns:
             self.turn(None)
-        step = Step(self.session, len(turns) - 1, "other", name, None, args, None, None, 0, 0, False, None,
-                    ref=ref if ref is not None else turns[-1][_REF], rejected=message)
+        step = Step(
+            self.session,
+            len(turns) - 1,
+            "other",
+            name,
+            None,
+            args,
+            None,
+            None,
+            0,
+            0,
+            False,
+            None,
+            ref=ref if ref is not None else turns[-1][_REF],
+            rejected=message,
+        )
         self.steps.append(step)
         if args_len is None:
             args_len = (text_len(args) + len(name)) if (args is not None or name) else 0
@@ -280,10 +337,22 @@ class Ledger:
             t = self.turns[turn]
             t[_P], t[_C], t[_R] = u
 
-    def call(self, name: str, args: Any, call_id: str | None = None, *, args_len: int | None = None,
-             kind: str | None = None, target: Any = None, classify_args: Any = None,
-             meta: dict | None = None, ref: dict | None = None, reads: Any = None, writes: Any = None,
-             no_op: bool = False) -> Step:
+    def call(
+        self,
+        name: str,
+        args: Any,
+        call_id: str | None = None,
+        *,
+        args_len: int | None = None,
+        kind: str | None = None,
+        target: Any = None,
+        classify_args: Any = None,
+        meta: dict | None = None,
+        ref: dict | None = None,
+        reads: Any = None,
+        writes: Any = None,
+        no_op: bool = False,
+    ) -> Step:
         """Record a tool call issued by the current turn (a turn is opened if there is none).
 
         *args_len* is the characters of the call as the model wrote it (name included) when the
@@ -296,13 +365,17 @@ class Ledger:
         if not turns:
             self.turn(None)
         if kind is None:
-            kind, target, r, w, nop = self._access(name, args if classify_args is None else classify_args)
+            kind, target, r, w, nop = self._access(
+                name, args if classify_args is None else classify_args
+            )
             if reads is None:
                 reads = r
             if writes is None:
                 writes = w
             no_op = no_op or nop
-        step = Step(self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id)
+        step = Step(
+            self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id
+        )
         if meta:
             step.meta = meta
         r = turns[-1][_REF] if ref is None else ref
@@ -319,8 +392,15 @@ class Ledger:
         turns[-1][_OPEN].append(step)
         return step
 
-    def result(self, step: Step, result: Any, error: Any = None, *, in_context: bool = True,
-               chars: int | None = None) -> None:
+    def result(
+        self,
+        step: Step,
+        result: Any,
+        error: Any = None,
+        *,
+        in_context: bool = True,
+        chars: int | None = None,
+    ) -> None:
         """Attach a result to *step*; ``in_context=False`` for results no later call ever saw
         (a final submission), which then add no input tokens."""
         step.result = result
@@ -394,14 +474,30 @@ class Ledger:
         following = turns[1:]
         following.append([None, None, 0, len(steps), 0, [], None, None])
         replies: list[tuple[int, Step]] = []  # (position, step) of the turns that ran nothing
-        for t, ((prompt, completion, reasoning, lo, extra, _open, text, ref), after) in enumerate(zip(turns, following)):
+        for t, ((prompt, completion, reasoning, lo, extra, _open, text, ref), after) in enumerate(
+            zip(turns, following)
+        ):
             hi = after[_START]
             if text is not None or lo == hi:
                 if lo == hi:
                     if text is None:
                         continue  # the adapter does not read reply text: nothing to say of the turn
-                    s = Step(self.session, t, "other", "", None, None, None, None, 0, 0, False, None, ref=ref,
-                             text=text)
+                    s = Step(
+                        self.session,
+                        t,
+                        "other",
+                        "",
+                        None,
+                        None,
+                        None,
+                        None,
+                        0,
+                        0,
+                        False,
+                        None,
+                        ref=ref,
+                        text=text,
+                    )
                     if completion is not None and completion >= 0:
                         s.tokens_out = completion
                         used += 1
@@ -411,7 +507,9 @@ class Ledger:
                         estimated += 1
                     replies.append((lo, s))
                     continue
-                u, e = self._split_turn(lo, hi, prompt, completion, reasoning, extra, text, after[_P])
+                u, e = self._split_turn(
+                    lo, hi, prompt, completion, reasoning, extra, text, after[_P]
+                )
                 used += u
                 estimated += e
                 continue
@@ -490,8 +588,17 @@ class Ledger:
             source = "estimate"
         return steps, source
 
-    def _split_turn(self, lo: int, hi: int, prompt: int | None, completion: int | None, reasoning: int,
-                    extra: int, text: str | None, nxt: int | None) -> tuple[int, int]:
+    def _split_turn(
+        self,
+        lo: int,
+        hi: int,
+        prompt: int | None,
+        completion: int | None,
+        reasoning: int,
+        extra: int,
+        text: str | None,
+        nxt: int | None,
+    ) -> tuple[int, int]:
         """The tokens of a turn whose reply text is known (steps[lo:hi], at least one): each
         step its own share of the output, the rest of the output as tokens_turn of the first
         (tokens_out when no step has a call of its own); returns (used, estimated) counts."""
@@ -545,7 +652,10 @@ class Ledger:
     def trace(self, *, source: str | None, fmt: str, meta: dict | None = None) -> Trace:
         """The finished Trace (tokens filled in, meta tokens_source/unanswered set)."""
         steps, tokens_source = self.finish()
-        m = {"tokens_source": tokens_source, "unanswered": len(steps) - self._replies - len(self._results)}
+        m = {
+            "tokens_source": tokens_source,
+            "unanswered": len(steps) - self._replies - len(self._results),
+        }
         if self.orphans:
             m["orphan_results"] = self.orphans
         if meta:

@@ -7,12 +7,14 @@ and what one file may expand to is capped: ``LOOPCORE_MAX_FILE_BYTES`` (bytes, d
 ``.gz``; gzip is inflated in bounded steps, so a gzip bomb ends in a TraceFormatError naming
 the file and the limit, never in MemoryError. See docs/formats.md.
 """
+
 from __future__ import annotations
 
 import os
 import stat
 import zlib
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -20,14 +22,26 @@ from ..taxonomy.profiles import Profile, get_profile
 from ._base import LoadStats, TraceFormatError
 
 __all__ = [
-    "DEFAULT_MAX_FILE_BYTES", "Ctx", "Parsed", "gunzip", "max_file_bytes", "parse_bytes", "read_bytes", "stem_of",
+    "DEFAULT_MAX_FILE_BYTES",
+    "Ctx",
+    "Parsed",
+    "gunzip",
+    "max_file_bytes",
+    "parse_bytes",
+    "read_bytes",
+    "stem_of",
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 #: What one file may hold, or expand to when gzipped, unless LOOPCORE_MAX_FILE_BYTES says otherwise.
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 _CHUNK = 1 << 20
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 def max_file_bytes() -> int:
@@ -40,14 +54,17 @@ def max_file_bytes() -> int:
     except ValueError:
         n = 0
     if n <= 0:
-        raise TraceFormatError(f"LOOPCORE_MAX_FILE_BYTES={raw!r} is not a positive number of bytes", None)
+        raise TraceFormatError(
+            f"LOOPCORE_MAX_FILE_BYTES={raw!r} is not a positive number of bytes", None
+        )
     return n
 
 
 def _too_big(path: str | None, limit: int, gz: bool) -> TraceFormatError:
     what = "expands to more than" if gz else "is larger than"
     return TraceFormatError(
-        f"{what} {limit:,} bytes, the per-file limit (set LOOPCORE_MAX_FILE_BYTES to raise it)", path
+        f"{what} {limit:,} bytes, the per-file limit (set LOOPCORE_MAX_FILE_BYTES to raise it)",
+        path,
     )
 
 
@@ -110,7 +127,9 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise TraceFormatError(f"{_kind(mode)}, not a regular file: only regular files are read", path)
+            raise TraceFormatError(
+                f"{_kind(mode)}, not a regular file: only regular files are read", path
+            )
         f: BinaryIO = os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -146,8 +165,13 @@ class Parsed:
 
     __slots__ = ("doc", "lines", "bad", "empty")
 
-    def __init__(self, doc: Any, lines: list[int] | None = None, bad: list[tuple[int, str]] | None = None,
-                 empty: bool = False) -> None:
+    def __init__(
+        self,
+        doc: Any,
+        lines: list[int] | None = None,
+        bad: list[tuple[int, str]] | None = None,
+        empty: bool = False,
+    ) -> None:
         self.doc = doc
         self.lines = lines
         self.bad = bad or []
@@ -177,11 +201,15 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
             rec = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             if first:
-                raise TraceFormatError(f"invalid JSON: {whole_error.msg}", path, whole_error.lineno) from None
+                raise TraceFormatError(
+                    f"invalid JSON: {whole_error.msg}", path, whole_error.lineno
+                ) from None
             bad.append((lineno, f"invalid JSON: {exc.msg}"))
             continue
         if first and not isinstance(rec, (dict, list)):
-            raise TraceFormatError(f"invalid JSON: {whole_error.msg}", path, whole_error.lineno) from None
+            raise TraceFormatError(
+                f"invalid JSON: {whole_error.msg}", path, whole_error.lineno
+            ) from None
         first = False
         records.append(rec)
         lines.append(lineno)
@@ -193,8 +221,14 @@ class Ctx:
 
     __slots__ = ("path", "lines", "keep_going", "stats", "skipped", "_profile_arg", "stem")
 
-    def __init__(self, path: str | None, lines: list[int] | None, keep_going: bool, stats: LoadStats | None,
-                 profile: Any) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        lines: list[int] | None,
+        keep_going: bool,
+        stats: LoadStats | None,
+        profile: Any,
+    ) -> None:
         self.path = path
         self.lines = lines
         self.keep_going = keep_going
@@ -210,7 +244,12 @@ class Ctx:
     def bad(self, message: str, index: int | None = None, line: int | None = None) -> None:
         """Report a malformed record (record *index* of a JSONL file gives its line number).
         Raises TraceFormatError, or with keep_going counts it and returns so the caller skips it."""
-        if line is None and index is not None and self.lines is not None and index < len(self.lines):
+        if (
+            line is None
+            and index is not None
+            and self.lines is not None
+            and index < len(self.lines)
+        ):
             line = self.lines[index]
         elif line is None and index is not None:
             message = f"{message} (item {index})"

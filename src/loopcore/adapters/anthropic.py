@@ -8,6 +8,7 @@ when a logger stored whole responses. ``is_error: true`` on a result makes it an
 step's ``ref`` is ``{"message": i}`` (its assistant message); the first step of a turn carries the
 message's ``text`` and ``thinking`` blocks, and a message without ``tool_use`` is a step of its own.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,9 @@ def result_content(block: dict) -> Any:
     return text_of(block.get("content"))
 
 
-def add_assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, *, with_text: bool = False) -> None:
+def add_assistant_blocks(
+    content: Any, ledger: Ledger, ctx: Ctx, index: int, *, with_text: bool = False
+) -> None:
     """Record the tool_use blocks of an assistant message's content (and, with *with_text*,
     its text and thinking blocks as the turn's text)."""
     if not isinstance(content, list):
@@ -97,7 +100,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 
 def _has_blocks(m: Any) -> bool:
     c = m.get("content") if isinstance(m, dict) else None
-    return isinstance(c, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in c)
+    return isinstance(c, list) and any(
+        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in c
+    )
 
 
 def sniff(records: list) -> bool:

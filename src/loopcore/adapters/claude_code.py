@@ -11,6 +11,7 @@ agent-<agentId>.jsonl``, or its records inline, grouped by their ``parentUuid`` 
 some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name no agent. Text and thinking blocks are the turn's reply text; a call the harness refused (``No
 such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,13 +24,39 @@ NAME = "claude-code"
 PROFILE = "claude-code"
 _RECORD_TYPES = frozenset({"user", "assistant"})
 #: Record types that carry no model turn or tool call; any other type is reported.
-KNOWN_TYPES = _RECORD_TYPES | frozenset({"summary", "system", "file-history-snapshot", "queue-operation", "result",
-                                          "progress", "attachment", "custom-title", "tag", "agent-name",
-                                          "last-prompt", "pr-link", "worktree-state", "mode", "permission-mode",
-                                          "ai-title", "stream_event", "control_request", "control_response",
-                                          "keep_alive", "rate_limit_event", "tool_progress", "auth_status"})
+KNOWN_TYPES = _RECORD_TYPES | frozenset(
+    {
+        "summary",
+        "system",
+        "file-history-snapshot",
+        "queue-operation",
+        "result",
+        "progress",
+        "attachment",
+        "custom-title",
+        "tag",
+        "agent-name",
+        "last-prompt",
+        "pr-link",
+        "worktree-state",
+        "mode",
+        "permission-mode",
+        "ai-title",
+        "stream_event",
+        "control_request",
+        "control_response",
+        "keep_alive",
+        "rate_limit_event",
+        "tool_progress",
+        "auth_status",
+    }
+)
 _DESCRIBED = frozenset({"Bash"})
-_REFUSALS = ("No such tool available", "InputValidationError", "<tool_use_error>Error: No such tool")
+_REFUSALS = (
+    "No such tool available",
+    "InputValidationError",
+    "<tool_use_error>Error: No such tool",
+)
 
 
 def _assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, ref: dict) -> None:
@@ -93,7 +120,12 @@ def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
     index_of: dict[str, int] = {}
     side = []
     for i, r in enumerate(records):
-        if isinstance(r, dict) and r.get("isSidechain") and isinstance(r.get("type"), str) and r["type"] in _RECORD_TYPES:
+        if (
+            isinstance(r, dict)
+            and r.get("isSidechain")
+            and isinstance(r.get("type"), str)
+            and r["type"] in _RECORD_TYPES
+        ):
             side.append(i)
             u = r.get("uuid")
             if isinstance(u, str):
@@ -115,14 +147,30 @@ def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
     groups: dict[int, list[int]] = {}
     for i in side:
         groups.setdefault(root(i), []).append(i)
-    named = {records[i].get("agentId") for i in side if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")}
+    named = {
+        records[i].get("agentId")
+        for i in side
+        if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")
+    }
     # a group that names no agent: the file's agent (agent-<id>.jsonl), else the one agent the
     # file's sidechain records name (a chain whose parent is missing), else "sidechain"
-    fallback = stem[len("agent-"):] if stem.startswith("agent-") else next(iter(named)) if len(named) == 1 else "sidechain"
+    fallback = (
+        stem[len("agent-") :]
+        if stem.startswith("agent-")
+        else next(iter(named))
+        if len(named) == 1
+        else "sidechain"
+    )
     out: dict[int, str] = {}
     for members in groups.values():
-        agent = next((records[i].get("agentId") for i in members
-                      if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")), fallback)
+        agent = next(
+            (
+                records[i].get("agentId")
+                for i in members
+                if isinstance(records[i].get("agentId"), str) and records[i].get("agentId")
+            ),
+            fallback,
+        )
         for i in members:
             out[i] = agent
     return out
@@ -144,9 +192,16 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(f"a record whose type is {type(rtype).__name__}, not a string", i)
             continue
         if rtype not in _RECORD_TYPES:
-            if rtype not in KNOWN_TYPES and isinstance(rtype, str) and isinstance(r.get("message"), dict):
-                ctx.bad(f"a record of type {rtype!r} with a message, which this reader does not know; expected "
-                        f"user or assistant", i)
+            if (
+                rtype not in KNOWN_TYPES
+                and isinstance(rtype, str)
+                and isinstance(r.get("message"), dict)
+            ):
+                ctx.bad(
+                    f"a record of type {rtype!r} with a message, which this reader does not know; expected "
+                    f"user or assistant",
+                    i,
+                )
             continue
         msg = r.get("message")
         if not isinstance(msg, dict):
@@ -178,8 +233,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 def sniff(records: list) -> bool:
     """Records with type user/assistant, a message object and a session or uuid field."""
     for r in records[:50]:
-        if isinstance(r, dict) and r.get("type") in _RECORD_TYPES and isinstance(r.get("message"), dict) and (
-            "sessionId" in r or "uuid" in r or "session_id" in r
+        if (
+            isinstance(r, dict)
+            and r.get("type") in _RECORD_TYPES
+            and isinstance(r.get("message"), dict)
+            and ("sessionId" in r or "uuid" in r or "session_id" in r)
         ):
             return True
     return False

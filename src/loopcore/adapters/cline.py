@@ -19,6 +19,7 @@ Tokens: ``metrics.tokens`` of an assistant message, else the ``api_req_started``
 prompt, ``tokensOut`` the completion; the k-th entry belongs to the k-th reply), else estimated.
 Refs are ``{"message": i}``.
 """
+
 from __future__ import annotations
 
 import html
@@ -35,23 +36,59 @@ NAME = "cline"
 PROFILE = "cline"
 
 #: Tool names of Cline and Roo Code's XML tool use (and their native tool calls).
-TOOLS = frozenset({
-    "read_file", "write_to_file", "replace_in_file", "apply_diff", "insert_content", "search_and_replace",
-    "search_files", "list_files", "list_code_definition_names", "codebase_search", "execute_command",
-    "browser_action", "use_mcp_tool", "access_mcp_resource", "load_mcp_documentation", "web_fetch", "web_search",
-    "ask_followup_question", "attempt_completion", "plan_mode_respond", "act_mode_respond", "new_task",
-    "switch_mode", "update_todo_list", "condense", "summarize_task", "report_bug", "new_rule", "focus_chain",
-    "fetch_instructions", "run_slash_command", "generate_image", "apply_patch", "use_skill", "use_subagents",
-    "edit_file",
-})
-_TOOL_RE = re.compile(r"<(" + "|".join(sorted(TOOLS, key=len, reverse=True)) + r")>(.*?)(?:</\1>|$)", re.S)
+TOOLS = frozenset(
+    {
+        "read_file",
+        "write_to_file",
+        "replace_in_file",
+        "apply_diff",
+        "insert_content",
+        "search_and_replace",
+        "search_files",
+        "list_files",
+        "list_code_definition_names",
+        "codebase_search",
+        "execute_command",
+        "browser_action",
+        "use_mcp_tool",
+        "access_mcp_resource",
+        "load_mcp_documentation",
+        "web_fetch",
+        "web_search",
+        "ask_followup_question",
+        "attempt_completion",
+        "plan_mode_respond",
+        "act_mode_respond",
+        "new_task",
+        "switch_mode",
+        "update_todo_list",
+        "condense",
+        "summarize_task",
+        "report_bug",
+        "new_rule",
+        "focus_chain",
+        "fetch_instructions",
+        "run_slash_command",
+        "generate_image",
+        "apply_patch",
+        "use_skill",
+        "use_subagents",
+        "edit_file",
+    }
+)
+_TOOL_RE = re.compile(
+    r"<(" + "|".join(sorted(TOOLS, key=len, reverse=True)) + r")>(.*?)(?:</\1>|$)", re.S
+)
 _PARAM_RE = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.S)
 _LONG_PARAMS = ("content", "diff")
 _PATH_RE = re.compile(r"<path>(.*?)</path>", re.S)
 _NOISE_ARGS = frozenset({"task_progress", "requires_approval"})
 _RESULT_HEAD = re.compile(r"^\[([a-z_]+)(?: for .*?)?\] Result:[ \t]*\n?")
 _NO_TOOL = "You did not use a tool in your previous response"
-_REFUSED = ("Missing value for required parameter", "was not executed because a tool has already been used")
+_REFUSED = (
+    "Missing value for required parameter",
+    "was not executed because a tool has already been used",
+)
 
 
 def _params(body: str) -> dict:
@@ -74,8 +111,8 @@ def _raw_params(body: str) -> dict:
         start = body.find(f"<{k}>")
         end = body.rfind(f"</{k}>")
         if start >= 0 and end > start:
-            args[k] = body[start + len(k) + 2:end].strip("\n")
-            body = body[:start] + body[end + len(k) + 3:]
+            args[k] = body[start + len(k) + 2 : end].strip("\n")
+            body = body[:start] + body[end + len(k) + 3 :]
     for m in _PARAM_RE.finditer(body):
         args.setdefault(m.group(1), m.group(2).strip())
     return args
@@ -102,12 +139,20 @@ def _ui_usage(path: str | None) -> list[dict]:
         return []
     out = []
     for m in msgs if isinstance(msgs, list) else []:
-        if isinstance(m, dict) and m.get("say") == "api_req_started" and isinstance(m.get("text"), str):
+        if (
+            isinstance(m, dict)
+            and m.get("say") == "api_req_started"
+            and isinstance(m.get("text"), str)
+        ):
             try:
                 d = orjson.loads(m["text"])
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(d, dict) and isinstance(d.get("tokensIn"), int) and isinstance(d.get("tokensOut"), int):
+            if (
+                isinstance(d, dict)
+                and isinstance(d.get("tokensIn"), int)
+                and isinstance(d.get("tokensOut"), int)
+            ):
                 prompt = d["tokensIn"] + (d.get("cacheWrites") or 0) + (d.get("cacheReads") or 0)
                 out.append({"prompt_tokens": prompt, "completion_tokens": d["tokensOut"]})
     return out
@@ -116,7 +161,11 @@ def _ui_usage(path: str | None) -> list[dict]:
 def _metrics_usage(m: dict) -> dict | None:
     met = m.get("metrics")
     tok = met.get("tokens") if isinstance(met, dict) else None
-    if isinstance(tok, dict) and isinstance(tok.get("prompt"), int) and isinstance(tok.get("completion"), int):
+    if (
+        isinstance(tok, dict)
+        and isinstance(tok.get("prompt"), int)
+        and isinstance(tok.get("completion"), int)
+    ):
         return {"prompt_tokens": tok["prompt"], "completion_tokens": tok["completion"]}
     return None
 
@@ -131,7 +180,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from a task's api_conversation_history.json."""
     messages = doc if isinstance(doc, list) else []
     # tasks/<taskId>/api_conversation_history.json: the task folder names the session
-    task = os.path.basename(os.path.dirname(ctx.path)) if ctx.path and ctx.stem == "api_conversation_history" else ""
+    task = (
+        os.path.basename(os.path.dirname(ctx.path))
+        if ctx.path and ctx.stem == "api_conversation_history"
+        else ""
+    )
     ledger = Ledger(task or ctx.stem, ctx.profile(PROFILE))
     ui_usage = _ui_usage(ctx.path)
     replies = 0
@@ -161,13 +214,20 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                     if not native and xml_open is None:
                         tm = _TOOL_RE.search(text)
                         if tm is not None:
-                            xml_open = ledger.call(tm.group(1), _clean(_params(tm.group(2))), None, ref=ref,
-                                                   args_len=len(tm.group(0)))
+                            xml_open = ledger.call(
+                                tm.group(1),
+                                _clean(_params(tm.group(2))),
+                                None,
+                                ref=ref,
+                                args_len=len(tm.group(0)),
+                            )
                             # the tool's XML is the call's own output, the rest is the reply
-                            text = (text[:tm.start()] + text[tm.end():]).strip()
+                            text = (text[: tm.start()] + text[tm.end() :]).strip()
                     if text:
                         ledger.add_text(text)
-                elif t in ("thinking", "reasoning") and isinstance(b.get("thinking", b.get("text")), str):
+                elif t in ("thinking", "reasoning") and isinstance(
+                    b.get("thinking", b.get("text")), str
+                ):
                     ledger.add_text(b.get("thinking", b.get("text")))
         elif role == "user":
             xml_open = _user(blocks, ledger, xml_open)
@@ -209,24 +269,36 @@ def _user(blocks: list, ledger: Ledger, xml_open: Any) -> Any:
                 if opens:  # the latest reply's calls: an older call left unanswered takes nothing
                     latest = opens[-1].turn
                     opens = [s for s in opens if s.turn == latest]
-                step = next((s for s in opens if s.name == label), None) or next(
-                    (s for s in opens if label in s.name), None) or (opens[0] if opens else None)
+                step = (
+                    next((s for s in opens if s.name == label), None)
+                    or next((s for s in opens if label in s.name), None)
+                    or (opens[0] if opens else None)
+                )
         if step is not None:
             # the result: the rest of this block, or (older Cline) the blocks after it up to the
             # next "[...] Result:" / environment details block
-            rest = text[head.end():]
+            rest = text[head.end() :]
             body = [rest] if rest.strip() else []
             k += 1
             if not body:
                 while k < len(blocks):
                     nb = blocks[k]
                     nt = nb.get("text") if nb.get("type") == "text" else None
-                    if not isinstance(nt, str) or _RESULT_HEAD.match(nt) or nt.lstrip().startswith("<environment_details>"):
+                    if (
+                        not isinstance(nt, str)
+                        or _RESULT_HEAD.match(nt)
+                        or nt.lstrip().startswith("<environment_details>")
+                    ):
                         break
                     body.append(nt)
                     k += 1
             res = "\n".join(body)
-            _answer(ledger, step, res, res.lstrip().startswith(("The tool execution failed", "[ERROR]", "Error")))
+            _answer(
+                ledger,
+                step,
+                res,
+                res.lstrip().startswith(("The tool execution failed", "[ERROR]", "Error")),
+            )
             if step is xml_open:
                 xml_open = None
             continue
@@ -255,7 +327,9 @@ def _text_of_msg(m: dict) -> str:
     if isinstance(c, str):
         return c
     if isinstance(c, list):
-        return "\n".join(b.get("text") for b in c if isinstance(b, dict) and isinstance(b.get("text"), str))
+        return "\n".join(
+            b.get("text") for b in c if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -272,7 +346,9 @@ def sniff(doc: Any) -> bool:
         if "modelInfo" in m or ("metrics" in m and "ts" in m):
             return True
         text = _text_of_msg(m)
-        if m.get("role") == "user" and ("<environment_details>" in text or text.lstrip().startswith("<task>")):
+        if m.get("role") == "user" and (
+            "<environment_details>" in text or text.lstrip().startswith("<task>")
+        ):
             return True
         if m.get("role") == "assistant" and _TOOL_RE.search(text):
             return True

@@ -13,6 +13,7 @@ Arguments that are not JSON, and calls the harness answered "unsupported call", 
 turns (nothing ran). ``yield_time_ms``, ``max_output_tokens`` and ``justification`` are dropped
 from the arguments (they shape the answer, not what runs). Every step's ``ref`` is ``{"line": N}``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,16 +27,36 @@ from ._io import Ctx
 NAME = "codex"
 PROFILE = "codex"
 
-RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+RECORD_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 #: response_item payload types that are read (calls, outputs, text) or knowingly passed over.
-ITEM_TYPES = _CALLS | _OUTPUTS | frozenset({"message", "reasoning", "ghost_snapshot", "compaction",
-                                           "compaction_summary", "image_generation_call", "tool_search_call",
-                                           "tool_search_output", "other"})
+ITEM_TYPES = (
+    _CALLS
+    | _OUTPUTS
+    | frozenset(
+        {
+            "message",
+            "reasoning",
+            "ghost_snapshot",
+            "compaction",
+            "compaction_summary",
+            "image_generation_call",
+            "tool_search_call",
+            "tool_search_output",
+            "other",
+        }
+    )
+)
 # Arguments that shape how output comes back, not what runs: dropped so repeats compare equal.
 _NOISE_ARGS = frozenset({"yield_time_ms", "max_output_tokens", "justification"})
-_REJECT_PREFIXES = ("unsupported call", "failed to parse function arguments", "unsupported custom tool call")
+_REJECT_PREFIXES = (
+    "unsupported call",
+    "failed to parse function arguments",
+    "unsupported custom tool call",
+)
 
 
 def _output(raw: Any) -> tuple[Any, dict]:
@@ -57,7 +78,9 @@ def _output(raw: Any) -> tuple[Any, dict]:
     text = text_of(raw)
     if isinstance(raw, list) and isinstance(text, list):
         # content items ({"type": "input_text", "text"} / images): keep the text of the text items
-        texts = [p.get("text") for p in raw if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        texts = [
+            p.get("text") for p in raw if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
         if texts and len(texts) == len(raw):
             text = "\n".join(texts)
     body, more = normalise_output(PROFILE, text)
@@ -114,8 +137,11 @@ class _Walker:
         elif t == "message" or role is not None:
             self.ledger.context(text_len(text_of(it.get("content"))))
         elif t not in ITEM_TYPES:
-            self.ctx.bad(f"a response_item of type {t!r} this reader does not know; expected one of "
-                         f"{', '.join(sorted(ITEM_TYPES))}", i)
+            self.ctx.bad(
+                f"a response_item of type {t!r} this reader does not know; expected one of "
+                f"{', '.join(sorted(ITEM_TYPES))}",
+                i,
+            )
 
     def model_item(self, it: dict, t: str, i: int) -> None:
         ledger = self.ledger
@@ -155,7 +181,12 @@ class _Walker:
             args = {k: v for k, v in action.items() if v is not None}
             step = ledger.call("web_search", args, cid, ref=ref)
             # The search ran inside the API call: its results reached the model there, unseen.
-            ledger.result(step, None, None if it.get("status") in (None, "completed") else it.get("status"), chars=0)
+            ledger.result(
+                step,
+                None,
+                None if it.get("status") in (None, "completed") else it.get("status"),
+                chars=0,
+            )
 
     def output(self, it: dict, i: int) -> None:
         ledger = self.ledger
@@ -169,7 +200,9 @@ class _Walker:
             step.meta["returncode"] = facts["returncode"]
         if facts.get("exec_session") is not None:
             step.meta["exec_session"] = facts["exec_session"]
-        if isinstance(result, str) and (step.meta.get("unparsed_args") or result.startswith(_REJECT_PREFIXES)):
+        if isinstance(result, str) and (
+            step.meta.get("unparsed_args") or result.startswith(_REJECT_PREFIXES)
+        ):
             # The harness refused the call before running it.
             step.rejected = result
             step.kind = "other"
@@ -183,7 +216,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     session = ctx.stem
     version = None
     for r in records[:5]:
-        if isinstance(r, dict) and r.get("type") == "session_meta" and isinstance(r.get("payload"), dict):
+        if (
+            isinstance(r, dict)
+            and r.get("type") == "session_meta"
+            and isinstance(r.get("payload"), dict)
+        ):
             p = r["payload"]
             session = str(p.get("id") or session)
             version = p.get("cli_version")
@@ -208,8 +245,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if rtype in ITEM_TYPES:
                 w.item(r, i)  # pre-2025-09 rollouts: bare response items
                 continue
-            ctx.bad(f"a rollout record of type {rtype!r} this reader does not know; expected one of "
-                    f"{', '.join(sorted(RECORD_TYPES))}", i)
+            ctx.bad(
+                f"a rollout record of type {rtype!r} this reader does not know; expected one of "
+                f"{', '.join(sorted(RECORD_TYPES))}",
+                i,
+            )
             continue
         if not isinstance(payload, dict):
             continue
@@ -228,17 +268,33 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 def _is_old_header(r: Any) -> bool:
     """The first line of a rollout written before the typed records (2025): ``{"id",
     "timestamp", "instructions", "git"?}``."""
-    return isinstance(r, dict) and "id" in r and "timestamp" in r and "instructions" in r and "type" not in r
+    return (
+        isinstance(r, dict)
+        and "id" in r
+        and "timestamp" in r
+        and "instructions" in r
+        and "type" not in r
+    )
 
 
 def sniff(records: list) -> bool:
     """Rollout records: ``{"type": <rollout record type>, "payload": {...}}``, or an older
     rollout's header line followed by bare items."""
-    if records and _is_old_header(records[0]) and any(
-            isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in ITEM_TYPES for r in records[1:50]):
+    if (
+        records
+        and _is_old_header(records[0])
+        and any(
+            isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in ITEM_TYPES
+            for r in records[1:50]
+        )
+    ):
         return True
     for r in records[:50]:
-        if isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in RECORD_TYPES \
-                and isinstance(r.get("payload"), dict):
+        if (
+            isinstance(r, dict)
+            and isinstance(r.get("type"), str)
+            and r["type"] in RECORD_TYPES
+            and isinstance(r.get("payload"), dict)
+        ):
             return True
     return False

@@ -21,13 +21,14 @@ its ``Exit Code`` kept in ``meta["returncode"]``.
 
 Refs: ``{"line": N}`` (JSONL, the line of the message's last write) or ``{"message": i}``.
 """
+
 from __future__ import annotations
 
 import re
 from typing import Any
 
 from ..taxonomy.profiles import normalise_output
-from ._base import Ledger, Trace, text_len, text_of
+from ._base import Ledger, Trace, text_len
 from ._io import Ctx
 
 NAME = "gemini-cli"
@@ -52,8 +53,11 @@ def _result_parts(result: Any, call_id: Any = None, name: Any = None) -> tuple[A
     call's id (a batch of responses can be recorded on each call of the batch), else the one
     with its name, else the first; text parts otherwise."""
     parts = result if isinstance(result, list) else [result]
-    responses = [p["functionResponse"] for p in parts
-                 if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+    responses = [
+        p["functionResponse"]
+        for p in parts
+        if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
+    ]
     if responses:
         chosen = None
         if call_id is not None:
@@ -96,7 +100,9 @@ def _thoughts_text(thoughts: Any) -> str:
     if isinstance(thoughts, list):
         for t in thoughts:
             if isinstance(t, dict):
-                s = " ".join(x for x in (t.get("subject"), t.get("description")) if isinstance(x, str) and x)
+                s = " ".join(
+                    x for x in (t.get("subject"), t.get("description")) if isinstance(x, str) and x
+                )
                 if s:
                     out.append(s)
     return "\n".join(out)
@@ -110,14 +116,22 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             continue
         mtype = m.get("type")
         if mtype not in MESSAGE_TYPES:
-            ctx.bad(f"a message of type {mtype!r} this reader does not know; expected one of "
-                    f"{', '.join(sorted(MESSAGE_TYPES))}", None if "line" in ref else i, ref.get("line"))
+            ctx.bad(
+                f"a message of type {mtype!r} this reader does not know; expected one of "
+                f"{', '.join(sorted(MESSAGE_TYPES))}",
+                None if "line" in ref else i,
+                ref.get("line"),
+            )
             continue
         if mtype != "gemini":
-            if mtype == "user":  # info / error / warning messages are shown, never sent to the model
+            if (
+                mtype == "user"
+            ):  # info / error / warning messages are shown, never sent to the model
                 ledger.context(len(_content_text(m.get("content"))))
             continue
-        reply = "\n".join(x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x)
+        reply = "\n".join(
+            x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x
+        )
         ledger.turn(m.get("tokens"), text=reply, ref=ref)
         calls = m.get("toolCalls") or []
         if not isinstance(calls, list):
@@ -130,13 +144,21 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             status = tc.get("status")
             result, error = _result_parts(tc.get("result"), tc.get("id"), tc["name"])
             if status in ("error", "cancelled") and error is None:
-                error = tc.get("resultDisplay") if isinstance(tc.get("resultDisplay"), str) else status
-            err_text = error if isinstance(error, str) else result if isinstance(result, str) else ""
+                error = (
+                    tc.get("resultDisplay") if isinstance(tc.get("resultDisplay"), str) else status
+                )
+            err_text = (
+                error if isinstance(error, str) else result if isinstance(result, str) else ""
+            )
             if status == "error" and _NOT_FOUND.search(err_text or ""):
                 ledger.reject(err_text, tc["name"], tc.get("args"), ref=ref)
                 continue
             args = tc.get("args")
-            if tc["name"] == "run_shell_command" and isinstance(args, dict) and "description" in args:
+            if (
+                tc["name"] == "run_shell_command"
+                and isinstance(args, dict)
+                and "description" in args
+            ):
                 args = {k: v for k, v in args.items() if k != "description"}  # the model's note
             step = ledger.call(tc["name"], args, tc.get("id"), ref=ref)
             result, facts = normalise_output(PROFILE, result)
@@ -162,7 +184,7 @@ def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict]]:
             rid = r["$rewindTo"]
             if rid in msgs:
                 keys = list(msgs)
-                for k in keys[keys.index(rid):]:
+                for k in keys[keys.index(rid) :]:
                     del msgs[k]
                     lines.pop(k, None)
             else:
@@ -188,8 +210,11 @@ def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict]]:
                     msgs[m["id"]] = m
                     lines[m["id"]] = line
         else:
-            ctx.bad("a recording line that is none of: metadata (sessionId, projectHash), a message (id), "
-                    "$set, $rewindTo", i)
+            ctx.bad(
+                "a recording line that is none of: metadata (sessionId, projectHash), a message (id), "
+                "$set, $rewindTo",
+                i,
+            )
     return meta, list(msgs.values()), [{"line": lines[k]} for k in msgs]
 
 
@@ -201,7 +226,9 @@ def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
         parts = c.get("parts") or []
         ref = {"message": i}
         if c.get("role") == "model":
-            text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+            text = "\n".join(
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
             ledger.turn(c.get("usageMetadata"), text=text, ref=ref)
             for p in parts:
                 fc = p.get("functionCall") if isinstance(p, dict) else None
@@ -226,11 +253,21 @@ def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
 
 def _is_jsonl_recording(doc: list) -> bool:
     head = doc[:5]
-    return any(isinstance(r, dict) and isinstance(r.get("sessionId"), str) and isinstance(r.get("projectHash"), str)
-               for r in head) or (
-        any(isinstance(r, dict) and (isinstance(r.get("$set"), dict) or isinstance(r.get("$rewindTo"), str))
-            for r in doc[:50])
-        and any(isinstance(r, dict) and r.get("type") in MESSAGE_TYPES and "id" in r for r in doc[:50]))
+    return any(
+        isinstance(r, dict)
+        and isinstance(r.get("sessionId"), str)
+        and isinstance(r.get("projectHash"), str)
+        for r in head
+    ) or (
+        any(
+            isinstance(r, dict)
+            and (isinstance(r.get("$set"), dict) or isinstance(r.get("$rewindTo"), str))
+            for r in doc[:50]
+        )
+        and any(
+            isinstance(r, dict) and r.get("type") in MESSAGE_TYPES and "id" in r for r in doc[:50]
+        )
+    )
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -259,11 +296,21 @@ def sniff(doc: Any) -> bool:
     or a list of role user/model Contents with parts."""
     if isinstance(doc, dict):
         msgs = doc.get("messages")
-        return isinstance(msgs, list) and any(isinstance(m, dict) and m.get("type") == "gemini" for m in msgs) or (
-            "projectHash" in doc and (isinstance(msgs, list) or isinstance(doc.get("sessionId"), str)))
+        return (
+            isinstance(msgs, list)
+            and any(isinstance(m, dict) and m.get("type") == "gemini" for m in msgs)
+            or (
+                "projectHash" in doc
+                and (isinstance(msgs, list) or isinstance(doc.get("sessionId"), str))
+            )
+        )
     if not isinstance(doc, list):
         return False
     if _is_jsonl_recording(doc):
         return True
-    return any(isinstance(c, dict) and c.get("role") in ("user", "model") and isinstance(c.get("parts"), list)
-               for c in doc[:20])
+    return any(
+        isinstance(c, dict)
+        and c.get("role") in ("user", "model")
+        and isinstance(c.get("parts"), list)
+        for c in doc[:20]
+    )

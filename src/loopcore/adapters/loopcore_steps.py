@@ -28,6 +28,7 @@ no_op              no        bool: the call provably changed nothing
 A file may hold several sessions: one trace per session, in order of first appearance. A JSON
 array of steps, or ``{"session": ..., "steps": [...]}``, is read the same way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,9 +40,30 @@ from ._io import Ctx
 NAME = "loopcore"
 PROFILE = "generic"
 _KINDS = frozenset(KINDS)
-FIELDS = frozenset({"session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
-                    "tokens_out", "tokens_estimated", "call_id", "meta", "reads", "writes", "ref", "text", "rejected",
-                    "tokens_turn", "no_op"})
+FIELDS = frozenset(
+    {
+        "session",
+        "turn",
+        "kind",
+        "name",
+        "target",
+        "args",
+        "result",
+        "error",
+        "tokens_in",
+        "tokens_out",
+        "tokens_estimated",
+        "call_id",
+        "meta",
+        "reads",
+        "writes",
+        "ref",
+        "text",
+        "rejected",
+        "tokens_turn",
+        "no_op",
+    }
+)
 _EXTRA = ("reads", "writes", "ref", "text", "rejected", "tokens_turn", "no_op")
 
 
@@ -55,7 +77,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     records = doc
     if isinstance(doc, dict):
         records = doc.get("steps") if isinstance(doc.get("steps"), list) else [doc]
-        default_session = str(doc.get("session") or default_session) if "steps" in doc else default_session
+        default_session = (
+            str(doc.get("session") or default_session) if "steps" in doc else default_session
+        )
     profile = ctx.profile(PROFILE)
     sessions: dict[str, list[Step]] = {}
     estimated: dict[str, int] = {}
@@ -64,7 +88,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(f"a step must be an object, got {type(r).__name__}", i)
             continue
         name = r.get("name")
-        if not isinstance(name, str) or (not name and r.get("text") is None and r.get("rejected") is None):
+        if not isinstance(name, str) or (
+            not name and r.get("text") is None and r.get("rejected") is None
+        ):
             # a nameless step is a turn that ran nothing: a reply (text) or a rejected action
             ctx.bad("a step needs a non-empty string 'name'", i)
             continue
@@ -106,12 +132,26 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         if "ref" not in extra:
             # a step written without a coordinate of its own is cited by its place in this file
             lines = ctx.lines
-            extra["ref"] = {"line": lines[i]} if lines is not None and i < len(lines) else {"record": i}
+            extra["ref"] = (
+                {"line": lines[i]} if lines is not None and i < len(lines) else {"record": i}
+            )
         try:
-            step = Step.from_dict(extra, session=session, turn=turn, kind=kind, name=name, target=target, args=args,
-                                  result=r.get("result"), error=r.get("error"), tokens_in=tin, tokens_out=tout,
-                                  tokens_estimated=flag, call_id=r.get("call_id"),
-                                  meta=dict(meta) if isinstance(meta, dict) else {})
+            step = Step.from_dict(
+                extra,
+                session=session,
+                turn=turn,
+                kind=kind,
+                name=name,
+                target=target,
+                args=args,
+                result=r.get("result"),
+                error=r.get("error"),
+                tokens_in=tin,
+                tokens_out=tout,
+                tokens_estimated=flag,
+                call_id=r.get("call_id"),
+                meta=dict(meta) if isinstance(meta, dict) else {},
+            )
         except ValueError as exc:
             ctx.bad(str(exc), i)
             continue
@@ -121,17 +161,35 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         est = sum(1 for s in steps if s.tokens_estimated)
         source = "estimate" if est == len(steps) else ("mixed" if est else "usage")
         src = ctx.path if len(sessions) == 1 or not ctx.path else f"{ctx.path}#{n}"
-        traces.append(Trace(steps, session=session, source=src, format=NAME, meta={"tokens_source": source}))
+        traces.append(
+            Trace(steps, session=session, source=src, format=NAME, meta={"tokens_source": source})
+        )
     if not traces:
-        traces.append(Trace([], session=default_session, source=ctx.path, format=NAME, meta={"tokens_source": "none"}))
+        traces.append(
+            Trace(
+                [],
+                session=default_session,
+                source=ctx.path,
+                format=NAME,
+                meta={"tokens_source": "none"},
+            )
+        )
     return traces
 
 
 def sniff(records: list) -> bool:
     """Records that look like steps: a name plus step fields, and no chat role."""
     for r in records[:20]:
-        if isinstance(r, dict) and isinstance(r.get("name"), str) and "role" not in r and (
-            "kind" in r or "tokens_in" in r or "tokens_out" in r or ("session" in r and "args" in r)
+        if (
+            isinstance(r, dict)
+            and isinstance(r.get("name"), str)
+            and "role" not in r
+            and (
+                "kind" in r
+                or "tokens_in" in r
+                or "tokens_out" in r
+                or ("session" in r and "args" in r)
+            )
         ):
             return True
     return False

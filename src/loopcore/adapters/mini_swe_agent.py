@@ -17,6 +17,7 @@ Every step's ``ref`` is ``{"message": i}``, the index of the assistant message t
 the trajectory's ``messages`` (of the harness's answer for a 2.x format error), and the first
 step of each turn carries the assistant message's text.
 """
+
 from __future__ import annotations
 
 import re
@@ -121,8 +122,12 @@ def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
             at, n_actions = rejected_turn
             rejected_turn = None
             # no call of its own: the whole turn's output is the rejected action's
-            ledger.reject(text or f"found {n_actions} actions", "bash" if n_actions else "", args_len=0,
-                          ref={"message": at})
+            ledger.reject(
+                text or f"found {n_actions} actions",
+                "bash" if n_actions else "",
+                args_len=0,
+                ref={"message": at},
+            )
         elif role == "user" and pending is not None:
             text = text_of(content)
             step, pending = pending, None

@@ -13,9 +13,11 @@ one follows, else a short description); so is a ``user`` message that reports a 
 (``extra.interrupt_type: "FormatError"``, mini-swe-agent 2.x), whose faulty turn the trace did not
 keep.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._base import Ledger, Trace, parse_args, text_len, text_of
 from ._io import Ctx
@@ -39,8 +41,14 @@ def message_usage(m: dict) -> Any:
     return None
 
 
-def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook | None = None,
-              index_offset: int = 0) -> None:
+def walk_chat(
+    messages: list,
+    ctx: Ctx,
+    ledger: Ledger,
+    *,
+    on_result: ResultHook | None = None,
+    index_offset: int = 0,
+) -> None:
     """Feed OpenAI-style chat messages into *ledger* (calls, results, context text)."""
     # This loop runs once per message of every chat-shaped trace: plain class checks, each
     # field read once, and bound methods in locals keep it cheap next to the JSON parse itself.
@@ -95,7 +103,11 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                 args = None
                 if actions is not None:
                     act = actions[k]
-                    if act.__class__ is dict and len(act) == 2 and act.get("tool_call_id") == call_id:
+                    if (
+                        act.__class__ is dict
+                        and len(act) == 2
+                        and act.get("tool_call_id") == call_id
+                    ):
                         command = act.get("command")
                         if command.__class__ is str:
                             args = {"command": command}
@@ -107,8 +119,17 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
                     call(name, args, call_id, args_len=args_len)
                 else:
                     # nothing can run a call whose arguments do not parse: the harness rejects it
-                    bad = call(name, args, call_id, args_len=args_len, kind="other", target=None,
-                               meta={"unparsed_args": True}, reads=(), writes=())
+                    bad = call(
+                        name,
+                        args,
+                        call_id,
+                        args_len=args_len,
+                        kind="other",
+                        target=None,
+                        meta={"unparsed_args": True},
+                        reads=(),
+                        writes=(),
+                    )
                     bad.rejected = "arguments are not valid JSON"
         elif role == "tool" or role == "function":
             step = pair(m.get("tool_call_id"), m.get("name"))
@@ -130,7 +151,11 @@ def walk_chat(messages: list, ctx: Ctx, ledger: Ledger, *, on_result: ResultHook
         else:
             content = m.get("content")
             extra = m.get("extra")
-            if role == "user" and extra.__class__ is dict and extra.get("interrupt_type") == "FormatError":
+            if (
+                role == "user"
+                and extra.__class__ is dict
+                and extra.get("interrupt_type") == "FormatError"
+            ):
                 # the harness rejected a turn the trace does not keep: that turn, rejected
                 text = content if content.__class__ is str else text_of(content)
                 turn(None, text="", ref={"message": i + index_offset})
@@ -153,4 +178,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 
 def sniff(records: list) -> bool:
     """True when the records look like chat messages with roles."""
-    return any(isinstance(r, dict) and r.get("role") in ("assistant", "tool", "user", "system") and "parts" not in r for r in records)
+    return any(
+        isinstance(r, dict)
+        and r.get("role") in ("assistant", "tool", "user", "system")
+        and "parts" not in r
+        for r in records
+    )

@@ -13,6 +13,7 @@ exit code in ``meta["returncode"]``. Outside Codex rollouts, every step's ``ref`
 assistant message text and reasoning summaries, a turn without calls is a step of its own, and
 a ``function_call`` whose arguments are not JSON is rejected.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +30,9 @@ _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 _MODEL_SIDE = _CALLS | {"reasoning"}
 ITEM_TYPES = _CALLS | _OUTPUTS | {"reasoning", "message"}
-_ROLLOUT_TYPES = frozenset({"response_item", "session_meta", "event_msg", "turn_context", "compacted"})
+_ROLLOUT_TYPES = frozenset(
+    {"response_item", "session_meta", "event_msg", "turn_context", "compacted"}
+)
 
 
 def _output(raw: Any) -> tuple[Any, dict | None]:
@@ -41,7 +44,11 @@ def _output(raw: Any) -> tuple[Any, dict | None]:
             return raw, None
         if isinstance(d, dict) and "output" in d:
             md = d.get("metadata")
-            meta = {"returncode": md["exit_code"]} if isinstance(md, dict) and "exit_code" in md else None
+            meta = (
+                {"returncode": md["exit_code"]}
+                if isinstance(md, dict) and "exit_code" in md
+                else None
+            )
             return d["output"], meta
     if isinstance(raw, dict) and "content" in raw:
         return text_of(raw["content"]), None
@@ -84,7 +91,11 @@ class _Walker:
                 return
             if t == "reasoning" and not self.rollout:
                 for part in it.get("summary") or ():
-                    if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
+                    if (
+                        isinstance(part, dict)
+                        and isinstance(part.get("text"), str)
+                        and part["text"]
+                    ):
                         self.ledger.add_text(part["text"])
                 return
             if t == "function_call":
@@ -98,15 +109,25 @@ class _Walker:
                     self.ledger.call(name, args, it.get("call_id") or it.get("id"))
                 else:
                     # nothing can run a call whose arguments do not parse: the harness rejects it
-                    bad = self.ledger.call(name, args, it.get("call_id") or it.get("id"), kind="other", target=None,
-                                           meta={"unparsed_args": True}, reads=(), writes=())
+                    bad = self.ledger.call(
+                        name,
+                        args,
+                        it.get("call_id") or it.get("id"),
+                        kind="other",
+                        target=None,
+                        meta={"unparsed_args": True},
+                        reads=(),
+                        writes=(),
+                    )
                     bad.rejected = "arguments are not valid JSON"
             elif t == "custom_tool_call":
                 name = it.get("name")
                 if not isinstance(name, str):
                     self.ctx.bad("a custom_tool_call without a name", index)
                     return
-                self.ledger.call(name, {"input": it.get("input")}, it.get("call_id") or it.get("id"))
+                self.ledger.call(
+                    name, {"input": it.get("input")}, it.get("call_id") or it.get("id")
+                )
             elif t == "local_shell_call":
                 action = it.get("action") if isinstance(it.get("action"), dict) else {}
                 args = {k: v for k, v in action.items() if k != "type"}
@@ -134,7 +155,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     session = ctx.stem
     records = doc if isinstance(doc, list) else [doc]
     for r in records[:5]:
-        if isinstance(r, dict) and r.get("type") == "session_meta" and isinstance(r.get("payload"), dict):
+        if (
+            isinstance(r, dict)
+            and r.get("type") == "session_meta"
+            and isinstance(r.get("payload"), dict)
+        ):
             session = str(r["payload"].get("id") or session)
     ledger = Ledger(session, ctx.profile(PROFILE))
     w = _Walker(ledger, ctx)
@@ -157,7 +182,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         if r.get("object") == "response" or (isinstance(r.get("output"), list) and "type" not in r):
             # A request/response pair: its input items first, then one API call's output.
-            for j, it in enumerate(r.get("input") or []):
+            for _j, it in enumerate(r.get("input") or []):
                 if isinstance(it, dict):
                     w.item(it, i)
             w.model_side = False
@@ -186,8 +211,12 @@ def sniff(records: list) -> bool:
             return True
         if r.get("object") == "response" or t in _CALLS or t in _OUTPUTS:
             return True
-        if isinstance(r.get("output"), list) and any(isinstance(x, dict) and x.get("type") in ITEM_TYPES for x in r["output"]):
+        if isinstance(r.get("output"), list) and any(
+            isinstance(x, dict) and x.get("type") in ITEM_TYPES for x in r["output"]
+        ):
             return True
-        if isinstance(r.get("input"), list) and any(isinstance(x, dict) and x.get("type") in _CALLS | _OUTPUTS for x in r["input"]):
+        if isinstance(r.get("input"), list) and any(
+            isinstance(x, dict) and x.get("type") in _CALLS | _OUTPUTS for x in r["input"]
+        ):
             return True
     return False

@@ -20,6 +20,7 @@ prompt, ``output`` + ``reasoning`` the completion). A ``tool`` part is a call an
 The ``invalid`` tool is opencode's answer to a call it could not run (an unknown tool, bad
 arguments): a rejected turn. Refs are ``{"message": <id>, "part": <id>}``.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,14 +28,28 @@ from typing import Any
 
 import orjson
 
-from ._base import Ledger, Trace, TraceFormatError, text_len
+from ._base import Ledger, Trace, TraceFormatError
 from ._io import Ctx, read_bytes
 
 NAME = "opencode"
 PROFILE = "opencode"
 
-PART_TYPES = frozenset({"text", "reasoning", "tool", "step-start", "step-finish", "file", "patch", "snapshot",
-                        "agent", "subtask", "retry", "compaction"})
+PART_TYPES = frozenset(
+    {
+        "text",
+        "reasoning",
+        "tool",
+        "step-start",
+        "step-finish",
+        "file",
+        "patch",
+        "snapshot",
+        "agent",
+        "subtask",
+        "retry",
+        "compaction",
+    }
+)
 
 
 def _usage(tokens: Any) -> dict | None:
@@ -47,8 +62,11 @@ def _usage(tokens: Any) -> dict | None:
     reasoning = tokens.get("reasoning") if isinstance(tokens.get("reasoning"), int) else 0
     read, write = cache.get("read"), cache.get("write")
     prompt = inp + (read if isinstance(read, int) else 0) + (write if isinstance(write, int) else 0)
-    return {"prompt_tokens": prompt, "completion_tokens": out + reasoning,
-            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": out + reasoning,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
 
 
 def _assistant(info: dict, parts: list, ctx: Ctx, ledger: Ledger, index: int) -> None:
@@ -88,8 +106,10 @@ def _assistant(info: dict, parts: list, ctx: Ctx, ledger: Ledger, index: int) ->
                 in_step = True
             _tool(p, ctx, ledger, ref, index)
         elif t not in PART_TYPES:
-            ctx.bad(f"a part of type {t!r} this reader does not know; expected one of {', '.join(sorted(PART_TYPES))}",
-                    index)
+            ctx.bad(
+                f"a part of type {t!r} this reader does not know; expected one of {', '.join(sorted(PART_TYPES))}",
+                index,
+            )
 
 
 def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
@@ -103,11 +123,17 @@ def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
     if name == "invalid":
         # opencode could not run the model's call: the input names the tool and the reason
         msg = args.get("error") if isinstance(args.get("error"), str) else state.get("output")
-        ledger.reject(msg if isinstance(msg, str) and msg else "invalid tool call",
-                      args.get("tool") if isinstance(args.get("tool"), str) else "", None, ref=ref)
+        ledger.reject(
+            msg if isinstance(msg, str) and msg else "invalid tool call",
+            args.get("tool") if isinstance(args.get("tool"), str) else "",
+            None,
+            ref=ref,
+        )
         return
     if name == "bash" and "description" in args:
-        args = {k: v for k, v in args.items() if k != "description"}  # the model's note on the command
+        args = {
+            k: v for k, v in args.items() if k != "description"
+        }  # the model's note on the command
     step = ledger.call(name, args, p.get("callID"), ref=ref)
     if status == "completed":
         ledger.result(step, state.get("output"))
@@ -122,7 +148,7 @@ def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> 
     ledger = Ledger(sid, ctx.profile(PROFILE))
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
-            ctx.bad("a message must be {\"info\": {...}, \"parts\": [...]}", i)
+            ctx.bad('a message must be {"info": {...}, "parts": [...]}', i)
             continue
         minfo = m["info"]
         parts = m.get("parts") if isinstance(m.get("parts"), list) else []
@@ -131,7 +157,11 @@ def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> 
             _assistant(minfo, parts, ctx, ledger, i)
         elif role == "user":
             for p in parts:
-                if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str):
+                if (
+                    isinstance(p, dict)
+                    and p.get("type") == "text"
+                    and isinstance(p.get("text"), str)
+                ):
                     ledger.context(len(p["text"]))
         else:
             ctx.bad(f"a message with role {role!r}; expected user or assistant", i)
@@ -148,8 +178,12 @@ STREAM_TYPES = frozenset({"step_start", "step_finish", "text", "reasoning", "too
 
 def _is_stream(doc: Any) -> bool:
     return isinstance(doc, list) and any(
-        isinstance(r, dict) and isinstance(r.get("type"), str) and r["type"] in STREAM_TYPES
-        and isinstance(r.get("part"), dict) for r in doc[:20])
+        isinstance(r, dict)
+        and isinstance(r.get("type"), str)
+        and r["type"] in STREAM_TYPES
+        and isinstance(r.get("part"), dict)
+        for r in doc[:20]
+    )
 
 
 def _from_stream(records: list, ctx: Ctx) -> list[dict]:
@@ -167,16 +201,27 @@ def _from_stream(records: list, ctx: Ctx) -> list[dict]:
             continue
         if t == "error" or not isinstance(part, dict):
             if t not in STREAM_TYPES:
-                ctx.bad(f"an opencode event of type {t!r} this reader does not know; expected one of "
-                        f"{', '.join(sorted(STREAM_TYPES))}", i)
+                ctx.bad(
+                    f"an opencode event of type {t!r} this reader does not know; expected one of "
+                    f"{', '.join(sorted(STREAM_TYPES))}",
+                    i,
+                )
             continue
         sid = str(r.get("sessionID") or part.get("sessionID") or ctx.stem)
         mid = str(part.get("messageID") or "message")
         msgs = sessions.setdefault(sid, {})
         parts = msgs.setdefault(mid, {})
         parts[str(part.get("id") or f"#{i}")] = part
-    return [{"info": {"id": sid}, "messages": [{"info": {"id": mid, "role": "assistant"}, "parts": list(p.values())}
-                                               for mid, p in msgs.items()]} for sid, msgs in sessions.items()]
+    return [
+        {
+            "info": {"id": sid},
+            "messages": [
+                {"info": {"id": mid, "role": "assistant"}, "parts": list(p.values())}
+                for mid, p in msgs.items()
+            ],
+        }
+        for sid, msgs in sessions.items()
+    ]
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -188,7 +233,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     traces = []
     for n, d in enumerate(docs):
         if not isinstance(d, dict) or not isinstance(d.get("messages"), list):
-            ctx.bad("an opencode session needs {\"info\": {...}, \"messages\": [...]}", n)
+            ctx.bad('an opencode session needs {"info": {...}, "messages": [...]}', n)
             continue
         info = d.get("info") if isinstance(d.get("info"), dict) else {}
         src = d.get("_source") if isinstance(d.get("_source"), str) else ctx.path
@@ -208,12 +253,16 @@ def _json_files(folder: str) -> list[str]:
         names = os.listdir(folder)
     except OSError:
         return []
-    return sorted(os.path.join(folder, n) for n in names if n.endswith(".json") and not n.startswith("."))
+    return sorted(
+        os.path.join(folder, n) for n in names if n.endswith(".json") and not n.startswith(".")
+    )
 
 
 def is_store(folder: str) -> bool:
     """A folder laid out as opencode's storage: ``message/`` and ``part/`` subfolders."""
-    return os.path.isdir(os.path.join(folder, "message")) and os.path.isdir(os.path.join(folder, "part"))
+    return os.path.isdir(os.path.join(folder, "message")) and os.path.isdir(
+        os.path.join(folder, "part")
+    )
 
 
 def read_store(root: str) -> list[dict]:
@@ -255,8 +304,14 @@ def sniff(doc: Any) -> bool:
     ``--format json`` event stream."""
     if _is_stream(doc):
         return True
-    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) or not isinstance(doc.get("messages"), list):
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("info"), dict)
+        or not isinstance(doc.get("messages"), list)
+    ):
         return False
     msgs = doc["messages"]
-    return not msgs or any(isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)
-                           for m in msgs[:20])
+    return not msgs or any(
+        isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)
+        for m in msgs[:20]
+    )

@@ -22,6 +22,7 @@
 dropped so repeats hash equal). An edit answered "No replacement was performed" (or any
 ``ERROR:`` observation) is a failed call that changed nothing (``error`` set, ``no_op``).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,20 +34,78 @@ from ._io import Ctx
 NAME = "openhands"
 PROFILE = "openhands"
 
-_TOOL_ACTIONS = frozenset({"run", "read", "write", "edit", "run_ipython", "browse", "browse_interactive",
-                           "delegate", "think", "finish", "mcp", "call_tool_mcp", "condensation_request",
-                           "task_tracking"})
-_NOISE_ARGS = frozenset({"thought", "security_risk", "confirmation_state", "is_confirmed", "impl_source",
-                         "blocking", "hidden", "is_input", "kind", "reasoning_content", "summary", "keep_prompt",
-                         "wait_for_response", "images_urls", "include_extra", "action", "image_urls"})
-_SKIP_OBS = frozenset({"agent_state_changed", "null", "recall", "agent_condensation", "user_rejected_observation",
-                       "agent_think"})
+_TOOL_ACTIONS = frozenset(
+    {
+        "run",
+        "read",
+        "write",
+        "edit",
+        "run_ipython",
+        "browse",
+        "browse_interactive",
+        "delegate",
+        "think",
+        "finish",
+        "mcp",
+        "call_tool_mcp",
+        "condensation_request",
+        "task_tracking",
+    }
+)
+_NOISE_ARGS = frozenset(
+    {
+        "thought",
+        "security_risk",
+        "confirmation_state",
+        "is_confirmed",
+        "impl_source",
+        "blocking",
+        "hidden",
+        "is_input",
+        "kind",
+        "reasoning_content",
+        "summary",
+        "keep_prompt",
+        "wait_for_response",
+        "images_urls",
+        "include_extra",
+        "action",
+        "image_urls",
+    }
+)
+_SKIP_OBS = frozenset(
+    {
+        "agent_state_changed",
+        "null",
+        "recall",
+        "agent_condensation",
+        "user_rejected_observation",
+        "agent_think",
+    }
+)
 #: V1 event kinds; anything else is reported (a newer SDK than this reader).
-V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
-                      "UserRejectObservation", "ConversationStateUpdateEvent", "PauseEvent", "Condensation",
-                      "CondensationRequest", "CondensationSummaryEvent", "ConversationErrorEvent",
-                      "HookExecutionEvent", "InterruptEvent", "LLMCompletionLogEvent", "StreamingDeltaEvent",
-                      "TokenEvent", "ACPToolCallEvent"})
+V1_KINDS = frozenset(
+    {
+        "ActionEvent",
+        "ObservationEvent",
+        "MessageEvent",
+        "SystemPromptEvent",
+        "AgentErrorEvent",
+        "UserRejectObservation",
+        "ConversationStateUpdateEvent",
+        "PauseEvent",
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "ConversationErrorEvent",
+        "HookExecutionEvent",
+        "InterruptEvent",
+        "LLMCompletionLogEvent",
+        "StreamingDeltaEvent",
+        "TokenEvent",
+        "ACPToolCallEvent",
+    }
+)
 _FAILED_EDIT = "No replacement was performed"
 # Observations in which the harness refused to run the call at all (a rejected action).
 _REFUSALS = ("Cannot execute multiple commands at once",)
@@ -59,8 +118,11 @@ def _refused_call(content: Any) -> bool:
     if not isinstance(content, str):
         return False
     head = content.lstrip()[:300]
-    return "FunctionCall" in head or head.startswith(("Parameter '", "Missing required")) or \
-        "is not registered" in head
+    return (
+        "FunctionCall" in head
+        or head.startswith(("Parameter '", "Missing required"))
+        or "is not registered" in head
+    )
 
 
 def _refuse(step: Any, content: Any) -> None:
@@ -79,7 +141,11 @@ def _clean(args: Any) -> Any:
 
 # Edits that the tool reports it did not make (str_replace_editor; the V0 agent skills, which
 # also revert an edit that breaks the file's syntax).
-_NOT_APPLIED = (_FAILED_EDIT, "[No exact match found in", "[Your proposed edit has introduced new syntax error")
+_NOT_APPLIED = (
+    _FAILED_EDIT,
+    "[No exact match found in",
+    "[Your proposed edit has introduced new syntax error",
+)
 
 
 def _failed(content: Any) -> bool:
@@ -103,7 +169,11 @@ def _mark_failure(step: Any, content: Any) -> Any:
 
 def _ref(e: dict, i: int) -> dict:
     eid = e.get("id")
-    return {"event": eid} if isinstance(eid, (str, int)) and not isinstance(eid, bool) else {"event": i}
+    return (
+        {"event": eid}
+        if isinstance(eid, (str, int)) and not isinstance(eid, bool)
+        else {"event": i}
+    )
 
 
 def _key(v: Any) -> Any:
@@ -123,7 +193,11 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             if not isinstance(action, str):
                 ctx.bad(f"an action that is {type(action).__name__}, not a name", i)
                 continue
-            tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else None
+            tcm = (
+                e.get("tool_call_metadata")
+                if isinstance(e.get("tool_call_metadata"), dict)
+                else None
+            )
             args_in = e.get("args") if isinstance(e.get("args"), dict) else {}
             resp = tcm.get("model_response") if tcm else None
             rid = resp.get("id") if isinstance(resp, dict) else None
@@ -134,12 +208,17 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 last_response = None
                 continue
             if e.get("source") != "agent" or (action not in _TOOL_ACTIONS and tcm is None):
-                ledger.context(text_len(e.get("message") if action != "message" else args_in.get("content")))
+                ledger.context(
+                    text_len(e.get("message") if action != "message" else args_in.get("content"))
+                )
                 continue
             if rid is None or rid != last_response:
                 thought = args_in.get("thought")
-                ledger.turn(resp.get("usage") if isinstance(resp, dict) else None,
-                            text=thought if isinstance(thought, str) else "", ref=_ref(e, i))
+                ledger.turn(
+                    resp.get("usage") if isinstance(resp, dict) else None,
+                    text=thought if isinstance(thought, str) else "",
+                    ref=_ref(e, i),
+                )
                 last_response = rid
             args = _clean(args_in)
             name = (tcm.get("function_name") if tcm else None) or action
@@ -147,8 +226,14 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
             # function name (str_replace_editor does both); MCP calls keep their own tool name.
             by_action = action in _TOOL_ACTIONS and action not in ("mcp", "call_tool_mcp")
             kind, target = ledger.profile.classify(action if by_action else name, args)
-            step = ledger.call(name, args, tcm.get("tool_call_id") if tcm else None, kind=kind, target=target,
-                               ref=_ref(e, i))
+            step = ledger.call(
+                name,
+                args,
+                tcm.get("tool_call_id") if tcm else None,
+                kind=kind,
+                target=target,
+                ref=_ref(e, i),
+            )
             by_id[_key(e.get("id"))] = step
         elif "observation" in e:
             obs = e.get("observation")
@@ -184,8 +269,14 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
 def _is_flat_event(e: Any) -> bool:
     """A 2024 resolver history entry: a dataclass dict, ``action`` or ``observation`` beside the
     event's own fields, no ``args`` / ``source`` / ``id``."""
-    return isinstance(e, dict) and ("action" in e or "observation" in e) and "args" not in e and "extras" not in e \
-        and "source" not in e and "kind" not in e
+    return (
+        isinstance(e, dict)
+        and ("action" in e or "observation" in e)
+        and "args" not in e
+        and "extras" not in e
+        and "source" not in e
+        and "kind" not in e
+    )
 
 
 def _flat(events: list, ctx: Ctx, ledger: Ledger) -> None:
@@ -251,7 +342,11 @@ def _stats_usage(value: Any) -> tuple[int, int, int] | None:
     acc = m.get("accumulated_token_usage") if isinstance(m, dict) else None
     if not isinstance(acc, dict):
         return None
-    p, c, r = acc.get("prompt_tokens"), acc.get("completion_tokens"), acc.get("reasoning_tokens") or 0
+    p, c, r = (
+        acc.get("prompt_tokens"),
+        acc.get("completion_tokens"),
+        acc.get("reasoning_tokens") or 0,
+    )
     if not isinstance(p, int) or not isinstance(c, int):
         return None
     return p, c, r if isinstance(r, int) else 0
@@ -277,14 +372,23 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 ledger.turn(pending, text=_thought_text(e), ref=ref)
                 pending = None
                 last_response = rid
-            name = e.get("tool_name") if isinstance(e.get("tool_name"), str) and e.get("tool_name") else "unknown"
+            name = (
+                e.get("tool_name")
+                if isinstance(e.get("tool_name"), str) and e.get("tool_name")
+                else "unknown"
+            )
             args = _clean(e.get("action") or {})
             step = ledger.call(name, args, e.get("tool_call_id"), ref=ref)
             by_id[_key(e.get("id"))] = step
         elif kind in ("ObservationEvent", "UserRejectObservation"):
-            step = by_id.pop(_key(e.get("action_id")), None) or ledger.pair(_key(e.get("tool_call_id")), e.get("tool_name") if isinstance(e.get("tool_name"), str) else None)
+            step = by_id.pop(_key(e.get("action_id")), None) or ledger.pair(
+                _key(e.get("tool_call_id")),
+                e.get("tool_name") if isinstance(e.get("tool_name"), str) else None,
+            )
             obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
-            content = text_of(obs.get("content", obs.get("output"))) if obs else e.get("rejection_reason")
+            content = (
+                text_of(obs.get("content", obs.get("output"))) if obs else e.get("rejection_reason")
+            )
             if step is None:
                 ledger.orphans += 1
                 ledger.context(text_len(content))
@@ -295,7 +399,11 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 err = e.get("rejection_reason") or "rejected by the user"
             elif obs.get("is_error"):
                 err = content if isinstance(content, str) and content else True
-                if step.kind == "mutate" and isinstance(content, str) and _FAILED_EDIT in content[:400]:
+                if (
+                    step.kind == "mutate"
+                    and isinstance(content, str)
+                    and _FAILED_EDIT in content[:400]
+                ):
                     step.no_op = True
             else:
                 err = _mark_failure(step, content)
@@ -312,8 +420,11 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 ledger.turn(pending, text="", ref=ref)
                 pending = None
                 last_response = e.get("llm_response_id")
-            ledger.reject(error if isinstance(error, str) and error else "the call was refused",
-                          e.get("tool_name") if isinstance(e.get("tool_name"), str) else "", ref=ref)
+            ledger.reject(
+                error if isinstance(error, str) and error else "the call was refused",
+                e.get("tool_name") if isinstance(e.get("tool_name"), str) else "",
+                ref=ref,
+            )
         elif kind == "MessageEvent":
             msg = e.get("llm_message") if isinstance(e.get("llm_message"), dict) else {}
             text = text_of(msg.get("content"))
@@ -329,12 +440,18 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 if now is not None:
                     d = (now[0] - acc[0], now[1] - acc[1], now[2] - acc[2])
                     if d[0] > 0 or d[1] > 0:
-                        pending = {"prompt_tokens": d[0], "completion_tokens": d[1],
-                                   "completion_tokens_details": {"reasoning_tokens": max(d[2], 0)}}
+                        pending = {
+                            "prompt_tokens": d[0],
+                            "completion_tokens": d[1],
+                            "completion_tokens_details": {"reasoning_tokens": max(d[2], 0)},
+                        }
                     acc = now
         elif kind not in V1_KINDS:
-            ctx.bad(f"an OpenHands event of kind {kind!r} this reader does not know; expected one of "
-                    f"{', '.join(sorted(V1_KINDS))}", i)
+            ctx.bad(
+                f"an OpenHands event of kind {kind!r} this reader does not know; expected one of "
+                f"{', '.join(sorted(V1_KINDS))}",
+                i,
+            )
 
 
 def _is_run_record(r: Any) -> bool:
@@ -342,7 +459,9 @@ def _is_run_record(r: Any) -> bool:
     if not isinstance(r, dict) or not isinstance(r.get("history"), list):
         return False
     h = r["history"]
-    return any(_is_event(e) or _is_flat_event(e) for e in h[:20]) or (not h and ("git_patch" in r or "instance_id" in r))
+    return any(_is_event(e) or _is_flat_event(e) for e in h[:20]) or (
+        not h and ("git_patch" in r or "instance_id" in r)
+    )
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -387,7 +506,10 @@ def _parse_stream(doc: Any, ctx: Ctx) -> Trace:
             events = [doc]
     ledger = Ledger(session, ctx.profile(PROFILE))
     head = [e for e in events[:50] if isinstance(e, dict)]
-    if any("kind" in e and "action" not in e and "observation" not in e or _is_event(e) and "kind" in e for e in head):
+    if any(
+        "kind" in e and "action" not in e and "observation" not in e or _is_event(e) and "kind" in e
+        for e in head
+    ):
         gen = "v1"
         _v1(events, ctx, ledger)
     elif head and all(_is_flat_event(e) for e in head):
@@ -404,7 +526,9 @@ def _is_event(e: Any) -> bool:
         return False
     if isinstance(e.get("kind"), str) and e["kind"] in V1_KINDS:
         return True
-    return ("action" in e and "args" in e and "source" in e) or ("observation" in e and ("cause" in e or "content" in e))
+    return ("action" in e and "args" in e and "source" in e) or (
+        "observation" in e and ("cause" in e or "content" in e)
+    )
 
 
 def sniff(doc: Any) -> bool:
@@ -416,4 +540,6 @@ def sniff(doc: Any) -> bool:
         if _is_run_record(doc):
             return True
         return _is_event(doc)
-    return isinstance(doc, list) and (any(_is_event(e) for e in doc[:20]) or bool(doc) and _is_run_record(doc[0]))
+    return isinstance(doc, list) and (
+        any(_is_event(e) for e in doc[:20]) or bool(doc) and _is_run_record(doc[0])
+    )

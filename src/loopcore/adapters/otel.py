@@ -9,6 +9,7 @@ attribute, marks the call failed. Model-call spans (``chat``, ``text_completion`
 tool span belongs to the latest model call that started before it. Spans are grouped into one
 trace per ``gen_ai.conversation.id`` (else per traceId) and ordered by start time.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,7 +37,10 @@ def _value(v: Any) -> Any:
     if "arrayValue" in v:
         return [_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
     if "kvlistValue" in v:
-        return {kv.get("key"): _value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+        return {
+            kv.get("key"): _value(kv.get("value"))
+            for kv in (v["kvlistValue"] or {}).get("values", [])
+        }
     if "bytesValue" in v:
         return v["bytesValue"]
     return None
@@ -91,8 +95,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         for _, _, span, a in spans:
             op = a.get("gen_ai.operation.name")
             if op in _MODEL_OPS:
-                ledger.turn({"input_tokens": a.get("gen_ai.usage.input_tokens"),
-                             "output_tokens": a.get("gen_ai.usage.output_tokens")})
+                ledger.turn(
+                    {
+                        "input_tokens": a.get("gen_ai.usage.input_tokens"),
+                        "output_tokens": a.get("gen_ai.usage.output_tokens"),
+                    }
+                )
                 continue
             name = a.get("gen_ai.tool.name") or span.get("name")
             if not isinstance(name, str):

@@ -14,6 +14,7 @@ carries the message's text (an assistant message without an action is a step of 
 a rejected one when SWE-agent answers it with a format error: "Your output was not formatted
 correctly...").
 """
+
 from __future__ import annotations
 
 import shlex
@@ -25,10 +26,25 @@ from ._io import Ctx
 NAME = "swe-agent"
 PROFILE = "swe-agent"
 
-COMMANDS = frozenset({
-    "open", "goto", "scroll_up", "scroll_down", "search_file", "search_dir", "find_file", "create",
-    "edit", "insert", "append", "submit", "filemap", "exit_forfeit", "str_replace_editor",
-})
+COMMANDS = frozenset(
+    {
+        "open",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "search_file",
+        "search_dir",
+        "find_file",
+        "create",
+        "edit",
+        "insert",
+        "append",
+        "submit",
+        "filemap",
+        "exit_forfeit",
+        "str_replace_editor",
+    }
+)
 _OPEN_FILE_MARK = "(Open file: "
 
 
@@ -70,14 +86,19 @@ def _open_file(text: Any, current: str | None) -> str | None:
     if k < 0:
         return current
     end = text.find(")", k)
-    value = text[k + len(_OPEN_FILE_MARK):end if end >= 0 else None].strip()
+    value = text[k + len(_OPEN_FILE_MARK) : end if end >= 0 else None].strip()
     return None if value in ("n/a", "") else value
 
 
 # How SWE-agent answers an output it cannot run (its format_error_template and the function-
 # calling parser's messages).
-_FORMAT_ERRORS = ("Your output was not formatted correctly", "Your last output did not use any tool calls",
-                  "Your output contained", "Unexpected argument(s)", "Your action could not be parsed")
+_FORMAT_ERRORS = (
+    "Your output was not formatted correctly",
+    "Your last output did not use any tool calls",
+    "Your output contained",
+    "Unexpected argument(s)",
+    "Your action could not be parsed",
+)
 
 
 def _is_format_error(content: Any) -> bool:
@@ -117,7 +138,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                         ctx.bad("a tool call without function.name", i)
                         continue
                     args, _ = parse_args(fn.get("arguments"))
-                    step = ledger.call(name, args, tc.get("id"), classify_args=_classify_args(name, args, open_file))
+                    step = ledger.call(
+                        name,
+                        args,
+                        tc.get("id"),
+                        classify_args=_classify_args(name, args, open_file),
+                    )
                     pending.append(step)
             elif isinstance(action, str) and action.strip():
                 text = action.strip()
@@ -127,13 +153,20 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 step = ledger.call(name, args, classify_args=_classify_args(name, args, open_file))
                 pending.append(step)
             else:
-                no_action = i  # a turn that ran nothing: a reply, or rejected (see the next message)
+                no_action = (
+                    i  # a turn that ran nothing: a reply, or rejected (see the next message)
+                )
                 continue
             no_action = None
             for step in pending:
                 if step.name == "open" and isinstance(step.target, str):
                     open_file = step.target
-        elif role == "user" and not pending and no_action is not None and _is_format_error(m.get("content")):
+        elif (
+            role == "user"
+            and not pending
+            and no_action is not None
+            and _is_format_error(m.get("content"))
+        ):
             # SWE-agent's answer to an output it could not parse: that turn was rejected
             ledger.reject(text_of(m.get("content")), args_len=0, ref={"message": no_action})
             no_action = None
@@ -177,4 +210,7 @@ def sniff(doc: Any) -> bool:
     if "trajectory" in doc or "environment" in doc:
         return True
     # Role messages, not OpenHands events (which also carry "action" but have no role).
-    return any(isinstance(m, dict) and "role" in m and ("action" in m or "message_type" in m) for m in history[:50])
+    return any(
+        isinstance(m, dict) and "role" in m and ("action" in m or "message_type" in m)
+        for m in history[:50]
+    )

@@ -5,6 +5,7 @@ one trajectory), so each ``tool`` message is paired with the calls of the assist
 right before it, never by id alone. Tool errors come back as plain ``"Error: ..."`` text.
 There is no per-call usage: tokens are estimated.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,11 +37,17 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         ledger = Ledger(session, profile)
         walk_chat(e["traj"], ctx, ledger, on_result=_result)
         meta = {"task_id": e.get("task_id"), "trial": e.get("trial"), "reward": e.get("reward")}
-        out.append(ledger.trace(source=f"{ctx.path}#{n}" if ctx.path else f"#{n}", fmt=NAME, meta=meta))
+        out.append(
+            ledger.trace(source=f"{ctx.path}#{n}" if ctx.path else f"#{n}", fmt=NAME, meta=meta)
+        )
     return out
 
 
 def sniff(doc: Any) -> bool:
     """Entries with task_id and a traj list."""
     first = doc[0] if isinstance(doc, list) and doc else doc
-    return isinstance(first, dict) and isinstance(first.get("traj"), list) and ("task_id" in first or "reward" in first)
+    return (
+        isinstance(first, dict)
+        and isinstance(first.get("traj"), list)
+        and ("task_id" in first or "reward" in first)
+    )

@@ -12,13 +12,15 @@ numpy, no rich, no trace adapters (the hook runs before every tool call, so star
 cost). ``install`` / ``uninstall`` / ``status`` live in ``_install`` and are imported only
 when asked for. User guide: docs/hooks/claude.md, codex.md, gemini.md.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 import threading
 import time
-from typing import IO, Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import IO, Any, NamedTuple
 
 __all__ = ["DEFAULT_BUDGET", "HookOptions", "load_policy", "main", "run_hook"]
 
@@ -65,7 +67,9 @@ def _parse_options(argv: Sequence[str]) -> HookOptions:
     from ._contracts import HARNESSES
 
     if not argv or argv[0] not in HARNESSES:
-        raise _UsageError(f"expected a harness ({', '.join(HARNESSES)}), got {argv[0] if argv else 'nothing'!r}")
+        raise _UsageError(
+            f"expected a harness ({', '.join(HARNESSES)}), got {argv[0] if argv else 'nothing'!r}"
+        )
     kw: dict[str, Any] = {"harness": argv[0]}
     it = iter(argv[1:])
     for arg in it:
@@ -123,9 +127,13 @@ def load_policy(spec: str | None) -> Any:
 
             doc = orjson.loads(data)
     except ValueError as exc:  # tomllib.TOMLDecodeError, orjson.JSONDecodeError, UnicodeDecodeError
-        raise PolicyError(f"policy file {spec}: not valid {'TOML' if spec.endswith('.toml') else 'JSON'}: {exc}") from None
+        raise PolicyError(
+            f"policy file {spec}: not valid {'TOML' if spec.endswith('.toml') else 'JSON'}: {exc}"
+        ) from None
     if not isinstance(doc, dict):
-        raise PolicyError(f"policy file {spec}: expected a table of Policy fields, got {type(doc).__name__}")
+        raise PolicyError(
+            f"policy file {spec}: expected a table of Policy fields, got {type(doc).__name__}"
+        )
     doc = dict(doc)
     preset = doc.pop("preset", None)
     try:
@@ -166,8 +174,14 @@ def _say(err: IO[str], harness: str, message: str) -> None:
         pass
 
 
-def run_hook(opts: HookOptions, raw: bytes | Callable[[], bytes], out: IO[str], err: IO[str], *,
-             watchdog: bool = True) -> int:
+def run_hook(
+    opts: HookOptions,
+    raw: bytes | Callable[[], bytes],
+    out: IO[str],
+    err: IO[str],
+    *,
+    watchdog: bool = True,
+) -> int:
     """Answer one hook event (*raw*: the stdin bytes, or a callable reading them); returns 0.
 
     With *watchdog*, a timer answers the fallback and exits the process when ``opts.budget``
@@ -181,15 +195,24 @@ def run_hook(opts: HookOptions, raw: bytes | Callable[[], bytes], out: IO[str], 
     phase: str | None = None
 
     def give_up(why: str) -> int:
-        _say(err, h.name, f"{why}; {'denying' if opts.fail_closed and phase in ('pre', None) else 'allowing'} the call")
+        _say(
+            err,
+            h.name,
+            f"{why}; {'denying' if opts.fail_closed and phase in ('pre', None) else 'allowing'} the call",
+        )
         ans.give(fallback(h, phase, opts.fail_closed, why))
         return 0
 
     if watchdog:
+
         def expire() -> None:
             if ans.give(fallback(h, phase, opts.fail_closed, "the guard ran out of time")):
-                _say(err, h.name, f"no answer within the {opts.budget:g} s budget; "
-                                  f"{'denying' if opts.fail_closed and phase in ('pre', None) else 'allowing'} the call")
+                _say(
+                    err,
+                    h.name,
+                    f"no answer within the {opts.budget:g} s budget; "
+                    f"{'denying' if opts.fail_closed and phase in ('pre', None) else 'allowing'} the call",
+                )
                 os._exit(0)
 
         timer = threading.Timer(opts.budget, expire)
@@ -204,8 +227,10 @@ def run_hook(opts: HookOptions, raw: bytes | Callable[[], bytes], out: IO[str], 
             return give_up(f"malformed event: {exc}")
         phase = ev.phase
         if phase is None:
-            return give_up(f"{ev.name!r} is not an event this hook handles (install it on "
-                           f"{h.pre}/{h.post}{'/' + h.failure if h.failure else ''})")
+            return give_up(
+                f"{ev.name!r} is not an event this hook handles (install it on "
+                f"{h.pre}/{h.post}{'/' + h.failure if h.failure else ''})"
+            )
         try:
             policy = load_policy(opts.policy)
         except (OSError, ValueError) as exc:
@@ -228,8 +253,15 @@ def _classify(h: Any, ev: Any) -> tuple[Any, Any]:
 
     prof = PROFILES[h.profile]
     args = ev.args
-    if h.name == "codex" and ev.tool == "apply_patch" and isinstance(args, dict) and isinstance(args.get("command"), str):
-        return prof.classify("apply_patch", args["command"])  # Codex sends the patch body as tool_input.command
+    if (
+        h.name == "codex"
+        and ev.tool == "apply_patch"
+        and isinstance(args, dict)
+        and isinstance(args.get("command"), str)
+    ):
+        return prof.classify(
+            "apply_patch", args["command"]
+        )  # Codex sends the patch body as tool_input.command
     return prof.classify(ev.tool, args)
 
 
@@ -250,8 +282,7 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
     kind, target = _classify(h, ev)
     # Wait for the lock with most of what is left of the budget, keeping time to answer.
     busy = max(0.05, (deadline - time.monotonic()) * 0.7)
-    store = Store(state_dir(opts.state), busy=busy, ttl=opts.ttl,
-                  max_sessions=opts.max_sessions)
+    store = Store(state_dir(opts.state), busy=busy, ttl=opts.ttl, max_sessions=opts.max_sessions)
     events: list[dict[str, Any]] = []
     action, message, context = "allow", "", None
     try:
@@ -263,27 +294,56 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
             if row is not None:
                 snap, pending, created = row
                 try:
-                    guard = Guard.restore(snap, policy=policy, on_event=events.append, ttl=None,
-                                          implementation=_IMPLEMENTATION)
+                    guard = Guard.restore(
+                        snap,
+                        policy=policy,
+                        on_event=events.append,
+                        ttl=None,
+                        implementation=_IMPLEMENTATION,
+                    )
                 except ValueError as exc:
-                    _say(err, h.name, f"session {ev.session!r}: its saved guard state is unusable ({exc}); "
-                                      "starting the session afresh")
+                    _say(
+                        err,
+                        h.name,
+                        f"session {ev.session!r}: its saved guard state is unusable ({exc}); "
+                        "starting the session afresh",
+                    )
                     pending = created = None
             if guard is None:
-                guard = Guard(policy, on_event=events.append, ttl=None, implementation=_IMPLEMENTATION)
+                guard = Guard(
+                    policy, on_event=events.append, ttl=None, implementation=_IMPLEMENTATION
+                )
             if ev.phase == "pre":
-                d = guard.check(ev.session, ev.tool, ev.args, run_id=ev.run_id, kind=kind, target=target,
-                                call_id=ev.call_id)
+                d = guard.check(
+                    ev.session,
+                    ev.tool,
+                    ev.args,
+                    run_id=ev.run_id,
+                    kind=kind,
+                    target=target,
+                    call_id=ev.call_id,
+                )
                 action = d.action
                 if action != "allow":
                     message = d.message
-                    if action == "warn" and h.json_only:  # Gemini CLI: delivered on the call's AfterTool
+                    if (
+                        action == "warn" and h.json_only
+                    ):  # Gemini CLI: delivered on the call's AfterTool
                         pend = orjson.loads(pending) if pending else []
                         pend.append([_call_key(guard, ev), message])
                         pending = orjson.dumps(pend[-_MAX_PENDING:]).decode()
             else:
-                guard.record(ev.session, ev.tool, ev.args, ev.result, error=ev.error, run_id=ev.run_id,
-                             call_id=ev.call_id, kind=kind, target=target)
+                guard.record(
+                    ev.session,
+                    ev.tool,
+                    ev.args,
+                    ev.result,
+                    error=ev.error,
+                    run_id=ev.run_id,
+                    call_id=ev.call_id,
+                    kind=kind,
+                    target=target,
+                )
                 if pending and h.json_only:
                     pend = orjson.loads(pending)
                     key = _call_key(guard, ev)
@@ -296,8 +356,15 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
             last = None
             if events:
                 e = events[-1]
-                last = orjson.dumps({"level": e["level"], "detector": e["detector"], "tool": e["tool"],
-                                     "count": e["count"], "call_id": ev.call_id}).decode()
+                last = orjson.dumps(
+                    {
+                        "level": e["level"],
+                        "detector": e["detector"],
+                        "tool": e["tool"],
+                        "count": e["count"],
+                        "call_id": ev.call_id,
+                    }
+                ).decode()
             store.save(h.name, ev.session, guard.snapshot(), guard.stats(), pending, last, created)
             store.commit()
         except BaseException:
@@ -310,10 +377,14 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
             try:
                 dest = store.quarantine()
             except OSError as exc2:
-                raise _StateError(f"state database {store.path} is corrupt ({text}) and could not be moved "
-                                  f"aside ({exc2})") from None
-            raise _StateError(f"state database {store.path} is corrupt ({text}); moved it to {dest}, "
-                              "the next call starts a fresh one") from None
+                raise _StateError(
+                    f"state database {store.path} is corrupt ({text}) and could not be moved "
+                    f"aside ({exc2})"
+                ) from None
+            raise _StateError(
+                f"state database {store.path} is corrupt ({text}); moved it to {dest}, "
+                "the next call starts a fresh one"
+            ) from None
         raise _StateError(f"state database {store.path}: {text}") from None
     except OSError as exc:
         raise _StateError(f"state directory {store.directory}: {exc}") from None
@@ -328,8 +399,14 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
     if events:
         try:
             now = time.time()
-            store.log_events([orjson.dumps({**e, "time": now, "harness": h.name, "call_id": ev.call_id},
-                                           default=str) for e in events])
+            store.log_events(
+                [
+                    orjson.dumps(
+                        {**e, "time": now, "harness": h.name, "call_id": ev.call_id}, default=str
+                    )
+                    for e in events
+                ]
+            )
         except OSError as exc:
             _say(err, h.name, f"could not append to {store.events_path}: {exc}")
     return answer(h, ev, action, message, context)
@@ -339,8 +416,13 @@ def _call_key(guard: Any, ev: Any) -> str:
     return f"{guard.args_hash(ev.tool, ev.args):016x}"
 
 
-def main(argv: Sequence[str] | None = None, *, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
-         stderr: IO[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
     """``loopcore hook ...`` with *argv* (default ``sys.argv[1:]``); returns the exit code.
 
     A hook call on the real stdin (*stdin* None) ends the process itself once it has answered.

@@ -1,4 +1,5 @@
 """``python -m loopcore.hooks``: the same as ``loopcore hook`` / ``loopcore-hook``."""
+
 import sys
 
 from . import main

@@ -16,6 +16,7 @@ answer from stdout (docs/hooks/claude.md, codex.md, gemini.md):
 
 This module is plain data and string work: it imports nothing beyond orjson.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -35,7 +36,9 @@ class Harness(NamedTuple):
 
 
 HARNESSES: dict[str, Harness] = {
-    "claude": Harness("claude", "claude-code", "PreToolUse", "PostToolUse", "PostToolUseFailure", False),
+    "claude": Harness(
+        "claude", "claude-code", "PreToolUse", "PostToolUse", "PostToolUseFailure", False
+    ),
     "codex": Harness("codex", "codex", "PreToolUse", "PostToolUse", None, False),
     "gemini": Harness("gemini", "gemini-cli", "BeforeTool", "AfterTool", None, True),
 }
@@ -104,7 +107,9 @@ def parse_event(h: Harness, raw: bytes) -> Event:
             # the terminal's rendering of the same outcome.
             err = result.get("error")
             if err:
-                error = (err.get("message") if isinstance(err, dict) else None) or orjson.dumps(err).decode()
+                error = (err.get("message") if isinstance(err, dict) else None) or orjson.dumps(
+                    err
+                ).decode()
                 result = None
             else:
                 result = result.get("llmContent")
@@ -127,22 +132,42 @@ def answer(h: Harness, ev: Event, action: str, message: str, context: str | None
         if action == "block":
             if h.json_only:
                 return _dump({"decision": "deny", "reason": message})
-            return _dump({"hookSpecificOutput": {
-                "hookEventName": h.pre, "permissionDecision": "deny", "permissionDecisionReason": message}})
+            return _dump(
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": h.pre,
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": message,
+                    }
+                }
+            )
         if action == "warn" and not h.json_only:
-            return _dump({"hookSpecificOutput": {"hookEventName": h.pre, "additionalContext": message}})
+            return _dump(
+                {"hookSpecificOutput": {"hookEventName": h.pre, "additionalContext": message}}
+            )
     elif ev.phase == "post" and context and h.json_only:
-        return _dump({"hookSpecificOutput": {"hookEventName": h.post, "additionalContext": context}})
+        return _dump(
+            {"hookSpecificOutput": {"hookEventName": h.post, "additionalContext": context}}
+        )
     return "{}" if h.json_only else ""
 
 
 def fallback(h: Harness, phase: str | None, fail_closed: bool, why: str) -> str:
     """The stdout text when the guard could not decide: allow, or deny a pre call when fail-closed."""
     if fail_closed and phase in ("pre", None):
-        reason = (f"BLOCKED: loopcore's loop guard could not check this call ({why}) and is configured "
-                  "fail-closed. Tell the user the guard needs attention.")
+        reason = (
+            f"BLOCKED: loopcore's loop guard could not check this call ({why}) and is configured "
+            "fail-closed. Tell the user the guard needs attention."
+        )
         if h.json_only:
             return _dump({"decision": "deny", "reason": reason})
-        return _dump({"hookSpecificOutput": {
-            "hookEventName": h.pre, "permissionDecision": "deny", "permissionDecisionReason": reason}})
+        return _dump(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": h.pre,
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }
+        )
     return "{}" if h.json_only else ""

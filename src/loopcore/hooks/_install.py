@@ -10,6 +10,7 @@ and ``uninstall`` removes exactly the entries it added. Which file (docs/hooks/)
   file is the one that can be merged without rewriting the user's TOML.
 * Gemini CLI: ``.gemini/settings.json`` (``--user``: ``~/.gemini/settings.json``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,8 @@ import re
 import shlex
 import sys
 import time
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 from ._contracts import HARNESSES
 
@@ -30,8 +32,10 @@ __all__ = ["hook_command", "install", "main", "settings_path", "uninstall"]
 HOOK_TIMEOUT = 10
 
 # A handler is loopcore's when its command runs the hook for that harness, however it was started.
-_OURS = re.compile(r"(?:loopcore-hook|loopcore\.hooks(?: import main;sys\.exit\(main\(\)\))?|loopcore(?:\.exe)?['\"]?\s+hook)"
-                   r"['\"]?\s+(claude|codex|gemini)\b")
+_OURS = re.compile(
+    r"(?:loopcore-hook|loopcore\.hooks(?: import main;sys\.exit\(main\(\)\))?|loopcore(?:\.exe)?['\"]?\s+hook)"
+    r"['\"]?\s+(claude|codex|gemini)\b"
+)
 
 
 class InstallError(Exception):
@@ -42,13 +46,19 @@ def settings_path(harness: str, *, user: bool, directory: str | None = None) -> 
     """The settings file *harness* reads: the project's under *directory* (default cwd), or the user's."""
     home = os.path.expanduser("~")
     if harness == "claude":
-        return os.path.join(home if user else (directory or os.getcwd()), ".claude", "settings.json")
+        return os.path.join(
+            home if user else (directory or os.getcwd()), ".claude", "settings.json"
+        )
     if harness == "codex":
         if user:
-            return os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "hooks.json")
+            return os.path.join(
+                os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "hooks.json"
+            )
         return os.path.join(directory or os.getcwd(), ".codex", "hooks.json")
     if harness == "gemini":
-        return os.path.join(home if user else (directory or os.getcwd()), ".gemini", "settings.json")
+        return os.path.join(
+            home if user else (directory or os.getcwd()), ".gemini", "settings.json"
+        )
     raise InstallError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
 
 
@@ -76,8 +86,14 @@ def fast_entry() -> str:
     return shlex.join([sys.executable, "-I", "-S", "-c", code])
 
 
-def hook_command(harness: str, *, state: str | None = None, policy: str | None = None,
-                 fail_closed: bool = False, base: str | None = None) -> str:
+def hook_command(
+    harness: str,
+    *,
+    state: str | None = None,
+    policy: str | None = None,
+    fail_closed: bool = False,
+    base: str | None = None,
+) -> str:
     """The shell command the harness runs: :func:`fast_entry` (or *base*), the harness, and the options given."""
     if base is None:
         base = fast_entry()
@@ -93,7 +109,12 @@ def hook_command(harness: str, *, state: str | None = None, policy: str | None =
 
 def _handler(harness: str, command: str) -> dict[str, Any]:
     if harness == "gemini":
-        return {"name": "loopcore", "type": "command", "command": command, "timeout": HOOK_TIMEOUT * 1000}
+        return {
+            "name": "loopcore",
+            "type": "command",
+            "command": command,
+            "timeout": HOOK_TIMEOUT * 1000,
+        }
     return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
 
 
@@ -122,10 +143,14 @@ def _read(path: str) -> tuple[str, dict[str, Any]]:
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        raise InstallError(f"{path} is not plain JSON ({exc}); fix it (or remove its comments) and run again, "
-                           "nothing was changed") from None
+        raise InstallError(
+            f"{path} is not plain JSON ({exc}); fix it (or remove its comments) and run again, "
+            "nothing was changed"
+        ) from None
     if not isinstance(doc, dict):
-        raise InstallError(f"{path}: expected a JSON object at the top, found {type(doc).__name__}; nothing was changed")
+        raise InstallError(
+            f"{path}: expected a JSON object at the top, found {type(doc).__name__}; nothing was changed"
+        )
     return text, doc
 
 
@@ -147,7 +172,7 @@ def _merge(doc: dict[str, Any], harness: str, command: str | None, path: str) ->
             return doc
         hooks = {}
     if not isinstance(hooks, dict):
-        raise InstallError(f"{path}: \"hooks\" is not an object; nothing was changed")
+        raise InstallError(f'{path}: "hooks" is not an object; nothing was changed')
     hooks = dict(hooks)
     for event in _events(harness):
         groups = hooks.get(event)
@@ -189,12 +214,20 @@ def _apply(path: str, harness: str, command: str | None, dry_run: bool, out: IO[
     old_text, doc = _read(path)
     new_doc = _merge(doc, harness, command, path)
     if new_doc == doc:
-        out.write(f"{path}: already {'installed' if command else 'without loopcore hooks'}; nothing to change\n")
+        out.write(
+            f"{path}: already {'installed' if command else 'without loopcore hooks'}; nothing to change\n"
+        )
         return False
     new_text = _render(new_doc, old_text)
     if dry_run:
-        out.writelines(difflib.unified_diff(old_text.splitlines(True), new_text.splitlines(True),
-                                            f"{path} (now)", f"{path} (after)"))
+        out.writelines(
+            difflib.unified_diff(
+                old_text.splitlines(True),
+                new_text.splitlines(True),
+                f"{path} (now)",
+                f"{path} (after)",
+            )
+        )
         out.write(f"(dry run: {path} was not changed)\n")
         return True
     try:
@@ -207,12 +240,16 @@ def _apply(path: str, harness: str, command: str | None, dry_run: bool, out: IO[
         os.replace(tmp, path)  # atomic: the harness never reads half a file
     except OSError as exc:
         raise InstallError(f"cannot write {path}: {exc}") from None
-    out.write(f"{path}: {'installed' if command else 'removed'} loopcore's {harness} hooks "
-              f"({', '.join(_events(harness))})\n")
+    out.write(
+        f"{path}: {'installed' if command else 'removed'} loopcore's {harness} hooks "
+        f"({', '.join(_events(harness))})\n"
+    )
     return True
 
 
-def install(harness: str, path: str, command: str, *, dry_run: bool = False, out: IO[str] = sys.stdout) -> bool:
+def install(
+    harness: str, path: str, command: str, *, dry_run: bool = False, out: IO[str] = sys.stdout
+) -> bool:
     """Merge loopcore's hooks for *harness* into *path*; True when the file changes (or would)."""
     return _apply(path, harness, command, dry_run, out)
 
@@ -233,11 +270,14 @@ def _codex_hooks_disabled(config: str) -> str | None:
         return None
     for key in ("hooks", "codex_hooks"):
         if isinstance(features, dict) and features.get(key) is False:
-            return f"{config} sets [features] {key} = false: Codex runs no hooks until that is removed"
+            return (
+                f"{config} sets [features] {key} = false: Codex runs no hooks until that is removed"
+            )
     return None
 
 
 # -- status ---------------------------------------------------------------------------------
+
 
 def _iso(t: float | None) -> str | None:
     return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
@@ -262,11 +302,26 @@ def status(state: str | None, as_json: bool, out: IO[str]) -> int:
     sessions = []
     for r in rows:
         last = json.loads(r["last"]) if r["last"] else None
-        sessions.append({"session": r["session"], "harness": r["harness"], "calls": r["calls"],
-                         "warned": r["warned"], "blocked": r["blocked"], "records": r["records"],
-                         "created": _iso(r["created"]), "updated": _iso(r["updated"]), "last": last})
+        sessions.append(
+            {
+                "session": r["session"],
+                "harness": r["harness"],
+                "calls": r["calls"],
+                "warned": r["warned"],
+                "blocked": r["blocked"],
+                "records": r["records"],
+                "created": _iso(r["created"]),
+                "updated": _iso(r["updated"]),
+                "last": last,
+            }
+        )
     if as_json:
-        out.write(json.dumps({"state": store.path, "events": store.events_path, "sessions": sessions}, indent=2) + "\n")
+        out.write(
+            json.dumps(
+                {"state": store.path, "events": store.events_path, "sessions": sessions}, indent=2
+            )
+            + "\n"
+        )
         return 0
     out.write(f"state:  {store.path}\nevents: {store.events_path}\n")
     if not sessions:
@@ -276,9 +331,22 @@ def status(state: str | None, as_json: bool, out: IO[str]) -> int:
     table = [head]
     for s in sessions:
         last = s["last"]
-        what = f"{last['level']} {last['detector']} on {last['tool']} (count {last['count']})" if last else "-"
-        table.append((s["harness"], s["session"], str(s["calls"]), str(s["warned"]), str(s["blocked"]),
-                      s["updated"] or "-", what))
+        what = (
+            f"{last['level']} {last['detector']} on {last['tool']} (count {last['count']})"
+            if last
+            else "-"
+        )
+        table.append(
+            (
+                s["harness"],
+                s["session"],
+                str(s["calls"]),
+                str(s["warned"]),
+                str(s["blocked"]),
+                s["updated"] or "-",
+                what,
+            )
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(head) - 1)]
     for row in table:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] + "\n")
@@ -287,26 +355,53 @@ def status(state: str | None, as_json: bool, out: IO[str]) -> int:
 
 # -- command line ---------------------------------------------------------------------------
 
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="loopcore hook", description="Install loopcore's guard as a coding CLI's hook.")
+    p = argparse.ArgumentParser(
+        prog="loopcore hook", description="Install loopcore's guard as a coding CLI's hook."
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in ("install", "uninstall"):
         sp = sub.add_parser(name, help=f"{name} the hooks in the harness's settings file")
         sp.add_argument("harness", choices=sorted(HARNESSES))
         scope = sp.add_mutually_exclusive_group()
-        scope.add_argument("--project", dest="user", action="store_false", default=False,
-                           help="the project's settings under --dir (default: the current directory)")
-        scope.add_argument("--user", dest="user", action="store_true", help="the user's settings in the home directory")
-        sp.add_argument("--dir", metavar="DIR", help="the project directory (default: the current directory)")
+        scope.add_argument(
+            "--project",
+            dest="user",
+            action="store_false",
+            default=False,
+            help="the project's settings under --dir (default: the current directory)",
+        )
+        scope.add_argument(
+            "--user",
+            dest="user",
+            action="store_true",
+            help="the user's settings in the home directory",
+        )
+        sp.add_argument(
+            "--dir", metavar="DIR", help="the project directory (default: the current directory)"
+        )
         sp.add_argument("--settings", metavar="FILE", help="write this settings file instead")
         sp.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
         if name == "install":
-            sp.add_argument("--state", metavar="DIR", help="the hook's state directory (default: see docs)")
-            sp.add_argument("--policy", metavar="NAME|FILE", help="a policy preset or a .toml/.json policy file")
-            sp.add_argument("--fail-closed", action="store_true", help="deny calls when the guard cannot decide")
-            sp.add_argument("--command", dest="base", metavar="CMD",
-                            help="the command that starts the hook (default: this install's loopcore-hook)")
-    st = sub.add_parser("status", help="the sessions the hooks track, with what they warned or blocked")
+            sp.add_argument(
+                "--state", metavar="DIR", help="the hook's state directory (default: see docs)"
+            )
+            sp.add_argument(
+                "--policy", metavar="NAME|FILE", help="a policy preset or a .toml/.json policy file"
+            )
+            sp.add_argument(
+                "--fail-closed", action="store_true", help="deny calls when the guard cannot decide"
+            )
+            sp.add_argument(
+                "--command",
+                dest="base",
+                metavar="CMD",
+                help="the command that starts the hook (default: this install's loopcore-hook)",
+            )
+    st = sub.add_parser(
+        "status", help="the sessions the hooks track, with what they warned or blocked"
+    )
     st.add_argument("--json", action="store_true", help='print {"sessions": [...]} for scripts')
     st.add_argument("--state", metavar="DIR", help="the hook's state directory")
     return p
@@ -329,8 +424,13 @@ def main(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
                 load_policy(args.policy)
             except (OSError, ValueError) as exc:
                 raise InstallError(f"--policy {args.policy}: {exc}") from None
-        command = hook_command(args.harness, state=args.state, policy=args.policy, fail_closed=args.fail_closed,
-                               base=args.base)
+        command = hook_command(
+            args.harness,
+            state=args.state,
+            policy=args.policy,
+            fail_closed=args.fail_closed,
+            base=args.base,
+        )
         install(args.harness, path, command, dry_run=args.dry_run, out=out)
         if args.harness == "codex":
             note = _codex_hooks_disabled(os.path.join(os.path.dirname(path), "config.toml"))

@@ -8,6 +8,7 @@ is one transaction, so parallel processes lose no count). A row holds the guard'
 shows. Idle sessions expire after a TTL and the number of rows is capped, so the file stays
 bounded; the ``doom_loop_detected`` events go to ``events.jsonl`` next to it, rotated at 1 MB.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,7 +59,14 @@ def state_dir(override: str | None = None) -> str:
 class Store:
     """The hooks' SQLite file in *directory*; ``busy`` is how long a writer waits for the lock."""
 
-    def __init__(self, directory: str, *, busy: float = 2.0, ttl: float = 6 * 3600.0, max_sessions: int = 1000):
+    def __init__(
+        self,
+        directory: str,
+        *,
+        busy: float = 2.0,
+        ttl: float = 6 * 3600.0,
+        max_sessions: int = 1000,
+    ):
         self.directory = directory
         self.path = os.path.join(directory, DB_NAME)
         self.events_path = os.path.join(directory, EVENTS_NAME)
@@ -73,12 +81,16 @@ class Store:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
         elif not os.path.exists(self.path):
             raise FileNotFoundError(self.path)
-        con = sqlite3.connect(self.path, timeout=self.busy, isolation_level=None, check_same_thread=False)
+        con = sqlite3.connect(
+            self.path, timeout=self.busy, isolation_level=None, check_same_thread=False
+        )
         try:
             con.execute(f"PRAGMA busy_timeout = {int(self.busy * 1000)}")
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version != SCHEMA_VERSION and create:
-                con.execute("PRAGMA journal_mode = WAL")  # persistent: set once, when the file is made
+                con.execute(
+                    "PRAGMA journal_mode = WAL"
+                )  # persistent: set once, when the file is made
                 con.execute("BEGIN IMMEDIATE")
                 try:
                     if con.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -92,7 +104,9 @@ class Store:
                     con.execute("ROLLBACK")
                     raise
             con.execute("PRAGMA synchronous = NORMAL")  # WAL: durable at checkpoints, never corrupt
-            con.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")  # the WAL shrinks back after a checkpoint
+            con.execute(
+                f"PRAGMA journal_size_limit = {WAL_LIMIT}"
+            )  # the WAL shrinks back after a checkpoint
         except BaseException:
             con.close()
             raise
@@ -114,12 +128,22 @@ class Store:
     def load(self, harness: str, session: str) -> tuple[bytes, str | None, float] | None:
         """(snapshot, pending, created) of a session, or None when it has no row."""
         assert self.con is not None
-        row = self.con.execute("SELECT snapshot, pending, created FROM sessions WHERE harness = ? AND session = ?",
-                               (harness, session)).fetchone()
+        row = self.con.execute(
+            "SELECT snapshot, pending, created FROM sessions WHERE harness = ? AND session = ?",
+            (harness, session),
+        ).fetchone()
         return None if row is None else (bytes(row[0]), row[1], row[2])
 
-    def save(self, harness: str, session: str, snapshot: bytes, counts: dict[str, int], pending: str | None,
-             last: str | None, created: float | None) -> None:
+    def save(
+        self,
+        harness: str,
+        session: str,
+        snapshot: bytes,
+        counts: dict[str, int],
+        pending: str | None,
+        last: str | None,
+        created: float | None,
+    ) -> None:
         """Write a session's row (inside the transaction begin() opened); new sessions expire old ones."""
         assert self.con is not None
         now = time.time()
@@ -127,8 +151,22 @@ class Store:
             "INSERT OR REPLACE INTO sessions (harness, session, snapshot, calls, warned, blocked, records, created, "
             "updated, pending, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "COALESCE(?, (SELECT last FROM sessions WHERE harness = ? AND session = ?)))",
-            (harness, session, snapshot, counts.get("checks", 0), counts.get("warns", 0), counts.get("blocks", 0),
-             counts.get("records", 0), now if created is None else created, now, pending, last, harness, session))
+            (
+                harness,
+                session,
+                snapshot,
+                counts.get("checks", 0),
+                counts.get("warns", 0),
+                counts.get("blocks", 0),
+                counts.get("records", 0),
+                now if created is None else created,
+                now,
+                pending,
+                last,
+                harness,
+                session,
+            ),
+        )
         if created is None:
             self.expire(now)
 
@@ -139,7 +177,9 @@ class Store:
 
     def drop(self, harness: str, session: str) -> None:
         assert self.con is not None
-        self.con.execute("DELETE FROM sessions WHERE harness = ? AND session = ?", (harness, session))
+        self.con.execute(
+            "DELETE FROM sessions WHERE harness = ? AND session = ?", (harness, session)
+        )
 
     def expire(self, now: float | None = None) -> int:
         """Delete sessions idle longer than the TTL, then the oldest beyond max_sessions; returns how many."""
@@ -148,7 +188,9 @@ class Store:
         n = self.con.execute("DELETE FROM sessions WHERE updated < ?", (now - self.ttl,)).rowcount
         n += self.con.execute(
             "DELETE FROM sessions WHERE (harness, session) IN (SELECT harness, session FROM sessions "
-            "ORDER BY updated DESC LIMIT -1 OFFSET ?)", (self.max_sessions,)).rowcount
+            "ORDER BY updated DESC LIMIT -1 OFFSET ?)",
+            (self.max_sessions,),
+        ).rowcount
         return n
 
     # -- reading --------------------------------------------------------------------------
@@ -156,9 +198,21 @@ class Store:
     def sessions(self) -> list[dict[str, Any]]:
         """Every tracked session, most recently active first."""
         assert self.con is not None
-        rows = self.con.execute("SELECT harness, session, calls, warned, blocked, records, created, updated, last "
-                                "FROM sessions ORDER BY updated DESC").fetchall()
-        keys = ("harness", "session", "calls", "warned", "blocked", "records", "created", "updated", "last")
+        rows = self.con.execute(
+            "SELECT harness, session, calls, warned, blocked, records, created, updated, last "
+            "FROM sessions ORDER BY updated DESC"
+        ).fetchall()
+        keys = (
+            "harness",
+            "session",
+            "calls",
+            "warned",
+            "blocked",
+            "records",
+            "created",
+            "updated",
+            "last",
+        )
         return [dict(zip(keys, r)) for r in rows]
 
     # -- damage ---------------------------------------------------------------------------

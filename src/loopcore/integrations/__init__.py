@@ -17,6 +17,7 @@ of the frameworks:
 None of them changes the guard's rules: they call ``Guard.check`` before a tool runs and
 ``Guard.record`` after. See docs/integrations/.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,7 +1,9 @@
 """What the framework adapters share: the guard's answer in words, and the telemetry hook."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Telemetry", "with_warning"]
 
@@ -38,10 +40,20 @@ class Telemetry:
             self._emit = emit_guardrail_result
         return self._emit
 
-    def __call__(self, decision: Any, *, tool: str, source: str, call_id: Any = None, session: Any = None,
-                 policy: str | None = None) -> None:
+    def __call__(
+        self,
+        decision: Any,
+        *,
+        tool: str,
+        source: str,
+        call_id: Any = None,
+        session: Any = None,
+        policy: str | None = None,
+    ) -> None:
         emit = self._emit
         if emit is None:
             emit = self._load()
         if emit:
-            emit(decision, tool=tool, source=source, call_id=call_id, session=session, policy=policy)
+            emit(
+                decision, tool=tool, source=source, call_id=call_id, session=session, policy=policy
+            )

@@ -8,9 +8,11 @@ back, and every outcome is recorded. The same object serves a hand-built graph:
 The guard session is the LangGraph thread id (``config["configurable"]["thread_id"]``) where
 there is one. Install with ``pip install 'loopcore[langchain]'``. See docs/integrations/langchain.md.
 """
+
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
 
 from . import require
 from ._common import Telemetry, with_warning
@@ -55,9 +57,14 @@ class LoopGuardMiddleware(AgentMiddleware):
     installed). Exceptions of the tool are recorded as errors and re-raised.
     """
 
-    def __init__(self, guard: Any = None, *, policy: Any = None,
-                 session: Hashable | Callable[[Any], Hashable] = "default",
-                 telemetry: bool | None = None) -> None:
+    def __init__(
+        self,
+        guard: Any = None,
+        *,
+        policy: Any = None,
+        session: Hashable | Callable[[Any], Hashable] = "default",
+        telemetry: bool | None = None,
+    ) -> None:
         super().__init__()
         if guard is None:
             from ..guard import Guard
@@ -81,25 +88,46 @@ class LoopGuardMiddleware(AgentMiddleware):
         d = self.guard.check(session, tool, args, call_id=call_id)
         if d.action == "block":
             self.guard.record(session, tool, args, d, call_id=call_id)
-            self._telemetry(d, tool=tool, source="tool_input", call_id=call_id, session=session,
-                            policy=self.guard.policy.name)
-            blocked = ToolMessage(content=d.message, tool_call_id=call_id or "", name=tool, status="error")
+            self._telemetry(
+                d,
+                tool=tool,
+                source="tool_input",
+                call_id=call_id,
+                session=session,
+                policy=self.guard.policy.name,
+            )
+            blocked = ToolMessage(
+                content=d.message, tool_call_id=call_id or "", name=tool, status="error"
+            )
             return blocked, session, tool, args, call_id
         return d, session, tool, args, call_id
 
     def _after(self, d: Any, session: Any, tool: str, args: Any, call_id: Any, result: Any) -> Any:
         if isinstance(result, ToolMessage):
             if result.status == "error":
-                self.guard.record(session, tool, args, error=_content_text(result.content) or "tool error",
-                                  call_id=call_id)
+                self.guard.record(
+                    session,
+                    tool,
+                    args,
+                    error=_content_text(result.content) or "tool error",
+                    call_id=call_id,
+                )
             else:
                 self.guard.record(session, tool, args, result.content, call_id=call_id)
         else:  # a Command: its state update is the outcome
-            self.guard.record(session, tool, args, repr(getattr(result, "update", result)), call_id=call_id)
+            self.guard.record(
+                session, tool, args, repr(getattr(result, "update", result)), call_id=call_id
+            )
         if d.action != "warn":
             return result
-        self._telemetry(d, tool=tool, source="tool_output", call_id=call_id, session=session,
-                        policy=self.guard.policy.name)
+        self._telemetry(
+            d,
+            tool=tool,
+            source="tool_output",
+            call_id=call_id,
+            session=session,
+            policy=self.guard.policy.name,
+        )
         if not isinstance(result, ToolMessage):
             return result
         content = result.content

@@ -23,6 +23,7 @@ newline-delimited JSON-RPC both ways (no MCP library is needed at run time):
 The guard session is the stdio connection: one per proxy process (``--session`` names it, so a
 ``--state`` file can carry counts over restarts). See docs/integrations/mcp.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,8 @@ import sys
 import threading
 import time
 import uuid
-from typing import IO, Any, Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import IO, Any
 
 import orjson
 
@@ -106,7 +108,7 @@ def _lines(stream: IO[bytes]):
             end = buf.find(b"\n", start)
             if end < 0:
                 break
-            yield buf[start:end + 1]
+            yield buf[start : end + 1]
             start = end + 1
         buf = buf[start:]
     if buf:
@@ -140,13 +142,25 @@ class MCPProxy:
     *on_record* after each recorded outcome (the CLI saves ``--state`` there).
     """
 
-    def __init__(self, command: Sequence[str], guard: Any = None, *, session: Hashable | None = None,
-                 client_in: IO[bytes] | None = None, client_out: IO[bytes] | None = None, grace: float = 5.0,
-                 on_decision: Callable[[Any, str, Any], Any] | None = None,
-                 on_record: Callable[[], Any] | None = None, env: dict[str, str] | None = None,
-                 cwd: str | None = None, call_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        guard: Any = None,
+        *,
+        session: Hashable | None = None,
+        client_in: IO[bytes] | None = None,
+        client_out: IO[bytes] | None = None,
+        grace: float = 5.0,
+        on_decision: Callable[[Any, str, Any], Any] | None = None,
+        on_record: Callable[[], Any] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        call_timeout: float | None = None,
+    ) -> None:
         if not command:
-            raise ValueError("no MCP server command given (loopcore mcp-proxy -- SERVER_CMD ARGS...)")
+            raise ValueError(
+                "no MCP server command given (loopcore mcp-proxy -- SERVER_CMD ARGS...)"
+            )
         self.command = list(command)
         self.guard = guard
         self.session = session if session is not None else f"mcp-proxy-{uuid.uuid4().hex[:12]}"
@@ -158,13 +172,13 @@ class MCPProxy:
         self._env = env
         self._cwd = cwd
         self._out_lock = threading.Lock()
-        self._calls: dict[Hashable, _Call] = {}       # open tools/call requests the guard checked
-        self._open: dict[Hashable, Any] = {}          # every open client request: key -> raw id
+        self._calls: dict[Hashable, _Call] = {}  # open tools/call requests the guard checked
+        self._open: dict[Hashable, Any] = {}  # every open client request: key -> raw id
         self._proc: subprocess.Popen | None = None
         self._client_done = threading.Event()
-        self._stdin_lock = threading.Lock()           # the client pump and the watchdog both write
+        self._stdin_lock = threading.Lock()  # the client pump and the watchdog both write
         self._timed_out: set[Hashable] = set()
-        self._answer_lock = threading.Lock()          # a call is answered by the server or timed out, once
+        self._answer_lock = threading.Lock()  # a call is answered by the server or timed out, once
         self.call_timeout = call_timeout
         self.blocked = 0
         self.warned = 0
@@ -199,14 +213,20 @@ class MCPProxy:
         try:
             d = self.guard.check(self.session, tool, args, call_id=msg["id"])
         except Exception as exc:  # noqa: BLE001 - the guard failing must never break the connection
-            _warn(f"the guard could not check {tool!r} ({type(exc).__name__}: {exc}); forwarded unchecked")
+            _warn(
+                f"the guard could not check {tool!r} ({type(exc).__name__}: {exc}); forwarded unchecked"
+            )
             return None
         if d.action == "block":
             self.blocked += 1
             self.guard.record(self.session, tool, args, d, call_id=msg["id"])
             if self.on_decision is not None:
                 self.on_decision(d, tool, msg["id"])
-            return {"jsonrpc": "2.0", "id": msg["id"], "result": block_result(d.message, modern=_is_modern(params))}
+            return {
+                "jsonrpc": "2.0",
+                "id": msg["id"],
+                "result": block_result(d.message, modern=_is_modern(params)),
+            }
         self._calls[key] = _Call(tool, args, d, msg["id"], _is_modern(params))
         return None
 
@@ -331,14 +351,26 @@ class MCPProxy:
         try:
             if isinstance(result, dict):
                 if result.get("isError") is True:
-                    guard.record(self.session, call.tool, call.args, error=_error_text(result), call_id=msg["id"])
+                    guard.record(
+                        self.session,
+                        call.tool,
+                        call.args,
+                        error=_error_text(result),
+                        call_id=msg["id"],
+                    )
                 else:
                     outcome = {k: v for k, v in result.items() if k != "_meta"}
                     guard.record(self.session, call.tool, call.args, outcome, call_id=msg["id"])
             else:
                 err = msg.get("error")
                 text = err.get("message") if isinstance(err, dict) else None
-                guard.record(self.session, call.tool, call.args, error=str(text or err or "error"), call_id=msg["id"])
+                guard.record(
+                    self.session,
+                    call.tool,
+                    call.args,
+                    error=str(text or err or "error"),
+                    call_id=msg["id"],
+                )
         except Exception as exc:  # noqa: BLE001 - the guard failing must never break the connection
             _warn(f"the guard could not record {call.tool!r} ({type(exc).__name__}: {exc})")
         if self.on_record is not None:
@@ -389,16 +421,34 @@ class MCPProxy:
                         continue  # answered meanwhile
                     self._open.pop(key, None)
                     self._timed_out.add(key)
-                text = (f"loopcore mcp-proxy: the MCP server did not answer this {call.tool} call within "
-                        f"{timeout:g} s; it was cancelled.")
+                text = (
+                    f"loopcore mcp-proxy: the MCP server did not answer this {call.tool} call within "
+                    f"{timeout:g} s; it was cancelled."
+                )
                 try:
-                    self.guard.record(self.session, call.tool, call.args, error="timed out", call_id=call.raw_id)
+                    self.guard.record(
+                        self.session, call.tool, call.args, error="timed out", call_id=call.raw_id
+                    )
                 except Exception as exc:  # noqa: BLE001 - never break the connection
                     _warn(f"the guard could not record {call.tool!r} ({type(exc).__name__}: {exc})")
-                self._to_client(orjson.dumps({"jsonrpc": "2.0", "id": call.raw_id,
-                                              "result": block_result(text, modern=call.modern)}) + b"\n")
-                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": call.raw_id, "reason": "timed out in loopcore mcp-proxy"}}
+                self._to_client(
+                    orjson.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": call.raw_id,
+                            "result": block_result(text, modern=call.modern),
+                        }
+                    )
+                    + b"\n"
+                )
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {
+                        "requestId": call.raw_id,
+                        "reason": "timed out in loopcore mcp-proxy",
+                    },
+                }
                 try:
                     with self._stdin_lock:
                         assert proc.stdin is not None
@@ -411,11 +461,18 @@ class MCPProxy:
     def _answer_open(self, returncode: int | None) -> None:
         """Answer every request the server left open, so the client does not wait forever."""
         how = "exited" if returncode is None or returncode >= 0 else "was killed"
-        code = "" if returncode is None else f" ({'code' if returncode >= 0 else 'signal'} {abs(returncode)})"
+        code = (
+            ""
+            if returncode is None
+            else f" ({'code' if returncode >= 0 else 'signal'} {abs(returncode)})"
+        )
         for key, raw_id in list(self._open.items()):
             self._open.pop(key, None)
             self._calls.pop(key, None)
-            err = {"code": SERVER_GONE, "message": f"the MCP server {how}{code} before answering this request"}
+            err = {
+                "code": SERVER_GONE,
+                "message": f"the MCP server {how}{code} before answering this request",
+            }
             self._to_client(orjson.dumps({"jsonrpc": "2.0", "id": raw_id, "error": err}) + b"\n")
 
     # -- the whole connection -------------------------------------------------------------------
@@ -426,14 +483,21 @@ class MCPProxy:
         Raises OSError when the server cannot be started.
         """
         self._proc = proc = subprocess.Popen(
-            self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
-            start_new_session=True, env=self._env, cwd=self._cwd,
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            start_new_session=True,
+            env=self._env,
+            cwd=self._cwd,
         )
         restore = self._forward_signals()
         client = threading.Thread(target=self._pump_client, name="loopcore-mcp-client", daemon=True)
         client.start()
         if self.call_timeout is not None and self.guard is not None:
-            threading.Thread(target=self._watchdog, name="loopcore-mcp-watchdog", daemon=True).start()
+            threading.Thread(
+                target=self._watchdog, name="loopcore-mcp-watchdog", daemon=True
+            ).start()
         try:
             assert proc.stdout is not None
             with proc.stdout as out:
@@ -512,7 +576,11 @@ def _load_guard(policy: Any, state: str | None) -> Any:
             with open(state, "rb") as fh:
                 data = fh.read()
             if data:
-                return Guard.restore(data, policy=policy) if policy is not None else Guard.restore(data)
+                return (
+                    Guard.restore(data, policy=policy)
+                    if policy is not None
+                    else Guard.restore(data)
+                )
         except (OSError, ValueError) as exc:
             # A state that cannot be read must not keep the server from starting (fail open).
             _warn(f"cannot restore the guard from {state!r} ({exc}); starting with fresh counts")
@@ -526,9 +594,17 @@ def _save_guard(guard: Any, state: str) -> None:
     os.replace(tmp, state)
 
 
-def run_cli(server: Sequence[str], *, policy: str | None = None, state: str | None = None,
-            session: str | None = None, grace: float = 5.0, quiet: bool = False,
-            save_every: float = 2.0, call_timeout: float | None = None) -> int:
+def run_cli(
+    server: Sequence[str],
+    *,
+    policy: str | None = None,
+    state: str | None = None,
+    session: str | None = None,
+    grace: float = 5.0,
+    quiet: bool = False,
+    save_every: float = 2.0,
+    call_timeout: float | None = None,
+) -> int:
     """``loopcore mcp-proxy``: proxy stdio to *server* under a guard; returns the exit code.
 
     *state* is a file the guard's snapshot is restored from at start and saved to at exit (and
@@ -545,8 +621,10 @@ def run_cli(server: Sequence[str], *, policy: str | None = None, state: str | No
 
     def on_decision(d: Any, tool: str, call_id: Any) -> None:
         if not quiet:
-            sys.stderr.write(f"loopcore mcp-proxy: {d.action} {d.detector} on {tool} "
-                             f"(count {d.count}, request {call_id!r})\n")
+            sys.stderr.write(
+                f"loopcore mcp-proxy: {d.action} {d.detector} on {tool} "
+                f"(count {d.count}, request {call_id!r})\n"
+            )
             sys.stderr.flush()
 
     def on_record() -> None:
@@ -555,8 +633,15 @@ def run_cli(server: Sequence[str], *, policy: str | None = None, state: str | No
             last_save[0] = now
             _save_guard(guard, state)
 
-    proxy = MCPProxy(server, guard, session=session, grace=grace, on_decision=on_decision, on_record=on_record,
-                     call_timeout=call_timeout)
+    proxy = MCPProxy(
+        server,
+        guard,
+        session=session,
+        grace=grace,
+        on_decision=on_decision,
+        on_record=on_record,
+        call_timeout=call_timeout,
+    )
     try:
         return proxy.run()
     finally:

@@ -10,11 +10,13 @@ handoffs and agents-as-tools are never seen (put ``loopcore mcp-proxy`` in front
 server instead). Install with ``pip install 'loopcore[openai-agents]'``. See
 docs/integrations/openai-agents.md.
 """
+
 from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from . import require
 from ._common import Telemetry, with_warning
@@ -46,9 +48,14 @@ class LoopGuardrails:
     warn/block as an OpenTelemetry span event (None: when opentelemetry-api is installed).
     """
 
-    def __init__(self, guard: Any = None, *, policy: Any = None,
-                 session: Hashable | Callable[[Any], Hashable] = "default",
-                 telemetry: bool | None = None) -> None:
+    def __init__(
+        self,
+        guard: Any = None,
+        *,
+        policy: Any = None,
+        session: Hashable | Callable[[Any], Hashable] = "default",
+        telemetry: bool | None = None,
+    ) -> None:
         if guard is None:
             from ..guard import Guard
 
@@ -58,17 +65,27 @@ class LoopGuardrails:
         self._telemetry = Telemetry(telemetry)
         self._open: dict[tuple[Hashable, str], Any] = {}  # warned calls waiting for their output
         self._lock = threading.Lock()
-        self.input = _agents.ToolInputGuardrail(guardrail_function=self._check, name="loopcore_check")
-        self.output = _agents.ToolOutputGuardrail(guardrail_function=self._record, name="loopcore_record")
+        self.input = _agents.ToolInputGuardrail(
+            guardrail_function=self._check, name="loopcore_check"
+        )
+        self.output = _agents.ToolOutputGuardrail(
+            guardrail_function=self._record, name="loopcore_record"
+        )
 
     def attach(self, *tools: Any) -> tuple[Any, ...]:
         """Add both guardrails to each function tool (once); TypeError for any other tool."""
         for t in tools:
             if not isinstance(t, FunctionTool):
-                raise TypeError(f"the Agents SDK runs tool guardrails for function tools only; "
-                                f"{type(t).__name__} {getattr(t, 'name', t)!r} cannot be guarded")
-            t.tool_input_guardrails = [g for g in (t.tool_input_guardrails or []) if g is not self.input] + [self.input]
-            t.tool_output_guardrails = [g for g in (t.tool_output_guardrails or []) if g is not self.output] + [self.output]
+                raise TypeError(
+                    f"the Agents SDK runs tool guardrails for function tools only; "
+                    f"{type(t).__name__} {getattr(t, 'name', t)!r} cannot be guarded"
+                )
+            t.tool_input_guardrails = [
+                g for g in (t.tool_input_guardrails or []) if g is not self.input
+            ] + [self.input]
+            t.tool_output_guardrails = [
+                g for g in (t.tool_output_guardrails or []) if g is not self.output
+            ] + [self.output]
         return tools
 
     def _session(self, ctx: Any) -> Hashable:
@@ -85,8 +102,14 @@ class LoopGuardrails:
         d = self.guard.check(session, tool, args, call_id=call_id)
         if d.action == "block":
             self.guard.record(session, tool, args, d, call_id=call_id)
-            self._telemetry(d, tool=tool, source="tool_input", call_id=call_id, session=session,
-                            policy=self.guard.policy.name)
+            self._telemetry(
+                d,
+                tool=tool,
+                source="tool_input",
+                call_id=call_id,
+                session=session,
+                policy=self.guard.policy.name,
+            )
             return ToolGuardrailFunctionOutput.reject_content(d.message, output_info=d.to_dict())
         if d.action == "warn":
             with self._lock:
@@ -104,12 +127,20 @@ class LoopGuardrails:
             d = self._open.pop((session, call_id), None)
         if d is None:
             return ToolGuardrailFunctionOutput.allow()
-        self._telemetry(d, tool=tool, source="tool_output", call_id=call_id, session=session,
-                        policy=self.guard.policy.name)
+        self._telemetry(
+            d,
+            tool=tool,
+            source="tool_output",
+            call_id=call_id,
+            session=session,
+            policy=self.guard.policy.name,
+        )
         text = output if isinstance(output, str) else _as_text(output)
         # reject_content is the SDK's only way to change what the model reads: the output and
         # the warning, together.
-        return ToolGuardrailFunctionOutput.reject_content(with_warning(text, d.message), output_info=d.to_dict())
+        return ToolGuardrailFunctionOutput.reject_content(
+            with_warning(text, d.message), output_info=d.to_dict()
+        )
 
 
 def _as_text(output: Any) -> str:

@@ -8,13 +8,20 @@ integrations call :func:`emit_guardrail_result` themselves whenever ``openteleme
 installed; with no SDK configured the current span is not recording and nothing is done.
 Install with ``pip install 'loopcore[otel]'``. See docs/integrations/otel.md.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from . import require
 
-__all__ = ["ATTRIBUTES", "EVENT_NAME", "GUARDRAIL_NAME", "emit_guardrail_result", "guardrail_attributes"]
+__all__ = [
+    "ATTRIBUTES",
+    "EVENT_NAME",
+    "GUARDRAIL_NAME",
+    "emit_guardrail_result",
+    "guardrail_attributes",
+]
 
 _trace = require("opentelemetry.trace", "otel", "opentelemetry-api")
 
@@ -25,23 +32,30 @@ GUARDRAIL_NAME = "loopcore"
 
 #: The attribute keys an event carries (those without a value are left out).
 ATTRIBUTES = (
-    "gen_ai.operation.name",            # "apply_guardrail"
-    "gen_ai.security.guardrail.name",   # "loopcore"
-    "gen_ai.security.target.type",      # "tool_input" | "tool_output"
-    "gen_ai.security.verdict.type",     # "warn" | "block"
-    "gen_ai.security.verdict.reason",   # the message the model sees
-    "gen_ai.security.policy.name",      # the Policy's name
-    "gen_ai.security.policy.rule.id",   # the detector that fired
+    "gen_ai.operation.name",  # "apply_guardrail"
+    "gen_ai.security.guardrail.name",  # "loopcore"
+    "gen_ai.security.target.type",  # "tool_input" | "tool_output"
+    "gen_ai.security.verdict.type",  # "warn" | "block"
+    "gen_ai.security.verdict.reason",  # the message the model sees
+    "gen_ai.security.policy.name",  # the Policy's name
+    "gen_ai.security.policy.rule.id",  # the detector that fired
     "gen_ai.tool.name",
     "gen_ai.tool.call.id",
-    "gen_ai.conversation.id",           # the guard session
-    "loopcore.count",                   # the count the detector compared with its threshold
-    "loopcore.key",                     # a stable id of the pattern
+    "gen_ai.conversation.id",  # the guard session
+    "loopcore.count",  # the count the detector compared with its threshold
+    "loopcore.key",  # a stable id of the pattern
 )
 
 
-def guardrail_attributes(decision: Any, *, tool: str, source: str, call_id: Any = None,
-                         session: Any = None, policy: str | None = None) -> dict[str, Any]:
+def guardrail_attributes(
+    decision: Any,
+    *,
+    tool: str,
+    source: str,
+    call_id: Any = None,
+    session: Any = None,
+    policy: str | None = None,
+) -> dict[str, Any]:
     """The event attributes for a warn/block *decision* on *tool*; ValueError for a bad *source*."""
     if source not in ("tool_input", "tool_output"):
         raise ValueError(f"source must be 'tool_input' or 'tool_output'; got {source!r}")
@@ -66,8 +80,16 @@ def guardrail_attributes(decision: Any, *, tool: str, source: str, call_id: Any 
     return attrs
 
 
-def emit_guardrail_result(decision: Any, *, tool: str, source: str, call_id: Any = None,
-                          session: Any = None, policy: str | None = None, span: Any = None) -> bool:
+def emit_guardrail_result(
+    decision: Any,
+    *,
+    tool: str,
+    source: str,
+    call_id: Any = None,
+    session: Any = None,
+    policy: str | None = None,
+    span: Any = None,
+) -> bool:
     """Add a guardrail-result event for a warn/block *decision* to *span* (default: the current one).
 
     Returns False, doing nothing, for an allow or when the span is not recording.
@@ -78,6 +100,10 @@ def emit_guardrail_result(decision: Any, *, tool: str, source: str, call_id: Any
         span = _trace.get_current_span()
     if not span.is_recording():
         return False
-    span.add_event(EVENT_NAME, guardrail_attributes(decision, tool=tool, source=source, call_id=call_id,
-                                                    session=session, policy=policy))
+    span.add_event(
+        EVENT_NAME,
+        guardrail_attributes(
+            decision, tool=tool, source=source, call_id=call_id, session=session, policy=policy
+        ),
+    )
     return True

@@ -10,10 +10,12 @@ failures in ``on_tool_execute_error``. Needs a pydantic-ai with capabilities and
 tool-execute hooks (tested with 2.68). Install with ``pip install 'loopcore[pydantic-ai]'``.
 See docs/integrations/pydantic-ai.md.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from . import require
 from ._common import Telemetry, with_warning
@@ -37,9 +39,15 @@ class LoopGuard(_caps.AbstractCapability):
     span event (None: when opentelemetry-api is installed).
     """
 
-    def __init__(self, guard: Any = None, *, policy: Any = None,
-                 session: Hashable | Callable[[Any], Hashable] | None = None, on_block: str = "fail",
-                 telemetry: bool | None = None) -> None:
+    def __init__(
+        self,
+        guard: Any = None,
+        *,
+        policy: Any = None,
+        session: Hashable | Callable[[Any], Hashable] | None = None,
+        on_block: str = "fail",
+        telemetry: bool | None = None,
+    ) -> None:
         if on_block not in _ON_BLOCK:
             raise ValueError(f"on_block must be one of {', '.join(_ON_BLOCK)}; got {on_block!r}")
         if guard is None:
@@ -69,8 +77,14 @@ class LoopGuard(_caps.AbstractCapability):
         d = self.guard.check(session, tool, args, call_id=call_id)
         if d.action == "block":
             self.guard.record(session, tool, args, d, call_id=call_id)
-            self._telemetry(d, tool=tool, source="tool_input", call_id=call_id, session=session,
-                            policy=self.guard.policy.name)
+            self._telemetry(
+                d,
+                tool=tool,
+                source="tool_input",
+                call_id=call_id,
+                session=session,
+                policy=self.guard.policy.name,
+            )
             if self.on_block == "skip":
                 raise _exc.SkipToolExecution(d.message)
             if self.on_block == "retry":
@@ -81,7 +95,9 @@ class LoopGuard(_caps.AbstractCapability):
                 self._warned[(session, call_id)] = d
         return args
 
-    async def after_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+    async def after_tool_execute(
+        self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any
+    ) -> Any:
         tool, call_id = call.tool_name, call.tool_call_id
         session = self._session(ctx)
         self.guard.record(session, tool, args, result, call_id=call_id)
@@ -89,11 +105,19 @@ class LoopGuard(_caps.AbstractCapability):
             d = self._warned.pop((session, call_id), None)
         if d is None:
             return result
-        self._telemetry(d, tool=tool, source="tool_output", call_id=call_id, session=session,
-                        policy=self.guard.policy.name)
+        self._telemetry(
+            d,
+            tool=tool,
+            source="tool_output",
+            call_id=call_id,
+            session=session,
+            policy=self.guard.policy.name,
+        )
         return with_warning(result, d.message) if isinstance(result, str) else result
 
-    async def on_tool_execute_error(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception) -> Any:
+    async def on_tool_execute_error(
+        self, ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception
+    ) -> Any:
         session = self._session(ctx)
         self.guard.record(session, call.tool_name, args, error=error, call_id=call.tool_call_id)
         with self._lock:

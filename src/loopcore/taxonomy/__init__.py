@@ -6,9 +6,19 @@ and what it touches (its target), per harness.
 ``PROFILES["generic"].extend({"my_reader": ("observe", "doc_id")})`` or pass a mapping as
 ``loopcore.load(..., profile={...})``.
 """
+
 from __future__ import annotations
 
 from .profiles import PROFILES, Profile, Rule, classify, get_profile, shell_rule
 from .shell import classify_shell, parse_patch_targets
 
-__all__ = ["PROFILES", "Profile", "Rule", "classify", "classify_shell", "get_profile", "parse_patch_targets", "shell_rule"]
+__all__ = [
+    "PROFILES",
+    "Profile",
+    "Rule",
+    "classify",
+    "classify_shell",
+    "get_profile",
+    "parse_patch_targets",
+    "shell_rule",
+]

@@ -12,42 +12,164 @@ Names the profile does not know fall back to the verb at the front of the name
 asks, ``think``/``calculate`` are ``other``) and then to ``exec``: when loopcore cannot tell
 what a tool does, it assumes the tool may have changed anything.
 """
+
 from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Callable, Mapping, Union
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .shell import _SHELLS, classify_shell, classify_shell_access, parse_patch_targets
 
-__all__ = ["OUTPUT_NORMALISERS", "PROFILES", "Profile", "Rule", "classify", "get_profile", "normalise_output",
-           "shell_rule"]
+__all__ = [
+    "OUTPUT_NORMALISERS",
+    "PROFILES",
+    "Profile",
+    "Rule",
+    "classify",
+    "get_profile",
+    "normalise_output",
+    "shell_rule",
+]
 
-Target = Union[str, tuple, None]
-Rule = Union[str, tuple, Callable[[Any], "tuple[str, Target]"]]
+Target = str | tuple | None
+Rule = str | tuple | Callable[[Any], "tuple[str, Target]"]
 _KINDS = frozenset({"observe", "mutate", "exec", "ask", "other"})
 
 # Argument keys that name what a call touches, most specific first.
 _TARGET_KEYS = (
-    "file_path", "absolute_path", "path", "filepath", "filename", "file", "notebook_path",
-    "target_file", "file_name", "dir_path", "directory", "dir", "url", "uri", "paths",
+    "file_path",
+    "absolute_path",
+    "path",
+    "filepath",
+    "filename",
+    "file",
+    "notebook_path",
+    "target_file",
+    "file_name",
+    "dir_path",
+    "directory",
+    "dir",
+    "url",
+    "uri",
+    "paths",
 )
 
-_OBSERVE_VERBS = frozenset({
-    "get", "read", "view", "list", "search", "find", "fetch", "lookup", "query", "show", "cat",
-    "open", "grep", "glob", "ls", "check", "describe", "inspect", "browse", "load", "retrieve",
-    "count", "stat", "peek", "head", "tail", "scroll", "goto", "lookup", "download", "navigate",
-    "screenshot", "status", "explore", "recall", "observe", "print", "display", "diff", "web",
-})
-_MUTATE_VERBS = frozenset({
-    "write", "edit", "update", "create", "delete", "remove", "set", "add", "put", "patch",
-    "modify", "insert", "replace", "rename", "move", "cancel", "book", "send", "post", "upload",
-    "save", "append", "exchange", "return", "reset", "apply", "commit", "assign", "change",
-    "make", "new", "store", "drop", "clear", "mkdir", "rm", "touch", "publish", "reply",
-    "undo", "revert", "archive", "close", "merge", "push", "approve", "reject", "schedule",
-})
+_OBSERVE_VERBS = frozenset(
+    {
+        "get",
+        "read",
+        "view",
+        "list",
+        "search",
+        "find",
+        "fetch",
+        "lookup",
+        "query",
+        "show",
+        "cat",
+        "open",
+        "grep",
+        "glob",
+        "ls",
+        "check",
+        "describe",
+        "inspect",
+        "browse",
+        "load",
+        "retrieve",
+        "count",
+        "stat",
+        "peek",
+        "head",
+        "tail",
+        "scroll",
+        "goto",
+        "download",
+        "navigate",
+        "screenshot",
+        "status",
+        "explore",
+        "recall",
+        "observe",
+        "print",
+        "display",
+        "diff",
+        "web",
+    }
+)
+_MUTATE_VERBS = frozenset(
+    {
+        "write",
+        "edit",
+        "update",
+        "create",
+        "delete",
+        "remove",
+        "set",
+        "add",
+        "put",
+        "patch",
+        "modify",
+        "insert",
+        "replace",
+        "rename",
+        "move",
+        "cancel",
+        "book",
+        "send",
+        "post",
+        "upload",
+        "save",
+        "append",
+        "exchange",
+        "return",
+        "reset",
+        "apply",
+        "commit",
+        "assign",
+        "change",
+        "make",
+        "new",
+        "store",
+        "drop",
+        "clear",
+        "mkdir",
+        "rm",
+        "touch",
+        "publish",
+        "reply",
+        "undo",
+        "revert",
+        "archive",
+        "close",
+        "merge",
+        "push",
+        "approve",
+        "reject",
+        "schedule",
+    }
+)
 _ASK_VERBS = frozenset({"ask", "question", "clarify", "confirm", "prompt", "request"})
-_OTHER_VERBS = frozenset({"think", "calculate", "compute", "plan", "todo", "finish", "submit", "noop", "reason", "reflect", "done", "stop", "transfer", "echo"})
+_OTHER_VERBS = frozenset(
+    {
+        "think",
+        "calculate",
+        "compute",
+        "plan",
+        "todo",
+        "finish",
+        "submit",
+        "noop",
+        "reason",
+        "reflect",
+        "done",
+        "stop",
+        "transfer",
+        "echo",
+    }
+)
 _MISSING = object()
 _WORD_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
@@ -62,7 +184,11 @@ def _first_target(args: Any) -> Target:
         if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
             return tuple(v) if len(v) > 1 else v[0]
     for k, v in args.items():
-        if (k == "id" or k.endswith("_id") or k.endswith("Id")) and isinstance(v, (str, int)) and not isinstance(v, bool):
+        if (
+            (k == "id" or k.endswith("_id") or k.endswith("Id"))
+            and isinstance(v, (str, int))
+            and not isinstance(v, bool)
+        ):
             return str(v)
     return None
 
@@ -72,13 +198,18 @@ def _command_text(cmd: Any) -> str | None:
     if isinstance(cmd, str):
         return cmd
     if isinstance(cmd, list) and cmd and all(isinstance(x, str) for x in cmd):
-        if len(cmd) >= 3 and cmd[0].rsplit("/", 1)[-1] in _SHELLS and cmd[1].startswith("-") and "c" in cmd[1]:
+        if (
+            len(cmd) >= 3
+            and cmd[0].rsplit("/", 1)[-1] in _SHELLS
+            and cmd[1].startswith("-")
+            and "c" in cmd[1]
+        ):
             return cmd[2]
         return shlex.join(cmd)
     return None
 
 
-def shell_rule(args: Any) -> "tuple[str, Target]":
+def shell_rule(args: Any) -> tuple[str, Target]:
     """Rule for shell tools: classify ``args["command"]`` (or ``cmd``/``script``) as a shell command."""
     if args.__class__ is dict:
         cmd = args.get("command")
@@ -114,15 +245,21 @@ def _shell_access(args: Any) -> tuple:
 shell_rule.access = _shell_access  # type: ignore[attr-defined]
 
 
-def _patch_rule(args: Any) -> "tuple[str, Target]":
-    text = args if isinstance(args, str) else (args.get("input") or args.get("patch") or "") if isinstance(args, dict) else ""
+def _patch_rule(args: Any) -> tuple[str, Target]:
+    text = (
+        args
+        if isinstance(args, str)
+        else (args.get("input") or args.get("patch") or "")
+        if isinstance(args, dict)
+        else ""
+    )
     targets = parse_patch_targets(text) if isinstance(text, str) else ()
     if not targets:
         return ("mutate", None)
     return ("mutate", targets[0] if len(targets) == 1 else targets)
 
 
-def _editor_rule(args: Any) -> "tuple[str, Target]":
+def _editor_rule(args: Any) -> tuple[str, Target]:
     """str_replace_editor / file_editor (OpenHands, SWE-agent 1.x): view observes, the rest write."""
     if not isinstance(args, dict):
         return ("mutate", None)
@@ -133,8 +270,8 @@ def _editor_rule(args: Any) -> "tuple[str, Target]":
     return ("mutate", path)
 
 
-def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], "tuple[str, Target]"]:
-    def rule(args: Any) -> "tuple[str, Target]":
+def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], tuple[str, Target]]:
+    def rule(args: Any) -> tuple[str, Target]:
         if isinstance(args, dict):
             found = []
             for k in keys:
@@ -146,6 +283,7 @@ def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], "tuple[str, T
             if found:
                 return (kind, found[0] if len(found) == 1 else tuple(dict.fromkeys(found)))
         return (kind, None)
+
     return rule
 
 
@@ -166,21 +304,27 @@ def _verb_kind(name: str) -> str | None:
     return None
 
 
-def _compile(rule: Rule) -> Callable[[Any], "tuple[str, Target]"]:
+def _compile(rule: Rule) -> Callable[[Any], tuple[str, Target]]:
     if callable(rule):
         return rule
     if isinstance(rule, str):
         if rule not in _KINDS:
-            raise ValueError(f"unknown kind {rule!r} in a profile rule; expected one of {', '.join(sorted(_KINDS))}")
+            raise ValueError(
+                f"unknown kind {rule!r} in a profile rule; expected one of {', '.join(sorted(_KINDS))}"
+            )
         if rule in ("observe", "mutate"):
             return lambda args, _k=rule: (_k, _first_target(args))
         return lambda args, _k=rule: (_k, None)
     if isinstance(rule, tuple) and len(rule) == 2 and isinstance(rule[0], str):
         kind, keys = rule
         if kind not in _KINDS:
-            raise ValueError(f"unknown kind {kind!r} in a profile rule; expected one of {', '.join(sorted(_KINDS))}")
+            raise ValueError(
+                f"unknown kind {kind!r} in a profile rule; expected one of {', '.join(sorted(_KINDS))}"
+            )
         return _key_rule(kind, (keys,) if isinstance(keys, str) else tuple(keys))
-    raise TypeError(f"a profile rule is a kind, a (kind, arg key(s)) pair or a callable; got {rule!r}")
+    raise TypeError(
+        f"a profile rule is a kind, a (kind, arg key(s)) pair or a callable; got {rule!r}"
+    )
 
 
 class Profile:
@@ -192,15 +336,15 @@ class Profile:
         self.name = name
         self.rules: dict[str, Rule] = dict(rules or {})
         self._compiled = {k: _compile(v) for k, v in self.rules.items()}
-        self._cache: dict[str, Callable[[Any], "tuple[str, Target]"] | None] = {}
+        self._cache: dict[str, Callable[[Any], tuple[str, Target]] | None] = {}
 
-    def extend(self, rules: Mapping[str, Rule], name: str | None = None) -> "Profile":
+    def extend(self, rules: Mapping[str, Rule], name: str | None = None) -> Profile:
         """A new profile with *rules* added on top (they win); raises ValueError/TypeError on a bad rule."""
         merged = dict(self.rules)
         merged.update(rules)
         return Profile(name or self.name, merged)
 
-    def _lookup(self, name: str) -> Callable[[Any], "tuple[str, Target]"] | None:
+    def _lookup(self, name: str) -> Callable[[Any], tuple[str, Target]] | None:
         try:
             return self._cache[name]
         except KeyError:
@@ -213,7 +357,7 @@ class Profile:
         self._cache[name] = fn
         return fn
 
-    def classify(self, name: str, args: Any = None) -> "tuple[str, Target]":
+    def classify(self, name: str, args: Any = None) -> tuple[str, Target]:
         """(kind, target) of a call to tool *name* with *args*; unknown tools are ``exec``."""
         fn = self._cache.get(name, _MISSING)
         if fn is _MISSING:
@@ -248,9 +392,23 @@ class Profile:
 
 _SHELL_TOOLS: dict[str, Rule] = {
     name: shell_rule
-    for name in ("bash", "shell", "execute_bash", "run_shell_command", "execute_command", "run_command",
-                 "terminal", "exec_command", "local_shell", "container.exec", "shell_command", "run_terminal_cmd",
-                 "Bash", "cmd", "sh")
+    for name in (
+        "bash",
+        "shell",
+        "execute_bash",
+        "run_shell_command",
+        "execute_command",
+        "run_command",
+        "terminal",
+        "exec_command",
+        "local_shell",
+        "container.exec",
+        "shell_command",
+        "run_terminal_cmd",
+        "Bash",
+        "cmd",
+        "sh",
+    )
 }
 
 CLAUDE_CODE: dict[str, Rule] = {
@@ -294,17 +452,32 @@ CODEX: dict[str, Rule] = {
 # (``open_file('a.py')``, ``print(edit_file_by_replace('a.py', ...))``) observes or mutates that
 # path; any other cell is arbitrary Python (exec).
 _SKILL_KINDS = {
-    "open_file": "observe", "goto_line": "observe", "scroll_down": "observe", "scroll_up": "observe",
-    "search_file": "observe", "search_dir": "observe", "find_file": "observe", "parse_pdf": "observe",
-    "parse_docx": "observe", "parse_latex": "observe", "parse_pptx": "observe",
-    "create_file": "mutate", "edit_file_by_replace": "mutate", "insert_content_at_line": "mutate",
-    "append_file": "mutate", "edit_file": "mutate",
+    "open_file": "observe",
+    "goto_line": "observe",
+    "scroll_down": "observe",
+    "scroll_up": "observe",
+    "search_file": "observe",
+    "search_dir": "observe",
+    "find_file": "observe",
+    "parse_pdf": "observe",
+    "parse_docx": "observe",
+    "parse_latex": "observe",
+    "parse_pptx": "observe",
+    "create_file": "mutate",
+    "edit_file_by_replace": "mutate",
+    "insert_content_at_line": "mutate",
+    "append_file": "mutate",
+    "edit_file": "mutate",
 }
 # the argument that names the file (search_* / find_file take a term first)
-_SKILL_PATH_ARG = {"search_file": (1, "file_path"), "search_dir": (1, "dir_path"), "find_file": (1, "dir_path")}
+_SKILL_PATH_ARG = {
+    "search_file": (1, "file_path"),
+    "search_dir": (1, "dir_path"),
+    "find_file": (1, "dir_path"),
+}
 
 
-def _ipython_rule(args: Any) -> "tuple[str, Target]":
+def _ipython_rule(args: Any) -> tuple[str, Target]:
     import ast
 
     code = args.get("code") if isinstance(args, dict) else args
@@ -314,20 +487,42 @@ def _ipython_rule(args: Any) -> "tuple[str, Target]":
         body = ast.parse(code).body
     except (SyntaxError, ValueError):
         return ("exec", None)
-    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+    if (
+        len(body) != 1
+        or not isinstance(body[0], ast.Expr)
+        or not isinstance(body[0].value, ast.Call)
+    ):
         return ("exec", None)
     call = body[0].value
-    if isinstance(call.func, ast.Name) and call.func.id == "print" and len(call.args) == 1 \
-            and isinstance(call.args[0], ast.Call):
+    if (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "print"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Call)
+    ):
         call = call.args[0]
     name = call.func.id if isinstance(call.func, ast.Name) else None
     kind = _SKILL_KINDS.get(name or "")
     if kind is None:
         return ("exec", None)
     pos, key = _SKILL_PATH_ARG.get(name, (0, "file_name"))
-    node = call.args[pos] if len(call.args) > pos else next(
-        (k.value for k in call.keywords if k.arg in (key, "path", "file_name", "file_path", "dir_path")), None)
-    target = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value else None
+    node = (
+        call.args[pos]
+        if len(call.args) > pos
+        else next(
+            (
+                k.value
+                for k in call.keywords
+                if k.arg in (key, "path", "file_name", "file_path", "dir_path")
+            ),
+            None,
+        )
+    )
+    target = (
+        node.value
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value
+        else None
+    )
     return (kind, target)
 
 
@@ -441,7 +636,7 @@ GEMINI_CLI: dict[str, Rule] = {
 MINI_SWE_AGENT: dict[str, Rule] = {"bash": shell_rule}
 
 
-def _stdin_rule(args: Any) -> "tuple[str, Target]":
+def _stdin_rule(args: Any) -> tuple[str, Target]:
     """Codex ``write_stdin``: empty ``chars`` polls a running session for output (observes it);
     any other input drives the process, which may change anything."""
     sid = args.get("session_id") if isinstance(args, dict) else None
@@ -452,7 +647,7 @@ def _stdin_rule(args: Any) -> "tuple[str, Target]":
     return ("exec", None)
 
 
-def _web_search_rule(args: Any) -> "tuple[str, Target]":
+def _web_search_rule(args: Any) -> tuple[str, Target]:
     """A web search observes its query (Codex ``web_search_call`` actions, ``google_web_search``)."""
     if isinstance(args, dict):
         for k in ("query", "q", "url", "pattern"):
@@ -461,41 +656,54 @@ def _web_search_rule(args: Any) -> "tuple[str, Target]":
                 return ("observe", v if k == "url" else f"search:{v}")
         qs = args.get("queries")
         if isinstance(qs, list) and qs and all(isinstance(q, str) for q in qs):
-            return ("observe", tuple(f"search:{q}" for q in qs) if len(qs) > 1 else f"search:{qs[0]}")
+            return (
+                "observe",
+                tuple(f"search:{q}" for q in qs) if len(qs) > 1 else f"search:{qs[0]}",
+            )
     return ("observe", None)
 
 
-CODEX.update({
-    "write_stdin": _stdin_rule,
-    "web_search": _web_search_rule,
-    "web_search_call": _web_search_rule,
-    "view_image": ("observe", "path"),
-})
+CODEX.update(
+    {
+        "write_stdin": _stdin_rule,
+        "web_search": _web_search_rule,
+        "web_search_call": _web_search_rule,
+        "view_image": ("observe", "path"),
+    }
+)
 
-GEMINI_CLI.update({
-    "read_file": ("observe", ("file_path", "absolute_path", "path")),
-    "grep_search": ("observe", ("dir_path", "path")),
-    "search_file_content": ("observe", ("dir_path", "path")),
-    "glob": ("observe", ("dir_path", "path")),
-    "list_directory": ("observe", ("dir_path", "path")),
-    "read_many_files": ("observe", ("include", "paths")),
-    "web_fetch": ("observe", ("url", "prompt")),
-    "google_web_search": _web_search_rule,
-    "update_topic": "other",
-    "complete_task": "other",
-    "write_todos": "other",
-    "ask_user": "ask",
-    "enter_plan_mode": "other",
-    "exit_plan_mode": "ask",
-    "activate_skill": "other",
-    "get_internal_docs": ("observe", ("path", "topic")),
-    "read_mcp_resource": ("observe", ("uri",)),
-    "list_mcp_resources": "observe",
-    "invoke_agent": "exec",
-    "save_memory": ("mutate", ()),
-})
-for _n in ("tracker_create_task", "tracker_update_task", "tracker_get_task", "tracker_list_tasks",
-           "tracker_add_dependency", "tracker_visualize"):
+GEMINI_CLI.update(
+    {
+        "read_file": ("observe", ("file_path", "absolute_path", "path")),
+        "grep_search": ("observe", ("dir_path", "path")),
+        "search_file_content": ("observe", ("dir_path", "path")),
+        "glob": ("observe", ("dir_path", "path")),
+        "list_directory": ("observe", ("dir_path", "path")),
+        "read_many_files": ("observe", ("include", "paths")),
+        "web_fetch": ("observe", ("url", "prompt")),
+        "google_web_search": _web_search_rule,
+        "update_topic": "other",
+        "complete_task": "other",
+        "write_todos": "other",
+        "ask_user": "ask",
+        "enter_plan_mode": "other",
+        "exit_plan_mode": "ask",
+        "activate_skill": "other",
+        "get_internal_docs": ("observe", ("path", "topic")),
+        "read_mcp_resource": ("observe", ("uri",)),
+        "list_mcp_resources": "observe",
+        "invoke_agent": "exec",
+        "save_memory": ("mutate", ()),
+    }
+)
+for _n in (
+    "tracker_create_task",
+    "tracker_update_task",
+    "tracker_get_task",
+    "tracker_list_tasks",
+    "tracker_add_dependency",
+    "tracker_visualize",
+):
     GEMINI_CLI[_n] = "other"
 
 OPENCODE: dict[str, Rule] = {
@@ -562,7 +770,7 @@ CLINE: dict[str, Rule] = {
 }
 
 
-def _strip_codex_headers(text: str) -> "tuple[str, dict]":
+def _strip_codex_headers(text: str) -> tuple[str, dict]:
     """Codex prefixes each exec output with a header block (``Chunk ID: ...``, ``Wall time: ...``,
     ``Process exited with code N``, ``Process running with session ID N``, ``Original token
     count: N``, ``Exit code: N``, then ``Output:``); the chunk id and wall time differ on every
@@ -579,7 +787,7 @@ def _strip_codex_headers(text: str) -> "tuple[str, dict]":
             end = n
         line = text[pos:end]
         if line == "Output:":
-            return text[end + 1:], facts
+            return text[end + 1 :], facts
         m = _CODEX_HEADER_RE.match(line)
         if m is None:
             return text, {}  # not a header after all: leave the text alone
@@ -592,8 +800,16 @@ def _strip_codex_headers(text: str) -> "tuple[str, dict]":
     return text, {}
 
 
-_CODEX_HEADER_STARTS = ("Chunk ID:", "Wall time", "Exit code:", "Process exited", "Process running", "Command:",
-                        "Script completed", "Original token count:")
+_CODEX_HEADER_STARTS = (
+    "Chunk ID:",
+    "Wall time",
+    "Exit code:",
+    "Process exited",
+    "Process running",
+    "Command:",
+    "Script completed",
+    "Original token count:",
+)
 _CODEX_HEADER_RE = re.compile(
     r"^(?:Chunk ID: \S*|Wall time:? [\d.]+ ?\w*|Process exited with code (?P<code>-?\d+)|Exit code:? (?P<code2>-?\d+)"
     r"|Process running with session ID (?P<sid>\S+)|Original token count: \d+|Total output lines: \d+"
@@ -601,11 +817,13 @@ _CODEX_HEADER_RE = re.compile(
 )
 
 
-_GEMINI_NOISE = re.compile(r"^(?:Process Group PGID: .*|Background PIDs: .*|</?untrusted_context>)$")
+_GEMINI_NOISE = re.compile(
+    r"^(?:Process Group PGID: .*|Background PIDs: .*|</?untrusted_context>)$"
+)
 _GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)$")
 
 
-def _strip_gemini_shell_footer(text: str) -> "tuple[str, dict]":
+def _strip_gemini_shell_footer(text: str) -> tuple[str, dict]:
     """gemini-cli's run_shell_command result ends with per-call lines (``Process Group PGID: N``,
     ``Background PIDs: ...``) and may be wrapped in ``<untrusted_context>`` tags; the process
     group differs on every call. Returns (text without them, facts): ``returncode`` from the
@@ -628,13 +846,13 @@ def _strip_gemini_shell_footer(text: str) -> "tuple[str, dict]":
 #: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
 #: noise removed so two identical results compare equal; *facts* are what the noise said
 #: (``returncode``, ``exec_session``). See docs/formats.md.
-OUTPUT_NORMALISERS: dict[str, Callable[[str], "tuple[str, dict]"]] = {
+OUTPUT_NORMALISERS: dict[str, Callable[[str], tuple[str, dict]]] = {
     "codex": _strip_codex_headers,
     "gemini-cli": _strip_gemini_shell_footer,
 }
 
 
-def normalise_output(profile: "Profile | str | None", text: Any) -> "tuple[Any, dict]":
+def normalise_output(profile: Profile | str | None, text: Any) -> tuple[Any, dict]:
     """*text* as the tool returned it, without the harness's per-call wrapper (see
     OUTPUT_NORMALISERS); non-string results and harnesses without a normaliser pass through."""
     name = profile.name if isinstance(profile, Profile) else profile
@@ -645,8 +863,18 @@ def normalise_output(profile: "Profile | str | None", text: Any) -> "tuple[Any, 
         return text, {}
     return fn(text)
 
+
 _GENERIC: dict[str, Rule] = {}
-for _table in (_SHELL_TOOLS, CLINE, TAU_BENCH, GEMINI_CLI, SWE_AGENT, OPENHANDS, CODEX, CLAUDE_CODE):
+for _table in (
+    _SHELL_TOOLS,
+    CLINE,
+    TAU_BENCH,
+    GEMINI_CLI,
+    SWE_AGENT,
+    OPENHANDS,
+    CODEX,
+    CLAUDE_CODE,
+):
     _GENERIC.update(_table)
 # "edit" in a generic trace is a file edit with an explicit path (SWE-agent's uses the open file).
 _GENERIC["edit"] = ("mutate", ("path", "file_path", "open_file"))
@@ -667,7 +895,9 @@ PROFILES: dict[str, Profile] = {
 }
 
 
-def get_profile(profile: "Profile | str | Mapping[str, Rule] | None", default: str = "generic") -> Profile:
+def get_profile(
+    profile: Profile | str | Mapping[str, Rule] | None, default: str = "generic"
+) -> Profile:
     """Resolve a profile argument: a Profile, a built-in name, a mapping of extra rules on top of
     *default*, or None for *default*. Raises ValueError naming the built-in profiles."""
     if profile is None:
@@ -678,12 +908,18 @@ def get_profile(profile: "Profile | str | Mapping[str, Rule] | None", default: s
         try:
             return PROFILES[profile]
         except KeyError:
-            raise ValueError(f"unknown profile {profile!r}; known profiles: {', '.join(PROFILES)}") from None
+            raise ValueError(
+                f"unknown profile {profile!r}; known profiles: {', '.join(PROFILES)}"
+            ) from None
     if isinstance(profile, Mapping):
         return PROFILES[default].extend(profile, name=f"{default}+custom")
-    raise TypeError(f"profile must be a Profile, a profile name or a mapping of rules; got {type(profile).__name__}")
+    raise TypeError(
+        f"profile must be a Profile, a profile name or a mapping of rules; got {type(profile).__name__}"
+    )
 
 
-def classify(name: str, args: Any = None, profile: "Profile | str | Mapping[str, Rule] | None" = None) -> "tuple[str, Target]":
+def classify(
+    name: str, args: Any = None, profile: Profile | str | Mapping[str, Rule] | None = None
+) -> tuple[str, Target]:
     """(kind, target) of a tool call under *profile* (default: generic); raises ValueError on an unknown profile name."""
     return get_profile(profile).classify(name, args)

@@ -10,12 +10,13 @@ This module is the dispatcher: the work is done by the compiled twin ``loopcore.
 (src/_native/shell.pyx) or by the pure twin, as ``loopcore._native_flag`` decides. Results are
 cached per command string here: agents repeat commands a lot.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
 
 from .._native_flag import load
-from .._shell_py import _SHELLS  # plain data, shared by both twins
+from .._shell_py import _SHELLS  # noqa: F401 (plain data, shared by both twins)
 
 __all__ = ["classify_shell", "classify_shell_access", "parse_patch_targets"]
 
@@ -26,7 +27,7 @@ parse_patch_targets = _twin.parse_patch_targets
 
 
 @lru_cache(maxsize=65536)
-def classify_shell(command: str) -> "tuple[str, str | tuple[str, ...] | None]":
+def classify_shell(command: str) -> tuple[str, str | tuple[str, ...] | None]:
     """(kind, target) of a shell command: kind is observe/mutate/exec/other; never raises.
 
     The target of a ``mutate`` is what it writes (None when a writer's targets cannot be
@@ -37,7 +38,9 @@ def classify_shell(command: str) -> "tuple[str, str | tuple[str, ...] | None]":
 
 
 @lru_cache(maxsize=65536)
-def classify_shell_access(command: str) -> "tuple[str, str | tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None, bool]":
+def classify_shell_access(
+    command: str,
+) -> tuple[str, str | tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None, bool]:
     """(kind, target, reads, writes, no_op) of a shell command; never raises.
 
     ``kind`` and ``target`` are :func:`classify_shell`'s; ``reads`` / ``writes`` are the targets
