@@ -702,19 +702,26 @@ def analyse(
     if client is None and scheduler is None and not _worth_processes(work, jobs):
         return _collect_here(paths, fmt, keep_going, html_policy, on_unit)
     _missing(found, keep_going)  # raises on the first missing path unless keep_going
-    runner = _Runner(jobs, client, scheduler)
-    try:
-        done = _run_all(
-            runner, work, fmt, keep_going, html_policy, on_unit, range_bytes, task_bytes
-        )
-    finally:
-        runner.close()
-    # Back in input order, a missing path's error where load() would have raised it.
-    it = iter(done)
-    parts = [
-        next(it) if isinstance(u, Unit) else UnitResult(errors=_missing([u], True)) for u in found
-    ]
-    return _reduce(paths, parts)
+    from .report import bulk_gc
+
+    # The caller unpickles and rebuilds every finding: hundreds of thousands of small
+    # containers, which the cyclic collector would rescan again and again (two thirds of the
+    # caller's time, measured); reference counting still frees them.
+    with bulk_gc():
+        runner = _Runner(jobs, client, scheduler)
+        try:
+            done = _run_all(
+                runner, work, fmt, keep_going, html_policy, on_unit, range_bytes, task_bytes
+            )
+        finally:
+            runner.close()
+        # Back in input order, a missing path's error where load() would have raised it.
+        it = iter(done)
+        parts = [
+            next(it) if isinstance(u, Unit) else UnitResult(errors=_missing([u], True))
+            for u in found
+        ]
+        return _reduce(paths, parts)
 
 
 def _run_all(
