@@ -499,11 +499,13 @@ class _Runner:
                 self._own = self.client = Client(scheduler)
             self.workers = max(1, sum(self.client.nthreads().values()))
 
-    def run(self, tasks: list[list[Any]], *args: Any) -> Iterator[tuple[int, list[Any]]]:
-        """(task index, result) as each task completes; the largest tasks go first."""
+    def run(
+        self, tasks: list[list[Any]], weights: list[int], *args: Any
+    ) -> Iterator[tuple[int, list[Any]]]:
+        """(task index, result) as each task completes; the heaviest *weights* go first."""
         if not tasks:
             return
-        order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i]))
+        order = sorted(range(len(tasks)), key=lambda i: -weights[i])
         if self._pool is not None:
             import concurrent.futures as cf
 
@@ -557,7 +559,8 @@ def _run_pieces(
     """The result of every piece, in order (packed into tasks, run on *runner*)."""
     tasks = _tasks(pieces, sizes, runner.workers, task_bytes)
     out: list[Any] = [None] * len(pieces)
-    for t, got in runner.run([[pieces[i] for i in idx] for idx in tasks], *args):
+    weights = [sum(sizes[i] for i in idx) for idx in tasks]
+    for t, got in runner.run([[pieces[i] for i in idx] for idx in tasks], weights, *args):
         for i, res in zip(tasks[t], got):
             out[i] = res
             if on_piece is not None:
