@@ -4,7 +4,9 @@
 
 Writes (or reuses, with --corpus) a generated corpus in real formats (tools/make_corpus.py:
 mini-swe-agent 2.x trajectories, one session a file, and loopcore JSONL files of
-``--jsonl-steps`` steps each, which the fleet path cuts into byte ranges), then analyses it on a
+``--jsonl-steps`` steps each, which the fleet path cuts into byte ranges; a million steps
+written once and hard-linked ``--copies`` times, as the generator writes 30 k steps/s), then
+analyses it on a
 LocalCluster of one worker and of two (one thread each, worker processes), alternating, and
 prints for each run: steps/s (wall), the CPU seconds of the workers and of this process (the
 client and the scheduler: what competes with the workers for the cores), each worker's peak
@@ -140,6 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--range-mb", type=float, default=16.0, help="byte range size (MB)")
     ap.add_argument("--task-mb", type=float, default=16.0, help="largest task (MB)")
+    ap.add_argument(
+        "--copies",
+        type=int,
+        default=0,
+        help="write steps/COPIES steps and hard-link them COPIES times (default: one copy per "
+        "million steps; the generator is slow, the analysis is the same on every copy)",
+    )
     ap.add_argument("--quick", action="store_true", help="300k steps, small ranges")
     ap.add_argument("--check-serial", action="store_true", help="compare with one process too")
     a = ap.parse_args(argv)
@@ -153,9 +162,23 @@ def main(argv: list[str] | None = None) -> int:
         root = pathlib.Path(tmp)
     if not root.exists() or not any(root.rglob("*.json*")):
         t0 = time.perf_counter()
-        print(f"writing a {a.steps:,}-step corpus to {root} ...", flush=True)
-        made = write_corpus(root, a.steps, jsonl_steps=a.jsonl_steps)
-        print(made, f"in {time.perf_counter() - t0:.0f}s", flush=True)
+        copies = max(1, a.copies if a.copies else a.steps // 1_000_000)
+        print(
+            f"writing a {a.steps // copies:,}-step corpus to {root / 'base'}"
+            + (f", hard-linked {copies} times" if copies > 1 else "")
+            + " ...",
+            flush=True,
+        )
+        made = write_corpus(root / "base", a.steps // copies, jsonl_steps=a.jsonl_steps)
+        for k in range(1, copies):  # the same files again: another k-th of the traces
+            for p in sorted((root / "base").rglob("*")):
+                q = root / f"copy-{k}" / p.relative_to(root / "base")
+                if p.is_dir():
+                    q.mkdir(parents=True, exist_ok=True)
+                else:
+                    q.parent.mkdir(parents=True, exist_ok=True)
+                    os.link(p, q)
+        print(made, f"x {copies} in {time.perf_counter() - t0:.0f}s", flush=True)
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     big = max(p.stat().st_size for p in root.rglob("*") if p.is_file())
     range_bytes, task_bytes = int(a.range_mb * (1 << 20)), int(a.task_mb * (1 << 20))

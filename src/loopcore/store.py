@@ -280,8 +280,13 @@ def write_encoded(
         "run": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([run])),
         "part": pa.array(np.full(n, part, np.int32)),
     }
+    # The kernels' columns are stored in the encoding's own dtypes, so reading one back is a
+    # copy with no widening (narrowing int64 counts to int32 saved 16% of the bytes and cost
+    # 13% more CPU to read); the others are narrowed where they fit.
+    kernel_read = set(kernel_columns())
     for name, dtype in _step_columns():
-        cols[name] = pa.array(_narrow(np.ascontiguousarray(getattr(enc, name), dtype=dtype)))
+        a = np.ascontiguousarray(getattr(enc, name), dtype=dtype)
+        cols[name] = pa.array(a if name in kernel_read else _narrow(a))
     lens = np.diff(enc.trace_offsets)
     cols["step"] = pa.array(
         (np.arange(n, dtype=np.int64) - np.repeat(enc.trace_offsets[:-1], lens)).astype(np.int32)
@@ -665,7 +670,11 @@ def _read(
     pq = _pa().parquet
     path = _part_path(root, table, run["date"], run["run"], part)
     try:
-        return pq.read_table(path, columns=columns, use_threads=True, memory_map=True)
+        # A part is one file: ParquetFile reads each row group as one chunk (read_table goes
+        # through the dataset layer, which cuts columns into 128 k-row batches that then have
+        # to be concatenated): the kernels' columns come out as single buffers.
+        with pq.ParquetFile(path, memory_map=True) as f:
+            return f.read(columns=columns, use_threads=True)
     except FileNotFoundError:
         raise StoreError(f"{root} is damaged: {os.path.relpath(path, root)} is missing") from None
     except (OSError, ValueError, KeyError) as exc:  # pyarrow's ArrowInvalid is a ValueError
@@ -675,11 +684,19 @@ def _read(
 
 
 def _np(col: Any, dtype: Any) -> np.ndarray:
+    """A column as one contiguous array of *dtype*: the Arrow buffer itself when it already is
+    one (no copy), else one pass that copies (and widens) chunk by chunk."""
+    dtype = np.dtype(dtype)
     if col.num_chunks == 1:
         a = col.chunk(0).to_numpy(zero_copy_only=False)
-    else:
-        a = col.to_numpy()
-    return np.ascontiguousarray(a, dtype=dtype)
+        return a if a.dtype == dtype and a.flags.c_contiguous else a.astype(dtype)
+    out = np.empty(len(col), dtype)
+    at = 0
+    for chunk in col.chunks:
+        n = len(chunk)
+        out[at : at + n] = chunk.to_numpy(zero_copy_only=False)
+        at += n
+    return out
 
 
 _KERNEL_COLUMNS: list[str] | None = None
