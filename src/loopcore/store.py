@@ -53,7 +53,7 @@ STORE_SCHEMA = 1
 MARKER = "loopcore-store.json"
 _FORMAT = "loopcore-store"
 #: Steps per part file: a run of more steps is written as several parts (bounded memory).
-PART_STEPS = 2_000_000
+PART_STEPS = 1_000_000
 
 _TABLES = ("steps", "traces", "findings", "tools", "targets", "sessions", "arrays")
 
@@ -1109,9 +1109,15 @@ def reanalyse_totals(
     root, runs = _open(root)
     tot, waste, bkt, bks = [], [], [], []
     steps = charged = 0
-    for run, _part, enc in _read_ahead(root, kernel_only=True):
-        res = _kernel(enc, impl, _charge_turn(run, charge_turn_output))
-        steps += len(enc)
+
+    def one(run: dict[str, Any], part: dict[str, Any]) -> tuple[int, Any]:
+        enc = read_part(root, run, part, kernel_only=True)
+        return len(enc), _kernel(enc, impl, _charge_turn(run, charge_turn_output))
+
+    # Reading (pyarrow) and the compiled kernel both release the GIL: a part per core, in
+    # threads, at most one part a thread in memory, results taken in store order.
+    for n, res in _in_threads(one, list(_iter_parts(root))):
+        steps += n
         charged += int(np.count_nonzero(res.finding))
         tot.append(res.total_tokens)
         waste.append(res.wasted_tokens)
@@ -1123,6 +1129,25 @@ def reanalyse_totals(
     return StoreTotals(
         len(t), steps, int(t.sum()), int(w.sum()), charged, kt.sum(axis=0), ks.sum(axis=0), t, w
     )
+
+
+def _in_threads(fn: Callable[..., Any], items: list[tuple]) -> Iterator[Any]:
+    """``fn(*item)`` for every item, on a thread per core (at most that many running and one
+    waiting to be taken), yielded in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .fleet import cpu_count
+
+    workers = max(1, min(cpu_count(), len(items)))
+    with ThreadPoolExecutor(workers, thread_name_prefix="loopcore-store") as pool:
+        futs: list[Any] = []
+        nxt = 0
+        for i in range(len(items)):
+            while nxt < len(items) and nxt < i + workers:
+                futs.append(pool.submit(fn, *items[nxt]))
+                nxt += 1
+            yield futs[i].result()
+            futs[i] = None
 
 
 def _estimated_flags(enc: EncodedTrace) -> np.ndarray:
