@@ -117,3 +117,37 @@ def test_every_public_name_resolves_to_its_module():
     ns: dict = {}
     exec("from loopcore import *", ns)  # noqa: S102
     assert set(PUBLIC) - {"__version__"} <= set(ns)
+
+
+#: Start-up costs a hook call does without (benchmarks/bench_hook.py): typing (the guard's
+#: modules take their annotations as strings), orjson (its import pulls in uuid, datetime and
+#: dataclasses), argparse and the CLI module, logging (made only when an event is logged).
+LEAN = ("orjson", "argparse", "logging", "uuid", "loopcore.cli", "loopcore.hooks._install")
+
+
+def test_the_installed_command_imports_only_the_hook_path(tmp_path, impl):
+    import shlex
+
+    from loopcore.hooks._install import hook_command
+
+    argv = shlex.split(hook_command("claude", state=str(tmp_path)))
+    assert argv[1:3] == ["-I", "-S"]  # no site, no .pth files, no project directory on sys.path
+    c = Claude()
+    ev = json.dumps(c.pre("Read", {"file_path": "/home/dev/shop/a.py"})).encode()
+    p = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        input=ev,
+        capture_output=True,
+        env=hook_env(impl.name),
+        timeout=60,
+    )
+    assert p.returncode == 0 and p.stdout == b"", p.stderr.decode()[-2000:]
+    mods = {
+        line.rsplit("|", 1)[1].strip()
+        for line in p.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "loopcore.guard" in mods and "sqlite3" in mods and "site" not in mods
+    assert not [m for m in mods if m.startswith(HEAVY + LEAN)]
+    if impl.name != "py":  # the pure engine twin's own modules may use typing
+        assert "typing" not in mods

@@ -14,7 +14,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DB_NAME", "EVENTS_NAME", "SCHEMA_VERSION", "Store", "state_dir"]
 
