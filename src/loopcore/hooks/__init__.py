@@ -16,9 +16,9 @@ when asked for. User guide: docs/hooks/claude.md, codex.md, gemini.md.
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
 from collections import namedtuple
 
@@ -155,7 +155,7 @@ class _Answer:
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.done = False
 
     def give(self, text: str) -> bool:
@@ -219,9 +219,17 @@ def run_hook(
                 )
                 os._exit(0)
 
-        timer = threading.Timer(opts.budget, expire)
-        timer.daemon = True
-        timer.start()
+        # A bare thread waiting on a held lock: release() cancels it. (threading.Timer's start()
+        # waits until the new thread has run, which on a loaded machine can cost a scheduler
+        # slice, several ms, on every call.)
+        cancel = _thread.allocate_lock()
+        cancel.acquire()
+
+        def watch() -> None:
+            if not cancel.acquire(timeout=opts.budget):
+                expire()
+
+        _thread.start_new_thread(watch, ())
     try:
         if callable(raw):
             raw = raw()
@@ -249,7 +257,7 @@ def run_hook(
         return give_up(f"internal error {type(exc).__name__}: {exc}")
     finally:
         if watchdog:
-            timer.cancel()
+            cancel.release()
 
 
 def _classify(h: Any, ev: Any) -> tuple[Any, Any]:
