@@ -284,11 +284,10 @@ _KEEP: list[Any] = []
 def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadline: float) -> str:
     """The answer text, after one transaction on the session's row; raises _StateError."""
     import json
-    import sqlite3
 
     from ..guard import Guard
     from ._contracts import answer
-    from ._state import Store, state_dir
+    from ._state import Store, sqlite3, state_dir
 
     kind, target = _classify(h, ev)
     # Wait for the lock with most of what is left of the budget, keeping time to answer.
