@@ -67,7 +67,7 @@ def fast_entry() -> str:
 
     ``-S`` skips ``site`` (the .pth files of every installed package) and ``-c`` skips runpy:
     the two cost more than the hook's own work (benchmarks/bench_hook.py). The directories of
-    loopcore and of its two imports on the hook path (orjson, xxhash) go on ``sys.path`` by
+    loopcore and of its one third-party import on the hook path (xxhash) go on ``sys.path`` by
     hand. ``-I`` also keeps the project directory the harness runs in (and PYTHONPATH) off
     ``sys.path``, so nothing there can shadow a module. Run ``install`` again after moving the
     environment.
@@ -75,7 +75,7 @@ def fast_entry() -> str:
     import importlib.util
 
     dirs: list[str] = []
-    for name in ("loopcore", "orjson", "xxhash"):
+    for name in ("loopcore", "xxhash"):
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.submodule_search_locations:
             raise InstallError(f"cannot find the {name} package of this Python ({sys.executable})")
