@@ -161,3 +161,28 @@ def test_the_installed_command_imports_only_the_hook_path(tmp_path, impl):
     assert not [m for m in mods if m.startswith(HEAVY + LEAN)]
     if impl.name != "py":  # the pure engine twin's own modules may use typing
         assert "typing" not in mods
+
+
+def test_the_loopcore_console_script_sends_hook_straight_to_the_hook(tmp_path, impl):
+    """``loopcore hook claude`` (the console script's entry) never loads loopcore.cli."""
+    c = Claude()
+    ev = json.dumps(c.pre("Read", {"file_path": "/home/dev/shop/b.py"})).encode()
+    code = (
+        "import sys; sys.argv = ['loopcore', 'hook', 'claude', '--state', sys.argv[1]];"
+        "from loopcore.hooks._entry import main; sys.exit(main())"
+    )
+    mods = _imported(["-c", code, str(tmp_path)], ev, hook_env(impl.name))
+    assert "loopcore.guard" in mods and "_sqlite3" in mods
+    assert not [m for m in mods if m.startswith(HEAVY + LEAN)]
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['loopcore', '--version'];"
+            "from loopcore.hooks._entry import main; sys.exit(main())",
+        ],
+        capture_output=True,
+        env=hook_env(impl.name),
+        timeout=60,
+    )
+    assert p.returncode == 0 and p.stdout.strip()
