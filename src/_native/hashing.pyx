@@ -188,8 +188,13 @@ cdef extern from *:
     #endif
     /* the depth a re-entrant call (from a default= converter) starts at, per thread */
     static LOOPCORE_TLS Py_ssize_t loopcore_hash_base = 0;
+    /* how many such callbacks are running, in all threads (read and written with the GIL
+     * held): while it is 0 every thread's loopcore_hash_base is 0, and a call need not pay
+     * for reading the thread-local */
+    static Py_ssize_t loopcore_hash_callbacks = 0;
     """
     Py_ssize_t loopcore_hash_base
+    Py_ssize_t loopcore_hash_callbacks
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*)
@@ -339,15 +344,17 @@ _repr.maxstring = _repr.maxother = _REPR_MAX
 def _safe_repr(obj):
     """A bounded repr for error paths (the twin's): never recurses deeply, never raises. A
     __repr__ that hashes again starts at MAX_DEPTH: scalars hash, containers raise at once."""
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     cdef Py_ssize_t saved = loopcore_hash_base
     loopcore_hash_base = C_MAX_DEPTH
+    loopcore_hash_callbacks += 1
     try:
         text = _repr.repr(obj)
     except Exception:
         return f"<{type(obj).__name__}>"
     finally:
         loopcore_hash_base = saved
+        loopcore_hash_callbacks -= 1
     if len(text) > _REPR_MAX:
         text = text[: _REPR_MAX - 3] + "..."
     return text
@@ -438,7 +445,7 @@ cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, b
         with nogil:
             h = loopcore_xxh3_large(p, n)
     else:
-        h = loopcore_xxh3_large(p, n)
+        h = loopcore_xxh3_digest(p, n)
     _reserve(c, 17)
     _tag_u64(c, big, <uint64_t>n)
     _u64(c, h)
@@ -706,7 +713,7 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
     cdef PyObject** ents
     cdef Py_ssize_t nent = 0, saved
     cdef int rc = 0
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     if size > FAST_KEYS:
         return 1
     # 1. the snapshot: no Python code runs in these loops (the entries read in place where
@@ -734,11 +741,13 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
         if c.strip != NULL:
             saved = loopcore_hash_base
             loopcore_hash_base = depth + 2  # a __hash__/__eq__ that hashes again continues the depth
+            loopcore_hash_callbacks += 1
             try:
                 for i in range(n):
                     drop[i] = PySet_Contains(<object>c.strip, <object>e[i].key)
             finally:
                 loopcore_hash_base = saved
+                loopcore_hash_callbacks -= 1
             kept = 0
             for i in range(n):
                 if drop[i]:
@@ -805,7 +814,7 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     cdef list items
     cdef bint all_str = True
     cdef Py_ssize_t saved
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     if _open(c, v, depth):
         _reserve(c, 1)
         _u8(c, b"c")
@@ -821,10 +830,12 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     if c.strip != NULL:
         saved = loopcore_hash_base
         loopcore_hash_base = depth + 2  # as in the fast path
+        loopcore_hash_callbacks += 1
         try:
             items = [kv for kv in items if not PySet_Contains(<object>c.strip, (<tuple>kv)[0])]
         finally:
             loopcore_hash_base = saved
+            loopcore_hash_callbacks -= 1
     for kv in items:
         if not PyUnicode_Check((<tuple>kv)[0]):
             all_str = False
@@ -936,17 +947,19 @@ cdef int _enc(Ctx* c, object v, Py_ssize_t depth) except -1:
         return _enc_dict(c, v, depth)
     if PyAnySet_Check(v):
         return _enc_set(c, v, depth)
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     cdef Py_ssize_t saved
     if c.default != NULL:
         if depth + 1 >= C_MAX_DEPTH:  # checked before the call: a recursing converter stops here
             _fail(c, ValueError, f"nesting deeper than {C_MAX_DEPTH} levels (default= conversions count)")
         saved = loopcore_hash_base
         loopcore_hash_base = depth + 2  # a re-entrant canonical_hash continues this depth
+        loopcore_hash_callbacks += 1
         try:
             converted = (<object>c.default)(v)
         finally:
             loopcore_hash_base = saved
+            loopcore_hash_callbacks -= 1
         return _enc(c, converted, depth + 1)
     return _fail(c, TypeError, f"unsupported type {type(v).__name__!r}")
 
@@ -963,7 +976,8 @@ cdef object _strip_set(object strip):
 
 cdef int _run(Ctx* c, object value, object strip, object default, Py_ssize_t base) except -1:
     # c.buf/c.cap/c.buf_heap are set by the caller (a stack buffer, or the heap when nested);
-    # *base* is loopcore_hash_base, read once by _compute (a thread-local costs a call to read)
+    # *base* is loopcore_hash_base as _compute read it (only while a callback runs somewhere:
+    # a thread-local costs a call to read)
     c.len = 0
     c.nopen = 0
     c.members = 0
@@ -1025,7 +1039,7 @@ cdef object _top(object value, object strip, object default, uint64_t* out, bint
 
 cdef inline object _compute(object value, object strip, object default, uint64_t* out, bint want_bytes):
     # the two paths are separate functions so that a nested call's frame holds no Ctx
-    cdef Py_ssize_t base = loopcore_hash_base
+    cdef Py_ssize_t base = loopcore_hash_base if loopcore_hash_callbacks else 0
     if base:
         return _nested(value, strip, default, out, want_bytes, base)
     return _top(value, strip, default, out, want_bytes)
