@@ -39,6 +39,7 @@ FIXTURE_FORMATS = {
     "codex_rollout_0146.jsonl": "codex",
     "swe_agent_text.json": "swe-agent",
     "swe_agent_function_calling.json": "swe-agent",
+    "swe_agent_0x_linted_edit.json": "swe-agent",
     "tau_bench.json": "tau-bench",
     "openhands_events.json": "openhands",
     "gemini_cli_session.json": "gemini-cli",

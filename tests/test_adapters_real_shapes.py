@@ -1234,3 +1234,14 @@ def test_opencode_bash_exit_code(tmp_path):
     (ls,) = [s for s in calls(t) if s.name == "bash"]
     assert ls.meta["returncode"] == 2 and ls.args == {"command": "ls missing"}
     assert ls.error is None  # a non-zero exit is a result, not a failed call
+
+
+def test_swe_agent_edit_the_linter_reverted_is_a_failed_no_op():
+    """SWE-agent 0.x / 1.x: an edit its linter rejected ("Your changes have NOT been applied")
+    changed nothing: a failed no-op, not a mutation."""
+    t = only(FIX / "swe_agent_0x_linted_edit.json")
+    opened, bad, good, _submit = calls(t)
+    assert (bad.kind, bad.target, bad.no_op) == ("mutate", "/repo/calc.py", True)
+    assert bad.error is not None and "NOT been applied" in bad.error
+    assert (good.no_op, good.error) == (False, None)
+    assert opened.target == good.target == "/repo/calc.py"

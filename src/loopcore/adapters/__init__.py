@@ -227,6 +227,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "trajectories/demonstrations/**/*.traj",
             "3ea751c087f32b16e039a2233dd6eefecef325d5",
         ),
+        _c(
+            "SWE-agent",
+            "0.x test trajectories (text actions, function calling)",
+            "SWE-agent/SWE-agent",
+            "tests/test_data/trajectories/**/*.traj",
+            "3ea751c087f32b16e039a2233dd6eefecef325d5",
+        ),
     ],
     "tau-bench": [
         _c(
