@@ -6,7 +6,7 @@ Writes (or reuses, with --corpus) a generated corpus in real formats (tools/make
 mini-swe-agent 2.x trajectories and loopcore JSONL), then analyses it on a LocalCluster of one
 worker and of two (one thread each), alternating, and prints steps/s, the scaling and each
 worker's peak RSS. Every run's report must equal the first one byte for byte (the correctness
-check printed beside the time). Bar (DESIGN.md): 2 workers >= 1.8x one worker, identical report.
+check printed beside the time). Bar (README.md, Benchmarks): 2 workers >= 1.8x one worker, identical report.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
 
 def run_once(impl: str, stream: list[tuple], keep: bool = False, call_ids: bool = True):
     if impl == "floor":
-        g = _native_flag.load("guard", "c").CallFloor(ALLOW)
+        g = _native_flag.load_twin("guard", "c").CallFloor(ALLOW)
     else:
         g = Guard(Policy.default(), implementation=impl, max_sessions=100_000)
     check, record = g.check, g.record
@@ -157,8 +157,8 @@ def hashing_once(impl: str, stream: list[tuple]) -> float:
     without their volatile ids), so this is the hashing the guard cannot avoid; the rest of a
     call's time is the guard's own logic (projection, session lookup, detectors, decisions).
     """
-    h = _native_flag.load("hashing", impl).canonical_hash
-    eng = _native_flag.load("guard", impl)
+    h = _native_flag.load_twin("hashing", impl).canonical_hash
+    eng = _native_flag.load_twin("guard", impl)
     vk = Policy.default().volatile_keys
     items = [
         (

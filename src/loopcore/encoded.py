@@ -62,15 +62,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _codes
-from ._native_flag import load
+from ._native_flag import NO_EXTENSIONS
 from .hashing import canonical_hash
 from .textloop import repeated_spans
 from .trace import KINDS, Step, Trace
 
-if TYPE_CHECKING:
-    from ._burn_py import analyse_columns
+if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns
 else:
-    analyse_columns = load("burn").analyse_columns
+    from ._native_burn import QUESTION_LOOP_MIN_TURNS, analyse_columns  # noqa: F401 (re-export)
 
 __all__ = [
     "ABSOLUTE",
@@ -89,14 +89,8 @@ __all__ = [
     "step_facts",
 ]
 
-OBSERVE, MUTATE, EXEC, ASK, OTHER = (
-    _codes.K_OBSERVE,
-    _codes.K_MUTATE,
-    _codes.K_EXEC,
-    _codes.K_ASK,
-    _codes.K_OTHER,
-)
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+_OBSERVE, _MUTATE = _codes.K_OBSERVE, _codes.K_MUTATE
 
 #: Finding kinds in code order: the kernels write 1..6 (0 = not charged) into ``finding``.
 FINDING_KINDS = (
@@ -233,7 +227,7 @@ def _full_write(args: Any) -> bool:
 
 
 def _shell_full_write(cmd: str) -> bool:
-    from ._shell_py import lex
+    from .taxonomy.shell import lex
 
     segs = lex(cmd)
     if len(segs) != 1:
@@ -267,7 +261,7 @@ def _content_read(name: str, args: Any) -> bool:
     if cmd.__class__ is str:
         if cmd == "view":
             return True
-        from ._shell_py import lex
+        from .taxonomy.shell import lex
 
         parts = [words for words, _r, _h in lex(cmd) if words and words[0] != "cd"]
         if len(parts) != 1:
@@ -351,18 +345,18 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     args = step.args
     # blanks are normalised in an observe command only: a write's text (a heredoc) is its content
     call = (
-        (step.name, canonical_hash(_norm_command(args) if kind == OBSERVE else args, default=repr))
+        (step.name, canonical_hash(_norm_command(args) if kind == _OBSERVE else args, default=repr))
         if step.name
         else None
     )
     failed = error is not None
     edit = None
-    state = None
+    state: tuple[tuple[Any, ...], int] | None = None
     no_op = step.no_op
     if len(targets) == 1:
-        if kind == OBSERVE and has_outcome:
+        if kind == _OBSERVE and has_outcome:
             state = (("call",) + (call or ("", 0)), outcome)
-        elif kind == MUTATE and not failed and isinstance(args, dict):
+        elif kind == _MUTATE and not failed and isinstance(args, dict):
             for old_key, new_key in _REPLACE_KEYS:
                 if old_key in args and new_key in args:
                     old, new = _h(args[old_key]), _h(args[new_key])
@@ -387,7 +381,7 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
         writes = _set(step.write_set)
     reads = _set(step.read_set)
     substantial = False
-    if has_outcome and kind == OBSERVE and targets:
+    if has_outcome and kind == _OBSERVE and targets:
         chars, lines = _text_size(result)
         e_chars, e_lines = _text_size(error) if error is not None and error is not True else (0, 0)
         substantial = (
@@ -754,7 +748,7 @@ def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None
             c_turn_tokens.append(step.tokens_turn)
             c_degen.append(degenerate_tokens(step) if step.text else 0)
             c_call.append(call)
-            if f.kind == OBSERVE and tset >= 0 and f.has_outcome:
+            if f.kind == _OBSERVE and tset >= 0 and f.has_outcome:
                 c_obs.append(
                     obs_keys((tset, f.outcome) if f.substantial else (tset, f.outcome, call))
                 )
@@ -822,15 +816,29 @@ class EncodedAnalysis:
         )
 
 
-def analyse_encoded(
-    enc: EncodedTrace, *, impl: str | None = None, charge_turn_output: bool = False
-) -> EncodedAnalysis:
-    """Run the burn kernel over *enc* (``impl`` "c"/"py" forces a twin; default: the live core).
+def analyse_encoded(enc: EncodedTrace, *, charge_turn_output: bool = False) -> EncodedAnalysis:
+    """Run the burn kernel over *enc*.
 
     ``charge_turn_output`` charges a wasted call's turn tokens too (``BurnSettings``). Both
     twins give the same arrays. Raises ValueError when the columns are inconsistent.
     """
-    kernel = analyse_columns if impl is None else load("burn", impl).analyse_columns
+    return _run_kernel(analyse_columns, enc, charge_turn_output)
+
+
+def _kernel_of(impl: str | None) -> Any:
+    """The burn kernel of twin *impl* ("c", "py"; None: the live one): for the tests and the
+    store's re-analysis checks."""
+    if impl is None:
+        return analyse_columns
+    from ._native_flag import load_twin
+
+    return load_twin("burn", impl).analyse_columns
+
+
+def _run_kernel(
+    kernel: Any, enc: EncodedTrace, charge_turn_output: bool = False
+) -> EncodedAnalysis:
+    # analyse_encoded on *kernel* (a twin's analyse_columns)
     out = kernel(
         enc.kind,
         enc.turn,
