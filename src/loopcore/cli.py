@@ -390,17 +390,16 @@ def _check_format(name: str) -> None:
         ) from None
 
 
-#: What a folder walk reads (the adapters' rule): README.md, .yaml, .tsv beside traces are not work.
-_TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
-
-
 def _input_size(paths: Sequence[str]) -> tuple[int, int]:
+    # what a folder walk reads is the adapters' rule: README.md, .yaml, .tsv beside traces are not work
+    from .adapters import _TRACE_EXTS
+
     files = size = 0
     for p in paths:
         if os.path.isdir(p):
             for root, _dirs, names in os.walk(p):
                 for n in names:
-                    if n.startswith(".") or not n.removesuffix(".gz").endswith(_TRACE_SUFFIXES):
+                    if n.startswith(".") or not n.removesuffix(".gz").endswith(_TRACE_EXTS):
                         continue
                     files += 1
                     try:
