@@ -8,10 +8,12 @@ first access. The compiled engine builds the very same object in C (guard.pyx, `
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from . import _codes
 from .policy import DETECTORS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ALLOW", "Decision", "LoopBlocked"]
 
@@ -76,10 +78,10 @@ class Decision:
         m = self._message
         if m is None:  # a guard decision: rendered once, from the facts it was built with
             m = self._message = _render_message(
-                cast(str, self.detector),
+                self.detector,  # type: ignore[arg-type]
                 self.action == "block",
                 self.count,
-                cast("tuple[Any, ...]", self._why),
+                self._why,  # type: ignore[arg-type]
             )
         return m
 
@@ -92,7 +94,7 @@ class Decision:
         """A stable id of the pattern (detector, tool, call or cycle) for de-duplicating warnings."""
         k = self._key
         if k is None and self._why is not None:
-            k = self._key = _render_key(cast(str, self.detector), self._why)
+            k = self._key = _render_key(self.detector, self._why)  # type: ignore[arg-type]
         return k
 
     @key.setter

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Any, cast
 
 from xxhash import xxh3_64_intdigest
 
@@ -34,7 +33,10 @@ from .decision import (  # noqa: F401
 from .policy import Policy
 from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import _guard_py as _engine_mod
 
 __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
@@ -300,7 +302,7 @@ class Guard:
         """Decide on a call before it runs (the attempt counts, a blocked one too).
 
         Returns ``ALLOW`` or a warn/block Decision. Raises TypeError when *tool* is not a str,
-        ValueError for an unknown *kind* or args nested deeper than loopcore.MAX_DEPTH; values
+        ValueError for an unknown *kind* or args nested deeper than loopcore.hashing.MAX_DEPTH; values
         canonical_hash does not support are hashed by repr().
         """
         if self._disabled and session in self._disabled:
@@ -726,7 +728,8 @@ class Guard:
         implementation). Raises ValueError when *data* is not a loopcore guard snapshot, is
         truncated or corrupted, or does not fit the policy.
         """
-        return cast(Guard, _snapshot.load(cls, data, policy, kwargs))
+        guard: Guard = _snapshot.load(cls, data, policy, kwargs)
+        return guard
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""

@@ -22,7 +22,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_BUDGET_TOOLS",
@@ -400,7 +403,8 @@ class Policy:
             raise ValueError(
                 f"unknown policy preset {name!r}; expected one of {', '.join(PRESETS)}"
             )
-        return cast(Policy, getattr(cls, key)())
+        preset: Policy = getattr(cls, key)()
+        return preset
 
     @classmethod
     def default(cls) -> Policy:
