@@ -16,6 +16,8 @@ import shutil
 import pytest
 
 import loopcore
+import loopcore.adapters
+import loopcore.trace
 from loopcore.adapters import LoadStats, TraceFormatError, detect_format, load
 from loopcore.taxonomy.profiles import normalise_output
 
@@ -367,7 +369,7 @@ def test_cli_formats_command(capsys):
 
     assert main(["formats"]) == 0
     out = capsys.readouterr().out
-    for name in loopcore.FORMATS:
+    for name in loopcore.adapters.FORMATS:
         assert name in out
 
 
@@ -954,7 +956,7 @@ def test_a_damaged_harness_file_loads_or_says_why(name, data):
             continue
         for t in traces:
             for s in t:
-                assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+                assert s.kind in loopcore.trace.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
 
 
 def test_openhands_v0_function_call_error_is_a_rejected_turn():

@@ -489,7 +489,7 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
         if names and all(_V1_EVENT_FILE.match(f) for f in names):
             yield [
                 os.path.join(root, f)
-                for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))
+                for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))  # type: ignore[union-attr]
             ]
             continue
         for f in names:
@@ -510,7 +510,7 @@ def _parse_one(
         ctx.bad(msg, line=lineno)
     detected = fmt == "auto"
     if parsed.empty or (isinstance(parsed.doc, list) and not parsed.doc):
-        name = loopcore_steps.NAME if detected else fmt
+        name: str | None = loopcore_steps.NAME if detected else fmt
         traces = [
             Trace(
                 [],

@@ -84,7 +84,7 @@ def _parse_options(argv: Sequence[str]) -> HookOptions:
         if name not in ("--state", "--policy", "--budget", "--ttl", "--max-sessions"):
             raise _UsageError(f"unknown option {arg!r}")
         if not eq:
-            value = next(it, None)
+            value = next(it, None)  # type: ignore[assignment]
             if value is None:
                 raise _UsageError(f"{name} needs a value")
         key = name[2:].replace("-", "_")
@@ -123,7 +123,7 @@ def load_policy(spec: str | None) -> Any:
         data = f.read()
     try:
         if spec.endswith(".toml"):
-            import tomllib
+            import tomllib  # type: ignore[import-not-found,unused-ignore]
 
             doc = tomllib.loads(data.decode("utf-8"))
         else:
