@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ._native_flag import NO_EXTENSIONS
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers take the name)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook path)
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from ._hashing_py import (

@@ -450,12 +450,15 @@ def main(
     if not argv or argv[0] in ("-h", "--help"):
         (out if argv else err).write(_USAGE + "\n")
         return 0 if argv else 2
+    from .. import _guard_snapshot
     from .. import guard as _guard
 
     # The guard also logs each event to the "loopcore" logger; with no handler configured Python
     # would print it on stderr, which a harness may read as the hook's output. The guard makes
     # that logger (with a NullHandler, so) only when it has an event to log.
     _guard._QUIET_LOGGER = True
+    # One small session per process: the stdlib json costs less than importing orjson.
+    _guard_snapshot.FAST_JSON = False
     try:
         opts = _parse_options(argv)
     except _UsageError as exc:

@@ -18,7 +18,7 @@ from functools import lru_cache
 from .._native_flag import NO_EXTENSIONS
 from .._shell_py import _SHELLS  # noqa: F401 (plain data: the tables both twins read)
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (type checkers take the name)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook path)
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from .._shell_py import classify_shell as _classify_uncached
