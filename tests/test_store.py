@@ -52,11 +52,11 @@ def _digest(folder: pathlib.Path) -> dict[str, str]:
 
 def test_round_trip_gives_the_same_json_report_on_either_twin(corpus, corpus_json, tmp_path, impl):
     root = tmp_path / "store"
-    written = store.collect_to_store([str(corpus)], root, impl=impl.name, part_steps=1500)
+    written = store.collect_to_store([str(corpus)], root, _impl=impl.name, part_steps=1500)
     assert to_json(written) == corpus_json
     run = json.loads(next((root / "runs").iterdir()).read_text())
     assert len(run["parts"]) > 1  # several parts, each a self-contained encoding
-    again = store.analyse_store(root, impl=impl.name)
+    again = store.analyse_store(root, _impl=impl.name)
     assert to_json(again) == corpus_json
     assert again.steps == written.steps > 3000
     assert any(t.report.findings for t in again.traces)
@@ -65,8 +65,8 @@ def test_round_trip_gives_the_same_json_report_on_either_twin(corpus, corpus_jso
 def test_round_trip_over_the_real_traces(shared_traces, tmp_path, impl):
     expected = to_json(collect([str(shared_traces)], keep_going=True))
     root = tmp_path / "store"
-    store.collect_to_store([str(shared_traces)], root, keep_going=True, impl=impl.name)
-    assert to_json(store.analyse_store(root, impl=impl.name)) == expected
+    store.collect_to_store([str(shared_traces)], root, keep_going=True, _impl=impl.name)
+    assert to_json(store.analyse_store(root, _impl=impl.name)) == expected
 
 
 def test_cli_writes_a_store_and_reanalyses_it_byte_for_byte(corpus, tmp_path, capsys):
@@ -144,18 +144,18 @@ def test_a_second_run_appends_without_rewriting_the_first(corpus, tmp_path, impl
     other = tmp_path / "other"
     write_corpus(other, 800, seed=11, per_file_jsonl=3)
     root = tmp_path / "store"
-    first = store.collect_to_store([str(corpus)], root, date="2026-03-01", impl=impl.name)
+    first = store.collect_to_store([str(corpus)], root, date="2026-03-01", _impl=impl.name)
     before = _digest(root)
-    second = store.collect_to_store([str(other)], root, date="2026-03-02", impl=impl.name)
+    second = store.collect_to_store([str(other)], root, date="2026-03-02", _impl=impl.name)
     after = _digest(root)
     assert {k: v for k, v in after.items() if k in before} == before  # nothing rewritten
     assert any("date=2026-03-02" in k for k in after) and any("date=2026-03-01" in k for k in after)
-    both = store.analyse_store(root, impl=impl.name)
+    both = store.analyse_store(root, _impl=impl.name)
     assert [t.to_dict() for t in both.traces] == [t.to_dict() for t in first.traces + second.traces]
     assert both.inputs == [str(corpus), str(other)]
     assert both.files == first.files + second.files
     assert both.overall.wasted_tokens == first.overall.wasted_tokens + second.overall.wasted_tokens
-    totals = store.reanalyse_totals(root, impl=impl.name)
+    totals = store.reanalyse_totals(root, _impl=impl.name)
     assert (totals.traces, totals.steps, totals.wasted_tokens) == (
         len(both.traces),
         both.steps,

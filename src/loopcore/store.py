@@ -555,7 +555,7 @@ def collect_to_store(
     settings: Any = None,
     date: str | None = None,
     part_steps: int = PART_STEPS,
-    impl: str | None = None,
+    _impl: str | None = None,
 ) -> AnalysisReport:
     """Analyse every trace under *paths* like :func:`loopcore.report.collect` and append the
     run to the store at *root* (created when absent or empty); returns the same report.
@@ -587,7 +587,7 @@ def collect_to_store(
             return
         traces = [t for _, t in batch]
         enc = _encode(traces, settings)
-        res = _kernel(enc, impl, charge_turn)
+        res = _kernel(enc, _impl, charge_turn)
         reports = _reports(traces, enc, res, charge_turn)
         refs, raw = step_side(enc, traces)
         parts.append(
@@ -940,7 +940,7 @@ def analyse_columns(
     meta: dict[str, list],
     side: _Side,
     *,
-    impl: str | None = None,
+    _impl: str | None = None,
     charge_turn_output: bool = False,
 ) -> list[Any]:
     """TraceResults of every trace of *enc* from the kernels' output, without a Step object:
@@ -948,7 +948,7 @@ def analyse_columns(
     *side* for the charged steps and the steps they repeat only."""
     from .report import TraceResult
 
-    res = _kernel(enc, impl, charge_turn_output)
+    res = _kernel(enc, _impl, charge_turn_output)
     offs = enc.trace_offsets
     charged = np.flatnonzero(res.finding)
     if len(charged):
@@ -1043,7 +1043,10 @@ def _open(root: str | os.PathLike[str]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def analyse_store(
-    root: str | os.PathLike[str], *, impl: str | None = None, charge_turn_output: bool | None = None
+    root: str | os.PathLike[str],
+    *,
+    _impl: str | None = None,
+    charge_turn_output: bool | None = None,
 ) -> AnalysisReport:
     """Re-analyse the stored columns of the store at *root* (every run, in the order written);
     the report equals that of the runs that wrote them. Raises StoreError for a folder that is
@@ -1063,7 +1066,7 @@ def analyse_store(
                 enc,
                 meta,
                 _StoredSide(root, run, int(part["part"])),
-                impl=impl,
+                _impl=_impl,
                 charge_turn_output=_charge_turn(run, charge_turn_output),
             )
         )
@@ -1100,7 +1103,10 @@ class StoreTotals:
 
 
 def reanalyse_totals(
-    root: str | os.PathLike[str], *, impl: str | None = None, charge_turn_output: bool | None = None
+    root: str | os.PathLike[str],
+    *,
+    _impl: str | None = None,
+    charge_turn_output: bool | None = None,
 ) -> StoreTotals:
     """Read every stored part and run the kernels on it: the per-trace totals and by-kind sums
     of the full report (its findings are not built). Raises StoreError as analyse_store."""
@@ -1110,7 +1116,7 @@ def reanalyse_totals(
 
     def one(run: dict[str, Any], part: dict[str, Any]) -> tuple[int, Any]:
         enc = read_part(root, run, part, kernel_only=True)
-        return len(enc), _kernel(enc, impl, _charge_turn(run, charge_turn_output))
+        return len(enc), _kernel(enc, _impl, _charge_turn(run, charge_turn_output))
 
     # Reading (pyarrow) and the compiled kernel both release the GIL: a part per core, in
     # threads, at most one part a thread in memory, results taken in store order.
