@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from hook_events import Claude, Gemini, hook_env, run_inproc, run_proc
 
-from loopcore import Guard, Policy, hooks
+from loopcore import Policy, hooks
+from loopcore.guard import _make_guard, _restore_guard
 
 # Only the cumulative budget counts: its decisions depend on how many calls came before, not on
 # how the parallel processes interleave, so one in-process guard fed the same calls must agree
@@ -114,7 +115,7 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
         tallies.append(json.loads(out))
     total = {k: sum(t[k] for t in tallies) for k in tallies[0]}
 
-    ref = Guard(hooks.load_policy(str(policy)), implementation=impl.name)
+    ref = _make_guard(hooks.load_policy(str(policy)), impl=impl.name)
     ref_answers = {"allow": 0, "warn": 0, "block": 0}
     for i in range(400):
         ref_answers[
@@ -142,7 +143,7 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
     )
     assert (calls, records) == (400, 400)
     # The row holds the guard's own snapshot of a guard with just that session.
-    g = Guard.restore(snap, implementation=impl.name)
+    g = _restore_guard(snap, impl=impl.name)
     assert list(g.sessions()) == ["shared-session"] and g.stats()["checks"] == 400
 
 
@@ -172,7 +173,7 @@ def test_h2_real_hook_launches_in_parallel(tmp_path, impl):
 
     with ThreadPoolExecutor(8) as pool:
         outs = list(pool.map(launch, events))
-    ref = Guard(Policy.default(), implementation=impl.name)
+    ref = _make_guard(Policy.default(), impl=impl.name)
     decisions = [ref.check(c.session, "TodoWrite", TODO, kind="other").action for _ in range(32)]
     got = ["allow" if not o else ("block" if b"permissionDecision" in o else "warn") for o in outs]
     assert sorted(got) == sorted(decisions)

@@ -10,6 +10,7 @@ import pytest
 
 from loopcore import Step, Trace
 from loopcore.cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, main
+from loopcore.guard import _make_guard
 from loopcore.replay import collect_replay, replay_trace
 
 
@@ -243,7 +244,6 @@ def loopy_traces(draw):
 
 
 def test_replay_is_identical_on_both_twins(impl):
-    from loopcore.guard import Guard
     from loopcore.policy import Policy
 
     name = impl.name  # hypothesis must not see the Impl object: it probes attributes on arguments
@@ -254,8 +254,8 @@ def test_replay_is_identical_on_both_twins(impl):
         policy=st.sampled_from(["default", "openclaw", "opencode", "gemini-cli", "openhands"]),
     )
     def check(trace, policy):
-        got = replay_trace(trace, Guard(policy=Policy.preset(policy), implementation=name))
-        ref = replay_trace(trace, Guard(policy=Policy.preset(policy), implementation="py"))
+        got = replay_trace(trace, _make_guard(policy=Policy.preset(policy), impl=name))
+        ref = replay_trace(trace, _make_guard(policy=Policy.preset(policy), impl="py"))
         assert got.to_dict() == ref.to_dict()
         assert 0 <= got.saved_tokens <= got.total_tokens
         assert got.warned + got.blocked == len(got.events) <= got.steps

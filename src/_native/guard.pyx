@@ -60,6 +60,8 @@ N_PARAMS = len(PARAM_NAMES)
 DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef enum:
+    MAX_EVENT_KEYS = 256  # event buckets kept per session (OpenClaw's bound on its warning map)
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 cdef enum:
     MAX_DEPTH = 256  # loopcore._hashing_py.MAX_DEPTH: how deep the send-result walks go
@@ -474,6 +476,7 @@ cdef class Engine:
         self.prm.monologue_any_text = params["monologue_any_text"]
         self.prm.context_block = params["context_block"]
         self.prm.repeat_warn_needs_no_progress = params["repeat_warn_needs_no_progress"]
+        self.prm.cycle_evidence_recent = params["cycle_evidence_recent"]
         if self.prm.window < 1:
             raise ValueError("window must be positive")
         self.window = <int>self.prm.window
@@ -500,6 +503,10 @@ cdef class Engine:
             raise ValueError(f"state of another size: {st.cap} slots and {st.nbudget} budget counters, "
                              f"this engine has {self.window} and {self.nbudget}")
         return 0
+
+    def fits(self, State st):
+        """ValueError unless *st* was made by an engine of this window and budget count."""
+        self._fits(st)
 
     def check(self, State st, uint64_t tool, uint64_t args, int kind, uint64_t target, uint64_t cid,
               bint poll, bint unknown, int bslot):
@@ -606,6 +613,9 @@ cdef int _record(State st, uint64_t tool, uint64_t args, uint64_t result, int fl
                 and (cid == 0 or st.cid[j] == 0 or st.cid[j] == cid)):
             st.res[j] = result
             st.flags[j] |= <uint8_t>(flags | F_HAS)
+            if i < st.n - 1 and st.kind[st.ph(st.n - 1)] == K_ASK:
+                # an outcome arriving after agent messages: they are no longer one monologue
+                st.flags[st.ph(st.n - 1)] |= F_BARRIER
             return 1
     # Budgets count check() attempts only: an outcome whose call left the window (many
     # concurrent calls in one session) must not count that call twice.
@@ -863,6 +873,11 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             if c > best_c:
                 ev = True
                 lo = n - L + 1
+                if p.cycle_evidence_recent and p.cycle_block:
+                    # the evidence is the newest calls that reach the block threshold only
+                    q = n - <int>(p.cycle_block * k if p.cycle_counts_repeats else p.cycle_block) + 1
+                    if q > lo:
+                        lo = q
                 for q in range(lo, n):
                     j = st.ph(q)
                     if not st.flags[j] & F_HAS or (q - k >= lo and st.res[j] != st.res[st.ph(q - k)]):
@@ -932,7 +947,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         t = 0
         for i in range(n - 1, -1, -1):
             j = st.ph(i)
-            if st.kind[j] != K_ASK or (not p.monologue_any_text and (st.tool[j] != tool or st.args[j] != args)):
+            if (st.kind[j] != K_ASK or st.flags[j] & F_BARRIER
+                    or (not p.monologue_any_text and (st.tool[j] != tool or st.args[j] != args))):
                 break
             t += 1
         if p.monologue_any_text:
@@ -1053,12 +1069,13 @@ ctypedef int (*c_hash_t)(object, object, object, uint64_t*) except -1
 
 @cython.final
 cdef class Table:
-    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
+    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL,
+    and the guard's answers: the engine's code made a Decision, its event bucket looked up.
 
     ``check``/``record`` look the session up (creating, expiring and evicting as needed) and
     run the engine in one C call that never releases the GIL, so concurrent callers never lose
-    a count without paying for a lock. ``check`` returns 0 for allow, else
-    ``(code, count, of_step, aux, aux2, state, args hash)``.
+    a count without paying for a lock. ``check`` returns *allow* or a warn/block *decision*
+    (see the pure twin's Table: same arguments, same objects, same events).
     """
 
     cdef readonly Engine engine
@@ -1083,14 +1100,35 @@ cdef class Table:
     cdef ToolInfo cur_info
     cdef uint64_t cur_ah
     cdef uint64_t ops
+    cdef readonly object policy
+    cdef readonly dict names  # tool id -> name (a cycle's message names its pair)
+    cdef type decision
+    cdef readonly object allow
+    cdef tuple det_names
+    cdef object emit
+    cdef int64_t bucket_size
+    cdef frozenset ignored_args  # None when the policy ignores no argument key
     cdef public int64_t checks, warns, blocks, records, tokens, evicted
 
-    def __cinit__(self, Engine engine, int max_sessions, double ttl, clock=None, hash_fn=None, veto_type=None,
-                  volatile_keys=frozenset()):
+    def __cinit__(self, Engine engine, policy, int max_sessions, double ttl, clock=None, hash_fn=None,
+                  type decision=None, allow=None, det_names=(), emit=None):
         from collections import OrderedDict
         if max_sessions < 1:
             raise ValueError("max_sessions must be positive")
+        if policy.event_bucket < 1:
+            raise ValueError("event bucket size must be positive")
+        if decision is not None and (decision.__new__ is not object.__new__
+                                     or decision.__setattr__ is not object.__setattr__):
+            raise TypeError("Table needs a Decision class built by object.__new__ with plain slots")
         self.engine = engine
+        self.policy = policy
+        self.names = {}
+        self.decision = decision
+        self.allow = allow
+        self.det_names = tuple(det_names)
+        self.emit = emit
+        self.bucket_size = policy.event_bucket
+        self.ignored_args = frozenset(policy.ignored_args) or None
         self.max_sessions = max_sessions
         self.ttl = ttl  # 0: never expire
         self.clock = clock
@@ -1106,8 +1144,8 @@ cdef class Table:
             if hash_fn is _native_hashing.canonical_hash:
                 self.c_hash = <c_hash_t>PyCapsule_GetPointer(_native_hashing._C_HASH,
                                                              b"loopcore._native_hashing.c_hash.v1")
-        self.veto_type = veto_type if veto_type is not None else ()
-        self.volatile_keys = frozenset(volatile_keys)
+        self.veto_type = decision if decision is not None else ()
+        self.volatile_keys = frozenset(policy.volatile_keys)
         self.ops = 0
 
     cdef inline double _now(self) except? -1.0:
@@ -1196,7 +1234,7 @@ cdef class Table:
                 self.warns += 1
         return code
 
-    cdef object _check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
+    cdef object _check(self, session, run_id, name, uint64_t tool, uint64_t args, int kind, uint64_t target,
                        uint64_t cid, bint poll, bint unknown, int bslot):
         cdef State st
         cdef int code
@@ -1205,8 +1243,48 @@ cdef class Table:
         st = self._get(session, run_id)
         code = self._count(_check(self.engine, st, tool, args, kind, target, cid, poll, unknown, bslot))
         if code == 0:
-            return 0
-        return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
+            return self.allow
+        return self._decide(code, st, name, tool, args, session, run_id)
+
+    cdef object _decide(self, int code, State st, name, uint64_t tid, uint64_t ah, session, run_id):
+        # The pure twin's Table._decide and the emission after it. Everything the engine left
+        # behind is read before the first allocation (a garbage collection run there could let
+        # another thread check in between), and the bucket is looked up and set with no
+        # allocation of a tracked object between, so under the GIL no lock is needed.
+        cdef int64_t count = st.out_count
+        cdef int64_t of_step = st.out_of_step
+        cdef uint64_t aux = st.out_aux
+        cdef uint64_t aux2 = st.out_aux2
+        cdef int det = code & 15
+        cdef int64_t bucket = count // self.bucket_size
+        cdef PyObject* last
+        cdef dict buckets
+        if det == D_CYCLE:
+            why = (self.policy, name, aux2, self.names.get(aux, "another tool"))
+            dk = (code, 0, aux2)
+        else:
+            # the global breaker's aux is the number of argument variants when it counted churn
+            why = (self.policy, name, ah, aux if det == D_GLOBAL and aux else None)
+            dk = (code, tid, 0 if det == D_BUDGET else ah)
+        d = _new_decision(self.decision, "block" if code >> 4 == L_BLOCK else "warn", self.det_names[det],
+                          count, of_step, why)
+        bucket_obj = bucket
+        if st.extra is None:
+            fresh = {}
+            if st.extra is None:
+                st.extra = fresh
+        buckets = <dict>st.extra
+        last = PyDict_GetItemWithError(buckets, dk)
+        if last != NULL and bucket <= <int64_t><object>last:
+            return d  # most warnings repeat inside their bucket and emit nothing
+        if last != NULL:
+            del buckets[dk]  # re-inserted last: the oldest pattern is evicted first
+        buckets[dk] = bucket_obj
+        if len(buckets) > MAX_EVENT_KEYS:
+            del buckets[next(iter(buckets))]
+        if self.emit is not None:
+            self.emit(session, run_id, name, d)
+        return d
 
     cdef object _record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags,
                         int kind, uint64_t target, uint64_t cid, int bslot, int veto, int64_t tokens):
@@ -1231,10 +1309,11 @@ cdef class Table:
         except TypeError:
             return self.hash_fn(value, default=repr)
 
-    def check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
+    def check(self, session, run_id, name, uint64_t tool, uint64_t args, int kind, uint64_t target,
               uint64_t cid, bint poll, bint unknown, int bslot):
-        """Look up the session and run Engine.check; 0 or (code, count, of_step, aux, aux2, state, args hash)."""
-        return self._check(session, run_id, tool, args, kind, target, cid, poll, unknown, bslot)
+        """Look up the session and run Engine.check on the call of tool *name* (id *tool*);
+        *allow* or a warn/block decision (its event emitted when it crosses a bucket)."""
+        return self._check(session, run_id, name, tool, args, kind, target, cid, poll, unknown, bslot)
 
     def record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags, int kind,
                uint64_t target, uint64_t cid, int bslot, int veto, int64_t tokens):
@@ -1250,11 +1329,36 @@ cdef class Table:
         """The hash *args* was checked with when it is the last checked object, else a fresh one."""
         if args is self.last_args and args is not None:
             return self.last_ah
+        return self._args_hash(args)
+
+    cdef uint64_t _args_hash(self, args) except? 0:
+        # a dict's top-level keys in policy.ignored_args are left out (cline's task_progress)
+        cdef frozenset ign = self.ignored_args
+        if ign is not None and type(args) is dict and not ign.isdisjoint(<dict>args):
+            args = {k: v for k, v in (<dict>args).items() if k not in ign}
         return self._hash(args)
 
+    def args_hash(self, args):
+        """The hash of a call's *args* as the detectors compare them (policy.ignored_args left out)."""
+        return self._args_hash(args)
+
+    def buckets(self, State st):
+        """[(bucket key, last bucket)] of *st*'s announced events, oldest first (a copy)."""
+        return list((<dict>st.extra).items()) if st.extra else []
+
+    def veto(self, result):
+        """block_veto(result) with this table's Decision class."""
+        return _block_veto(result, self.veto_type)
+
     def register(self, str name, ToolInfo info):
-        """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
+        """Make *name* known to the fast paths (the registry is a cache: clear_tools() may drop it)."""
         self.tools[name] = info
+        self.names[info.tid] = name
+
+    def clear_tools(self):
+        """Forget every registered tool (they are registered again on their next call)."""
+        self.tools.clear()
+        self.names.clear()
 
     cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
@@ -1268,7 +1372,7 @@ cdef class Table:
         if info is None:
             return -1
         t = <ToolInfo>info
-        ah = self._hash(args)
+        ah = self._args_hash(args)
         if call_id is not None:  # Guard.check: the call id's hash, never 0
             cid = self._hash(call_id) or 1
         # record() usually follows with the very same args object: remember its hash (a strong
@@ -1286,16 +1390,14 @@ cdef class Table:
         return code
 
     cpdef object fast_check(self, session, tool, args, run_id, call_id=None):
-        """check() for a registered tool without kind/target/call id: hashes *args* itself.
+        """check() for a registered tool without kind/target: hashes *args* itself.
 
-        Returns None when the tool is not registered (the caller takes the full path), else 0
-        or the tuple ``check`` returns."""
+        Returns None when the tool is not registered (the caller takes the full path), else
+        what ``check`` returns."""
         cdef int code = self._fast_check(session, tool, args, run_id, call_id)
-        cdef State st
         if code <= 0:
-            return None if code < 0 else 0
-        st = self.cur_state
-        return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, self.cur_ah)
+            return None if code < 0 else self.allow
+        return self._decide(code, self.cur_state, tool, self.cur_info.tid, self.cur_ah, session, run_id)
 
     cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None) except -2:
         # -1: not for the fast path (unregistered tool, a veto-shaped result); else Engine.record's code.
@@ -1320,7 +1422,7 @@ cdef class Table:
         if args is self.last_args and args is not None:
             ah = self.last_ah  # the hash of the call as it was checked
         else:
-            ah = self._hash(args)
+            ah = self._args_hash(args)
         if not veto:
             if d is not None and t.exec:
                 # the projection _outcome would make, reusing the lookups above
@@ -1497,49 +1599,33 @@ cdef class _Fast:
 
     Its bound ``check``/``record`` methods replace the Guard's (bound methods of a compiled
     class take the vectorcall path, so a call builds no argument tuple). Same signatures and
-    results as ``Guard.check``/``Guard.record``: an allowed call returns ``allow``; a warn/block
-    becomes a lazily rendered Decision and its event bucket is looked up here (``Guard._finish``
-    in C); a bucket crossing, and anything that is not a plain call, goes to the Guard's own
-    Python methods, so behaviour is identical by construction.
+    results as ``Guard.check``/``Guard.record``: the table answers a plain call (its decision
+    and event included); anything else goes to the Guard's own methods, so behaviour is
+    identical by construction.
     """
 
     cdef Table table
     cdef object allow
     cdef object slow_check
     cdef object slow_record
-    cdef object cross
-    cdef type decision
-    cdef tuple det_names
-    cdef tuple actions
-    cdef object policy
-    cdef dict names
-    cdef int64_t bucket_size
 
-    def __cinit__(self, Table table, allow, slow_check, slow_record, cross, type decision, tuple det_names,
-                  policy, dict names, int64_t bucket_size):
-        if bucket_size < 1:
-            raise ValueError("event bucket size must be positive")
+    def __cinit__(self, Table table, slow_check, slow_record):
         self.table = table
-        self.allow = allow
+        self.allow = table.allow
         self.slow_check = slow_check
         self.slow_record = slow_record
-        self.cross = cross
-        self.decision = decision
-        self.det_names = det_names
-        self.actions = (None, "warn", "block")
-        self.policy = policy
-        self.names = names
-        self.bucket_size = bucket_size
 
     def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
         """Guard.check (see there)."""
         cdef int code
+        cdef Table tb
         if kind is None and target is None:  # call ids ride the fast path too
-            code = self.table._fast_check(session, tool, args, run_id, call_id)
+            tb = self.table
+            code = tb._fast_check(session, tool, args, run_id, call_id)
             if code == 0:
                 return self.allow
             if code > 0:
-                return self._decide(code, session, tool, run_id)
+                return tb._decide(code, tb.cur_state, tool, tb.cur_info.tid, tb.cur_ah, session, run_id)
         return self.slow_check(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
 
     def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
@@ -1552,67 +1638,9 @@ cdef class _Fast:
         return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
                                 tokens=tokens, kind=kind, target=target)
 
-    cdef object _decide(self, int code, session, tool, run_id):
-        # Everything the engine left behind is read before the first allocation: a garbage
-        # collection run there could let another thread check in between.
-        cdef Table tb = self.table
-        cdef State st = tb.cur_state
-        cdef uint64_t tid = tb.cur_info.tid
-        cdef uint64_t ah = tb.cur_ah
-        cdef int64_t count = st.out_count
-        cdef int64_t of_step = st.out_of_step
-        cdef uint64_t aux = st.out_aux
-        cdef uint64_t aux2 = st.out_aux2
-        cdef int det = code & 15
-        cdef int64_t bucket = count // self.bucket_size
-        if det == D_CYCLE:
-            why = (self.policy, tool, aux2, self.names.get(aux, "another tool"))
-            dk = (code, 0, aux2)
-        else:
-            why = (self.policy, tool, ah, aux if det == D_GLOBAL and aux else None)
-            dk = (code, tid, 0 if det == D_BUDGET else ah)
-        d = _new_decision(self.decision, self.actions[code >> 4], self.det_names[det], count, of_step, why)
-        buckets = st.extra
-        if type(buckets) is dict:
-            # Unlocked fast look: most warnings repeat inside their bucket and emit nothing.
-            last = (<dict>buckets).get(dk)
-            if last is not None and bucket <= last:
-                return d
-        self.cross(st, dk, bucket, d, session, run_id, tool)
-        return d
 
-
-def bind_fast(Table table, guard, allow, decision, det_names):
-    """(check, record) callables with Guard.check/record's signatures that run the common case in C.
-
-    *guard* supplies the slow paths (its class's check/record), ``_cross`` (event buckets and
-    emission), ``policy`` and ``_names``; *decision* is the Decision class and *det_names* the
-    detector names by code. Raises TypeError when Decision cannot be built bare (see _new_decision).
-    """
-    if decision.__new__ is not object.__new__ or decision.__setattr__ is not object.__setattr__:
-        raise TypeError("bind_fast needs a Decision class built by object.__new__ with plain slots")
-    cls = type(guard)
-    fast = _Fast(table, allow, cls.check.__get__(guard), cls.record.__get__(guard), guard._cross, decision,
-                 tuple(det_names), guard.policy, guard._names, guard.policy.event_bucket)
+def bind_fast(Table table, check, record):
+    """(check, record) callables with Guard.check/record's signatures that run the common case in
+    C on *table* and hand everything else to *check*/*record* (the Guard's own methods)."""
+    fast = _Fast(table, check, record)
     return fast.check, fast.record
-
-
-@cython.final
-cdef class CallFloor:
-    """A do-nothing check/record pair with the signatures of the fast ones (bench_guard.py's
-    baseline): what a harness pays to call any such function, so the benchmark can tell that
-    apart from the guard's own work."""
-
-    cdef object allow
-
-    def __cinit__(self, allow):
-        self.allow = allow
-
-    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
-        """Returns *allow* and does nothing else."""
-        return self.allow
-
-    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
-               tokens=None, kind=None, target=None):
-        """Does nothing."""
-        return None

@@ -292,7 +292,7 @@ def collect_replay(
     *keep_going* (then the bad files and lines are listed in ``report.skipped``). An empty
     *paths* replays the bundled example trace. *implementation* forces the guard's twin.
     """
-    from .guard import Guard
+    from .guard import _make_guard
     from .policy import Policy
 
     pol = _preset(Policy, policy)
@@ -300,9 +300,7 @@ def collect_replay(
     stats = _stats()
     with bulk_gc():
         for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
-            results.append(
-                replay_trace(trace, Guard(policy=pol, implementation=implementation), source=src)
-            )
+            results.append(replay_trace(trace, _make_guard(pol, impl=implementation), source=src))
             if on_trace is not None:
                 on_trace(trace)
     return ReplayReport(policy, results, _skipped(stats), inputs=_sources(paths), example=not paths)
