@@ -285,3 +285,40 @@ def test_replay_reports_events_itself_and_leaves_logging_as_it_was(tmp_path, cap
     assert main(["replay", str(a)]) == EXIT_OK
     capsys.readouterr()
     assert logger.handlers == before
+
+
+LABELS = pathlib.Path(__file__).resolve().parent / "labels" / "shared_traces.json"
+
+
+def _labelled_steps() -> tuple[dict, dict]:
+    """file -> {(session, coordinate): verdict} from the hand labels of ../shared/traces (a loop's
+    charged steps count as waste), and file -> the label file's own entries."""
+    doc = json.loads(LABELS.read_text())
+    verdicts: dict = {}
+    for c in doc["cases"]:
+        key = (c.get("session"), json.dumps(c["at"], sort_keys=True))
+        verdicts.setdefault(c["file"], {})[key] = c["verdict"]
+    for loop in doc["loops"]:
+        for at in loop["charged"]:
+            key = (loop.get("session"), json.dumps(at, sort_keys=True))
+            verdicts.setdefault(loop["file"], {}).setdefault(key, "waste")
+    return verdicts
+
+
+@pytest.mark.parametrize("policy", ["default", "openclaw", "opencode", "openhands", "cline", "roo"])
+def test_no_preset_blocks_a_step_labelled_not_waste(shared_traces, policy):
+    """Replayed over the hand-labelled traces, no preset refuses a call a reader judged useful
+    (docs/guard.md lists the per-preset figures over all of ../shared/traces)."""
+    verdicts = _labelled_steps()
+    paths = sorted({shared_traces / f for f in verdicts})
+    rep = collect_replay(paths, policy=policy, keep_going=True)
+    on_useful = []
+    for tr in rep.traces:
+        name = tr.source.split("traces/", 1)[-1].split("#", 1)[0]
+        labels = verdicts.get(name, {})
+        session = tr.session if name.startswith("tau-bench/") else None
+        for e in tr.events:
+            at = json.dumps({k: v for k, v in (e.ref or {}).items() if k != "file"}, sort_keys=True)
+            if e.action == "block" and labels.get((session, at)) == "not_waste":
+                on_useful.append((name, session, e.ref, e.detector))
+    assert rep.traces and not on_useful

@@ -60,6 +60,7 @@ N_PARAMS = len(PARAM_NAMES)
 DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef object _REPR = repr
 cdef enum:
     MAX_EVENT_KEYS = 256  # event buckets kept per session (OpenClaw's bound on its warning map)
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
@@ -217,30 +218,36 @@ cdef enum:
     MAX_SEND_NODES = 100000  # loopcore._guard_py.MAX_SEND_NODES
 
 
+cdef int _count_send_nodes(x, int depth, int64_t* seen) except -1:
+    # depth-first, with no allocation: the containers below *x* (every reference counted),
+    # stopping as soon as there are more than MAX_SEND_NODES
+    if depth >= MAX_DEPTH:
+        return 0
+    if isinstance(x, dict):
+        seen[0] += 1
+        if seen[0] > MAX_SEND_NODES:
+            return 1
+        for y in (<dict>x).values():
+            if (isinstance(y, (dict, list, tuple)) and _count_send_nodes(y, depth + 1, seen)):
+                return 1
+    elif isinstance(x, (list, tuple)):
+        seen[0] += 1
+        if seen[0] > MAX_SEND_NODES:
+            return 1
+        for y in x:
+            if (isinstance(y, (dict, list, tuple)) and _count_send_nodes(y, depth + 1, seen)):
+                return 1
+    return 0
+
+
 cdef int _check_send_size(v) except -1:
     # The send-result walks follow every reference down to MAX_DEPTH: a result holding two
     # references to itself (or a deep chain of shared sub-objects) would take 2**MAX_DEPTH steps.
     # Count the containers they would visit first and refuse past MAX_SEND_NODES.
-    cdef list stack = [(v, 0)]
     cdef int64_t seen = 0
-    cdef int depth
-    while stack:
-        x, depth = stack.pop()
-        if depth >= MAX_DEPTH:
-            continue
-        if isinstance(x, dict):
-            items = (<dict>x).values()
-        elif isinstance(x, (list, tuple)):
-            items = x
-        else:
-            continue
-        seen += 1
-        if seen > MAX_SEND_NODES:
-            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
-                             "(shared or self-referential references); it cannot be stripped")
-        for y in items:
-            if isinstance(y, (dict, list, tuple)):
-                stack.append((y, depth + 1))
+    if _count_send_nodes(v, 0, &seen):
+        raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                         "(shared or self-referential references); it cannot be stripped")
     return 0
 
 
@@ -726,7 +733,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     cdef int block = 0, warn = 0
     cdef int64_t b_count = 0, w_count = 0, b_of = -1, w_of = -1
     cdef uint64_t b_aux = 0, w_aux = 0, b_aux2 = 0, w_aux2 = 0
-    cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of
+    cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of, nt = 0
     cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
     cdef bint np_done = False, es_done = False, distinct, ev, best_ev
     cdef uint8_t f, ki
@@ -752,12 +759,15 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             b_count = s
             b_of = st.seq[st.ph(n - 1)]
 
-    # identical-call streaks over calls with an outcome (other calls are skipped)
+    # identical-call streaks over calls with an outcome (other calls are skipped); nt counts
+    # this tool's calls with an outcome over the same stretch (what argument churn counts)
     for i in range(n - 1, -1, -1):
         j = st.ph(i)
         if st.tool[j] != tool or st.args[j] != args:
             if st.kind[j] == K_USER:
                 break
+            if st.tool[j] == tool and st.flags[j] & F_HAS:
+                nt += 1
             continue
         rc += 1
         if rc_of < 0:
@@ -765,6 +775,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         f = st.flags[j]
         if not f & F_HAS:
             continue
+        nt += 1
         if not np_done:
             if np_ == 0:
                 np_res = st.res[j]
@@ -790,7 +801,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         b_count = np_
         b_of = np_of
         b_aux2 = np_res
-    if not block and p.argument_churn and p.global_block and n >= p.global_block:
+    # churn counts at most nt calls: below the breaker's threshold it cannot block
+    if not block and p.argument_churn and p.global_block and nt >= p.global_block:
         c = _churn(st, tool, &of, &variants)
         if c >= p.global_block:
             block = D_GLOBAL
@@ -1092,6 +1104,8 @@ cdef class Table:
     cdef object veto_type
     cdef readonly frozenset volatile_keys
     cdef object last_args
+    cdef object last_cid  # the last call id hashed, and its hash (record() passes the same one)
+    cdef uint64_t last_cid_h
     cdef uint64_t last_ah
     cdef object last_session
     cdef object last_run
@@ -1299,10 +1313,9 @@ cdef class Table:
     cdef uint64_t _hash(self, value) except? 0:
         cdef uint64_t h = 0
         if self.c_hash != NULL:
-            try:
-                self.c_hash(value, None, None, &h)
-            except TypeError:  # values canonical_hash does not support are hashed by repr()
-                self.c_hash(value, None, repr, &h)
+            # values canonical_hash does not support are hashed by repr() (the pure twin tries
+            # without it first: the same hash, since a converter only ever sees such values)
+            self.c_hash(value, None, _REPR, &h)
             return h
         try:
             return self.hash_fn(value)
@@ -1330,6 +1343,17 @@ cdef class Table:
         if args is self.last_args and args is not None:
             return self.last_ah
         return self._args_hash(args)
+
+    cdef inline uint64_t _cid_hash(self, call_id) except 0:
+        # the call id's hash, never 0; check() and its record() hash the same id object once
+        cdef uint64_t h
+        if call_id is self.last_cid:
+            return self.last_cid_h
+        h = self._hash(call_id) or 1
+        if type(call_id) is str or type(call_id) is int:  # immutable: the hash cannot go stale
+            self.last_cid = call_id  # a strong reference: the identity cannot be reused meanwhile
+            self.last_cid_h = h
+        return h
 
     cdef uint64_t _args_hash(self, args) except? 0:
         # a dict's top-level keys in policy.ignored_args are left out (cline's task_progress)
@@ -1374,7 +1398,7 @@ cdef class Table:
         t = <ToolInfo>info
         ah = self._args_hash(args)
         if call_id is not None:  # Guard.check: the call id's hash, never 0
-            cid = self._hash(call_id) or 1
+            cid = self._cid_hash(call_id)
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last_args = args
@@ -1418,7 +1442,7 @@ cdef class Table:
                 d = result
             status = (<dict>d).get("status")
         if call_id is not None:
-            cid = self._hash(call_id) or 1
+            cid = self._cid_hash(call_id)
         if args is self.last_args and args is not None:
             ah = self.last_ah  # the hash of the call as it was checked
         else:
