@@ -322,3 +322,32 @@ def test_no_preset_blocks_a_step_labelled_not_waste(shared_traces, policy):
             if e.action == "block" and labels.get((session, at)) == "not_waste":
                 on_useful.append((name, session, e.ref, e.detector))
     assert rep.traces and not on_useful
+
+
+def test_a_step_that_writes_its_target_ends_a_re_observation():
+    """``git diff > p.txt`` (kind observe, writes p.txt) changes p.txt: reading it again after is
+    not redundant. Without the write in between, the second read is warned."""
+
+    def read(turn):
+        return Step("s", turn, "observe", "bash", "p.txt", {"command": "cat p.txt"}, "old")
+
+    redirect = Step(
+        "s",
+        2,
+        "observe",
+        "bash",
+        "a.py",
+        {"command": "git diff -- a.py > p.txt"},
+        "",
+        reads=("a.py",),
+        writes=("p.txt",),
+    )
+    rep = replay_trace(Trace([read(1), redirect, read(3)]), _guard())
+    assert rep.events == []
+    rep = replay_trace(Trace([read(1), read(3)]), _guard())
+    assert [e.detector for e in rep.events] == ["redundant_observation"]
+    no_op = Step(
+        "s", 2, "mutate", "bash", "p.txt", {"command": "sed -i s/x/x/ p.txt"}, "", no_op=True
+    )
+    rep = replay_trace(Trace([read(1), no_op, read(3)]), _guard())
+    assert [e.detector for e in rep.events] == ["redundant_observation"]
