@@ -322,3 +322,14 @@ def test_block_recognition_is_one_function_per_twin(impl):
     ]
     for result, want in cases:
         assert impl.guard.block_veto(result, Decision) == want, result
+
+
+def test_a_snapshot_whose_policy_predates_the_newer_fields_restores(impl):
+    """Format 3 snapshots written before ``ignored_args`` / ``cycle_evidence_recent`` existed carry
+    no such policy keys: they restore with the fields' defaults and the same state."""
+    doc = _valid_doc(impl)
+    for name in ("ignored_args", "cycle_evidence_recent"):
+        del doc["policy"][name]
+    g = _restore_guard(_snapshot_with(doc), impl=impl.name)
+    assert g.policy.ignored_args == frozenset() and g.policy.cycle_evidence_recent is False
+    assert g.stats()["checks"] == 3 and g.history("s")[-1][2] is not None

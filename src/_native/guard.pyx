@@ -1113,6 +1113,7 @@ cdef class Table:
     cdef State last_state
     cdef State cur_state  # the last _fast_check's state, tool and args hash (read at once)
     cdef ToolInfo cur_info
+    cdef object cur_tool  # the tool name of the last _fast_check (record() passes the same one)
     cdef uint64_t cur_ah
     cdef uint64_t ops
     cdef readonly object policy
@@ -1383,6 +1384,7 @@ cdef class Table:
         """Forget every registered tool (they are registered again on their next call)."""
         self.tools.clear()
         self.names.clear()
+        self.cur_tool = None
 
     cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
@@ -1410,6 +1412,7 @@ cdef class Table:
         code = self._count(_check(self.engine, st, t.tid, ah, K_OTHER, 0, cid, poll, t.unknown, t.bslot))
         self.cur_state = st
         self.cur_info = t
+        self.cur_tool = tool
         self.cur_ah = ah
         return code
 
@@ -1429,9 +1432,12 @@ cdef class Table:
         cdef uint64_t ah, rh = 0, cid = 0
         cdef int veto = 0
         cdef object d = None, status = None
-        info = self.tools.get(tool)
-        if info is None:
-            return -1
+        if tool is self.cur_tool and self.cur_info is not None:
+            info = self.cur_info  # the call just checked (the registry maps its name to it)
+        else:
+            info = self.tools.get(tool)
+            if info is None:
+                return -1
         t = <ToolInfo>info
         veto = _block_veto(result, self.veto_type)
         if veto == 2:
