@@ -15,7 +15,6 @@ import re
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_64_intdigest
 
@@ -35,7 +34,10 @@ from .decision import (  # noqa: F401
 from .policy import Policy
 from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     # the pure twin is the reference: type checkers read it
     from . import _guard_py as _twin
     from . import _hashing_py as _hash_twin
