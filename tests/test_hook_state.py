@@ -57,9 +57,13 @@ for i in range(n // 2):
     for event in (ev, {**c.post("TodoWrite", todo, {"oldTodos": [], "newTodos": todo["todos"]}),
                        "tool_use_id": ev["tool_use_id"]}):
         out, err = io.StringIO(), io.StringIO()
-        hooks.main(["claude", "--state", state, "--policy", policy], stdin=io.BytesIO(json.dumps(event).encode()),
-                   stdout=out, stderr=err)
-        tally["err"] += bool(err.getvalue())
+        # a generous budget: the property here is that no count is lost; on a starved 2-core
+        # machine a hook past its budget answers allow by design (tested apart)
+        hooks.main(["claude", "--state", state, "--policy", policy, "--budget", "60"],
+                   stdin=io.BytesIO(json.dumps(event).encode()), stdout=out, stderr=err)
+        if err.getvalue():
+            tally["err"] += 1
+            sys.stderr.write(err.getvalue())
         if event["hook_event_name"] == "PostToolUse":
             tally["post"] += 1
         elif not out.getvalue():
@@ -108,11 +112,12 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
         )
         for k in range(8)
     ]
-    tallies = []
+    tallies, said = [], []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
         tallies.append(json.loads(out))
+        said.append(err.decode())
     total = {k: sum(t[k] for t in tallies) for k in tallies[0]}
 
     ref = _make_guard(hooks.load_policy(str(policy)), impl=impl.name)
@@ -130,7 +135,7 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
             call_id=f"c{i}",
         )
     stats = ref.stats()
-    assert total["err"] == 0
+    assert total["err"] == 0, "".join(said)
     assert {k: total[k] for k in ref_answers} == ref_answers
     assert ref_answers["warn"] == 25 and ref_answers["block"] == 351
     ((session, calls, warned, blocked, records, snap),) = _rows(state)
@@ -358,3 +363,25 @@ def test_state_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("LOOPCORE_STATE_DIR", str(tmp_path / "env"))
     assert state_dir() == str(tmp_path / "env")
     assert state_dir(str(tmp_path / "flag")) == str(tmp_path / "flag")
+
+
+def test_the_hooks_json_codec_and_orjson_read_each_other(impl, monkeypatch):
+    """A hook process writes the guard snapshot with the stdlib json, a library user with orjson;
+    a state written by either restores under the other with the same decisions."""
+    from loopcore import Policy, _guard_snapshot
+
+    def feed(g):
+        for i in range(12):
+            g.check("sé-1", "Read", {"file_path": "/src/ünï.py"}, call_id=f"c{i}")
+            g.record("sé-1", "Read", {"file_path": "/src/ünï.py"}, "same text", call_id=f"c{i}")
+
+    for write_fast in (True, False):
+        monkeypatch.setattr(_guard_snapshot, "FAST_JSON", write_fast)
+        g = _make_guard(Policy.default(), impl=impl.name)
+        feed(g)
+        blob = g.snapshot()
+        monkeypatch.setattr(_guard_snapshot, "FAST_JSON", not write_fast)
+        back = _restore_guard(blob, impl=impl.name)
+        assert back.stats() == g.stats()
+        args = {"file_path": "/src/ünï.py"}
+        assert back.check("sé-1", "Read", args).action == g.check("sé-1", "Read", args).action

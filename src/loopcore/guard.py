@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from . import _guard_py as _twin
     from . import _hashing_py as _hash_twin
 else:
-    _twin = _native_flag.load("guard")
-    _hash_twin = _native_flag.load("hashing")
+    _twin = _native_flag.load_twin("guard")
+    _hash_twin = _native_flag.load_twin("hashing")
 
 __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
 
@@ -111,6 +111,16 @@ class _ToolInfo:
         "send_actions",
         "ti",
     )
+    name: str
+    tid: int
+    bslot: int
+    poll: bool
+    poll_actions: frozenset[str] | None
+    unknown: bool
+    exec: bool
+    send: bool
+    send_actions: frozenset[str] | None
+    ti: Any
 
 
 def _error_text(error: Any) -> str:
@@ -201,8 +211,10 @@ class Guard:
         self._fast_record = self._table.fast_record
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = self._table.names  # tool id -> name, the table's
-        self._disabled: set = set()  # sessions with detection switched off (disable())
-        self._texts: dict = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
+        self._disabled: set[Hashable] = set()  # sessions with detection switched off (disable())
+        self._texts: dict[
+            tuple[Hashable, Hashable], list[Any]
+        ] = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
         if not policy.enabled:
             # the master switch: every call allowed, nothing recorded, nothing emitted
             self.check, self.record = self._off_check, self._off_record  # type: ignore[method-assign]
@@ -291,7 +303,7 @@ class Guard:
         """Decide on a call before it runs (the attempt counts, a blocked one too).
 
         Returns ``ALLOW`` or a warn/block Decision. Raises TypeError when *tool* is not a str,
-        ValueError for an unknown *kind* or args nested deeper than loopcore.MAX_DEPTH; values
+        ValueError for an unknown *kind* or args nested deeper than loopcore.hashing.MAX_DEPTH; values
         canonical_hash does not support are hashed by repr().
         """
         if self._disabled and session in self._disabled:
@@ -409,14 +421,14 @@ class Guard:
         )
 
     def _result_hash(self, info: _ToolInfo, args: Any, result: Any) -> int:
-        return self._hash(self._table.outcome(info.ti, args, result), default=repr)
+        return int(self._hash(self._table.outcome(info.ti, args, result), default=repr))
 
     # -- public helpers ---------------------------------------------------------------------
 
     def args_hash(self, tool: str, args: Any) -> int:
         """The 64-bit signature the guard compares for *tool* called with *args* (tool included)."""
         info = self._tool(tool)
-        return (info.tid * 0x9E3779B97F4A7C15 + self._table.args_hash(args)) & _MASK64
+        return int((info.tid * 0x9E3779B97F4A7C15 + self._table.args_hash(args)) & _MASK64)
 
     def result_hash(self, tool: str, args: Any, result: Any = None, *, error: Any = None) -> int:
         """The 64-bit outcome hash record() would store (send-like ids stripped, exec projected)."""
@@ -613,7 +625,7 @@ class Guard:
             out.append((self._names.get(e[0]), e[1], e[2] if e[3] & 1 else None))
         return out
 
-    def wrap(self, fn: Callable | None = None, **kw: Any) -> Callable:
+    def wrap(self, fn: Callable[..., Any] | None = None, **kw: Any) -> Callable[..., Any]:
         """Guard a plain Python tool function; see :func:`guarded` for the keywords."""
         if fn is None:
             return lambda f: guarded(self, **kw)(f)
@@ -621,7 +633,7 @@ class Guard:
 
     # -- decisions and events ---------------------------------------------------------------
 
-    def _emit(self, event: dict) -> None:
+    def _emit(self, event: dict[str, Any]) -> None:
         log = _logger()
         level = 40 if event["level"] == "block" else 30  # logging.ERROR / logging.WARNING
         if log.isEnabledFor(level):
@@ -670,7 +682,8 @@ class Guard:
         ValueError when *data* is not a loopcore guard snapshot, is truncated or corrupted, or
         does not fit the policy.
         """
-        return _snapshot.load(lambda pol: cls(pol, **kwargs), data, policy)
+        guard: Guard = _snapshot.load(lambda pol: cls(pol, **kwargs), data, policy)
+        return guard
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""
@@ -689,7 +702,7 @@ def _make_guard(
     benchmarks and tools that cross the twins; *kw* are Guard's keywords."""
     g = cls.__new__(cls)
     if impl is not None:
-        g._twins = (_native_flag.load("guard", impl), _native_flag.load("hashing", impl))
+        g._twins = (_native_flag.load_twin("guard", impl), _native_flag.load_twin("hashing", impl))
     g.__init__(policy, **kw)
     return g
 
@@ -710,7 +723,7 @@ def guarded(
     target: Callable[..., Any] | None = None,
     run_id: Hashable | None = None,
     on_block: str = "message",
-) -> Callable[[Callable], Callable]:
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: run a plain tool function under *guard*, check before, record after.
 
     The call's args are the keyword arguments (plus ``"args"`` for positional ones). On block
@@ -722,7 +735,7 @@ def guarded(
     if on_block not in ("message", "raise"):
         raise ValueError(f"on_block must be 'message' or 'raise'; got {on_block!r}")
 
-    def decorate(fn: Callable) -> Callable:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         tool = name or fn.__name__
 
         @functools.wraps(fn)
