@@ -50,7 +50,8 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _env import cpu_model  # noqa: E402  (benchmarks/_env.py)
 
-from loopcore import ALLOW, Guard, Policy, _native_flag  # noqa: E402
+from loopcore import ALLOW, Policy, _native_flag  # noqa: E402
+from loopcore.guard import _make_guard  # noqa: E402
 
 
 def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
@@ -134,7 +135,7 @@ def run_once(impl: str, stream: list[tuple], keep: bool = False, call_ids: bool 
     if impl == "floor":
         g = call_floor()
     else:
-        g = Guard(Policy.default(), implementation=impl, max_sessions=100_000)
+        g = _make_guard(Policy.default(), impl=impl, max_sessions=100_000)
     check, record = g.check, g.record
     decisions = [] if keep else None
     gc.disable()
@@ -196,7 +197,7 @@ def hashing_once(impl: str, stream: list[tuple]) -> float:
 
 
 def bytes_per_session(impl: str, n: int = 2000) -> float:
-    g = Guard(Policy.default(), implementation=impl, max_sessions=n)
+    g = _make_guard(Policy.default(), impl=impl, max_sessions=n)
     gc.collect()
     tracemalloc.start()
     try:

@@ -24,8 +24,9 @@ _SRC = Path(__file__).resolve().parent.parent / "src"
 if list((_SRC / "loopcore").glob("_native_hashing*")):  # an in-place build: measure the tree
     sys.path.insert(0, str(_SRC))
 
-from loopcore import Guard, Policy, Step, Trace  # noqa: E402
+from loopcore import Policy, Step, Trace  # noqa: E402
 from loopcore.encoded import _kernel_of, _run_kernel, encode  # noqa: E402
+from loopcore.guard import _make_guard  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -36,7 +37,7 @@ def rss_mb() -> float:
 
 
 def guard_loop(calls: int, impl: str, max_sessions: int) -> dict:
-    g = Guard(Policy.default(), implementation=impl, max_sessions=max_sessions)
+    g = _make_guard(Policy.default(), impl=impl, max_sessions=max_sessions)
     tools = ["read_file", "exec", "message", "todo_write", "grep"]
     pairs = calls // 2
     warm = max(pairs // 10, 1)

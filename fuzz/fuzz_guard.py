@@ -8,7 +8,8 @@ import sys
 import _common
 import atheris
 
-from loopcore import Guard, Policy
+from loopcore import Policy
+from loopcore.guard import _make_guard
 
 SMALL = Policy(
     window=8,
@@ -77,8 +78,8 @@ def TestOneInput(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     pol = POLICIES[fdp.ConsumeIntInRange(0, len(POLICIES) - 1)]
     ec, ep = [], []
-    gc = Guard(pol, implementation="c", on_event=ec.append)
-    gp = Guard(pol, implementation="py", on_event=ep.append)
+    gc = _make_guard(pol, impl="c", on_event=ec.append)
+    gp = _make_guard(pol, impl="py", on_event=ep.append)
     last = {}
     for i in range(fdp.ConsumeIntInRange(0, 80)):
         if fdp.remaining_bytes() == 0:

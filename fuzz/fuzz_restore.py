@@ -15,7 +15,7 @@ import atheris
 from xxhash import xxh3_64_intdigest
 
 from loopcore import Guard
-from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION
+from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION, _restore_guard
 
 
 def _wrap(payload: bytes) -> bytes:
@@ -32,7 +32,7 @@ def _exercise(g: Guard) -> None:
         assert d.action in ("allow", "warn", "block")
         g.record(session, "read", {"path": "a.ts"}, "same", tokens=10)
     g.stats()
-    again = Guard.restore(g.snapshot(), implementation=g.implementation)
+    again = _restore_guard(g.snapshot(), impl=g.implementation)
     assert again.stats() == g.stats()
 
 
@@ -42,7 +42,7 @@ def TestOneInput(data: bytes) -> None:
     blob = data[1:] if data[0] % 2 == 0 else _wrap(data[1:])
     for impl in ("c", "py"):
         try:
-            g = Guard.restore(blob, implementation=impl)
+            g = _restore_guard(blob, impl=impl)
         except ValueError:
             continue
         _exercise(g)

@@ -16,8 +16,8 @@ import random
 
 import _common  # noqa: F401 - sets sys.path
 
-from loopcore import Guard, Policy
-from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC
+from loopcore import Policy
+from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC, _make_guard
 
 HERE = pathlib.Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -52,7 +52,7 @@ def main() -> None:
         put("hash", bytes(rnd.randrange(256) for _ in range(n)))
         put("guard", bytes(rnd.randrange(256) for _ in range(n * 2)))
     for pol in (Policy.default(), Policy.openclaw()):
-        g = Guard(pol, implementation="py")
+        g = _make_guard(pol, impl="py")
         for i in range(30):
             s = f"s{i % 3}"
             g.check(s, "read", {"path": f"{i % 4}.ts"})

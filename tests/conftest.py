@@ -117,9 +117,9 @@ def package_env(base: dict | None = None) -> dict:
 def make(impl):
     """``make(policy, **kw)``: a Guard on the twin the ``impl`` fixture selects (the peers'
     cases in tests/peers use it; modules with a ``make`` of their own keep theirs)."""
-    from loopcore import Guard
+    from loopcore.guard import Guard, _make_guard
 
     def make(policy, **kw) -> Guard:
-        return Guard(policy, implementation=impl.name, **kw)
+        return _make_guard(policy, impl=impl.name, **kw)
 
     return make

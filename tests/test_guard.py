@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from loopcore import ALLOW, Decision, Guard, Policy
+from loopcore.guard import _make_guard
 
 TODO = "todo_write"
 
@@ -18,7 +19,7 @@ TODO = "todo_write"
 @pytest.fixture
 def make(impl):
     def make(policy: Policy | None = None, **kw) -> Guard:
-        return Guard(policy, implementation=impl.name, **kw)
+        return _make_guard(policy, impl=impl.name, **kw)
 
     return make
 

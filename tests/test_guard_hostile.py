@@ -17,8 +17,8 @@ import orjson
 import pytest
 from xxhash import xxh3_64_intdigest
 
-from loopcore import ALLOW, Guard, Policy, _native_flag
-from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC
+from loopcore import ALLOW, Policy, _native_flag
+from loopcore.guard import _SNAP_HEADER, _SNAP_MAGIC, _make_guard, _restore_guard
 
 needs_c = pytest.mark.skipif(_native_flag.NO_EXTENSIONS, reason="LOOPCORE_NO_EXTENSIONS=1")
 
@@ -44,7 +44,7 @@ def _snapshot_with(payload: dict, version: int = 2) -> bytes:
 
 
 def _valid_doc(impl) -> dict:
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     for i in range(3):
         g.check("s", "read", {"p": i})
         g.record("s", "read", {"p": i}, "x")
@@ -108,10 +108,10 @@ def test_restore_of_short_or_crafted_dumps_raises_value_error(impl, dump):
     doc["sessions"][0][4] = dump
     data = _snapshot_with(doc)
     code = f"""
-    from loopcore import Guard
+    from loopcore.guard import _restore_guard
     data = {data!r}
     try:
-        Guard.restore(data, implementation={impl.name!r})
+        _restore_guard(data, impl={impl.name!r})
     except ValueError as exc:
         print("ValueError")
     else:
@@ -144,18 +144,18 @@ def test_restore_of_crafted_payloads_raises_only_value_error(impl, mutate):
     doc = _valid_doc(impl)
     mutate(doc)
     with pytest.raises(ValueError):
-        Guard.restore(_snapshot_with(doc), implementation=impl.name)
+        _restore_guard(_snapshot_with(doc), impl=impl.name)
 
 
 def test_snapshot_version_is_inside_the_checksum(impl):
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     g.check("s", "read", {"p": 1})
     data = bytearray(g.snapshot())
     at = len(_SNAP_MAGIC)
     struct.pack_into("<I", data, at, 1)  # claim an older version
     with pytest.raises(ValueError, match="corrupted|checksum"):
-        Guard.restore(bytes(data), implementation=impl.name)
-    assert Guard.restore(g.snapshot(), implementation=impl.name).stats()["checks"] == 1
+        _restore_guard(bytes(data), impl=impl.name)
+    assert _restore_guard(g.snapshot(), impl=impl.name).stats()["checks"] == 1
 
 
 # ---------------------------------------------------------------- snapshot of accepted ids
@@ -163,18 +163,18 @@ def test_snapshot_version_is_inside_the_checksum(impl):
 
 @pytest.mark.parametrize("session", [2**64, -(2**70), 2**64 + 5])
 def test_snapshot_of_big_int_session_ids(impl, session):
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     g.check(session, "read", {"p": 1})
-    g2 = Guard.restore(g.snapshot(), implementation=impl.name)
+    g2 = _restore_guard(g.snapshot(), impl=impl.name)
     assert session in g2
 
 
 def test_snapshot_of_a_lone_surrogate_tool_name(impl):
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     for _ in range(3):
         g.check("s", "re\ud800ad", {"p": 1})
         g.record("s", "re\ud800ad", {"p": 1}, "x")
-    g2 = Guard.restore(g.snapshot(), implementation=impl.name)
+    g2 = _restore_guard(g.snapshot(), impl=impl.name)
     assert [h[0] for h in g2.history("s")] == ["re\ud800ad"] * 3
     assert g2.check("s", "re\ud800ad", {"p": 1}) == g.check("s", "re\ud800ad", {"p": 1})
 
@@ -184,8 +184,9 @@ def test_snapshot_of_a_lone_surrogate_tool_name(impl):
 
 def test_send_result_with_two_references_to_itself_does_not_hang(impl):
     code = f"""
-    from loopcore import Guard, Policy
-    g = Guard(Policy.openclaw(), implementation={impl.name!r})
+    from loopcore import Policy
+    from loopcore.guard import _make_guard
+    g = _make_guard(Policy.openclaw(), impl={impl.name!r})
     x = {{"ok": True}}
     x["a"] = x
     x["b"] = x
@@ -221,7 +222,7 @@ class Loud(str):
 
 
 def test_str_enum_tool_name_keeps_the_guard_on(impl):
-    g = Guard(Policy.openclaw(), implementation=impl.name)
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
     g.check("s", Tool.READ, {"p": 1})
     g.record("s", Tool.READ, {"p": 1}, "x")
     ds = []
@@ -229,7 +230,7 @@ def test_str_enum_tool_name_keeps_the_guard_on(impl):
         ds.append(g.check("s", "read", {"p": 1}))
         g.record("s", "read", {"p": 1}, "x")
     assert any(d.blocked for d in ds)
-    h = Guard(Policy.openclaw(), implementation=impl.name)
+    h = _make_guard(Policy.openclaw(), impl=impl.name)
     ds = []
     for _ in range(25):
         ds.append(h.check("s", Tool.READ, {"p": 1}))
@@ -238,7 +239,7 @@ def test_str_enum_tool_name_keeps_the_guard_on(impl):
 
 
 def test_str_subclass_with_odd_eq_is_read_as_its_text(impl):
-    g = Guard(Policy.openclaw(), implementation=impl.name)
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
     for _ in range(25):
         g.check("s", Loud("read"), {"p": 1})
         g.record("s", Loud("read"), {"p": 1}, "x")
@@ -251,7 +252,7 @@ def test_str_subclass_with_odd_eq_is_read_as_its_text(impl):
 
 @pytest.mark.parametrize("tokens", [2**63, 2**63 - 1, 2**64 + 1, -1])
 def test_record_tokens_out_of_range_is_the_same_on_both_twins(impl, tokens):
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     g.check("s", "read", {"p": 1})
     with pytest.raises(ValueError, match="tokens"):
         if tokens == 2**63 - 1:
@@ -261,11 +262,11 @@ def test_record_tokens_out_of_range_is_the_same_on_both_twins(impl, tokens):
 
 
 def test_tokens_total_saturates(impl):
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     for _ in range(3):
         g.record("s", "read", {"p": 1}, "x", tokens=2**62)
     assert g.stats()["tokens"] == 2**63 - 1
-    g = Guard(Policy.default(), implementation=impl.name, classify=lambda t, a: (None, None))
+    g = _make_guard(Policy.default(), impl=impl.name, classify=lambda t, a: (None, None))
     for _ in range(3):  # the slow path too
         g.record("s", "read", {"p": 1}, "x", tokens=2**62)
     assert g.stats()["tokens"] == 2**63 - 1
@@ -278,7 +279,7 @@ def test_on_event_keyboard_interrupt_propagates_after_the_decision_is_counted(im
     def cb(event):
         raise KeyboardInterrupt
 
-    g = Guard(Policy.default(), implementation=impl.name, on_event=cb)
+    g = _make_guard(Policy.default(), impl=impl.name, on_event=cb)
     for i in range(24):
         assert g.check("s", "todo_write", {"x": i}) is ALLOW
     with pytest.raises(KeyboardInterrupt):
@@ -292,7 +293,7 @@ def test_on_event_exception_is_logged_not_raised(impl, caplog):
     def cb(event):
         raise RuntimeError("broken callback")
 
-    g = Guard(Policy.default(), implementation=impl.name, on_event=cb)
+    g = _make_guard(Policy.default(), impl=impl.name, on_event=cb)
     for i in range(25):
         d = g.check("s", "todo_write", {"x": i})
     assert d.action == "warn"
@@ -321,3 +322,14 @@ def test_block_recognition_is_one_function_per_twin(impl):
     ]
     for result, want in cases:
         assert impl.guard.block_veto(result, Decision) == want, result
+
+
+def test_a_snapshot_whose_policy_predates_the_newer_fields_restores(impl):
+    """Format 3 snapshots written before ``ignored_args`` / ``cycle_evidence_recent`` existed carry
+    no such policy keys: they restore with the fields' defaults and the same state."""
+    doc = _valid_doc(impl)
+    for name in ("ignored_args", "cycle_evidence_recent"):
+        del doc["policy"][name]
+    g = _restore_guard(_snapshot_with(doc), impl=impl.name)
+    assert g.policy.ignored_args == frozenset() and g.policy.cycle_evidence_recent is False
+    assert g.stats()["checks"] == 3 and g.history("s")[-1][2] is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from loopcore import ALLOW, Guard, Policy
+from loopcore.guard import _make_guard
 from loopcore.policy import DETECTORS
 
 LINE = "I should look at the configuration file once more.\n"
@@ -17,7 +18,7 @@ LINE = "I should look at the configuration file once more.\n"
 @pytest.fixture
 def make(impl):
     def make(policy: Policy | None = None, **kw) -> Guard:
-        return Guard(policy, implementation=impl.name, **kw)
+        return _make_guard(policy, impl=impl.name, **kw)
 
     return make
 
@@ -316,13 +317,11 @@ def test_call_ids_take_the_fast_path_with_the_same_decisions(impl):
             )
         return out, g._engine.dump(g._table.get("s", None)), g.stats()
 
-    fast = Guard(Policy.openclaw(), implementation=impl.name)
-    slow = Guard(
-        Policy.openclaw(), implementation=impl.name, classify=lambda tool, args: (None, None)
-    )
+    fast = _make_guard(Policy.openclaw(), impl=impl.name)
+    slow = _make_guard(Policy.openclaw(), impl=impl.name, classify=lambda tool, args: (None, None))
     assert stream(fast) == stream(slow)
     # the call id is kept with the call
-    g = Guard(Policy.default(), implementation=impl.name)
+    g = _make_guard(Policy.default(), impl=impl.name)
     g.check("s", "read", {"p": 1}, call_id="a")
     g.check("s", "read", {"p": 1}, call_id="b")
     g.record("s", "read", {"p": 1}, "first", call_id="a")

@@ -9,6 +9,7 @@ import tracemalloc
 import pytest
 
 from loopcore import ALLOW, Guard, Policy
+from loopcore.guard import _make_guard, _restore_guard
 
 OC = Policy.openclaw()
 
@@ -16,7 +17,7 @@ OC = Policy.openclaw()
 @pytest.fixture
 def make(impl):
     def make(policy: Policy | None = None, **kw) -> Guard:
-        return Guard(policy, implementation=impl.name, **kw)
+        return _make_guard(policy, impl=impl.name, **kw)
 
     return make
 
@@ -114,7 +115,7 @@ def test_a_million_sessions_stay_bounded(impl):
         pytest.skip(
             "a million sessions take minutes on the pure twin; the 6,000-session test covers it"
         )
-    g = Guard(max_sessions=1000, implementation="c")
+    g = _make_guard(max_sessions=1000, impl="c")
     for i in range(1_000_000):
         g.check(i, "read", {"p": 1})
     assert len(g) == 1000
@@ -187,7 +188,7 @@ def test_snapshot_round_trip(make, impl):
     _script(g)
     blob = g.snapshot()
     assert isinstance(blob, bytes)
-    g2 = Guard.restore(blob, implementation=impl.name)
+    g2 = _restore_guard(blob, impl=impl.name)
     assert g2.policy == g.policy
     assert sorted(map(str, g2.sessions())) == sorted(map(str, g.sessions()))
     assert g2.history("e") == g.history("e")
@@ -206,7 +207,7 @@ def test_snapshot_restores_into_the_other_twin(make, impl):
 
     if other == "c" and _native_flag.NO_EXTENSIONS:
         pytest.skip("compiled core deselected")
-    g2 = Guard.restore(g.snapshot(), implementation=other)
+    g2 = _restore_guard(g.snapshot(), impl=other)
     got, want = _continue(g2), _continue(g)
     assert [(d.action, d.detector, d.count, d.of_step) for d in got] == [
         (d.action, d.detector, d.count, d.of_step) for d in want
@@ -218,7 +219,7 @@ def test_snapshot_keeps_event_buckets(make, impl):
     g = make(OC, on_event=events.append)
     loop(g, "s", 11)
     assert len(events) == 1
-    g2 = Guard.restore(g.snapshot(), implementation=impl.name, on_event=events.append)
+    g2 = _restore_guard(g.snapshot(), impl=impl.name, on_event=events.append)
     loop(g2, "s", 5)
     assert len(events) == 1  # still the same bucket: no second event after restore
 
@@ -241,9 +242,7 @@ def test_restore_reads_version_1_snapshots(make, impl):
     events = []
     g = make(OC)
     loop(g, "s", 11)
-    g2 = Guard.restore(
-        _as_version_1(g.snapshot()), implementation=impl.name, on_event=events.append
-    )
+    g2 = _restore_guard(_as_version_1(g.snapshot()), impl=impl.name, on_event=events.append)
     assert g2.history("s") == g.history("s") and g2.stats() == g.stats()
     loop(g2, "s", 1)
     # its string-keyed event buckets are dropped: the ongoing warning is reported once more

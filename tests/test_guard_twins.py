@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopcore import ALLOW, Guard, Policy, _native_flag
-from loopcore.guard import _engine_params
+from loopcore.guard import _engine_params, _make_guard
 
 needs_c = pytest.mark.skipif(_native_flag.NO_EXTENSIONS, reason="LOOPCORE_NO_EXTENSIONS=1")
 
@@ -144,8 +144,8 @@ def test_twins_decide_identically(ops, pi):
     plain = [(what, s, run, tool, av, rv, None, None) for what, s, run, tool, av, rv, _k, _t in ops]
     for stream in (ops, plain):
         ec, ep = [], []
-        gc = Guard(pol, implementation="c", on_event=ec.append)
-        gp = Guard(pol, implementation="py", on_event=ep.append)
+        gc = _make_guard(pol, impl="c", on_event=ec.append)
+        gp = _make_guard(pol, impl="py", on_event=ep.append)
         assert _run(gc, stream) == _run(gp, stream)
         assert ec == ep  # the same events, in the same order
         assert gc.stats() == gp.stats()
@@ -306,7 +306,7 @@ def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
         _guard_py.strip_send_result(value, DEFAULT_VOLATILE_KEYS), default=repr
     )
     for impl in ("c", "py"):
-        g = Guard(Policy.openclaw(), implementation=impl)
+        g = _make_guard(Policy.openclaw(), impl=impl)
         assert g._table.send_hash(value) == want
         assert g.result_hash("message", {"action": "send"}, value) == want
 
@@ -337,7 +337,7 @@ def test_send_results_take_the_in_place_hash_unless_a_copy_is_needed(result, cop
     from loopcore import _guard_py, _hashing_py
     from loopcore.policy import DEFAULT_VOLATILE_KEYS
 
-    g = Guard(Policy.openclaw(), implementation="c")
+    g = _make_guard(Policy.openclaw(), impl="c")
     assert g._table.send_needs_copy(result) is copied
     assert g._table.send_hash(result) == _hashing_py.canonical_hash(
         _guard_py.strip_send_result(result, DEFAULT_VOLATILE_KEYS), default=repr
@@ -351,7 +351,7 @@ def test_the_guards_c_level_hash_entry_equals_canonical_hash(value):
     # The compiled guard calls the hash through its C capsule, not the Python function.
     from loopcore import _hashing_py
 
-    g = Guard(Policy.openclaw(), implementation="c")
+    g = _make_guard(Policy.openclaw(), impl="c")
     assert g._table.hash_checked(value) == _hashing_py.canonical_hash(value, default=repr)
     assert g._table.hash_checked({"obj": object}) == _hashing_py.canonical_hash(
         {"obj": object}, default=repr
@@ -368,7 +368,7 @@ def _nested(depth, leaf):
 @pytest.mark.parametrize("depth", [10, 200, 5_000, 200_000])
 def test_deep_send_results_hash_or_raise_value_error(impl, depth):
     # A send result is walked to strip its ids: a deep one must not exhaust the C stack.
-    g = Guard(Policy.openclaw(), implementation=impl.name)
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
     g.check("s", "message", {"action": "send", "text": "hi"})
     value = _nested(depth, "done")
     if depth * 2 < 256:
@@ -380,7 +380,7 @@ def test_deep_send_results_hash_or_raise_value_error(impl, depth):
 
 
 def test_cyclic_send_results_never_crash(impl):
-    g = Guard(Policy.openclaw(), implementation=impl.name)
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
     kept = {"ok": True}
     kept["self"] = kept
     with pytest.raises(ValueError):
@@ -394,12 +394,71 @@ def test_cyclic_send_results_never_crash(impl):
     )
 
 
-def test_call_floor_twins_do_nothing(impl):
-    from loopcore import ALLOW
+def test_the_table_decides_and_announces_without_a_guard(impl):
+    """The twin boundary: a Table answers with Decisions and announces bucket crossings through
+    the callback it was given, on both twins alike; nothing reaches into a Guard."""
+    from loopcore import ALLOW, Decision
+    from loopcore.decision import _DET_NAMES
 
-    floor = impl.guard.CallFloor(ALLOW)
-    assert floor.check("s", "read", {"p": 1}, run_id="r") is ALLOW
-    assert floor.record("s", "read", {"p": 1}, "text", tokens=3) is None
+    pol = Policy.default()
+    eng = impl.guard.Engine(_engine_params(pol), [], [])
+    seen = []
+    table = impl.guard.Table(
+        eng,
+        pol,
+        10,
+        0.0,
+        None,
+        impl.hashing.canonical_hash,
+        Decision,
+        ALLOW,
+        tuple(_DET_NAMES.get(i) for i in range(16)),
+        lambda session, run_id, tool, d: seen.append((session, tool, d.action, d.count)),
+    )
+    table.register("read", impl.guard.ToolInfo(7, -1, False, None, False, False, False, None))
+    assert table.names == {7: "read"}
+    out = []
+    for _ in range(7):
+        d = table.fast_check("s", "read", {"path": "a"}, None, "id-1")
+        out.append("allow" if d is ALLOW else (d.action, d.detector, d.count))
+        table.fast_record("s", "read", {"path": "a"}, d if d.blocked else "same", None, 0, "id-1")
+    assert out == [
+        "allow",
+        "allow",
+        ("warn", "consecutive_repeat", 3),
+        ("warn", "consecutive_repeat", 4),
+        ("block", "consecutive_repeat", 5),
+        ("block", "consecutive_repeat", 5),
+        ("block", "consecutive_repeat", 5),
+    ]
+    # one event per bucket of ten counts and pattern: the first warning and the first block
+    assert seen == [("s", "read", "warn", 3), ("s", "read", "block", 5)]
+
+
+def test_a_state_of_another_engine_does_not_fit(impl):
+    small = impl.guard.Engine(_engine_params(Policy.default().replace(window=2)), [], [])
+    big = impl.guard.Engine(_engine_params(Policy.default()), [1], [2])
+    st = small.new_state()
+    small.fits(st)
+    with pytest.raises(ValueError, match="state of another size"):
+        big.fits(st)
+    with pytest.raises(ValueError, match="state of another size"):
+        big.check(st, 1, 2, 0, 0, 0, False, False, 0)
+    with pytest.raises(ValueError, match="state of another size"):
+        big.record(st, 1, 2, 3, 0, 0, 0, 0, 0, 0)
+
+
+def test_call_floor_does_nothing():
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        from callfloor import CallFloor
+    finally:
+        sys.path.remove(bench)
+
+    floor = CallFloor(ALLOW)
+    assert floor.check("s", "read", {"p": 1}, run_id="r", call_id="c") is ALLOW
+    assert floor.record("s", "read", {"p": 1}, "text", tokens=3, call_id="c") is None
 
 
 def test_a_subclass_override_is_respected():

@@ -10,7 +10,8 @@ from hook_events import Claude, Codex, Gemini, run_inproc, run_proc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopcore import Guard, Policy, hooks
+from loopcore import Policy, hooks
+from loopcore.guard import _make_guard
 from loopcore.taxonomy import PROFILES
 
 # -- Codex's published hook schemas ------------------------------------------------------------
@@ -328,7 +329,7 @@ def test_claude_allow_prints_nothing(state):
 def test_claude_warn_and_block_answer_in_its_contract_and_match_a_guard(state, impl):
     """50 TodoWrite calls (the todo-list loop): the hook answers what one in-process guard decides."""
     c = Claude()
-    ref = Guard(Policy.default(), implementation=impl.name)
+    ref = _make_guard(Policy.default(), impl=impl.name)
     seen = {"allow": 0, "warn": 0, "block": 0}
     for i in range(55):
         args = _todo(i)
@@ -777,7 +778,7 @@ def test_the_hook_decides_what_a_guard_fed_the_same_calls_decides(tmp_path_facto
     try:
         state = tmp_path_factory.mktemp("state")
         c = Claude()
-        ref = Guard(Policy.default(), implementation=impl.name)
+        ref = _make_guard(Policy.default(), impl=impl.name)
         prof = PROFILES["claude-code"]
         for i, o in steps:
             tool, args = _CALLS[i]

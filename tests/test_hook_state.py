@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from hook_events import Claude, Gemini, hook_env, run_inproc, run_proc
 
-from loopcore import Guard, Policy, hooks
+from loopcore import Policy, hooks
+from loopcore.guard import _make_guard, _restore_guard
 
 # Only the cumulative budget counts: its decisions depend on how many calls came before, not on
 # how the parallel processes interleave, so one in-process guard fed the same calls must agree
@@ -119,7 +120,7 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
         said.append(err.decode())
     total = {k: sum(t[k] for t in tallies) for k in tallies[0]}
 
-    ref = Guard(hooks.load_policy(str(policy)), implementation=impl.name)
+    ref = _make_guard(hooks.load_policy(str(policy)), impl=impl.name)
     ref_answers = {"allow": 0, "warn": 0, "block": 0}
     for i in range(400):
         ref_answers[
@@ -147,7 +148,7 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
     )
     assert (calls, records) == (400, 400)
     # The row holds the guard's own snapshot of a guard with just that session.
-    g = Guard.restore(snap, implementation=impl.name)
+    g = _restore_guard(snap, impl=impl.name)
     assert list(g.sessions()) == ["shared-session"] and g.stats()["checks"] == 400
 
 
@@ -177,7 +178,7 @@ def test_h2_real_hook_launches_in_parallel(tmp_path, impl):
 
     with ThreadPoolExecutor(8) as pool:
         outs = list(pool.map(launch, events))
-    ref = Guard(Policy.default(), implementation=impl.name)
+    ref = _make_guard(Policy.default(), impl=impl.name)
     decisions = [ref.check(c.session, "TodoWrite", TODO, kind="other").action for _ in range(32)]
     got = ["allow" if not o else ("block" if b"permissionDecision" in o else "warn") for o in outs]
     assert sorted(got) == sorted(decisions)
@@ -367,7 +368,7 @@ def test_state_dir_resolution(monkeypatch, tmp_path):
 def test_the_hooks_json_codec_and_orjson_read_each_other(impl, monkeypatch):
     """A hook process writes the guard snapshot with the stdlib json, a library user with orjson;
     a state written by either restores under the other with the same decisions."""
-    from loopcore import Guard, Policy, _guard_snapshot
+    from loopcore import Policy, _guard_snapshot
 
     def feed(g):
         for i in range(12):
@@ -376,11 +377,11 @@ def test_the_hooks_json_codec_and_orjson_read_each_other(impl, monkeypatch):
 
     for write_fast in (True, False):
         monkeypatch.setattr(_guard_snapshot, "FAST_JSON", write_fast)
-        g = Guard(Policy.default(), implementation=impl.name)
+        g = _make_guard(Policy.default(), impl=impl.name)
         feed(g)
         blob = g.snapshot()
         monkeypatch.setattr(_guard_snapshot, "FAST_JSON", not write_fast)
-        back = Guard.restore(blob, implementation=impl.name)
+        back = _restore_guard(blob, impl=impl.name)
         assert back.stats() == g.stats()
         args = {"file_path": "/src/ünï.py"}
         assert back.check("sé-1", "Read", args).action == g.check("sé-1", "Read", args).action

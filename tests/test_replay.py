@@ -10,6 +10,7 @@ import pytest
 
 from loopcore import Step, Trace
 from loopcore.cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, main
+from loopcore.guard import _make_guard
 from loopcore.replay import collect_replay, replay_trace
 
 
@@ -243,7 +244,6 @@ def loopy_traces(draw):
 
 
 def test_replay_is_identical_on_both_twins(impl):
-    from loopcore.guard import Guard
     from loopcore.policy import Policy
 
     name = impl.name  # hypothesis must not see the Impl object: it probes attributes on arguments
@@ -254,8 +254,8 @@ def test_replay_is_identical_on_both_twins(impl):
         policy=st.sampled_from(["default", "openclaw", "opencode", "gemini-cli", "openhands"]),
     )
     def check(trace, policy):
-        got = replay_trace(trace, Guard(policy=Policy.preset(policy), implementation=name))
-        ref = replay_trace(trace, Guard(policy=Policy.preset(policy), implementation="py"))
+        got = replay_trace(trace, _make_guard(policy=Policy.preset(policy), impl=name))
+        ref = replay_trace(trace, _make_guard(policy=Policy.preset(policy), impl="py"))
         assert got.to_dict() == ref.to_dict()
         assert 0 <= got.saved_tokens <= got.total_tokens
         assert got.warned + got.blocked == len(got.events) <= got.steps
@@ -285,3 +285,69 @@ def test_replay_reports_events_itself_and_leaves_logging_as_it_was(tmp_path, cap
     assert main(["replay", str(a)]) == EXIT_OK
     capsys.readouterr()
     assert logger.handlers == before
+
+
+LABELS = pathlib.Path(__file__).resolve().parent / "labels" / "shared_traces.json"
+
+
+def _labelled_steps() -> tuple[dict, dict]:
+    """file -> {(session, coordinate): verdict} from the hand labels of ../shared/traces (a loop's
+    charged steps count as waste), and file -> the label file's own entries."""
+    doc = json.loads(LABELS.read_text())
+    verdicts: dict = {}
+    for c in doc["cases"]:
+        key = (c.get("session"), json.dumps(c["at"], sort_keys=True))
+        verdicts.setdefault(c["file"], {})[key] = c["verdict"]
+    for loop in doc["loops"]:
+        for at in loop["charged"]:
+            key = (loop.get("session"), json.dumps(at, sort_keys=True))
+            verdicts.setdefault(loop["file"], {}).setdefault(key, "waste")
+    return verdicts
+
+
+@pytest.mark.parametrize("policy", ["default", "openclaw", "opencode", "openhands", "cline", "roo"])
+def test_no_preset_blocks_a_step_labelled_not_waste(shared_traces, policy):
+    """Replayed over the hand-labelled traces, no preset refuses a call a reader judged useful
+    (docs/guard.md lists the per-preset figures over all of ../shared/traces)."""
+    verdicts = _labelled_steps()
+    paths = sorted({shared_traces / f for f in verdicts})
+    rep = collect_replay(paths, policy=policy, keep_going=True)
+    on_useful = []
+    for tr in rep.traces:
+        name = tr.source.split("traces/", 1)[-1].split("#", 1)[0]
+        labels = verdicts.get(name, {})
+        session = tr.session if name.startswith("tau-bench/") else None
+        for e in tr.events:
+            at = json.dumps({k: v for k, v in (e.ref or {}).items() if k != "file"}, sort_keys=True)
+            if e.action == "block" and labels.get((session, at)) == "not_waste":
+                on_useful.append((name, session, e.ref, e.detector))
+    assert rep.traces and not on_useful
+
+
+def test_a_step_that_writes_its_target_ends_a_re_observation():
+    """``git diff > p.txt`` (kind observe, writes p.txt) changes p.txt: reading it again after is
+    not redundant. Without the write in between, the second read is warned."""
+
+    def read(turn):
+        return Step("s", turn, "observe", "bash", "p.txt", {"command": "cat p.txt"}, "old")
+
+    redirect = Step(
+        "s",
+        2,
+        "observe",
+        "bash",
+        "a.py",
+        {"command": "git diff -- a.py > p.txt"},
+        "",
+        reads=("a.py",),
+        writes=("p.txt",),
+    )
+    rep = replay_trace(Trace([read(1), redirect, read(3)]), _guard())
+    assert rep.events == []
+    rep = replay_trace(Trace([read(1), read(3)]), _guard())
+    assert [e.detector for e in rep.events] == ["redundant_observation"]
+    no_op = Step(
+        "s", 2, "mutate", "bash", "p.txt", {"command": "sed -i s/x/x/ p.txt"}, "", no_op=True
+    )
+    rep = replay_trace(Trace([read(1), no_op, read(3)]), _guard())
+    assert [e.detector for e in rep.events] == ["redundant_observation"]

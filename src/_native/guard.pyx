@@ -65,6 +65,9 @@ N_PARAMS = len(PARAM_NAMES)
 DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
+cdef object _REPR = repr
+cdef enum:
+    MAX_EVENT_KEYS = 256  # event buckets kept per session (OpenClaw's bound on its warning map)
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
 
@@ -218,30 +221,36 @@ cdef enum:
     MAX_SEND_NODES = 100000  # loopcore._guard_py.MAX_SEND_NODES
 
 
+cdef int _count_send_nodes(x, int depth, int64_t* seen) except -1:
+    # depth-first, with no allocation: the containers below *x* (every reference counted),
+    # stopping as soon as there are more than MAX_SEND_NODES
+    if depth >= MAX_DEPTH:
+        return 0
+    if isinstance(x, dict):
+        seen[0] += 1
+        if seen[0] > MAX_SEND_NODES:
+            return 1
+        for y in (<dict>x).values():
+            if (isinstance(y, (dict, list, tuple)) and _count_send_nodes(y, depth + 1, seen)):
+                return 1
+    elif isinstance(x, (list, tuple)):
+        seen[0] += 1
+        if seen[0] > MAX_SEND_NODES:
+            return 1
+        for y in x:
+            if (isinstance(y, (dict, list, tuple)) and _count_send_nodes(y, depth + 1, seen)):
+                return 1
+    return 0
+
+
 cdef int _check_send_size(v) except -1:
     # The send-result walks follow every reference down to MAX_DEPTH: a result holding two
     # references to itself (or a deep chain of shared sub-objects) would take 2**MAX_DEPTH steps.
     # Count the containers they would visit first and refuse past MAX_SEND_NODES.
-    cdef list stack = [(v, 0)]
     cdef int64_t seen = 0
-    cdef int depth
-    while stack:
-        x, depth = stack.pop()
-        if depth >= MAX_DEPTH:
-            continue
-        if isinstance(x, dict):
-            items = (<dict>x).values()
-        elif isinstance(x, (list, tuple)):
-            items = x
-        else:
-            continue
-        seen += 1
-        if seen > MAX_SEND_NODES:
-            raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
-                             "(shared or self-referential references); it cannot be stripped")
-        for y in items:
-            if isinstance(y, (dict, list, tuple)):
-                stack.append((y, depth + 1))
+    if _count_send_nodes(v, 0, &seen):
+        raise ValueError(f"send-like result holds more than {MAX_SEND_NODES} nested containers "
+                         "(shared or self-referential references); it cannot be stripped")
     return 0
 
 
@@ -477,6 +486,7 @@ cdef class Engine:
         self.prm.monologue_any_text = params["monologue_any_text"]
         self.prm.context_block = params["context_block"]
         self.prm.repeat_warn_needs_no_progress = params["repeat_warn_needs_no_progress"]
+        self.prm.cycle_evidence_recent = params["cycle_evidence_recent"]
         if self.prm.window < 1:
             raise ValueError("window must be positive")
         self.window = <int>self.prm.window
@@ -503,6 +513,10 @@ cdef class Engine:
             raise ValueError(f"state of another size: {st.cap} slots and {st.nbudget} budget counters, "
                              f"this engine has {self.window} and {self.nbudget}")
         return 0
+
+    def fits(self, State st):
+        """ValueError unless *st* was made by an engine of this window and budget count."""
+        self._fits(st)
 
     def check(self, State st, uint64_t tool, uint64_t args, int kind, uint64_t target, uint64_t cid,
               bint poll, bint unknown, int bslot):
@@ -610,6 +624,9 @@ cdef int _record(State st, uint64_t tool, uint64_t args, uint64_t result, int fl
                 and (cid == 0 or st.cid[j] == 0 or st.cid[j] == cid)):
             st.res[j] = result
             st.flags[j] |= <uint8_t>(flags | F_HAS)
+            if i < st.n - 1 and st.kind[st.ph(st.n - 1)] == K_ASK:
+                # an outcome arriving after agent messages: they are no longer one monologue
+                st.flags[st.ph(st.n - 1)] |= F_BARRIER
             return 1
     # Budgets count check() attempts only: an outcome whose call left the window (many
     # concurrent calls in one session) must not count that call twice.
@@ -720,7 +737,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     cdef int block = 0, warn = 0
     cdef int64_t b_count = 0, w_count = 0, b_of = -1, w_of = -1
     cdef uint64_t b_aux = 0, w_aux = 0, b_aux2 = 0, w_aux2 = 0
-    cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of
+    cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of, nt = 0
     cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
     cdef bint np_done = False, es_done = False, distinct, ev, best_ev
     cdef uint8_t f, ki
@@ -746,12 +763,15 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             b_count = s
             b_of = st.seq[st.ph(n - 1)]
 
-    # identical-call streaks over calls with an outcome (other calls are skipped)
+    # identical-call streaks over calls with an outcome (other calls are skipped); nt counts
+    # this tool's calls with an outcome over the same stretch (what argument churn counts)
     for i in range(n - 1, -1, -1):
         j = st.ph(i)
         if st.tool[j] != tool or st.args[j] != args:
             if st.kind[j] == K_USER:
                 break
+            if st.tool[j] == tool and st.flags[j] & F_HAS:
+                nt += 1
             continue
         rc += 1
         if rc_of < 0:
@@ -759,6 +779,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         f = st.flags[j]
         if not f & F_HAS:
             continue
+        nt += 1
         if not np_done:
             if np_ == 0:
                 np_res = st.res[j]
@@ -784,7 +805,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         b_count = np_
         b_of = np_of
         b_aux2 = np_res
-    if not block and p.argument_churn and p.global_block and n >= p.global_block:
+    # churn counts at most nt calls: below the breaker's threshold it cannot block
+    if not block and p.argument_churn and p.global_block and nt >= p.global_block:
         c = _churn(st, tool, &of, &variants)
         if c >= p.global_block:
             block = D_GLOBAL
@@ -867,6 +889,11 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             if c > best_c:
                 ev = True
                 lo = n - L + 1
+                if p.cycle_evidence_recent and p.cycle_block:
+                    # the evidence is the newest calls that reach the block threshold only
+                    q = n - <int>(p.cycle_block * k if p.cycle_counts_repeats else p.cycle_block) + 1
+                    if q > lo:
+                        lo = q
                 for q in range(lo, n):
                     j = st.ph(q)
                     if not st.flags[j] & F_HAS or (q - k >= lo and st.res[j] != st.res[st.ph(q - k)]):
@@ -936,7 +963,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         t = 0
         for i in range(n - 1, -1, -1):
             j = st.ph(i)
-            if st.kind[j] != K_ASK or (not p.monologue_any_text and (st.tool[j] != tool or st.args[j] != args)):
+            if (st.kind[j] != K_ASK or st.flags[j] & F_BARRIER
+                    or (not p.monologue_any_text and (st.tool[j] != tool or st.args[j] != args))):
                 break
             t += 1
         if p.monologue_any_text:
@@ -1053,12 +1081,13 @@ cdef class ToolInfo:
 
 @cython.final
 cdef class Table:
-    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
+    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL,
+    and the guard's answers: the engine's code made a Decision, its event bucket looked up.
 
     ``check``/``record`` look the session up (creating, expiring and evicting as needed) and
     run the engine in one C call that never releases the GIL, so concurrent callers never lose
-    a count without paying for a lock. ``check`` returns 0 for allow, else
-    ``(code, count, of_step, aux, aux2, state, args hash)``.
+    a count without paying for a lock. ``check`` returns *allow* or a warn/block *decision*
+    (see the pure twin's Table: same arguments, same objects, same events).
     """
 
     cdef readonly Engine engine
@@ -1075,22 +1104,46 @@ cdef class Table:
     cdef object veto_type
     cdef readonly frozenset volatile_keys
     cdef object last_args
+    cdef object last_cid  # the last call id hashed, and its hash (record() passes the same one)
+    cdef uint64_t last_cid_h
     cdef uint64_t last_ah
     cdef object last_session
     cdef object last_run
     cdef State last_state
     cdef State cur_state  # the last _fast_check's state, tool and args hash (read at once)
     cdef ToolInfo cur_info
+    cdef object cur_tool  # the tool name of the last _fast_check (record() passes the same one)
     cdef uint64_t cur_ah
     cdef uint64_t ops
+    cdef readonly object policy
+    cdef readonly dict names  # tool id -> name (a cycle's message names its pair)
+    cdef type decision
+    cdef readonly object allow
+    cdef tuple det_names
+    cdef object emit
+    cdef int64_t bucket_size
+    cdef frozenset ignored_args  # None when the policy ignores no argument key
     cdef public int64_t checks, warns, blocks, records, tokens, evicted
 
-    def __cinit__(self, Engine engine, int max_sessions, double ttl, clock=None, hash_fn=None, veto_type=None,
-                  volatile_keys=frozenset()):
+    def __cinit__(self, Engine engine, policy, int max_sessions, double ttl, clock=None, hash_fn=None,
+                  type decision=None, allow=None, det_names=(), emit=None):
         from collections import OrderedDict
         if max_sessions < 1:
             raise ValueError("max_sessions must be positive")
+        if policy.event_bucket < 1:
+            raise ValueError("event bucket size must be positive")
+        if decision is not None and (decision.__new__ is not object.__new__
+                                     or decision.__setattr__ is not object.__setattr__):
+            raise TypeError("Table needs a Decision class built by object.__new__ with plain slots")
         self.engine = engine
+        self.policy = policy
+        self.names = {}
+        self.decision = decision
+        self.allow = allow
+        self.det_names = tuple(det_names)
+        self.emit = emit
+        self.bucket_size = policy.event_bucket
+        self.ignored_args = frozenset(policy.ignored_args) or None
         self.max_sessions = max_sessions
         self.ttl = ttl  # 0: never expire
         self.clock = clock
@@ -1105,8 +1158,8 @@ cdef class Table:
             from loopcore import _native_hashing
             if hash_fn is _native_hashing.canonical_hash:
                 self.c_hash = hash_into
-        self.veto_type = veto_type if veto_type is not None else ()
-        self.volatile_keys = frozenset(volatile_keys)
+        self.veto_type = decision if decision is not None else ()
+        self.volatile_keys = frozenset(policy.volatile_keys)
         self.ops = 0
 
     cdef inline double _now(self) except? -1.0:
@@ -1195,7 +1248,7 @@ cdef class Table:
                 self.warns += 1
         return code
 
-    cdef object _check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
+    cdef object _check(self, session, run_id, name, uint64_t tool, uint64_t args, int kind, uint64_t target,
                        uint64_t cid, bint poll, bint unknown, int bslot):
         cdef State st
         cdef int code
@@ -1204,8 +1257,48 @@ cdef class Table:
         st = self._get(session, run_id)
         code = self._count(_check(self.engine, st, tool, args, kind, target, cid, poll, unknown, bslot))
         if code == 0:
-            return 0
-        return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
+            return self.allow
+        return self._decide(code, st, name, tool, args, session, run_id)
+
+    cdef object _decide(self, int code, State st, name, uint64_t tid, uint64_t ah, session, run_id):
+        # The pure twin's Table._decide and the emission after it. Everything the engine left
+        # behind is read before the first allocation (a garbage collection run there could let
+        # another thread check in between), and the bucket is looked up and set with no
+        # allocation of a tracked object between, so under the GIL no lock is needed.
+        cdef int64_t count = st.out_count
+        cdef int64_t of_step = st.out_of_step
+        cdef uint64_t aux = st.out_aux
+        cdef uint64_t aux2 = st.out_aux2
+        cdef int det = code & 15
+        cdef int64_t bucket = count // self.bucket_size
+        cdef PyObject* last
+        cdef dict buckets
+        if det == D_CYCLE:
+            why = (self.policy, name, aux2, self.names.get(aux, "another tool"))
+            dk = (code, 0, aux2)
+        else:
+            # the global breaker's aux is the number of argument variants when it counted churn
+            why = (self.policy, name, ah, aux if det == D_GLOBAL and aux else None)
+            dk = (code, tid, 0 if det == D_BUDGET else ah)
+        d = _new_decision(self.decision, "block" if code >> 4 == L_BLOCK else "warn", self.det_names[det],
+                          count, of_step, why)
+        bucket_obj = bucket
+        if st.extra is None:
+            fresh = {}
+            if st.extra is None:
+                st.extra = fresh
+        buckets = <dict>st.extra
+        last = PyDict_GetItemWithError(buckets, dk)
+        if last != NULL and bucket <= <int64_t><object>last:
+            return d  # most warnings repeat inside their bucket and emit nothing
+        if last != NULL:
+            del buckets[dk]  # re-inserted last: the oldest pattern is evicted first
+        buckets[dk] = bucket_obj
+        if len(buckets) > MAX_EVENT_KEYS:
+            del buckets[next(iter(buckets))]
+        if self.emit is not None:
+            self.emit(session, run_id, name, d)
+        return d
 
     cdef object _record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags,
                         int kind, uint64_t target, uint64_t cid, int bslot, int veto, int64_t tokens):
@@ -1220,20 +1313,20 @@ cdef class Table:
     cdef uint64_t _hash(self, value) except? 0:
         cdef uint64_t h = 0
         if self.c_hash != NULL:
-            try:
-                self.c_hash(value, None, None, &h)
-            except TypeError:  # values canonical_hash does not support are hashed by repr()
-                self.c_hash(value, None, repr, &h)
+            # values canonical_hash does not support are hashed by repr() (the pure twin tries
+            # without it first: the same hash, since a converter only ever sees such values)
+            self.c_hash(value, None, _REPR, &h)
             return h
         try:
             return self.hash_fn(value)
         except TypeError:
             return self.hash_fn(value, default=repr)
 
-    def check(self, session, run_id, uint64_t tool, uint64_t args, int kind, uint64_t target,
+    def check(self, session, run_id, name, uint64_t tool, uint64_t args, int kind, uint64_t target,
               uint64_t cid, bint poll, bint unknown, int bslot):
-        """Look up the session and run Engine.check; 0 or (code, count, of_step, aux, aux2, state, args hash)."""
-        return self._check(session, run_id, tool, args, kind, target, cid, poll, unknown, bslot)
+        """Look up the session and run Engine.check on the call of tool *name* (id *tool*);
+        *allow* or a warn/block decision (its event emitted when it crosses a bucket)."""
+        return self._check(session, run_id, name, tool, args, kind, target, cid, poll, unknown, bslot)
 
     def record(self, session, run_id, uint64_t tool, uint64_t args, uint64_t result, int flags, int kind,
                uint64_t target, uint64_t cid, int bslot, int veto, int64_t tokens):
@@ -1249,11 +1342,48 @@ cdef class Table:
         """The hash *args* was checked with when it is the last checked object, else a fresh one."""
         if args is self.last_args and args is not None:
             return self.last_ah
+        return self._args_hash(args)
+
+    cdef inline uint64_t _cid_hash(self, call_id) except 0:
+        # the call id's hash, never 0; check() and its record() hash the same id object once
+        cdef uint64_t h
+        if call_id is self.last_cid:
+            return self.last_cid_h
+        h = self._hash(call_id) or 1
+        if type(call_id) is str or type(call_id) is int:  # immutable: the hash cannot go stale
+            self.last_cid = call_id  # a strong reference: the identity cannot be reused meanwhile
+            self.last_cid_h = h
+        return h
+
+    cdef uint64_t _args_hash(self, args) except? 0:
+        # a dict's top-level keys in policy.ignored_args are left out (cline's task_progress)
+        cdef frozenset ign = self.ignored_args
+        if ign is not None and type(args) is dict and not ign.isdisjoint(<dict>args):
+            args = {k: v for k, v in (<dict>args).items() if k not in ign}
         return self._hash(args)
 
+    def args_hash(self, args):
+        """The hash of a call's *args* as the detectors compare them (policy.ignored_args left out)."""
+        return self._args_hash(args)
+
+    def buckets(self, State st):
+        """[(bucket key, last bucket)] of *st*'s announced events, oldest first (a copy)."""
+        return list((<dict>st.extra).items()) if st.extra else []
+
+    def veto(self, result):
+        """block_veto(result) with this table's Decision class."""
+        return _block_veto(result, self.veto_type)
+
     def register(self, str name, ToolInfo info):
-        """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
+        """Make *name* known to the fast paths (the registry is a cache: clear_tools() may drop it)."""
         self.tools[name] = info
+        self.names[info.tid] = name
+
+    def clear_tools(self):
+        """Forget every registered tool (they are registered again on their next call)."""
+        self.tools.clear()
+        self.names.clear()
+        self.cur_tool = None
 
     cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
@@ -1267,9 +1397,9 @@ cdef class Table:
         if info is None:
             return -1
         t = <ToolInfo>info
-        ah = self._hash(args)
+        ah = self._args_hash(args)
         if call_id is not None:  # Guard.check: the call id's hash, never 0
-            cid = self._hash(call_id) or 1
+            cid = self._cid_hash(call_id)
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last_args = args
@@ -1281,20 +1411,19 @@ cdef class Table:
         code = self._count(_check(self.engine, st, t.tid, ah, K_OTHER, 0, cid, poll, t.unknown, t.bslot))
         self.cur_state = st
         self.cur_info = t
+        self.cur_tool = tool
         self.cur_ah = ah
         return code
 
     cpdef object fast_check(self, session, tool, args, run_id, call_id=None):
-        """check() for a registered tool without kind/target/call id: hashes *args* itself.
+        """check() for a registered tool without kind/target: hashes *args* itself.
 
-        Returns None when the tool is not registered (the caller takes the full path), else 0
-        or the tuple ``check`` returns."""
+        Returns None when the tool is not registered (the caller takes the full path), else
+        what ``check`` returns."""
         cdef int code = self._fast_check(session, tool, args, run_id, call_id)
-        cdef State st
         if code <= 0:
-            return None if code < 0 else 0
-        st = self.cur_state
-        return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, self.cur_ah)
+            return None if code < 0 else self.allow
+        return self._decide(code, self.cur_state, tool, self.cur_info.tid, self.cur_ah, session, run_id)
 
     cdef int _fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None) except -2:
         # -1: not for the fast path (unregistered tool, a veto-shaped result); else Engine.record's code.
@@ -1302,9 +1431,12 @@ cdef class Table:
         cdef uint64_t ah, rh = 0, cid = 0
         cdef int veto = 0
         cdef object d = None, status = None
-        info = self.tools.get(tool)
-        if info is None:
-            return -1
+        if tool is self.cur_tool and self.cur_info is not None:
+            info = self.cur_info  # the call just checked (the registry maps its name to it)
+        else:
+            info = self.tools.get(tool)
+            if info is None:
+                return -1
         t = <ToolInfo>info
         veto = _block_veto(result, self.veto_type)
         if veto == 2:
@@ -1315,11 +1447,11 @@ cdef class Table:
                 d = result
             status = (<dict>d).get("status")
         if call_id is not None:
-            cid = self._hash(call_id) or 1
+            cid = self._cid_hash(call_id)
         if args is self.last_args and args is not None:
             ah = self.last_ah  # the hash of the call as it was checked
         else:
-            ah = self._hash(args)
+            ah = self._args_hash(args)
         if not veto:
             if d is not None and t.exec:
                 # the projection _outcome would make, reusing the lookups above
@@ -1496,49 +1628,33 @@ cdef class _Fast:
 
     Its bound ``check``/``record`` methods replace the Guard's (bound methods of a compiled
     class take the vectorcall path, so a call builds no argument tuple). Same signatures and
-    results as ``Guard.check``/``Guard.record``: an allowed call returns ``allow``; a warn/block
-    becomes a lazily rendered Decision and its event bucket is looked up here (``Guard._finish``
-    in C); a bucket crossing, and anything that is not a plain call, goes to the Guard's own
-    Python methods, so behaviour is identical by construction.
+    results as ``Guard.check``/``Guard.record``: the table answers a plain call (its decision
+    and event included); anything else goes to the Guard's own methods, so behaviour is
+    identical by construction.
     """
 
     cdef Table table
     cdef object allow
     cdef object slow_check
     cdef object slow_record
-    cdef object cross
-    cdef type decision
-    cdef tuple det_names
-    cdef tuple actions
-    cdef object policy
-    cdef dict names
-    cdef int64_t bucket_size
 
-    def __cinit__(self, Table table, allow, slow_check, slow_record, cross, type decision, tuple det_names,
-                  policy, dict names, int64_t bucket_size):
-        if bucket_size < 1:
-            raise ValueError("event bucket size must be positive")
+    def __cinit__(self, Table table, slow_check, slow_record):
         self.table = table
-        self.allow = allow
+        self.allow = table.allow
         self.slow_check = slow_check
         self.slow_record = slow_record
-        self.cross = cross
-        self.decision = decision
-        self.det_names = det_names
-        self.actions = (None, "warn", "block")
-        self.policy = policy
-        self.names = names
-        self.bucket_size = bucket_size
 
     def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
         """Guard.check (see there)."""
         cdef int code
+        cdef Table tb
         if kind is None and target is None:  # call ids ride the fast path too
-            code = self.table._fast_check(session, tool, args, run_id, call_id)
+            tb = self.table
+            code = tb._fast_check(session, tool, args, run_id, call_id)
             if code == 0:
                 return self.allow
             if code > 0:
-                return self._decide(code, session, tool, run_id)
+                return tb._decide(code, tb.cur_state, tool, tb.cur_info.tid, tb.cur_ah, session, run_id)
         return self.slow_check(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
 
     def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
@@ -1551,67 +1667,9 @@ cdef class _Fast:
         return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
                                 tokens=tokens, kind=kind, target=target)
 
-    cdef object _decide(self, int code, session, tool, run_id):
-        # Everything the engine left behind is read before the first allocation: a garbage
-        # collection run there could let another thread check in between.
-        cdef Table tb = self.table
-        cdef State st = tb.cur_state
-        cdef uint64_t tid = tb.cur_info.tid
-        cdef uint64_t ah = tb.cur_ah
-        cdef int64_t count = st.out_count
-        cdef int64_t of_step = st.out_of_step
-        cdef uint64_t aux = st.out_aux
-        cdef uint64_t aux2 = st.out_aux2
-        cdef int det = code & 15
-        cdef int64_t bucket = count // self.bucket_size
-        if det == D_CYCLE:
-            why = (self.policy, tool, aux2, self.names.get(aux, "another tool"))
-            dk = (code, 0, aux2)
-        else:
-            why = (self.policy, tool, ah, aux if det == D_GLOBAL and aux else None)
-            dk = (code, tid, 0 if det == D_BUDGET else ah)
-        d = _new_decision(self.decision, self.actions[code >> 4], self.det_names[det], count, of_step, why)
-        buckets = st.extra
-        if type(buckets) is dict:
-            # Unlocked fast look: most warnings repeat inside their bucket and emit nothing.
-            last = (<dict>buckets).get(dk)
-            if last is not None and bucket <= last:
-                return d
-        self.cross(st, dk, bucket, d, session, run_id, tool)
-        return d
 
-
-def bind_fast(Table table, guard, allow, decision, det_names):
-    """(check, record) callables with Guard.check/record's signatures that run the common case in C.
-
-    *guard* supplies the slow paths (its class's check/record), ``_cross`` (event buckets and
-    emission), ``policy`` and ``_names``; *decision* is the Decision class and *det_names* the
-    detector names by code. Raises TypeError when Decision cannot be built bare (see _new_decision).
-    """
-    if decision.__new__ is not object.__new__ or decision.__setattr__ is not object.__setattr__:
-        raise TypeError("bind_fast needs a Decision class built by object.__new__ with plain slots")
-    cls = type(guard)
-    fast = _Fast(table, allow, cls.check.__get__(guard), cls.record.__get__(guard), guard._cross, decision,
-                 tuple(det_names), guard.policy, guard._names, guard.policy.event_bucket)
+def bind_fast(Table table, check, record):
+    """(check, record) callables with Guard.check/record's signatures that run the common case in
+    C on *table* and hand everything else to *check*/*record* (the Guard's own methods)."""
+    fast = _Fast(table, check, record)
     return fast.check, fast.record
-
-
-@cython.final
-cdef class CallFloor:
-    """A do-nothing check/record pair with the signatures of the fast ones (bench_guard.py's
-    baseline): what a harness pays to call any such function, so the benchmark can tell that
-    apart from the guard's own work."""
-
-    cdef object allow
-
-    def __cinit__(self, allow):
-        self.allow = allow
-
-    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
-        """Returns *allow* and does nothing else."""
-        return self.allow
-
-    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
-               tokens=None, kind=None, target=None):
-        """Does nothing."""
-        return None

@@ -32,3 +32,4 @@ cdef struct Params:
     int64_t monologue_any_text
     int64_t context_block
     int64_t repeat_warn_needs_no_progress
+    int64_t cycle_evidence_recent

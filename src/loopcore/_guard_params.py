@@ -45,6 +45,7 @@ PARAM_NAMES = (
     "monologue_any_text",
     "context_block",
     "repeat_warn_needs_no_progress",
+    "cycle_evidence_recent",
 )
 
 
@@ -84,6 +85,7 @@ def engine_params(pol: Policy) -> dict[str, int]:
         int(pol.monologue_any_text),
         z(pol.context_loop, pol.context_block),
         int(pol.repeat_warn_needs_no_progress),
+        int(pol.cycle_evidence_recent),
     )
     return dict(zip(PARAM_NAMES, values))
 

@@ -102,6 +102,7 @@ F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = (
 )
 WARN, BLOCK = 1, 2
 N_PARAMS = len(PARAM_NAMES)
+MAX_EVENT_KEYS = 256  # event buckets kept per session (OpenClaw's bound on its warning map)
 #: an argument variant with this many calls, all with one outcome, is a stable variant
 CHURN_MIN_CALLS = 3
 DUMP_VERSION = 1
@@ -530,6 +531,10 @@ class Engine:
                 if c > best_c:
                     ev = True
                     lo = n - L + 1
+                    if p.cycle_evidence_recent and p.cycle_block:
+                        # the evidence is the newest calls that reach the block threshold only
+                        need = p.cycle_block * k if p.cycle_counts_repeats else p.cycle_block
+                        lo = max(lo, n - need + 1)
                     for q in range(lo, n):
                         if not F[q] & F_HAS or (q - k >= lo and R[q] != R[q - k]):
                             ev = False
@@ -606,7 +611,11 @@ class Engine:
         if p.monologue_block and kind == ASK:
             t = 0
             for i in range(n - 1, -1, -1):
-                if K[i] != ASK or (not p.monologue_any_text and (T[i] != tool or A[i] != args)):
+                if (
+                    K[i] != ASK
+                    or F[i] & F_BARRIER
+                    or (not p.monologue_any_text and (T[i] != tool or A[i] != args))
+                ):
                     break
                 t += 1
             if p.monologue_any_text:
@@ -766,6 +775,9 @@ class Engine:
             ):
                 st.res[i] = result
                 F[i] |= flags | F_HAS
+                if i < len(T) - 1 and st.kind[-1] == ASK:
+                    # an outcome arriving after agent messages: they are no longer one monologue
+                    F[-1] |= F_BARRIER
                 return 1
         # Budgets count check() attempts only: an outcome whose call left the window (many
         # concurrent calls in one session) must not count that call twice.
@@ -874,22 +886,30 @@ class ToolInfo:
 
 
 class Table:
-    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
+    """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL,
+    and the guard's answers: the engine's code made a Decision, its event bucket looked up.
 
     ``check``/``record`` look the session up (creating, expiring and evicting as needed) and
     run the engine in one step under one lock, so concurrent callers never lose a count.
-    ``check`` returns 0 for allow, else ``(code, count, of_step, aux, aux2, state, args hash)``.
+    ``check`` returns *allow* or a warn/block *decision*: its message renders from the facts it
+    was built with (``_why``: *policy*, the tool, the pattern hash and, for a cycle, the paired
+    tool's name from ``names``; see loopcore.decision). A warning or block is announced through
+    ``emit(session, run_id, tool, decision)`` once per bucket of ``policy.event_bucket``
+    counts and pattern (OpenClaw's warning buckets), outside the lock.
     """
 
     def __init__(
         self,
         engine: Engine,
+        policy,
         max_sessions: int,
         ttl: float,
         clock=None,
         hash_fn=None,
-        veto_type=None,
-        volatile_keys=frozenset(),
+        decision=None,
+        allow=None,
+        det_names: Sequence[str | None] = (),
+        emit=None,
     ) -> None:
         import threading
         import time
@@ -897,7 +917,10 @@ class Table:
 
         if max_sessions < 1:
             raise ValueError("max_sessions must be positive")
+        if policy.event_bucket < 1:
+            raise ValueError("event bucket size must be positive")
         self.engine = engine
+        self.policy = policy
         self.max_sessions = int(max_sessions)
         self.ttl = float(ttl)  # 0: never expire
         self.clock = clock if clock is not None else time.monotonic
@@ -905,9 +928,16 @@ class Table:
         self.runs: dict = {}
         self.lock = threading.Lock()
         self.tools: dict = {}
+        self.names: dict[int, str] = {}  # tool id -> name (a cycle's message names its pair)
         self.hash_fn = hash_fn
-        self.veto_type = veto_type if veto_type is not None else ()
-        self.volatile_keys = frozenset(volatile_keys)
+        self.decision = decision
+        self.veto_type = decision if decision is not None else ()
+        self.allow = allow
+        self.det_names = tuple(det_names)
+        self.emit = emit
+        self.bucket_size = int(policy.event_bucket)
+        self.volatile_keys = frozenset(policy.volatile_keys)
+        self.ignored_args = frozenset(policy.ignored_args) or None
         self.last: tuple = (None, 0)
         self.ops = 0
         self.checks = self.warns = self.blocks = self.records = self.tokens = self.evicted = 0
@@ -955,6 +985,7 @@ class Table:
         self,
         session,
         run_id,
+        name: str,
         tool: int,
         args: int,
         kind: int,
@@ -964,18 +995,54 @@ class Table:
         unknown: int,
         bslot: int,
     ):
-        """Look up the session and run Engine.check; 0 or (code, count, of_step, aux, aux2, state, args hash)."""
+        """Look up the session and run Engine.check on the call of tool *name* (id *tool*);
+        *allow* or a warn/block decision (its event emitted when it crosses a bucket)."""
         with self.lock:
             st = self._get(session, run_id)
             code = self.engine.check(st, tool, args, kind, target, cid, poll, unknown, bslot)
             self.checks += 1
             if not code:
-                return 0
+                return self.allow
             if code >> 4 == BLOCK:
                 self.blocks += 1
             else:
                 self.warns += 1
-            return (code, st.out_count, st.out_of_step, st.out_aux, st.out_aux2, st, args)
+            d, crossed = self._decide(code, st, name, tool, args)
+        if crossed and self.emit is not None:
+            self.emit(session, run_id, name, d)
+        return d
+
+    def _decide(self, code: int, st: State, name: str, tool: int, args: int) -> tuple:
+        # (the decision, whether it crossed into a new event bucket); under the lock
+        det = code & 15
+        aux, aux2 = st.out_aux, st.out_aux2
+        if det == D_CYCLE:
+            why = (self.policy, name, aux2, self.names.get(aux, "another tool"))
+            dk = (code, 0, aux2)
+        else:
+            # the global breaker's aux is the number of argument variants when it counted churn
+            why = (self.policy, name, args, aux if det == D_GLOBAL and aux else None)
+            dk = (code, tool, 0 if det == D_BUDGET else args)
+        d = object.__new__(self.decision)
+        d.action = "block" if code >> 4 == BLOCK else "warn"
+        d.detector = self.det_names[det]
+        d.count = st.out_count
+        d.of_step = st.out_of_step if st.out_of_step >= 0 else None
+        d._message = None
+        d._key = None
+        d._why = why
+        bucket = st.out_count // self.bucket_size
+        buckets = st.extra
+        if buckets is None:
+            buckets = st.extra = {}
+        last = buckets.get(dk)
+        if last is not None and bucket <= last:
+            return d, False
+        buckets.pop(dk, None)
+        buckets[dk] = bucket
+        if len(buckets) > MAX_EVENT_KEYS:
+            del buckets[next(iter(buckets))]
+        return d, True
 
     def record(
         self,
@@ -1006,6 +1073,14 @@ class Table:
         except TypeError:
             return self.hash_fn(value, default=repr)
 
+    def args_hash(self, args) -> int:
+        """The hash of a call's *args* as the detectors compare them: a dict's top-level keys
+        in ``policy.ignored_args`` are left out (cline's task_progress)."""
+        ign = self.ignored_args
+        if ign is not None and type(args) is dict and not ign.isdisjoint(args):
+            args = {k: v for k, v in args.items() if k not in ign}
+        return self._hash(args)
+
     def remember(self, args, ah: int) -> None:
         """Note that *args* (this very object) was checked with hash *ah*."""
         self.last = (args, ah)
@@ -1015,20 +1090,36 @@ class Table:
         last_args, last_ah = self.last
         if args is last_args and args is not None:
             return last_ah
-        return self._hash(args)
+        return self.args_hash(args)
+
+    def buckets(self, st: State) -> list:
+        """[(bucket key, last bucket)] of *st*'s announced events, oldest first (a copy)."""
+        with self.lock:
+            return list(st.extra.items()) if st.extra else []
+
+    def veto(self, result) -> int:
+        """block_veto(result) with this table's Decision class."""
+        return block_veto(result, self.veto_type)
 
     def register(self, name: str, info: ToolInfo) -> None:
-        """Make *name* known to the fast paths (the registry is a cache: clear() may drop it)."""
+        """Make *name* known to the fast paths (the registry is a cache: clear_tools() may drop it)."""
         self.tools[name] = info
+        self.names[info.tid] = name
+
+    def clear_tools(self) -> None:
+        """Forget every registered tool (they are registered again on their next call)."""
+        self.tools.clear()
+        self.names.clear()
 
     def fast_check(self, session, tool, args, run_id, call_id=None):
         """check() for a registered tool without kind/target/call id: hashes *args* itself.
 
-        Returns None when the tool is not registered (the caller takes the full path)."""
+        Returns None when the tool is not registered (the caller takes the full path), else
+        what ``check`` returns."""
         t = self.tools.get(tool)
         if t is None:
             return None
-        ah = self._hash(args)
+        ah = self.args_hash(args)
         # record() usually follows with the very same args object: remember its hash (a strong
         # reference, so the identity cannot be reused by another object).
         self.last = (args, ah)
@@ -1036,7 +1127,7 @@ class Table:
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = args.get("action") in t.poll_actions
         cid = 0 if call_id is None else (self._hash(call_id) or 1)
-        return self.check(session, run_id, t.tid, ah, OTHER, 0, cid, poll, t.unknown, t.bslot)
+        return self.check(session, run_id, tool, t.tid, ah, OTHER, 0, cid, poll, t.unknown, t.bslot)
 
     def fast_record(self, session, tool, args, result, run_id, tokens: int, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
@@ -1050,7 +1141,7 @@ class Table:
             return None  # the block message as the tool's output: Guard.record decides on it
         last_args, last_ah = self.last
         ah = (
-            last_ah if args is last_args and args is not None else self._hash(args)
+            last_ah if args is last_args and args is not None else self.args_hash(args)
         )  # the call as checked
         rh = 0 if veto else self._hash(self.outcome(t, args, result))
         cid = 0 if call_id is None else (self._hash(call_id) or 1)
@@ -1158,34 +1249,6 @@ def block_veto(result: Any, veto_type) -> int:
     return 0
 
 
-def bind_fast(table, guard, allow, decision, det_names):
+def bind_fast(table, check, record):
     """None: in pure Python the Guard's own methods are already the fastest path."""
     return None
-
-
-class CallFloor:
-    """A do-nothing check/record pair with Guard's signatures (bench_guard.py's baseline)."""
-
-    def __init__(self, allow) -> None:
-        self.allow = allow
-
-    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
-        """Returns *allow* and does nothing else."""
-        return self.allow
-
-    def record(
-        self,
-        session,
-        tool,
-        args=None,
-        result=None,
-        *,
-        error=None,
-        run_id=None,
-        call_id=None,
-        tokens=None,
-        kind=None,
-        target=None,
-    ):
-        """Does nothing."""
-        return None

@@ -84,36 +84,31 @@ def _dec_id(v: Any) -> Any:
 
 def dump(guard: Any) -> bytes:
     """The snapshot bytes of *guard* (see Guard.snapshot)."""
-    with guard._event_lock:
-        now = guard._table.now()
-        sessions = []
-        for (session, run_id), st in guard._table.items():
-            for ident in (session, run_id):
-                if ident is not None and (
-                    not isinstance(ident, (str, int)) or isinstance(ident, bool)
-                ):
-                    raise TypeError(
-                        f"snapshot: session and run ids must be str or int; got {ident!r}"
-                    )
-            buckets = [[*dk, b] for dk, b in (st.extra or {}).items()]
-            sessions.append(
-                [
-                    _enc_id(session),
-                    _enc_id(run_id),
-                    max(0.0, now - st.touched),
-                    buckets,
-                    guard._engine.dump(st),
-                ]
-            )
-        payload = _dumps(
-            {
-                "format": "loopcore.guard",
-                "policy": guard.policy.to_dict(),
-                "names": [[tid, _enc_id(name)] for tid, name in guard._names.items()],
-                "counts": guard._table.counters(),
-                "sessions": sessions,
-            }
+    now = guard._table.now()
+    sessions = []
+    for (session, run_id), st in guard._table.items():
+        for ident in (session, run_id):
+            if ident is not None and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
+                raise TypeError(f"snapshot: session and run ids must be str or int; got {ident!r}")
+        buckets = [[*dk, b] for dk, b in guard._table.buckets(st)]
+        sessions.append(
+            [
+                _enc_id(session),
+                _enc_id(run_id),
+                max(0.0, now - st.touched),
+                buckets,
+                guard._engine.dump(st),
+            ]
         )
+    payload = _dumps(
+        {
+            "format": "loopcore.guard",
+            "policy": guard.policy.to_dict(),
+            "names": [[tid, _enc_id(name)] for tid, name in guard._names.items()],
+            "counts": guard._table.counters(),
+            "sessions": sessions,
+        }
+    )
     return (
         _SNAP_MAGIC
         + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
@@ -121,8 +116,9 @@ def dump(guard: Any) -> bytes:
     )
 
 
-def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
-    """A *cls* (Guard) rebuilt from snapshot bytes (see Guard.restore)."""
+def load(make: Any, data: Any, policy: Policy | None) -> Any:
+    """A Guard rebuilt from snapshot bytes (see Guard.restore); ``make(policy)`` builds the
+    empty Guard the state goes into."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"Guard.restore needs bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -153,7 +149,7 @@ def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
             if not isinstance(doc["policy"], dict):
                 raise ValueError("the snapshot's policy is not an object")
             policy = Policy.from_dict(doc["policy"])
-        guard = cls(policy, **kwargs)
+        guard = make(policy)
         now = guard._table.now()
         for tid, name in doc["names"]:
             name = _dec_id(name)

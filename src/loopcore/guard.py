@@ -1,9 +1,11 @@
 """The online guard: allow / warn / block before every tool call of a live agent harness.
 
-``Guard`` does the bookkeeping that is not hot (policy, interning, hashing rules, events,
-LRU/TTL, the lock, snapshots); the per-call detector work runs in the state-engine twin
-chosen here, ``loopcore._native_guard`` (Cython) or ``loopcore._guard_py`` (pure Python),
-with identical decisions. See docs/guard.md for the user guide.
+``Guard`` does the bookkeeping that is not hot (policy, tool registry, hashing rules, event
+records, snapshots) and calls one twin: the sessions table and state engine of
+``loopcore._native_guard`` (Cython) or ``loopcore._guard_py`` (pure Python), picked once below
+(the compiled one unless it is absent or ``LOOPCORE_NO_EXTENSIONS=1``), with identical
+decisions. The table answers each call with a Decision, its event buckets included; the Guard
+never reads an engine's state. See docs/guard.md for the user guide and its twin boundary.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 import sys
-import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 
@@ -37,7 +38,12 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-    from . import _guard_py as _engine_mod
+    # the pure twin is the reference: type checkers read it
+    from . import _guard_py as _twin
+    from . import _hashing_py as _hash_twin
+else:
+    _twin = _native_flag.load_twin("guard")
+    _hash_twin = _native_flag.load_twin("hashing")
 
 __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
 
@@ -62,7 +68,6 @@ def _logger() -> Any:
     return _log
 
 
-_D_GLOBAL, _D_CYCLE, _D_BUDGET = _codes.D_GLOBAL, _codes.D_CYCLE, _codes.D_BUDGET
 _KINDS: dict[str | None, int] = {None: _codes.K_OTHER}
 _KINDS.update((name, code) for code, name in enumerate(_codes.KIND_NAMES))
 _K_ASK, _K_USER = _codes.K_ASK, _codes.K_USER
@@ -82,7 +87,6 @@ _EVENTS = {
 }
 _F_ERROR, _F_UNKNOWN = 2, 4
 _MASK64 = (1 << 64) - 1
-_MAX_EVENT_KEYS = 256  # per session; OpenClaw's bound on its warning-bucket map
 _MAX_TOOL_CACHE = 4096
 
 # "unknown tool: foo" / "tool foo not found" / "tool 'foo' is not available" (OpenClaw's shapes)
@@ -128,8 +132,8 @@ def _error_text(error: Any) -> str:
 
 
 #: The result projections of the process-wide twin (the Guard uses its own twin's).
-project_exec = _native_flag.load_twin("guard").project_exec
-strip_send_result = _native_flag.load_twin("guard").strip_send_result
+project_exec = _twin.project_exec
+strip_send_result = _twin.strip_send_result
 
 
 def _plain_str(tool: Any) -> str:
@@ -147,10 +151,12 @@ class Guard:
     called with a ``doom_loop_detected`` dict on each warn/block crossing (de-duplicated per
     count bucket); exceptions it raises are logged, never propagated. ``max_sessions`` (LRU)
     and ``ttl`` (idle seconds, None for never) bound memory. ``classify(tool, args) ->
-    (kind, target)`` supplies kind/target when check() is not given them. ``implementation``
-    forces the engine twin ("c" or "py"; default: the process-wide choice). A Guard is safe to
-    share between threads.
+    (kind, target)`` supplies kind/target when check() is not given them. A Guard is safe to
+    share between threads. ``implementation`` says which twin runs it ("c" or "py").
     """
+
+    #: (engine twin, hashing twin) modules; loopcore.guard._make_guard sets another pair
+    _twins: tuple[Any, Any] = (_twin, _hash_twin)
 
     def __init__(
         self,
@@ -161,7 +167,6 @@ class Guard:
         ttl: float | None = 6 * 3600.0,
         classify: Callable[[str, Any], tuple[str | None, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        implementation: str | None = None,
     ) -> None:
         if policy is None:
             policy = Policy.default()
@@ -179,37 +184,37 @@ class Guard:
         self.ttl = ttl
         self.classify = classify
         self._clock = clock
-        self.implementation = implementation or _native_flag.implementation()
-        self._mod = _native_flag.load_twin("guard", self.implementation)
-        self._hash = _native_flag.load_twin("hashing", self.implementation).canonical_hash
+        mod, hashing = self._twins
+        self._mod = mod
+        self.implementation = "py" if mod.__name__.endswith("_py") else "c"
+        self._hash = hashing.canonical_hash
         self._budget_tools = tuple(policy.budgets) if policy.tool_budget else ()
         self._budget_slot = {t: i for i, t in enumerate(self._budget_tools)}
-        self._engine: _engine_mod.Engine = self._mod.Engine(
+        self._engine: _twin.Engine = mod.Engine(
             _engine_params(policy),
             [policy.budgets[t][0] or 0 for t in self._budget_tools],
             [policy.budgets[t][1] or 0 for t in self._budget_tools],
         )
-        self._table: _engine_mod.Table = self._mod.Table(
+        self._table: _twin.Table = mod.Table(
             self._engine,
+            policy,
             max_sessions,
             float(ttl or 0.0),
             None if clock is time.monotonic else clock,
             self._hash,
             Decision,
-            policy.volatile_keys,
+            ALLOW,
+            tuple(_DET_NAMES.get(i) for i in range(16)),
+            self._event,
         )
         self._fast_check = self._table.fast_check
         self._fast_record = self._table.fast_record
-        self._block_veto = self._mod.block_veto
         self._tools: dict[str, _ToolInfo] = {}
-        self._names: dict[int, str] = {}
+        self._names: dict[int, str] = self._table.names  # tool id -> name, the table's
         self._disabled: set[Hashable] = set()  # sessions with detection switched off (disable())
         self._texts: dict[
             tuple[Hashable, Hashable], list[Any]
         ] = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
-        # Only a warning's bucket crossing takes this lock (event de-duplication); the per-call
-        # work is one engine call, atomic under the GIL in the compiled twin, locked in the pure one.
-        self._event_lock = threading.Lock()
         if not policy.enabled:
             # the master switch: every call allowed, nothing recorded, nothing emitted
             self.check, self.record = self._off_check, self._off_record  # type: ignore[method-assign]
@@ -221,9 +226,7 @@ class Guard:
             # The compiled twin offers check/record callables that run the common case, warn and
             # block decisions included, with no Python frame, and hand everything else to the
             # methods below (same behaviour).
-            fast = self._mod.bind_fast(
-                self._table, self, ALLOW, Decision, tuple(_DET_NAMES.get(i) for i in range(16))
-            )
+            fast = mod.bind_fast(self._table, self._slow_check, self._slow_record)
             if fast is not None:
                 self.check, self.record = fast  # type: ignore[method-assign]
 
@@ -252,10 +255,8 @@ class Guard:
         info.send_actions = pol.send_actions if tool in pol.message_tools else None
         if len(self._tools) >= _MAX_TOOL_CACHE:  # a cache: every entry can be recomputed
             self._tools.clear()
-            self._names.clear()
-            self._table.tools.clear()
+            self._table.clear_tools()
         self._tools[tool] = info
-        self._names[info.tid] = tool
         info.ti = self._mod.ToolInfo(
             info.tid,
             info.bslot,
@@ -314,73 +315,25 @@ class Guard:
             if out is None:  # first sight of this tool name: register it and retry
                 self._tool(tool)
                 out = self._fast_check(session, tool, args, run_id, call_id)
-        else:
-            info = self._tools.get(tool) or self._tool(tool)
-            ah = self._hash(args, default=repr)
-            self._table.remember(args, ah)
-            acts = info.poll_actions
-            poll = info.poll or (
-                acts is not None and isinstance(args, dict) and args.get("action") in acts
-            )
-            k, tg = self._kind_target(tool, args, kind, target)
-            cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
-            out = self._table.check(
-                session, run_id, info.tid, ah, k, tg, cid, poll, info.unknown, info.bslot
-            )
-        if not out:
-            return ALLOW
-        return self._finish(out, session, tool, args, run_id)
-
-    def _finish(
-        self, out: tuple[Any, ...], session: Hashable, tool: str, args: Any, run_id: Hashable | None
-    ) -> Decision:
-        # The compiled twin runs this very logic in C (guard.pyx, _FastCheck._decide).
-        code, count, of_step, aux, aux2, st, ah = out
-        det = code & 15
+            return out
         info = self._tools.get(tool) or self._tool(tool)
-        if det == _D_CYCLE:
-            why: tuple[Any, ...] = (self.policy, tool, aux2, self._names.get(aux, "another tool"))
-            dk = (code, 0, aux2)
-        else:
-            # the global breaker's aux is the number of argument variants when it counted churn
-            why = (self.policy, tool, ah, aux if det == _D_GLOBAL and aux else None)
-            dk = (code, info.tid, 0 if det == _D_BUDGET else ah)
-        d = _lazy_decision(code, count, of_step, why)
-        bucket = count // self.policy.event_bucket
-        buckets = st.extra
-        if buckets is not None:
-            # Unlocked fast look: most warnings repeat inside their bucket and emit nothing.
-            last = buckets.get(dk)
-            if last is not None and bucket <= last:
-                return d
-        self._cross(st, dk, bucket, d, session, run_id, tool)
-        return d
+        ah = self._table.args_hash(args)
+        self._table.remember(args, ah)
+        acts = info.poll_actions
+        poll = info.poll or (
+            acts is not None and isinstance(args, dict) and args.get("action") in acts
+        )
+        k, tg = self._kind_target(tool, args, kind, target)
+        cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
+        return self._table.check(
+            session, run_id, tool, info.tid, ah, k, tg, cid, poll, info.unknown, info.bslot
+        )
 
-    def _cross(
-        self,
-        st: Any,
-        dk: tuple[Any, ...],
-        bucket: int,
-        d: Decision,
-        session: Hashable,
-        run_id: Hashable | None,
-        tool: str,
+    def _event(
+        self, session: Hashable, run_id: Hashable | None, tool: str | None, d: Decision
     ) -> None:
-        # A warning is emitted once per bucket of counts (OpenClaw's warning buckets), a block
-        # likewise, so a warned-but-ignored loop shows up again as it grows, without a storm.
-        # The buckets are keyed by (code, tool id, pattern hash): the integers the key and the
-        # level are rendered from, so the hot path never formats a string.
-        with self._event_lock:
-            buckets = st.extra
-            if buckets is None:
-                buckets = st.extra = {}
-            last = buckets.get(dk)
-            if last is not None and bucket <= last:
-                return
-            buckets.pop(dk, None)
-            buckets[dk] = bucket
-            if len(buckets) > _MAX_EVENT_KEYS:
-                del buckets[next(iter(buckets))]
+        # The table calls this when a decision crosses into a new event bucket (a warning is
+        # announced once per bucket of counts, a block likewise: OpenClaw's warning buckets).
         self._emit(
             {
                 "event": "doom_loop_detected",
@@ -454,7 +407,7 @@ class Guard:
         else:
             # 1: the guard's own block; 2: its block message as the tool's output, a veto only if
             # this very call was just blocked (the engine decides); 0: an ordinary outcome
-            veto = self._block_veto(result, Decision)
+            veto = self._table.veto(result)
             rh = 0 if veto == 1 else self._result_hash(info, args, result)
             if not veto and info.unknown:
                 flags = _F_UNKNOWN
@@ -475,7 +428,7 @@ class Guard:
     def args_hash(self, tool: str, args: Any) -> int:
         """The 64-bit signature the guard compares for *tool* called with *args* (tool included)."""
         info = self._tool(tool)
-        return int((info.tid * 0x9E3779B97F4A7C15 + self._hash(args, default=repr)) & _MASK64)
+        return int((info.tid * 0x9E3779B97F4A7C15 + self._table.args_hash(args)) & _MASK64)
 
     def result_hash(self, tool: str, args: Any, result: Any = None, *, error: Any = None) -> int:
         """The 64-bit outcome hash record() would store (send-like ids stripped, exec projected)."""
@@ -530,10 +483,9 @@ class Guard:
         self, session: Hashable, run_id: Hashable | None, tool: str, kind: int, args: int = 0
     ) -> Decision:
         info = self._tools.get(tool) or self._tool(tool)
-        out = self._table.check(session, run_id, info.tid, args, kind, 0, 0, False, False, -1)
-        if not out:
-            return ALLOW
-        return self._finish(out, session, tool, None, run_id)
+        return self._table.check(
+            session, run_id, tool, info.tid, args, kind, 0, 0, False, False, -1
+        )
 
     def note_compaction(self, session: Hashable, *, run_id: Hashable | None = None) -> None:
         """The harness compacted *session*'s context: the next ``compaction_window`` calls are
@@ -564,9 +516,11 @@ class Guard:
             return self._note(session, run_id, _USER_TOOL, _K_USER)
         info = self._tools.get(_MSG_TOOL) or self._tool(_MSG_TOOL)
         ah = self._hash(text.strip())
-        out = self._table.check(session, run_id, info.tid, ah, _K_ASK, 0, 0, False, False, -1)
-        if out:
-            return self._finish(out, session, _MSG_TOOL, None, run_id)
+        d = self._table.check(
+            session, run_id, _MSG_TOOL, info.tid, ah, _K_ASK, 0, 0, False, False, -1
+        )
+        if d is not ALLOW:
+            return d
         self._table.record(session, run_id, info.tid, ah, 0, 0, _K_ASK, 0, 0, -1, 0, 0)
         return ALLOW
 
@@ -724,16 +678,40 @@ class Guard:
     def restore(cls, data: bytes, *, policy: Policy | None = None, **kwargs: Any) -> Guard:
         """A Guard rebuilt from snapshot() bytes (policy from the snapshot unless given).
 
-        *kwargs* are Guard's keywords (on_event, max_sessions, ttl, classify, clock,
-        implementation). Raises ValueError when *data* is not a loopcore guard snapshot, is
-        truncated or corrupted, or does not fit the policy.
+        *kwargs* are Guard's keywords (on_event, max_sessions, ttl, classify, clock). Raises
+        ValueError when *data* is not a loopcore guard snapshot, is truncated or corrupted, or
+        does not fit the policy.
         """
-        guard: Guard = _snapshot.load(cls, data, policy, kwargs)
+        guard: Guard = _snapshot.load(lambda pol: cls(pol, **kwargs), data, policy)
         return guard
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""
         return sum(self._engine.nbytes(st) for _key, st in self._table.items())
+
+
+# The Guard's own check/record, which the compiled fast path hands what it does not take.
+Guard._slow_check = Guard.check  # type: ignore[attr-defined]
+Guard._slow_record = Guard.record  # type: ignore[attr-defined]
+
+
+def _make_guard(
+    policy: Policy | None = None, *, impl: str | None = None, cls: type = Guard, **kw: Any
+) -> Any:
+    """A Guard (or *cls*) on the twin *impl* ("c" or "py"; None: the process-wide one), for tests,
+    benchmarks and tools that cross the twins; *kw* are Guard's keywords."""
+    g = cls.__new__(cls)
+    if impl is not None:
+        g._twins = (_native_flag.load_twin("guard", impl), _native_flag.load_twin("hashing", impl))
+    g.__init__(policy, **kw)
+    return g
+
+
+def _restore_guard(
+    data: bytes, *, impl: str | None = None, policy: Policy | None = None, **kw: Any
+) -> Guard:
+    """Guard.restore on the twin *impl* (see _make_guard)."""
+    return _snapshot.load(lambda pol: _make_guard(pol, impl=impl, **kw), data, policy)
 
 
 def guarded(

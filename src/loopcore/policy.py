@@ -176,6 +176,10 @@ class Policy:
     #: ``"calls"`` counts the calls in the repeating run, ``"repeats"`` the repetitions of it.
     cycle_unit: str = "calls"
     cycle_block_needs_no_progress: bool = True
+    #: that evidence is the newest calls that reach ``cycle_block`` (OpenHands looks at its last
+    #: six events), not the whole alternating run (OpenClaw: one earlier call without an outcome
+    #: in the run keeps it from blocking).
+    cycle_evidence_recent: bool = False
 
     #: the same call made consecutively (period 1); used by the opencode/cline/gemini presets.
     consecutive_repeat: bool = False
@@ -233,6 +237,10 @@ class Policy:
     #: content loops in streamed reply text (``Guard.check_text``, gemini-cli's chanting rules).
     content_loop: bool = True
 
+    #: top-level argument keys left out when calls are compared (metadata that changes on every
+    #: call while the call itself stays the same: cline's ``task_progress`` checklist).
+    ignored_args: frozenset[str] = frozenset()
+
     #: result hashing rules.
     volatile_keys: frozenset[str] = DEFAULT_VOLATILE_KEYS
     send_actions: frozenset[str] = DEFAULT_SEND_ACTIONS
@@ -249,6 +257,7 @@ class Policy:
         setattr_ = object.__setattr__
         for fname in (
             "poll_tools",
+            "ignored_args",
             "volatile_keys",
             "send_actions",
             "message_tools",
@@ -325,6 +334,7 @@ class Policy:
             "redundant_observation",
             "monologue",
             "cycle_block_needs_no_progress",
+            "cycle_evidence_recent",
             "repeat_block_needs_no_progress",
             "enabled",
             "budget_warn_once",
@@ -492,12 +502,13 @@ class Policy:
             cycle_warn=None,
             cycle_block=7,
             cycle_block_needs_no_progress=True,
+            cycle_evidence_recent=True,
         )
 
     @classmethod
     def cline(cls) -> Policy:
         """cline's loop detection: identical consecutive calls, warned exactly at the 3rd,
-        refused from the 5th."""
+        refused from the 5th; the ``task_progress`` checklist is not part of a call."""
         return _only(
             cls,
             "cline",
@@ -505,6 +516,7 @@ class Policy:
             repeat_warn=3,
             repeat_block=5,
             repeat_warn_once=True,
+            ignored_args=frozenset({"task_progress"}),
         )
 
     @classmethod

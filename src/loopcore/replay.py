@@ -231,12 +231,13 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
     for i, step in enumerate(trace.steps):
         if not step.name or step.rejected is not None:
             continue  # a turn that ran nothing: there was no call for a guard to check
+        kind, target = _guard_kind(step)
         d = guard.check(
             step.session,
             step.name,
             step.args,
-            kind=step.kind,
-            target=step.target,
+            kind=kind,
+            target=target,
             call_id=step.call_id,
         )
         if d.action != "allow":
@@ -263,8 +264,8 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
             step.result,
             error=step.error,
             tokens=step.tokens,
-            kind=step.kind,
-            target=step.target,
+            kind=kind,
+            target=target,
             call_id=step.call_id,
         )
     return TraceReplay(
@@ -276,6 +277,19 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
         tokens_estimated=trace.tokens_estimated,
         events=events,
     )
+
+
+def _guard_kind(step: Any) -> tuple[str | None, Any]:
+    """The kind and target a harness would give the guard for *step*, by the burn analysis's
+    reads/writes rules: a step that writes known targets (``git diff > p.txt``) changes them, so
+    a later read of one is not a re-observation; a provable no-op changes nothing."""
+    kind, target = step.kind, step.target
+    if step.no_op and kind == "mutate":
+        return "other", None
+    writes = step.writes
+    if writes and kind not in ("mutate", "exec"):
+        return "mutate", writes[0] if len(writes) == 1 else writes
+    return kind, target
 
 
 def collect_replay(
@@ -293,7 +307,7 @@ def collect_replay(
     *keep_going* (then the bad files and lines are listed in ``report.skipped``). An empty
     *paths* replays the bundled example trace. *implementation* forces the guard's twin.
     """
-    from .guard import Guard
+    from .guard import _make_guard
     from .policy import Policy
 
     pol = _preset(Policy, policy)
@@ -301,9 +315,7 @@ def collect_replay(
     stats = _stats()
     with bulk_gc():
         for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
-            results.append(
-                replay_trace(trace, Guard(policy=pol, implementation=implementation), source=src)
-            )
+            results.append(replay_trace(trace, _make_guard(pol, impl=implementation), source=src))
             if on_trace is not None:
                 on_trace(trace)
     return ReplayReport(policy, results, _skipped(stats), inputs=_sources(paths), example=not paths)

@@ -17,7 +17,7 @@ message starts the count again, which is what a reported user message does in lo
 from __future__ import annotations
 
 import pytest
-from peerlib import ALLOW, Policy, attempt, call, fail, missing, note_event, say
+from peerlib import ALLOW, Policy, attempt, call, fail, note_event, say
 
 POLICY = Policy.openhands
 
@@ -205,12 +205,9 @@ def test_is_stuck_not_stuck(g):
     assert g.check("s", *PWD) is ALLOW
 
 
-@missing(
-    "an outcome recorded for a call made before the agent messages does not break the monologue "
-    "(OpenHands counts the observation arriving between them)"
-)
 def test_is_stuck_monologue(g):
-    """test_is_stuck.py: TestStuckDetector.test_is_stuck_monologue."""
+    """test_is_stuck.py: TestStuckDetector.test_is_stuck_monologue (the observation of a call made
+    before the messages arrives after them: it ends the monologue, as in OpenHands' event order)."""
     say(g, "s", "Hi there!", role="user")
     assert say(g, "s", "Hi there!") is ALLOW
     say(g, "s", "How are you?", role="user")
@@ -362,12 +359,10 @@ def test_loop_ignores_other_events(g):
     assert g.check("s", *READ1).blocked
 
 
-@missing(
-    "a cycle's no-progress evidence spans the whole alternating run: one earlier call of it without an "
-    "outcome keeps the cycle from blocking (OpenHands looks at the last 6 actions and observations only)"
-)
 def test_loop_ignores_extra_actions(g):
-    """test_is_stuck.py: TestStuckDetector.test_loop_ignores_extra_actions (an action with no observation first)."""
+    """test_is_stuck.py: TestStuckDetector.test_loop_ignores_extra_actions (an action with no observation
+    first; ``Policy.openhands().cycle_evidence_recent``: the evidence is the newest calls only, as
+    OpenHands looks at its last six actions and observations)."""
     attempt(g, "s", *LS)
     pairs(g, [(*READ1, READ1_OBS), (*LS, LS_OBS)] * 3)
     assert g.check("s", *READ1).blocked

@@ -285,7 +285,7 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
     """The answer text, after one transaction on the session's row; raises _StateError."""
     import json
 
-    from ..guard import Guard
+    from ..guard import _make_guard, _restore_guard
     from ._contracts import answer
     from ._state import Store, sqlite3, state_dir
 
@@ -304,12 +304,12 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
             if row is not None:
                 snap, pending, created = row
                 try:
-                    guard = Guard.restore(
+                    guard = _restore_guard(
                         snap,
+                        impl=_IMPLEMENTATION,
                         policy=policy,
                         on_event=events.append,
                         ttl=None,
-                        implementation=_IMPLEMENTATION,
                     )
                 except ValueError as exc:
                     _say(
@@ -320,9 +320,7 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
                     )
                     pending = created = None
             if guard is None:
-                guard = Guard(
-                    policy, on_event=events.append, ttl=None, implementation=_IMPLEMENTATION
-                )
+                guard = _make_guard(policy, impl=_IMPLEMENTATION, on_event=events.append, ttl=None)
             if ev.phase == "pre":
                 d = guard.check(
                     ev.session,
