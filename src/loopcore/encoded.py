@@ -62,15 +62,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _codes
-from ._native_flag import load
+from ._native_flag import NO_EXTENSIONS
 from .hashing import canonical_hash
 from .textloop import repeated_spans
 from .trace import KINDS, Step, Trace
 
-if TYPE_CHECKING:
-    from ._burn_py import analyse_columns
+if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns
 else:
-    analyse_columns = load("burn").analyse_columns
+    from ._native_burn import QUESTION_LOOP_MIN_TURNS, analyse_columns  # noqa: F401 (re-export)
 
 __all__ = [
     "ABSOLUTE",
@@ -91,14 +91,8 @@ __all__ = [
     "step_facts",
 ]
 
-OBSERVE, MUTATE, EXEC, ASK, OTHER = (
-    _codes.K_OBSERVE,
-    _codes.K_MUTATE,
-    _codes.K_EXEC,
-    _codes.K_ASK,
-    _codes.K_OTHER,
-)
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+OBSERVE, MUTATE = _codes.K_OBSERVE, _codes.K_MUTATE
 
 #: Finding kinds in code order: the kernels write 1..6 (0 = not charged) into ``finding``.
 FINDING_KINDS = (
@@ -242,7 +236,7 @@ def _full_write(args: Any) -> bool:
 
 
 def _shell_full_write(cmd: str) -> bool:
-    from ._shell_py import lex
+    from .taxonomy.shell import lex
 
     segs = lex(cmd)
     if len(segs) != 1:
@@ -368,7 +362,7 @@ def _content_read(name: str, args: Any) -> bool:
     if cmd.__class__ is str:
         if cmd == "view":
             return True
-        from ._shell_py import lex
+        from .taxonomy.shell import lex
 
         parts = [words for words, _r, _h in lex(cmd) if words and words[0] != "cd"]
         if len(parts) != 1:
@@ -458,7 +452,7 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     )
     failed = error is not None
     edit = None
-    state = None
+    state: tuple[tuple[Any, ...], int] | None = None
     no_op = step.no_op
     shell = _shell_command(args)
     if len(targets) == 1:
@@ -936,15 +930,29 @@ class EncodedAnalysis:
         )
 
 
-def analyse_encoded(
-    enc: EncodedTrace, *, impl: str | None = None, charge_turn_output: bool = False
-) -> EncodedAnalysis:
-    """Run the burn kernel over *enc* (``impl`` "c"/"py" forces a twin; default: the live core).
+def analyse_encoded(enc: EncodedTrace, *, charge_turn_output: bool = False) -> EncodedAnalysis:
+    """Run the burn kernel over *enc*.
 
     ``charge_turn_output`` charges a wasted call's turn tokens too (``BurnSettings``). Both
     twins give the same arrays. Raises ValueError when the columns are inconsistent.
     """
-    kernel = analyse_columns if impl is None else load("burn", impl).analyse_columns
+    return _run_kernel(analyse_columns, enc, charge_turn_output)
+
+
+def _kernel_of(impl: str | None) -> Any:
+    """The burn kernel of twin *impl* ("c", "py"; None: the live one): for the tests and the
+    store's re-analysis checks."""
+    if impl is None:
+        return analyse_columns
+    from ._native_flag import load_twin
+
+    return load_twin("burn", impl).analyse_columns
+
+
+def _run_kernel(
+    kernel: Any, enc: EncodedTrace, charge_turn_output: bool = False
+) -> EncodedAnalysis:
+    # analyse_encoded on *kernel* (a twin's analyse_columns)
     out = kernel(
         enc.kind,
         enc.turn,
