@@ -540,8 +540,10 @@ def analyse_columns(
                     last_state[sk] = sval_p[i]
                     last_sval[sval_p[i]] = <int32_t>i
                 last_edit[edit_p[i]] = <int32_t>i
+                # the targets the step names (its write set is part of its reads column, unless
+                # that column says "anything")
                 for q in range(3):
-                    rr = ts if q == 0 else (reads_p[i] if q == 1 else writes_p[i])
+                    rr = ts if q == 0 else (reads_p[i] if q == 1 else (writes_p[i] if reads_p[i] < 0 else -1))
                     if rr >= 0:
                         for m in range(toff[rr], toff[rr + 1]):
                             if first_touch[tmem[m]] < s0:

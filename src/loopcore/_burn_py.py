@@ -467,8 +467,10 @@ def analyse_columns(
                 last_sval[sval_l[i]] = i
             if edit_l[i] >= 0:
                 last_edit[edit_l[i]] = i
-            ts_all = (target_l[i], reads_l[i], writes_l[i])
-            for r in ts_all:
+            # the targets the step names (its write set is part of its reads column, unless
+            # that column says "anything")
+            r_i = reads_l[i]
+            for r in (target_l[i], r_i, writes_l[i] if r_i < 0 else -1):
                 if r >= 0:
                     for m in range(toff[r], toff[r + 1]):
                         if first_touch[tmem[m]] < s0:
