@@ -123,6 +123,7 @@ class Params:
     monologue_any_text: int
     context_block: int
     repeat_warn_needs_no_progress: int
+    cycle_evidence_recent: int
 
     def __init__(self, params: Mapping[str, int]) -> None:
         missing = [n for n in PARAM_NAMES if n not in params]

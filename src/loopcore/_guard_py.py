@@ -340,7 +340,7 @@ class State:
         self.out_aux = 0
         self.out_aux2 = 0
         self.touched = 0.0  # wrapper-owned: last access (monotonic seconds)
-        self.extra = None  # wrapper-owned: warning buckets
+        self.extra: dict[Any, int] | None = None  # wrapper-owned: warning buckets
 
     def __len__(self) -> int:
         return len(self.tool)
@@ -1016,6 +1016,7 @@ class Table:
         # (the decision, whether it crossed into a new event bucket); under the lock
         det = code & 15
         aux, aux2 = st.out_aux, st.out_aux2
+        why: tuple[Any, str, int, str | int | None]
         if det == D_CYCLE:
             why = (self.policy, name, aux2, self.names.get(aux, "another tool"))
             dk = (code, 0, aux2)

@@ -226,7 +226,7 @@ class Guard:
             # The compiled twin offers check/record callables that run the common case, warn and
             # block decisions included, with no Python frame, and hand everything else to the
             # methods below (same behaviour).
-            fast = mod.bind_fast(self._table, self._slow_check, self._slow_record)
+            fast = mod.bind_fast(self._table, self._slow_check, self._slow_record)  # type: ignore[attr-defined]
             if fast is not None:
                 self.check, self.record = fast  # type: ignore[method-assign]
 
@@ -315,7 +315,8 @@ class Guard:
             if out is None:  # first sight of this tool name: register it and retry
                 self._tool(tool)
                 out = self._fast_check(session, tool, args, run_id, call_id)
-            return out
+            d: Decision = out
+            return d
         info = self._tools.get(tool) or self._tool(tool)
         ah = self._table.args_hash(args)
         self._table.remember(args, ah)
@@ -325,9 +326,10 @@ class Guard:
         )
         k, tg = self._kind_target(tool, args, kind, target)
         cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)
-        return self._table.check(
+        d = self._table.check(
             session, run_id, tool, info.tid, ah, k, tg, cid, poll, info.unknown, info.bslot
         )
+        return d
 
     def _event(
         self, session: Hashable, run_id: Hashable | None, tool: str | None, d: Decision
@@ -483,9 +485,10 @@ class Guard:
         self, session: Hashable, run_id: Hashable | None, tool: str, kind: int, args: int = 0
     ) -> Decision:
         info = self._tools.get(tool) or self._tool(tool)
-        return self._table.check(
+        d: Decision = self._table.check(
             session, run_id, tool, info.tid, args, kind, 0, 0, False, False, -1
         )
+        return d
 
     def note_compaction(self, session: Hashable, *, run_id: Hashable | None = None) -> None:
         """The harness compacted *session*'s context: the next ``compaction_window`` calls are
@@ -516,7 +519,7 @@ class Guard:
             return self._note(session, run_id, _USER_TOOL, _K_USER)
         info = self._tools.get(_MSG_TOOL) or self._tool(_MSG_TOOL)
         ah = self._hash(text.strip())
-        d = self._table.check(
+        d: Decision = self._table.check(
             session, run_id, _MSG_TOOL, info.tid, ah, _K_ASK, 0, 0, False, False, -1
         )
         if d is not ALLOW:
@@ -696,14 +699,14 @@ Guard._slow_record = Guard.record  # type: ignore[attr-defined]
 
 
 def _make_guard(
-    policy: Policy | None = None, *, impl: str | None = None, cls: type = Guard, **kw: Any
-) -> Any:
+    policy: Policy | None = None, *, impl: str | None = None, cls: type[Guard] = Guard, **kw: Any
+) -> Guard:
     """A Guard (or *cls*) on the twin *impl* ("c" or "py"; None: the process-wide one), for tests,
     benchmarks and tools that cross the twins; *kw* are Guard's keywords."""
     g = cls.__new__(cls)
     if impl is not None:
         g._twins = (_native_flag.load_twin("guard", impl), _native_flag.load_twin("hashing", impl))
-    g.__init__(policy, **kw)
+    g.__init__(policy, **kw)  # type: ignore[misc]
     return g
 
 
@@ -711,7 +714,8 @@ def _restore_guard(
     data: bytes, *, impl: str | None = None, policy: Policy | None = None, **kw: Any
 ) -> Guard:
     """Guard.restore on the twin *impl* (see _make_guard)."""
-    return _snapshot.load(lambda pol: _make_guard(pol, impl=impl, **kw), data, policy)
+    g: Guard = _snapshot.load(lambda pol: _make_guard(pol, impl=impl, **kw), data, policy)
+    return g
 
 
 def guarded(
