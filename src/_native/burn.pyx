@@ -13,33 +13,30 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 __all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
 
-cdef enum:
-    OBSERVE = 0
-    MUTATE = 1
-    EXEC = 2
-    ASK = 3
-    OTHER = 4
-
-cdef enum:
-    REDUNDANT = 1
-    DUPLICATE = 2
-    OSCILLATION = 3
-    QUESTION = 4
-    REJECTED = 5
-    DEGENERATE = 6
-    NK = 6
-
-cdef enum:
-    F_OUTCOME = 1
-    F_ERROR = 2
-    F_REJECTED = 8
-    F_ABSOLUTE = 16
+from codes cimport (
+    FIND_DEGENERATE as DEGENERATE,
+    FIND_DUPLICATE as DUPLICATE,
+    FIND_OSCILLATION as OSCILLATION,
+    FIND_QUESTION as QUESTION,
+    FIND_REDUNDANT as REDUNDANT,
+    FIND_REJECTED as REJECTED,
+    K_ASK as ASK,
+    K_EXEC as EXEC,
+    K_MUTATE as MUTATE,
+    K_OBSERVE as OBSERVE,
+    K_OTHER as OTHER,
+    N_FINDING_KINDS as NK,
+    S_ABSOLUTE as F_ABSOLUTE,
+    S_ERROR as F_ERROR,
+    S_HAS_OUTCOME as F_OUTCOME,
+    S_REJECTED as F_REJECTED,
+)
 
 cdef enum:
     NOTHING = -1
     ANYTHING = -2
 
-N_KINDS = 6
+N_KINDS = NK
 
 QUESTION_LOOP_MIN_TURNS = 3
 cdef int64_t _QMIN = 3

@@ -8,7 +8,6 @@ dump layout as the pure twin (its module doc is the reference). Each session's r
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
-from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.object cimport PyObject
 from cpython.set cimport PySet_Contains
@@ -16,44 +15,51 @@ from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
 
+from codes cimport (
+    D_BUDGET,
+    D_COMPACTION,
+    D_CONTENT,
+    D_CONTEXT,
+    D_CYCLE,
+    D_ERROR,
+    D_GENERIC,
+    D_GLOBAL,
+    D_MONOLOGUE,
+    D_POLL,
+    D_REDUNDANT,
+    D_REPEAT,
+    D_UNKNOWN,
+    G_BARRIER as F_BARRIER,
+    G_ERROR as F_ERROR,
+    G_HAS as F_HAS,
+    G_UNKNOWN as F_UNKNOWN,
+    K_ASK,
+    K_COMPACTION,
+    K_CONDENSATION,
+    K_EXEC,
+    K_MUTATE,
+    K_OBSERVE,
+    K_OTHER,
+    K_USER,
+    MAX_DEPTH,
+    kind_from_stored,
+    kind_to_stored,
+)
 from guard_params cimport Params
+from loopcore._native_hashing cimport hash_into, hash_into_t
 
 from collections.abc import Mapping
 
 from loopcore._guard_params import PARAM_NAMES
 
 cdef enum:
-    K_OTHER = 0
-    K_OBSERVE = 1
-    K_MUTATE = 2
-    K_EXEC = 3
-    K_ASK = 4
-    K_USER = 5
-    K_COMPACTION = 6
-    K_CONDENSATION = 7
-    F_HAS = 1
-    F_ERROR = 2
-    F_UNKNOWN = 4
-    F_BARRIER = 8
     CHURN_MIN = 3
     L_WARN = 1
     L_BLOCK = 2
-    D_UNKNOWN = 1
-    D_GLOBAL = 2
-    D_POLL = 3
-    D_CYCLE = 4
-    D_REPEAT = 5
-    D_MONOLOGUE = 6
-    D_GENERIC = 7
-    D_ERROR = 8
-    D_BUDGET = 9
-    D_REDUNDANT = 10
-    D_COMPACTION = 11
-    D_CONTEXT = 12
-    D_CONTENT = 13
 
-OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
-F_HAS_, F_ERROR_, F_UNKNOWN_, F_BARRIER_ = 1, 2, 4, 8
+OTHER, OBSERVE, MUTATE, EXEC, ASK = K_OTHER, K_OBSERVE, K_MUTATE, K_EXEC, K_ASK
+USER, COMPACTION, CONDENSATION = K_USER, K_COMPACTION, K_CONDENSATION
+F_HAS_, F_ERROR_, F_UNKNOWN_, F_BARRIER_ = F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER
 CHURN_MIN_CALLS = CHURN_MIN
 WARN, BLOCK = 1, 2
 N_PARAMS = len(PARAM_NAMES)
@@ -61,8 +67,6 @@ DUMP_VERSION = 1
 
 cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
-cdef enum:
-    MAX_DEPTH = 256  # loopcore._hashing_py.MAX_DEPTH: how deep the send-result walks go
 
 
 # -- result projections (same functions and results as the pure twin) ---------------------
@@ -532,7 +536,7 @@ cdef class Engine:
         out.append(st.n)
         for i in range(st.n):
             j = st.ph(i)
-            out.extend((st.tool[j], st.args[j], st.res[j], st.flags[j], st.kind[j], st.tgt[j], st.cid[j], st.seq[j]))
+            out.extend((st.tool[j], st.args[j], st.res[j], st.flags[j], kind_to_stored(st.kind[j]), st.tgt[j], st.cid[j], st.seq[j]))
         return out
 
     @cython.boundscheck(True)
@@ -574,6 +578,7 @@ cdef class Engine:
                 st.res[j] = e[2] & MASK64
                 st.flags[j] = e[3]
                 st.kind[j] = e[4]
+                st.kind[j] = kind_from_stored(st.kind[j])
                 st.tgt[j] = e[5] & MASK64
                 st.cid[j] = e[6] & MASK64
                 st.seq[j] = e[7]
@@ -1047,10 +1052,6 @@ cdef class ToolInfo:
         self.send_actions = send_actions
 
 
-# loopcore._native_hashing's C entry (its _C_HASH capsule): canonical_hash without a Python call.
-ctypedef int (*c_hash_t)(object, object, object, uint64_t*) except -1
-
-
 @cython.final
 cdef class Table:
     """The guard's sessions: ``(session, run_id) -> State`` with an LRU cap and an idle TTL.
@@ -1071,7 +1072,7 @@ cdef class Table:
     cdef object _move_fn
     cdef readonly dict tools
     cdef object hash_fn
-    cdef c_hash_t c_hash  # set when hash_fn is the compiled canonical_hash
+    cdef hash_into_t c_hash  # set when hash_fn is the compiled canonical_hash
     cdef object veto_type
     cdef readonly frozenset volatile_keys
     cdef object last_args
@@ -1104,8 +1105,7 @@ cdef class Table:
         if hash_fn is not None:
             from loopcore import _native_hashing
             if hash_fn is _native_hashing.canonical_hash:
-                self.c_hash = <c_hash_t>PyCapsule_GetPointer(_native_hashing._C_HASH,
-                                                             b"loopcore._native_hashing.c_hash.v1")
+                self.c_hash = hash_into
         self.veto_type = veto_type if veto_type is not None else ()
         self.volatile_keys = frozenset(volatile_keys)
         self.ops = 0
@@ -1279,7 +1279,7 @@ cdef class Table:
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = (<dict>args).get("action") in t.poll_actions
         st = self._get(session, run_id)
-        code = self._count(_check(self.engine, st, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot))
+        code = self._count(_check(self.engine, st, t.tid, ah, K_OTHER, 0, cid, poll, t.unknown, t.bslot))
         self.cur_state = st
         self.cur_info = t
         self.cur_ah = ah
@@ -1333,7 +1333,7 @@ cdef class Table:
         self.records += 1
         # saturating: the total stays at 2**63 - 1 rather than wrap (the pure twin does the same)
         self.tokens = self.tokens + tokens if tokens <= INT64_MAX - self.tokens else INT64_MAX
-        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, 0, 0, cid, veto)
+        return _record(st, t.tid, ah, rh, F_UNKNOWN if t.unknown and not veto else 0, K_OTHER, 0, cid, veto)
 
     cpdef object fast_record(self, session, tool, args, result, run_id, int64_t tokens, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.

@@ -55,7 +55,6 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_FromDouble
 from cpython.object cimport PyObject
-from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF
 from cpython.set cimport PySet_Contains
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -63,6 +62,8 @@ from libc.math cimport floor, isinf, isnan
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
+
+from codes cimport MAX_DEPTH as C_MAX_DEPTH
 
 import json as _json
 
@@ -112,7 +113,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
 
 HASH_FORMAT_VERSION = 1
-MAX_DEPTH = 256
+MAX_DEPTH = C_MAX_DEPTH
 MAX_MEMBERS = 1 << 20
 INLINE_MAX = 128
 _REPR_MAX = 80
@@ -123,7 +124,6 @@ _set_iter = set.__iter__
 _frozenset_iter = frozenset.__iter__
 
 cdef enum:
-    C_MAX_DEPTH = 256
     C_INLINE_MAX = 128
     STACK_BUF = 4096
     C_MAX_MEMBERS = 1 << 20
@@ -905,20 +905,13 @@ cdef inline object _compute(object value, object strip, object default, uint64_t
     return _top(value, strip, default, out, want_bytes)
 
 
-cdef int _c_hash(object value, object strip, object default, uint64_t* out) except -1:
-    # The C entry other compiled modules call through the _C_HASH capsule (the guard hashes
-    # every call's args and outcome: no Python call, no argument parsing). *strip* must be
-    # None or a frozenset; otherwise the same as canonical_hash.
+cdef int hash_into(object value, object strip, object default, uint64_t* out) except -1:
+    # The C entry other compiled modules cimport (loopcore/_native_hashing.pxd beside this
+    # file declares it): the guard hashes every call's args and outcome with no Python call
+    # and no argument parsing. *strip* must be None or a frozenset; otherwise the same as
+    # canonical_hash.
     _compute(value, strip, default, out, False)
     return 0
-
-
-ctypedef int (*c_hash_t)(object, object, object, uint64_t*) except -1
-
-cdef c_hash_t _c_hash_ptr = _c_hash
-# ``int (*)(object value, object strip, object default, uint64_t* out) except -1``: 0 with the
-# hash in *out, or -1 with the exception set. The capsule name states the signature's version.
-_C_HASH = PyCapsule_New(<void*>_c_hash_ptr, b"loopcore._native_hashing.c_hash.v1", NULL)
 
 
 @cython.binding(False)  # a plain builtin function: the cheapest call CPython has

@@ -36,6 +36,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint16_t
 from libc.stdlib cimport free, realloc
 
+from codes cimport K_EXEC, K_MUTATE, K_OBSERVE, K_OTHER
+
 import posixpath
 
 try:  # the C function posixpath.normpath runs for a str on CPython >= 3.11, without its wrapper
@@ -43,6 +45,7 @@ try:  # the C function posixpath.normpath runs for a str on CPython >= 3.11, wit
 except ImportError:
     _path_normpath = None
 
+from loopcore import _codes
 from loopcore import _shell_py as _ref
 from loopcore._shell_py import parse_patch_targets
 
@@ -146,13 +149,7 @@ cdef inline bint _has(str w, Py_UCS4 c, Py_ssize_t start=0) noexcept:
             return True
     return False
 
-cdef enum:
-    K_OBSERVE = 0
-    K_MUTATE = 1
-    K_EXEC = 2
-    K_OTHER = 3
-
-cdef tuple _KIND_NAMES = ("observe", "mutate", "exec", "other")
+cdef tuple _KIND_NAMES = _codes.KIND_NAMES  # indexed by the K_* codes
 
 # Redirections, as the lexer keeps them (the pure twin's _REDIR_OPS values).
 cdef enum:

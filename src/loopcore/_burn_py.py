@@ -48,13 +48,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _codes
+
 __all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
 
-OBSERVE, MUTATE, EXEC, ASK, OTHER = range(5)
-REDUNDANT, DUPLICATE, OSCILLATION, QUESTION, REJECTED, DEGENERATE = 1, 2, 3, 4, 5, 6
+OBSERVE, MUTATE, EXEC, ASK, OTHER = (
+    _codes.K_OBSERVE,
+    _codes.K_MUTATE,
+    _codes.K_EXEC,
+    _codes.K_ASK,
+    _codes.K_OTHER,
+)
+REDUNDANT, DUPLICATE, OSCILLATION = (
+    _codes.FIND_REDUNDANT,
+    _codes.FIND_DUPLICATE,
+    _codes.FIND_OSCILLATION,
+)
+QUESTION, REJECTED, DEGENERATE = _codes.FIND_QUESTION, _codes.FIND_REJECTED, _codes.FIND_DEGENERATE
 #: Number of finding kinds (codes 1..N_KINDS).
-N_KINDS = 6
-HAS_OUTCOME, ERROR, ESTIMATED, F_REJECTED, ABSOLUTE = 1, 2, 4, 8, 16
+N_KINDS = _codes.N_FINDING_KINDS
+HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE = (
+    _codes.S_HAS_OUTCOME,
+    _codes.S_ERROR,
+    _codes.S_REJECTED,
+    _codes.S_ABSOLUTE,
+)
 #: A question loop needs this many consecutive ask-only turns; the first is never charged.
 QUESTION_LOOP_MIN_TURNS = 3
 NOTHING, ANYTHING = -1, -2  # reads / writes that are no target set

@@ -25,8 +25,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import _codes
+from ._codes import (
+    D_BUDGET,
+    D_COMPACTION,
+    D_CONTENT,
+    D_CONTEXT,
+    D_CYCLE,
+    D_ERROR,
+    D_GENERIC,
+    D_GLOBAL,
+    D_MONOLOGUE,
+    D_POLL,
+    D_REDUNDANT,
+    D_REPEAT,
+    D_UNKNOWN,
+    MAX_DEPTH,
+    kind_from_stored,
+    kind_to_stored,
+)
 from ._guard_params import PARAM_NAMES, Params
-from ._hashing_py import MAX_DEPTH
 
 __all__ = [
     "ASK",
@@ -68,24 +86,21 @@ __all__ = [
     "strip_send_result",
 ]
 
-OTHER, OBSERVE, MUTATE, EXEC, ASK, USER, COMPACTION, CONDENSATION = range(8)
-F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = 1, 2, 4, 8
+OTHER, OBSERVE, MUTATE, EXEC, ASK = (
+    _codes.K_OTHER,
+    _codes.K_OBSERVE,
+    _codes.K_MUTATE,
+    _codes.K_EXEC,
+    _codes.K_ASK,
+)
+USER, COMPACTION, CONDENSATION = _codes.K_USER, _codes.K_COMPACTION, _codes.K_CONDENSATION
+F_HAS, F_ERROR, F_UNKNOWN, F_BARRIER = (
+    _codes.G_HAS,
+    _codes.G_ERROR,
+    _codes.G_UNKNOWN,
+    _codes.G_BARRIER,
+)
 WARN, BLOCK = 1, 2
-(
-    D_UNKNOWN,
-    D_GLOBAL,
-    D_POLL,
-    D_CYCLE,
-    D_REPEAT,
-    D_MONOLOGUE,
-    D_GENERIC,
-    D_ERROR,
-    D_BUDGET,
-    D_REDUNDANT,
-    D_COMPACTION,
-    D_CONTEXT,
-    D_CONTENT,
-) = range(1, 14)
 N_PARAMS = len(PARAM_NAMES)
 #: an argument variant with this many calls, all with one outcome, is a stable variant
 CHURN_MIN_CALLS = 3
@@ -772,7 +787,7 @@ class Engine:
                     st.args[i],
                     st.res[i],
                     st.flags[i],
-                    st.kind[i],
+                    kind_to_stored(st.kind[i]),
                     st.tgt[i],
                     st.cid[i],
                     st.seq[i],
@@ -814,7 +829,7 @@ class Engine:
                 st.args.append(_ranged(e[1], None) & _MASK64)
                 st.res.append(_ranged(e[2], None) & _MASK64)
                 st.flags.append(_ranged(e[3], _U8))
-                st.kind.append(_ranged(e[4], _U8))
+                st.kind.append(kind_from_stored(_ranged(e[4], _U8)))
                 st.tgt.append(_ranged(e[5], None) & _MASK64)
                 st.cid.append(_ranged(e[6], None) & _MASK64)
                 st.seq.append(_ranged(e[7], _I64))
@@ -1021,7 +1036,7 @@ class Table:
         if not poll and t.poll_actions is not None and isinstance(args, dict):
             poll = args.get("action") in t.poll_actions
         cid = 0 if call_id is None else (self._hash(call_id) or 1)
-        return self.check(session, run_id, t.tid, ah, 0, 0, cid, poll, t.unknown, t.bslot)
+        return self.check(session, run_id, t.tid, ah, OTHER, 0, cid, poll, t.unknown, t.bslot)
 
     def fast_record(self, session, tool, args, result, run_id, tokens: int, call_id=None):
         """record() for a registered tool and an ordinary result: hashes args and the outcome.
@@ -1040,7 +1055,9 @@ class Table:
         rh = 0 if veto else self._hash(self.outcome(t, args, result))
         cid = 0 if call_id is None else (self._hash(call_id) or 1)
         flags = F_UNKNOWN if t.unknown and not veto else 0
-        return self.record(session, run_id, t.tid, ah, rh, flags, 0, 0, cid, t.bslot, veto, tokens)
+        return self.record(
+            session, run_id, t.tid, ah, rh, flags, OTHER, 0, cid, t.bslot, veto, tokens
+        )
 
     def send_hash(self, result) -> int:
         """The hash record() gives a send-like *result*: its stripped copy, hashed."""

@@ -71,6 +71,8 @@ from typing import Any
 
 from xxhash import xxh3_64_intdigest
 
+from . import _codes
+
 __all__ = [
     "HASH_FORMAT_VERSION",
     "MAX_DEPTH",
@@ -81,7 +83,7 @@ __all__ = [
 ]
 
 HASH_FORMAT_VERSION = 1
-MAX_DEPTH = 256
+MAX_DEPTH = _codes.MAX_DEPTH
 MAX_MEMBERS = 1 << 20  # container members one call may walk (see the module doc)
 _REPR_MAX = 80
 INLINE_MAX = 128  # str/bytes longer than this are represented by their own XXH3-64 digest

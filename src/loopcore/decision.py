@@ -10,24 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _codes
 from .policy import DETECTORS
 
 __all__ = ["ALLOW", "Decision", "LoopBlocked"]
 
 _DET_NAMES = {
-    1: "unknown_tool",
-    2: "global_breaker",
-    3: "poll_no_progress",
-    4: "cycle",
-    5: "consecutive_repeat",
-    6: "monologue",
-    7: "generic_repeat",
-    8: "error_streak",
-    9: "tool_budget",
-    10: "redundant_observation",
-    11: "compaction_loop",
-    12: "context_loop",
-    13: "content_loop",
+    _codes.D_UNKNOWN: "unknown_tool",
+    _codes.D_GLOBAL: "global_breaker",
+    _codes.D_POLL: "poll_no_progress",
+    _codes.D_CYCLE: "cycle",
+    _codes.D_REPEAT: "consecutive_repeat",
+    _codes.D_MONOLOGUE: "monologue",
+    _codes.D_GENERIC: "generic_repeat",
+    _codes.D_ERROR: "error_streak",
+    _codes.D_BUDGET: "tool_budget",
+    _codes.D_REDUNDANT: "redundant_observation",
+    _codes.D_COMPACTION: "compaction_loop",
+    _codes.D_CONTEXT: "context_loop",
+    _codes.D_CONTENT: "content_loop",
 }
 assert set(_DET_NAMES.values()) == set(DETECTORS)
 

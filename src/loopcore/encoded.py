@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from . import _codes
 from ._native_flag import load
 from .hashing import canonical_hash
 from .textloop import repeated_spans
@@ -88,7 +89,13 @@ __all__ = [
     "step_facts",
 ]
 
-OBSERVE, MUTATE, EXEC, ASK, OTHER = range(5)
+OBSERVE, MUTATE, EXEC, ASK, OTHER = (
+    _codes.K_OBSERVE,
+    _codes.K_MUTATE,
+    _codes.K_EXEC,
+    _codes.K_ASK,
+    _codes.K_OTHER,
+)
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 
 #: Finding kinds in code order: the kernels write 1..6 (0 = not charged) into ``finding``.
@@ -101,12 +108,15 @@ FINDING_KINDS = (
     "degenerate_output",
 )
 
-HAS_OUTCOME = 1  # the step recorded a result or an error
-ERROR = 2  # the step failed
-ESTIMATED = 4  # its tokens were estimated, not read from usage fields
-REJECTED = 8  # the harness rejected the action: nothing ran
-ABSOLUTE = 16  # a write of a whole known content: its result does not depend on what was there
-NO_OP = 32  # a mutation that provably changes nothing (it writes nothing)
+# Step flags (loopcore._codes holds the values):
+# HAS_OUTCOME  the step recorded a result or an error
+# ERROR        the step failed
+# ESTIMATED    its tokens were estimated, not read from usage fields
+# REJECTED     the harness rejected the action: nothing ran
+# ABSOLUTE     a write of a whole known content: its result does not depend on what was there
+# NO_OP        a mutation that provably changes nothing (it writes nothing)
+HAS_OUTCOME, ERROR, ESTIMATED = _codes.S_HAS_OUTCOME, _codes.S_ERROR, _codes.S_ESTIMATED
+REJECTED, ABSOLUTE, NO_OP = _codes.S_REJECTED, _codes.S_ABSOLUTE, _codes.S_NO_OP
 
 _NOTHING, _ANYTHING = -1, -2
 # A loop needs a 50-character chunk seen 10 times at distinct positions: 59 characters at least.

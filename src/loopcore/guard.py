@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_64_intdigest
 
+from . import _codes, _native_flag
 from . import _guard_snapshot as _snapshot
-from . import _native_flag
 from ._guard_params import engine_params as _engine_params
 from ._guard_snapshot import _SNAP_HEADER, _SNAP_MAGIC, _SNAP_VERSION  # noqa: F401 (tests, tools)
 from .decision import (  # noqa: F401
@@ -60,9 +60,11 @@ def _logger() -> Any:
     return _log
 
 
-_D_GLOBAL, _D_CYCLE, _D_BUDGET = 2, 4, 9
-_KINDS = {None: 0, "other": 0, "observe": 1, "mutate": 2, "exec": 3, "ask": 4}
-_K_ASK, _K_USER, _K_COMPACTION, _K_CONDENSATION = 4, 5, 6, 7
+_D_GLOBAL, _D_CYCLE, _D_BUDGET = _codes.D_GLOBAL, _codes.D_CYCLE, _codes.D_BUDGET
+_KINDS: dict[str | None, int] = {None: _codes.K_OTHER}
+_KINDS.update((name, code) for code, name in enumerate(_codes.KIND_NAMES))
+_K_ASK, _K_USER = _codes.K_ASK, _codes.K_USER
+_K_COMPACTION, _K_CONDENSATION = _codes.K_COMPACTION, _codes.K_CONDENSATION
 # The names under which reported events sit in a session's window (never a real tool's name:
 # a tool name cannot start with a parenthesis in any harness loopcore knows).
 _MSG_TOOL, _USER_TOOL, _COMPACTION_TOOL, _CONDENSATION_TOOL = (
@@ -266,7 +268,7 @@ class Guard:
         if target is None:
             return k, 0
         if isinstance(target, (tuple, list)):
-            if k == 2:
+            if k == _codes.K_MUTATE:
                 return k, 0  # a multi-target mutation (mv a b): treat as changing everything
             if len(target) == 1:
                 target = target[0]
@@ -443,7 +445,7 @@ class Guard:
             if not veto and info.unknown:
                 flags = _F_UNKNOWN
         if kind is None and target is None and self.classify is None:
-            k = tg = 0
+            k, tg = _codes.K_OTHER, 0
         else:
             k, tg = self._kind_target(tool, args, kind, target)
         cid = 0 if call_id is None else (self._hash(call_id, default=repr) or 1)

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from operator import add, attrgetter
 from typing import Any
 
+from ._codes import KIND_NAMES
+
 __all__ = ["KINDS", "Step", "Trace"]
 
 #: What a call does to the world. ``observe`` reads (read, search, list); ``mutate`` writes
 #: (write, edit, delete, move); ``exec`` has unknown side effects (runs code, a shell command
 #: the classifier cannot read); ``ask`` puts a question to the user; ``other`` is none of these.
-KINDS = ("observe", "mutate", "exec", "ask", "other")
+KINDS = KIND_NAMES  # ("observe", "mutate", "exec", "ask", "other"), in code order
 _KIND_SET = frozenset(KINDS)
 _tokens_in = attrgetter("tokens_in")
 _tokens_out = attrgetter("tokens_out")
