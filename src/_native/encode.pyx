@@ -33,18 +33,17 @@ from loopcore.trace import KINDS
 
 __all__ = ["encode_columns"]
 
-cdef enum:
-    OBSERVE = 0
-    MUTATE = 1
-    EXEC = 2
-
-cdef enum:
-    HAS_OUTCOME = 1
-    ERROR = 2
-    ESTIMATED = 4
-    REJECTED = 8
-    ABSOLUTE = 16
-    NO_OP = 32
+from codes cimport (
+    K_EXEC,
+    K_MUTATE,
+    K_OBSERVE,
+    S_ABSOLUTE,
+    S_ERROR,
+    S_ESTIMATED,
+    S_HAS_OUTCOME,
+    S_NO_OP,
+    S_REJECTED,
+)
 
 cdef enum:
     N_CALL = 1
@@ -114,6 +113,41 @@ cdef void _text_size(object value, int depth, int64_t* chars, int64_t* lines):
 
 cdef inline object _h(object value):
     return canonical_hash(value, default=repr)
+
+
+cdef inline object _targets_of(object t):
+    # Step.targets
+    if t is None:
+        return _EMPTY
+    if isinstance(t, tuple):
+        return t
+    return (t,)
+
+
+cdef inline object _read_set(object step, int kind):
+    # Step.read_set, the kind already coded
+    cdef object r = step.reads
+    if r is not None:
+        return r
+    if kind == K_OBSERVE or kind == K_MUTATE:
+        r = _targets_of(step.target)
+        return r if r else None
+    return None
+
+
+cdef inline object _write_set(object step, int kind):
+    # Step.write_set, the kind already coded
+    if step.no_op:
+        return _EMPTY
+    cdef object w = step.writes
+    if w is not None:
+        return w
+    if kind == K_MUTATE:
+        w = _targets_of(step.target)
+        return w if w else None
+    if kind == K_EXEC:
+        return None
+    return _EMPTY
 
 
 cdef inline tuple _set(object t):
@@ -210,7 +244,7 @@ def encode_columns(list traces, settings):
             name = step.name
             c_args[i] = 0
             if step.rejected is not None:
-                flags = REJECTED
+                flags = S_REJECTED
                 reads = _EMPTY
                 writes = _EMPTY
             else:
@@ -219,13 +253,13 @@ def encode_columns(list traces, settings):
                 if name:
                     nb |= N_CALL
                     c_args[i] = canonical_hash(
-                        _norm_command(args) if kind == OBSERVE else args, default=repr
+                        _norm_command(args) if kind == K_OBSERVE else args, default=repr
                     )
                 no_op = step.no_op
                 if len(targets_t) == 1:
-                    if kind == OBSERVE and has_outcome:
+                    if kind == K_OBSERVE and has_outcome:
                         nb |= N_STATE_READ
-                    elif kind == MUTATE and not failed and isinstance(args, dict):
+                    elif kind == K_MUTATE and not failed and isinstance(args, dict):
                         for old_key, new_key in _REPLACE_KEYS:
                             if old_key in args and new_key in args:
                                 old_h = _h(args[old_key])
@@ -242,18 +276,18 @@ def encode_columns(list traces, settings):
                                 if key in args:
                                     nb |= N_STATE_WRITE
                                     c_hash[0, i] = _h(args[key])
-                                    flags |= ABSOLUTE
+                                    flags |= S_ABSOLUTE
                                     break
                             else:
                                 if _full_write(args) and step.write_set == targets_t:
-                                    flags |= ABSOLUTE
+                                    flags |= S_ABSOLUTE
                 if no_op:
-                    flags |= NO_OP
+                    flags |= S_NO_OP
                     writes = _EMPTY
                 else:
-                    writes = _set(step.write_set)
-                reads = _set(step.read_set)
-                if has_outcome and kind == OBSERVE and len(targets_t):
+                    writes = _set(_write_set(step, kind))
+                reads = _set(_read_set(step, kind))
+                if has_outcome and kind == K_OBSERVE and len(targets_t):
                     chars = lines = 0
                     _text_size(result, 0, &chars, &lines)
                     if error is not None and error is not True:
@@ -269,9 +303,9 @@ def encode_columns(list traces, settings):
             c_kind[i] = kind
             c_result[i] = outcome
             c_flags[i] = (
-                (HAS_OUTCOME if has_outcome else 0)
-                | (ERROR if failed else 0)
-                | (ESTIMATED if step.tokens_estimated else 0)
+                (S_HAS_OUTCOME if has_outcome else 0)
+                | (S_ERROR if failed else 0)
+                | (S_ESTIMATED if step.tokens_estimated else 0)
                 | flags
             )
             c_tokens[i] = step.tokens_in + step.tokens_out
@@ -323,7 +357,7 @@ def encode_columns(list traces, settings):
             c_writes[i] = _access(
                 tset_ids, tsets, target_ids, targets, members, set_offsets, writes, targets_t, tset
             )
-            if c_kind[i] == OBSERVE and tset >= 0 and c_flags[i] & HAS_OUTCOME:
+            if c_kind[i] == K_OBSERVE and tset >= 0 and c_flags[i] & S_HAS_OUTCOME:
                 h = c_result[i]
                 c_obs[i] = _intern(
                     obs_ids, obs_keys, (tset, h) if nb & N_SUBSTANTIAL else (tset, h, call)
