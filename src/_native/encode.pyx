@@ -16,18 +16,20 @@ from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIN
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 
 from loopcore.encoded import (
+    _COMMAND_KEYS,
     _CONTENT_KEYS,
     _KIND_CODE,
     _REPLACE_KEYS,
     _STEP_COLUMNS,
     _WRITE_DOMAIN,
-    _content_read,
+    _FROM_START,
+    _READER_PROGRAMS,
+    _READER_WORDS,
     _full_write,
-    _norm_command,
-    _aliases,
     _widen,
     degenerate_tokens,
 )
+from loopcore._native_shell import lex as _lex
 from loopcore.hashing import canonical_hash
 from loopcore.trace import KINDS
 
@@ -113,6 +115,81 @@ cdef void _text_size(object value, int depth, int64_t* chars, int64_t* lines):
 
 cdef inline object _h(object value):
     return canonical_hash(value, default=repr)
+
+
+cdef object _norm_args(object args):
+    # loopcore.encoded._norm_command: a shell call's command with its blanks normalised
+    if type(args) is not dict:
+        return args
+    cdef dict d = <dict>args
+    if not ("command" in d or "cmd" in d or "script" in d):
+        return args
+    cdef str cmd, norm
+    cdef Py_ssize_t n
+    for key in _COMMAND_KEYS:
+        value = d.get(key)
+        if type(value) is str:
+            cmd = <str>value
+            n = PyUnicode_GET_LENGTH(cmd)
+            if (
+                "  " in cmd
+                or "\n" in cmd
+                or "\t" in cmd
+                or (n and Py_UNICODE_ISSPACE(cmd[0]))
+                or (n and Py_UNICODE_ISSPACE(cmd[n - 1]))
+            ):
+                norm = " ".join(cmd.split())
+                if norm != cmd:
+                    d = dict(d)
+                    d[key] = norm
+                    return d
+            return args
+    return args
+
+
+cdef bint _reads_content(object name, object args) except -1:
+    # loopcore.encoded._content_read, with the compiled shell lexer (the twin of the pure one)
+    cmd = (<dict>args).get("command", (<dict>args).get("cmd")) if type(args) is dict else None
+    if type(cmd) is str:
+        if cmd == "view":
+            return True
+        parts = [words for words, _r, _h in _lex(cmd) if words and words[0] != "cd"]
+        if len(parts) != 1:
+            return False
+        words = parts[0]
+        prog = words[0].rpartition("/")[2]
+        if prog == "tail":
+            return False  # the end of a file: a region, compared only with the same call
+        if prog == "sed":
+            for w in words[1:]:
+                if _FROM_START.fullmatch(w):
+                    return True
+            return False
+        return prog in _READER_PROGRAMS
+    low = name.lower()
+    for w in _READER_WORDS:
+        if w in low:
+            return True
+    return False
+
+
+cdef dict _path_aliases(set names):
+    # loopcore.encoded._aliases (the order of each alias tuple differs at most; _widen sorts)
+    if len(names) < 2:
+        return {}
+    cdef dict out = {}
+    cdef Py_ssize_t k
+    for name in names:
+        if "/" not in name or name.startswith("git:"):
+            continue
+        k = name.find("/", 1 if name[0] == "/" else 0)
+        while k >= 0:
+            tail = name[k + 1 :]
+            if tail in names:
+                out.setdefault(name, []).append(tail)
+                out.setdefault(tail, []).append(name)
+            k = name.find("/", k + 1)
+    return {n: tuple(v) for n, v in out.items()}
 
 
 cdef inline object _targets_of(object t):
@@ -253,7 +330,7 @@ def encode_columns(list traces, settings):
                 if name:
                     nb |= N_CALL
                     c_args[i] = canonical_hash(
-                        _norm_command(args) if kind == K_OBSERVE else args, default=repr
+                        _norm_args(args) if kind == K_OBSERVE else args, default=repr
                     )
                 no_op = step.no_op
                 if len(targets_t) == 1:
@@ -292,7 +369,7 @@ def encode_columns(list traces, settings):
                     _text_size(result, 0, &chars, &lines)
                     if error is not None and error is not True:
                         _text_size(error, 0, &chars, &lines)
-                    if chars >= sub_chars and lines >= sub_lines and _content_read(name, args):
+                    if chars >= sub_chars and lines >= sub_lines and _reads_content(name, args):
                         nb |= N_SUBSTANTIAL
             l_targets[j] = targets_t
             l_reads[j] = reads
@@ -322,7 +399,7 @@ def encode_columns(list traces, settings):
             r = l_reads[j]
             if r:
                 names.update(r)
-        alias = _aliases(names)
+        alias = _path_aliases(names)
 
         # pass 2: intern names, sets and keys in the order of the reference
         i = i0
