@@ -71,42 +71,48 @@ cdef inline int _intern(dict ids, list items, object key):
     return <int>i
 
 
-cdef void _str_size(str value, int64_t* chars, int64_t* lines):
-    # (characters, non-empty lines): the lines of value.split("\n") that strip() leaves non-empty
+cdef void _str_size(str value, int64_t* chars, int64_t* lines, int64_t cap):
+    # characters, and the lines of value.split("\n") that strip() leaves non-empty; lines are
+    # counted up to *cap* only (the substantial test asks "at least cap lines")
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(value), i
+    chars[0] += n
+    if lines[0] >= cap:
+        return
     cdef int kind = PyUnicode_KIND(value)
     cdef void* data = PyUnicode_DATA(value)
     cdef Py_UCS4 c
     cdef bint filled = False
-    cdef int64_t count = 0
+    cdef int64_t count = lines[0]
     for i in range(n):
         c = PyUnicode_READ(kind, data, i)
         if c == 10:
             if filled:
                 count += 1
+                if count >= cap:
+                    lines[0] = count
+                    return
             filled = False
         elif not filled and not Py_UNICODE_ISSPACE(c):
             filled = True
     if filled:
         count += 1
-    chars[0] += n
-    lines[0] += count
+    lines[0] = count
 
 
-cdef void _text_size(object value, int depth, int64_t* chars, int64_t* lines):
-    # loopcore.encoded._text_size, accumulating into chars / lines
+cdef void _text_size(object value, int depth, int64_t* chars, int64_t* lines, int64_t cap):
+    # loopcore.encoded._text_size, accumulating into chars / lines (lines counted up to cap)
     if value is None:
         return
     if isinstance(value, str):
-        _str_size(<str>value, chars, lines)
+        _str_size(<str>value, chars, lines, cap)
         return
     if depth < 2 and isinstance(value, dict):
         for v in (<dict>value).values():
-            _text_size(v, depth + 1, chars, lines)
+            _text_size(v, depth + 1, chars, lines, cap)
         return
     if depth < 2 and isinstance(value, (list, tuple)):
         for v in value:
-            _text_size(v, depth + 1, chars, lines)
+            _text_size(v, depth + 1, chars, lines, cap)
         return
     if isinstance(value, (bool, int, float)):
         chars[0] += len(repr(value))
@@ -366,9 +372,9 @@ def encode_columns(list traces, settings):
                 reads = _set(_read_set(step, kind))
                 if has_outcome and kind == K_OBSERVE and len(targets_t):
                     chars = lines = 0
-                    _text_size(result, 0, &chars, &lines)
+                    _text_size(result, 0, &chars, &lines, sub_lines)
                     if error is not None and error is not True:
-                        _text_size(error, 0, &chars, &lines)
+                        _text_size(error, 0, &chars, &lines, sub_lines)
                     if chars >= sub_chars and lines >= sub_lines and _reads_content(name, args):
                         nb |= N_SUBSTANTIAL
             l_targets[j] = targets_t
