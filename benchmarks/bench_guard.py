@@ -21,11 +21,13 @@ the guard's work.
 Every call carries a ``call_id`` (the path harnesses take; ``--no-call-id`` drops them).
 ``--dump-stream FILE`` writes the replayed stream as JSON (a list of {session, tool, args,
 result, call_id}). ``--openclaw BUNDLE.js`` runs OpenClaw's own detector on the same stream in
-the same run, with Node (``node`` on PATH, e.g. Debian's ``nodejs`` package): the bundle is one
-you build yourself from OpenClaw's ``src/agents/tool-loop-detection.ts`` (this repository holds
-none of OpenClaw's code) as a CommonJS module exporting ``detectToolCallLoop``,
-``recordToolCall`` and ``recordToolCallOutcome``; the benchmark skips it, saying why, when Node or
-the bundle is missing.
+the same run, its rounds interleaved with loopcore's, with Node (``node`` on PATH, e.g. Debian's
+``nodejs`` package) through benchmarks/openclaw_driver.js: the bundle is one you build yourself
+from OpenClaw's ``src/agents/tool-loop-detection.ts`` (this repository holds none of OpenClaw's
+code) as a CommonJS module exporting ``detectToolCallLoop``, ``recordToolCall`` and
+``recordToolCallOutcome`` (docs/guard.md, "Measured against OpenClaw"); the benchmark skips it,
+saying why, when Node or the bundle is missing. Wall-clock and CPU time are printed for each
+side: on a shared machine the CPU figures are the steadier ones.
 """
 
 from __future__ import annotations
@@ -118,14 +120,25 @@ def make_stream(n_calls: int, n_sessions: int, seed: int = 7) -> list[tuple]:
     return stream[:n_calls]
 
 
+def call_floor():
+    """The do-nothing check/record pair (benchmarks/callfloor.py, else the compiled guard's)."""
+    try:
+        from callfloor import CallFloor  # benchmarks/callfloor.py
+    except ImportError:
+        CallFloor = _native_flag.load("guard", "c").CallFloor  # noqa: N806
+    return CallFloor(ALLOW)
+
+
 def run_once(impl: str, stream: list[tuple], keep: bool = False, call_ids: bool = True):
+    """(wall ns per call, decisions or None, the guard, CPU ns per call) of one replay."""
     if impl == "floor":
-        g = _native_flag.load("guard", "c").CallFloor(ALLOW)
+        g = call_floor()
     else:
         g = Guard(Policy.default(), implementation=impl, max_sessions=100_000)
     check, record = g.check, g.record
     decisions = [] if keep else None
     gc.disable()
+    c0 = time.thread_time_ns()
     t0 = time.perf_counter_ns()
     if call_ids:
         for session, tool, args, result, cid in stream:
@@ -146,8 +159,9 @@ def run_once(impl: str, stream: list[tuple], keep: bool = False, call_ids: bool 
             if keep:
                 decisions.append(d.to_dict())
     dt = time.perf_counter_ns() - t0
+    cpu = time.thread_time_ns() - c0
     gc.enable()
-    return dt / len(stream), decisions, g
+    return dt / len(stream), decisions, g, cpu / len(stream)
 
 
 def hashing_once(impl: str, stream: list[tuple]) -> float:
@@ -199,31 +213,12 @@ def bytes_per_session(impl: str, n: int = 2000) -> float:
     return (after - before) / n
 
 
-# Node driver for a user-built OpenClaw bundle: replays the dumped stream through OpenClaw's own
-# detector (one state per session, check then record, as a harness does) and prints ns per call.
-_NODE_DRIVER = r"""
-const fs = require("fs");
-const oc = require(process.argv[2]);
-const stream = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
-const cfg = { enabled: true };
-function run() {
-  const states = new Map();
-  let blocks = 0;
-  const t0 = process.hrtime.bigint();
-  for (const c of stream) {
-    let st = states.get(c.session);
-    if (!st) { st = {}; states.set(c.session, st); }
-    const r = oc.detectToolCallLoop(st, c.tool, c.args, cfg);
-    if (r && r.stuck && r.level === "critical") blocks++;
-    oc.recordToolCall(st, c.tool, c.args, c.call_id, cfg);
-    oc.recordToolCallOutcome(st, { toolName: c.tool, toolParams: c.args, toolCallId: c.call_id, result: c.result }, cfg);
-  }
-  return [Number(process.hrtime.bigint() - t0) / stream.length, blocks];
-}
-const out = [];
-for (let i = 0; i < Number(process.argv[4]); i++) out.push(run());
-console.log(JSON.stringify(out));
-"""
+def node_version() -> str:
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        return "?"
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+    return out.stdout.strip() or "?"
 
 
 def dump_stream(stream: list[tuple], path: str) -> None:
@@ -237,32 +232,70 @@ def dump_stream(stream: list[tuple], path: str) -> None:
         )
 
 
-def run_openclaw(
-    bundle: str | None, stream: list[tuple], repeats: int
-) -> tuple[list[float] | None, str]:
-    """ns per call of OpenClaw's detector on *stream* with Node, or (None, why it was skipped)."""
-    if not bundle:
-        return None, "no --openclaw bundle given"
-    node = shutil.which("node") or shutil.which("nodejs")
-    if node is None:
-        return None, "Node is not installed (Debian: apt-get install nodejs)"
-    if not os.path.isfile(bundle):
-        return None, f"the OpenClaw bundle {bundle!r} does not exist"
-    with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "stream.json")
-        driver = os.path.join(tmp, "driver.js")
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openclaw_driver.js")
+
+
+class OpenClaw:
+    """OpenClaw's detector replaying the same stream in a Node child, one round per ``run()``.
+
+    The child (benchmarks/openclaw_driver.js) loads the bundle and the stream once and then
+    replays the stream whenever it is asked, so its rounds interleave with loopcore's in one
+    run, under the same load. ``OpenClaw.start`` returns (None, why) when it cannot run.
+    """
+
+    def __init__(self, proc: subprocess.Popen, tmp: tempfile.TemporaryDirectory, calls: int):
+        self.proc = proc
+        self.tmp = tmp
+        self.calls = calls
+
+    @classmethod
+    def start(cls, bundle: str | None, stream: list[tuple]):
+        if not bundle:
+            return None, "no --openclaw bundle given"
+        node = shutil.which("node") or shutil.which("nodejs")
+        if node is None:
+            return None, "Node is not installed (Debian: apt-get install nodejs)"
+        if not os.path.isfile(bundle):
+            return None, f"the OpenClaw bundle {bundle!r} does not exist"
+        tmp = tempfile.TemporaryDirectory()
+        data = os.path.join(tmp.name, "stream.json")
         dump_stream(stream, data)
-        with open(driver, "w", encoding="utf-8") as f:
-            f.write(_NODE_DRIVER)
-        out = subprocess.run(
-            [node, driver, os.path.abspath(bundle), data, str(repeats)],
-            capture_output=True,
+        proc = subprocess.Popen(
+            [node, DRIVER, os.path.abspath(bundle), data],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=600,
         )
-    if out.returncode != 0:
-        return None, f"the OpenClaw run failed: {out.stderr.strip()[-300:]}"
-    return [ns for ns, _blocks in json.loads(out.stdout)], "ok"
+        hello = proc.stdout.readline()
+        if not hello:
+            err = proc.stderr.read().strip()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                pipe.close()
+            tmp.cleanup()
+            return None, f"the OpenClaw driver failed: {err[-300:]}"
+        return cls(proc, tmp, json.loads(hello)["calls"]), "ok"
+
+    def run(self) -> dict:
+        """One replay of the stream: {"ns", "cpu_ns", "warn", "block"} per OpenClaw's driver."""
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the OpenClaw driver died: " + self.proc.stderr.read()[-300:])
+        return json.loads(line)
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        self.tmp.cleanup()
 
 
 def main(argv=None) -> int:
@@ -298,24 +331,35 @@ def main(argv=None) -> int:
     for d in decided[impls[0]]:
         actions[d["action"]] = actions.get(d["action"], 0) + 1
 
-    # The twins alternate run by run, so both see the same load on a shared machine; the ratio
-    # is the median of the per-round ratios.
+    # The twins (and OpenClaw's detector, when given) alternate run by run, so all see the same
+    # load on a shared machine; each ratio is the median of the per-round ratios.
+    openclaw, why = OpenClaw.start(opts.openclaw, stream)
     runs: dict[str, list[float]] = {impl: [] for impl in impls}
+    cpu: dict[str, list[float]] = {impl: [] for impl in impls}
     hashing: dict[str, list[float]] = {impl: [] for impl in impls}
     floor: list[float] = []
-    for _ in range(opts.repeats):
-        for impl in impls:
-            runs[impl].append(run_once(impl, stream, call_ids=opts.call_ids)[0])
-            hashing[impl].append(hashing_once(impl, stream))
-        if "c" in impls:
-            floor.append(run_once("floor", stream, call_ids=opts.call_ids)[0])
+    oc_runs: list[dict] = []
+    try:
+        for _ in range(opts.repeats):
+            for impl in impls:
+                ns, _d, _g, cpu_ns = run_once(impl, stream, call_ids=opts.call_ids)
+                runs[impl].append(ns)
+                cpu[impl].append(cpu_ns)
+                hashing[impl].append(hashing_once(impl, stream))
+            if "c" in impls:
+                floor.append(run_once("floor", stream, call_ids=opts.call_ids)[0])
+            if openclaw is not None:
+                oc_runs.append(openclaw.run())
+    finally:
+        if openclaw is not None:
+            openclaw.close()
     times = {impl: statistics.median(r) for impl, r in runs.items()}
+    cpu_times = {impl: statistics.median(r) for impl, r in cpu.items()}
     hash_ns = {impl: statistics.median(r) for impl, r in hashing.items()}
     ratios = {
         impl: statistics.median(p / c for p, c in zip(runs["py"], runs[impl])) for impl in impls
     }
     mem = {impl: bytes_per_session(impl) for impl in impls}
-    openclaw, why = run_openclaw(opts.openclaw, stream, opts.repeats)
 
     print(
         f"loopcore guard benchmark: check + record per call, {opts.calls} calls, "
@@ -374,12 +418,25 @@ def main(argv=None) -> int:
             f"fastest {min(floor):,.0f}; the compiled guard's own work: median {statistics.median(own):,.0f} "
             f"ns/call, fastest {min(own):,.0f} (bar: about 1,000)"
         )
-    if openclaw:
-        oc = statistics.median(openclaw)
-        base = times.get("c", times["py"])
+    print(
+        "CPU time (thread), median ns/call: "
+        + "; ".join(f"{impl}: {cpu_times[impl]:,.0f}" for impl in impls)
+    )
+    if oc_runs:
+        best = "c" if "c" in impls else "py"
+        oc_wall = statistics.median(r["ns"] for r in oc_runs)
+        oc_cpu = statistics.median(r["cpu_ns"] for r in oc_runs)
+        wall_ratio = statistics.median(r["ns"] / ns for r, ns in zip(oc_runs, runs[best]))
+        cpu_ratio = statistics.median(r["cpu_ns"] / ns for r, ns in zip(oc_runs, cpu[best]))
         print(
-            f"OpenClaw's detector (Node, same stream, same run): median {oc:,.0f} ns/call; "
-            f"loopcore {'compiled' if 'c' in times else 'pure'}: {oc / base:.1f}x faster (bar: >= 25x)"
+            f"OpenClaw's detector (Node {node_version()}, same stream, rounds interleaved with "
+            f"loopcore's): median {oc_wall:,.0f} ns/call wall, {oc_cpu:,.0f} ns/call CPU "
+            f"(process); its decisions: {oc_runs[0]['warn']} warn, {oc_runs[0]['block']} block"
+        )
+        verdict = "met" if wall_ratio >= 25 else "NOT met"
+        print(
+            f"loopcore {'compiled' if best == 'c' else 'pure'} vs OpenClaw per call: "
+            f"{wall_ratio:.1f}x wall, {cpu_ratio:.1f}x CPU (bar: >= 25x, {verdict})"
         )
     else:
         print(f"OpenClaw comparison skipped: {why}")

@@ -1,6 +1,6 @@
 """Canonical hashing: compiled core vs pure twin vs what the peers do, in one process.
 
-    python benchmarks/bench_hash.py [--quick]
+    python benchmarks/bench_hash.py [--quick] [--callgrind]
 
 Baselines, each on the same values:
   orjson+xxh3   xxh3_64(orjson.dumps(x, option=OPT_SORT_KEYS))   (the fast outside baseline)
@@ -9,14 +9,27 @@ Baselines, each on the same values:
 Bars (DESIGN.md): >= 1.5x orjson+xxh3 on typical args, >= 15x the pure twin, and
 >= 50% of raw xxh3 throughput on a 4 MB string. Every row first checks that the compiled
 core and the pure twin give identical hashes on its values.
+
+Times are medians of interleaved rounds, wall clock and (beside it) CPU time of this thread:
+on a shared machine the CPU figures are the steadier ones. ``--callgrind`` adds instruction
+counts per value under valgrind's callgrind (load never changes them): the compiled core
+against orjson+xxh3 on each corpus. They are a check on the code, not the speed: under
+valgrind xxHash's dispatcher sees no AVX-512, and instructions of different kinds (orjson's
+SIMD string scans, a dict walk's dependent loads) do not cost the same time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import re
+import shutil
+import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,6 +136,89 @@ def fmt(x):
     return f"{x:,.0f}"
 
 
+def cpu_ns_per_op(fns: dict, ops_per_call: int, repeats: int, min_time: float = 0.01) -> dict:
+    """Like _env.interleaved_ns_per_op, on this thread's CPU clock (time spent descheduled on a
+    busy machine is not counted)."""
+    calls = {}
+    for name, fn in fns.items():
+        n = 1
+        while True:
+            t0 = time.thread_time_ns()
+            for _ in range(n):
+                fn()
+            if time.thread_time_ns() - t0 >= min_time * 1e9 or n >= 1 << 20:
+                break
+            n *= 2
+        calls[name] = n
+    samples: dict = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            n = calls[name]
+            t0 = time.thread_time_ns()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.thread_time_ns() - t0) / (n * ops_per_call))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+CORPORA: dict = {}  # label -> values, filled below
+
+
+def _cg_child(side: str, corpus: str, rounds: int) -> None:
+    """Run under callgrind by callgrind_ir(): hash the corpus once, then *rounds* more times."""
+    values = CORPORA[corpus]
+    if side == "c":
+        h = C.canonical_hash
+
+        def once():
+            for v in values:
+                h(v)
+    else:
+        dumps, opt, x3 = orjson.dumps, orjson.OPT_SORT_KEYS, xxhash.xxh3_64_intdigest
+
+        def once():
+            for v in values:
+                x3(dumps(v, option=opt))
+
+    once()
+    for _ in range(rounds):
+        once()
+
+
+def callgrind_ir(side: str, corpus: str, rounds: int = 200) -> float | None:
+    """Instructions per value of *side* ("c" or "orjson") on *corpus*, or None without valgrind.
+
+    The difference of two runs (``rounds`` and zero extra rounds), so start-up and imports
+    cancel out."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    counts = []
+    for n in (0, rounds):
+        out = subprocess.run(
+            [
+                valgrind,
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                sys.executable,
+                __file__,
+                "--cg-child",
+                side,
+                corpus,
+                str(n),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # the same start-up in both runs
+        )
+        m = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
+        if out.returncode != 0 or m is None:
+            raise RuntimeError(f"callgrind run failed: {out.stderr[-500:]}")
+        counts.append(int(m.group(1)))
+    return (counts[1] - counts[0]) / (rounds * len(CORPORA[corpus]))
+
+
 def row(label, values, quick):
     for v in values:
         assert C.canonical_hash(v) == PY.canonical_hash(v), f"twins disagree on {label}"
@@ -133,15 +229,15 @@ def row(label, values, quick):
     x3 = xxhash.xxh3_64_intdigest
     sha = hashlib.sha256
     jd = json.dumps
-    t = interleaved_ns_per_op(
-        {
-            "c": lambda: [c_hash(v) for v in values],
-            "py": lambda: [py_hash(v) for v in values],
-            "orjson": lambda: [x3(dumps(v, option=opt)) for v in values],
-            "json": lambda: [sha(jd(v, sort_keys=True).encode()).digest() for v in values],
-        },
-        len(values),
-        repeats=5 if quick else 15,
+    fns = {
+        "c": lambda: [c_hash(v) for v in values],
+        "py": lambda: [py_hash(v) for v in values],
+        "orjson": lambda: [x3(dumps(v, option=opt)) for v in values],
+        "json": lambda: [sha(jd(v, sort_keys=True).encode()).digest() for v in values],
+    }
+    t = interleaved_ns_per_op(fns, len(values), repeats=5 if quick else 15)
+    cpu = cpu_ns_per_op(
+        {"c": fns["c"], "orjson": fns["orjson"]}, len(values), repeats=5 if quick else 15
     )
     t_c, t_py, t_or, t_js = t["c"], t["py"], t["orjson"], t["json"]
     return [
@@ -153,23 +249,32 @@ def row(label, values, quick):
         f"{t_py / t_c:.1f}x",
         f"{t_or / t_c:.2f}x",
         f"{t_js / t_c:.1f}x",
+        f"{cpu['orjson'] / cpu['c']:.2f}x ({fmt(cpu['c'])} vs {fmt(cpu['orjson'])})",
     ]
 
 
+CORPORA.update(
+    {
+        "typical tool args (12 shapes)": TYPICAL_ARGS,
+        "small args only (5 shapes)": SMALL_ARGS,
+        "tool results (shell, send, 2 KB text)": RESULTS,
+    }
+)
+
+
 def main(argv):
+    if argv[:1] == ["--cg-child"]:
+        _cg_child(argv[1], argv[2], int(argv[3]))
+        return
     quick = "--quick" in argv
-    print(environment("python benchmarks/bench_hash.py" + (" --quick" if quick else "")))
+    print(environment(" ".join(["python benchmarks/bench_hash.py", *argv])))
     print(
         f"implementation under test: {C.__name__} vs {PY.__name__}; hash format v{C.HASH_FORMAT_VERSION}\n"
     )
     print(
         "median ns per value (lower is better); ratios are the baseline's time / compiled core's time"
     )
-    rows = [
-        row("typical tool args (12 shapes)", TYPICAL_ARGS, quick),
-        row("small args only (5 shapes)", SMALL_ARGS, quick),
-        row("tool results (shell, send, 2 KB text)", RESULTS, quick),
-    ]
+    rows = [row(label, values, quick) for label, values in CORPORA.items()]
     print_table(
         [
             "corpus",
@@ -180,9 +285,22 @@ def main(argv):
             "vs pure",
             "vs orjson",
             "vs json+sha",
+            "vs orjson, CPU time (ns)",
         ],
         rows,
     )
+    cg_rows = []
+    if "--callgrind" in argv:
+        print("\ninstructions per value under callgrind (load-independent; see the module doc)")
+        for label in CORPORA:
+            ir_c = callgrind_ir("c", label)
+            ir_or = callgrind_ir("orjson", label)
+            if ir_c is None:
+                print("valgrind is not installed: no instruction counts")
+                break
+            cg_rows.append([label, fmt(ir_c), fmt(ir_or), f"{ir_or / ir_c:.2f}x"])
+        if cg_rows:
+            print_table(["corpus", "loopcore c", "orjson+xxh3", "ratio"], cg_rows)
 
     print("\nlarge strings: throughput against raw xxh3_64 on the same UTF-8 bytes")
     srows = []
@@ -227,7 +345,9 @@ def main(argv):
     four_mb = srows[-1]
     print(
         "\nbars: typical args vs orjson+xxh3 >= 1.5x: "
-        f"{rows[0][6]}; vs pure >= 15x: {rows[0][5]}; 4 MB string >= 50% of raw xxh3: {four_mb[5]}"
+        f"{rows[0][6]} wall, {rows[0][8].split()[0]} CPU"
+        + (f", {cg_rows[0][3]} instructions" if cg_rows else "")
+        + f"; vs pure >= 15x: {rows[0][5]}; 4 MB string >= 50% of raw xxh3: {four_mb[5]}"
     )
 
 

@@ -1,6 +1,6 @@
 """A command hook's cost: process start to answer, against a bare ``python -c pass``.
 
-    python benchmarks/bench_hook.py [--runs N] [--python PATH] [--breakdown]
+    python benchmarks/bench_hook.py [--runs N] [--python PATH] [--scripts DIR] [--breakdown]
 
 A harness starts one hook process per tool call and waits for it, so the hook's whole cost is
 its wall time from spawn to exit: interpreter start-up, imports, one SQLite transaction on the
@@ -14,7 +14,8 @@ Variants (the first is what ``loopcore hook install`` writes):
 
 * ``fast entry``: ``python -I -S -c "..."`` with loopcore's and its dependencies' directories
   put on ``sys.path`` by hand: no ``site`` (no .pth files), no ``runpy``.
-* ``loopcore-hook``: the console script pip installs (when present beside ``--python``).
+* ``loopcore-hook`` and ``loopcore hook``: the console scripts pip installs (when present beside
+  ``--python``, or in ``--scripts DIR``).
 * ``-m loopcore.hooks`` and ``-m loopcore hook``: the module entries.
 * the same fast entry on the pure-Python twin (``LOOPCORE_NO_EXTENSIONS=1``).
 * for scale: the bare start with ``-I -S``, ``import loopcore`` as it is now (lazy) and with
@@ -63,7 +64,9 @@ def _event(i: int) -> bytes:
     ).encode()
 
 
-def _variants(python: str, state: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+def _variants(
+    python: str, state: str, scripts: str | None = None
+) -> dict[str, tuple[list[str], dict[str, str]]]:
     code = (
         "import sys,json;print(json.dumps(__import__('loopcore.hooks._install',fromlist=['x'])"
         ".hook_command('claude', state=sys.argv[1])))"
@@ -77,9 +80,13 @@ def _variants(python: str, state: str) -> dict[str, tuple[list[str], dict[str, s
         "bare python -c pass": ([python, "-c", "pass"], env)
     }
     out["fast entry (installed)"] = (shlex.split(fast), env)
-    script = os.path.join(os.path.dirname(python), "loopcore-hook")
-    if os.path.isfile(script):
+    bindir = scripts or os.path.dirname(python)
+    script = os.path.join(bindir, "loopcore-hook")
+    if os.path.isfile(script):  # the console scripts pip writes (#!python, site, a wrapper)
         out["loopcore-hook script"] = ([script, "claude", "--state", state], env)
+    script = os.path.join(bindir, "loopcore")
+    if os.path.isfile(script):
+        out["loopcore hook script"] = ([script, "hook", "claude", "--state", state], env)
     out["-m loopcore.hooks"] = ([python, "-m", "loopcore.hooks", "claude", "--state", state], env)
     out["-m loopcore hook"] = ([python, "-m", "loopcore", "hook", "claude", "--state", state], env)
     out["fast entry, pure twin"] = (shlex.split(fast), {**env, "LOOPCORE_NO_EXTENSIONS": "1"})
@@ -119,10 +126,15 @@ def main() -> int:
         "--python", default=sys.executable, help="the interpreter loopcore is installed in"
     )
     ap.add_argument("--breakdown", action="store_true", help="add -X importtime of one hook call")
+    ap.add_argument(
+        "--scripts",
+        metavar="DIR",
+        help="where pip put the loopcore / loopcore-hook console scripts (default: beside --python)",
+    )
     args = ap.parse_args()
     runs = max(50, args.runs)
     with tempfile.TemporaryDirectory(prefix="loopcore-bench-hook-") as state:
-        variants = _variants(args.python, state)
+        variants = _variants(args.python, state, args.scripts)
         cmd, env = variants["fast entry (installed)"]
         for i in range(40):  # a session with a full window of calls behind it
             _run(cmd, env, _event(-1 - i))

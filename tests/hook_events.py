@@ -4,14 +4,16 @@ and a driver that runs ``loopcore hook`` on them (in-process, or as real subproc
 Field names and shapes follow each harness's published contract:
 * Claude Code: the hook input types of the Agent SDK (PreToolUseHookInput, PostToolUseHookInput,
   PostToolUseFailureHookInput): session_id, transcript_path, cwd, permission_mode,
-  hook_event_name, tool_name, tool_input, tool_use_id, tool_response / error + is_interrupt.
+  hook_event_name, tool_name, tool_input, tool_use_id, tool_response / error + is_interrupt, and
+  on the post events duration_ms (a subagent's calls add agent_id / agent_type).
 * Codex: codex-rs/hooks/schema/generated/{pre,post}-tool-use.command.input.schema.json
   (session_id, turn_id, transcript_path, cwd, hook_event_name, model, permission_mode,
   tool_name, tool_input, tool_use_id, tool_response); shell calls arrive as tool_name "Bash"
   with tool_input {"command": ...}, apply_patch with the patch body as tool_input.command.
 * Gemini CLI: packages/core/src/hooks/types.ts (HookInput + BeforeToolInput / AfterToolInput):
   session_id, transcript_path, cwd, hook_event_name, timestamp, tool_name, tool_input,
-  tool_response {llmContent, returnDisplay, error?}; no tool call id.
+  tool_response {llmContent, returnDisplay, error?}; no tool call id (an MCP tool's events add
+  mcp_context, an aliased call original_request_name; the hook reads neither).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Claude:
             "tool_input": args,
             "tool_response": response,
             "tool_use_id": f"toolu_01{self.n:06d}",
+            "duration_ms": 41,
         }
 
     def failure(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
@@ -66,6 +69,7 @@ class Claude:
             "tool_use_id": f"toolu_01{self.n:06d}",
             "error": error,
             "is_interrupt": False,
+            "duration_ms": 1250,
         }
 
     def other(self, name: str, **fields: Any) -> dict[str, Any]:
@@ -156,7 +160,9 @@ def run_inproc(harness: str, event: Any, state: os.PathLike, *flags: str) -> tup
 
 
 def hook_env(impl_name: str) -> dict[str, str]:
-    env = dict(os.environ)
+    from conftest import package_env  # the same loopcore this test run imported
+
+    env = package_env()
     env["LOOPCORE_NO_EXTENSIONS"] = "1" if impl_name == "py" else "0"
     return env
 

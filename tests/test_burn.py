@@ -238,12 +238,33 @@ def test_exec_or_untargeted_mutation_advances_every_epoch(impl, changer):
     assert r.findings == ()
 
 
-def test_failed_mutation_still_advances_the_epoch(impl):
-    # it may have half-applied: when in doubt it is not waste
+def test_failed_write_of_one_target_changes_nothing(impl):
+    # an edit that failed ("no match") wrote nothing: the read after it repeats the first one
     r = analyse(
         impl,
         [read(1, "a.ts", "v"), edit(2, "a.ts", "p", "q", error="no match"), read(3, "a.ts", "v")],
     )
+    assert charged(r) == {2: ("redundant_observation", 0)}
+
+
+@pytest.mark.parametrize(
+    "changer",
+    [
+        # one of several targets may have been written before the failure
+        st(
+            2,
+            "mutate",
+            "Bash",
+            ("a.ts", "b.ts"),
+            {"command": "sed -i s/p/q/ a.ts b.ts"},
+            error="exit 1",
+        ),
+        # a failed run may have done anything before it failed
+        st(2, "exec", "Bash", None, {"command": "make"}, error="exit 1"),
+    ],
+)
+def test_failed_half_applicable_step_still_advances_the_epoch(impl, changer):
+    r = analyse(impl, [read(1, "a.ts", "v"), changer, read(3, "a.ts", "v")])
     assert r.findings == ()
 
 
@@ -567,5 +588,178 @@ def test_unhashable_payloads_fall_back_without_false_positives(impl):
     steps = [
         st(1, "observe", "probe", None, {"x": 1}, Opaque()),
         st(2, "observe", "probe", None, {"x": 1}, Opaque()),
+    ]
+    assert analyse(impl, steps).findings == ()
+
+
+# ------------------------------------------------------------------ undo and redo across execs
+
+
+def sh(turn, kind, target, cmd, result="", reads=None, writes=None, tokens=100, error=None):
+    """A shell step as an adapter gives it (the classifier's reads and writes)."""
+    return Step(
+        "s1",
+        turn,
+        kind,
+        "bash",
+        target,
+        {"command": cmd},
+        result,
+        error,
+        tokens,
+        0,
+        reads=reads,
+        writes=writes,
+    )
+
+
+def backup(turn, f, b):
+    return sh(turn, "mutate", b, f"cp {f} {b}", reads=(f,), writes=(b,))
+
+
+def restore(turn, b, f):
+    return sh(turn, "mutate", f, f"cp {b} {f}", reads=(b,), writes=(f,))
+
+
+def insert(turn, f, comment=""):
+    return sh(turn, "mutate", f, comment + f"sed -i '3a import os' {f}", reads=(f,), writes=(f,))
+
+
+def run(turn, cmd, out):
+    return sh(turn, "exec", None, cmd, out)
+
+
+def test_insert_redone_on_the_restored_backup_is_an_oscillation(impl):
+    # the insert, runs, the backup restored, the same insert again (a comment line above it
+    # does not make it another call): the redo and the restore that undid the first insert
+    steps = [
+        backup(1, "a.py", "a.py.orig"),
+        insert(2, "a.py"),
+        run(3, "python t.py", "fail"),
+        restore(4, "a.py.orig", "a.py"),
+        insert(5, "a.py", "# add the import again\n"),
+    ]
+    assert {i: k for i, (k, _) in charged(analyse(impl, steps)).items()} == {
+        3: "oscillation",
+        4: "oscillation",
+    }
+
+
+def test_script_rerun_on_the_restored_backup_and_its_replay_are_an_oscillation(impl):
+    fix = sh(1, "mutate", "fix.py", "cat > fix.py << 'EOF'\nedit a.py\nEOF", writes=("fix.py",))
+    steps = [
+        backup(0, "a.py", "a.py.bak"),
+        restore(1, "a.py.bak", "a.py"),
+        fix,
+        run(2, "python fix.py", "fixed"),
+        run(3, "python test.py", "2 passed"),
+        run(4, "python refine.py", "refined"),
+        run(5, "python test.py", "1 failed"),
+        restore(6, "a.py.bak", "a.py"),
+        run(7, "python fix.py", "fixed"),
+        run(8, "python test.py", "2 passed"),
+        run(9, "python other.py", "new"),
+    ]
+    got = charged(analyse(impl, steps))
+    assert {i: k for i, (k, _) in got.items()} == {
+        7: "oscillation",
+        8: "oscillation",
+        9: "oscillation",
+    }
+
+
+def test_script_rewritten_after_the_restore_is_new_work(impl):
+    fix = lambda turn, body: sh(  # noqa: E731
+        turn, "mutate", "fix.py", f"cat > fix.py << 'EOF'\n{body}\nEOF", writes=("fix.py",)
+    )
+    steps = [
+        backup(0, "a.py", "a.py.bak"),
+        restore(1, "a.py.bak", "a.py"),
+        fix(1, "v1"),
+        run(2, "python fix.py", "fixed"),
+        restore(3, "a.py.bak", "a.py"),
+        fix(4, "v2"),
+        run(5, "python fix.py", "fixed"),
+    ]
+    assert analyse(impl, steps).findings == ()
+
+
+def test_rerun_after_a_restore_with_an_exec_before_the_first_run_is_not_proven(impl):
+    # something ran between the restore and the first run: the state it ran on is unknown
+    steps = [
+        backup(0, "a.py", "a.py.bak"),
+        restore(1, "a.py.bak", "a.py"),
+        run(2, "python setup_env.py", "ok"),
+        run(3, "python fix.py", "fixed"),
+        restore(4, "a.py.bak", "a.py"),
+        run(5, "python fix.py", "fixed"),
+    ]
+    assert analyse(impl, steps).findings == ()
+
+
+def test_edit_redone_after_git_checkout_of_the_committed_file(impl):
+    steps = [
+        insert(1, "a.py"),
+        sh(2, "mutate", "a.py", "git checkout -- a.py", writes=("a.py",), reads=()),
+        insert(3, "a.py"),
+    ]
+    assert {i: k for i, (k, _) in charged(analyse(impl, steps)).items()} == {
+        1: "oscillation",
+        2: "oscillation",
+    }
+
+
+def test_restoring_again_after_a_new_attempt_is_a_real_revert(impl):
+    steps = [
+        sh(1, "mutate", "a.py", "git checkout a.py 2>&1", writes=("a.py",), reads=()),
+        insert(2, "a.py"),
+        sh(
+            3,
+            "mutate",
+            "a.py",
+            "# restore again\ngit checkout a.py 2>&1",
+            writes=("a.py",),
+            reads=(),
+        ),
+    ]
+    assert analyse(impl, steps).findings == ()
+
+
+def test_failed_tool_calls_between_identical_calls_change_nothing(impl):
+    book = lambda turn, err: st(  # noqa: E731
+        turn, "mutate", "book", "u1", {"user": "u1", "pay": "gift_1"}, err, error=err
+    )
+    steps = [
+        book(1, "Error: gift_1 not found"),
+        book(2, "Error: gift_1 not found"),
+        book(3, "Error: gift_1 not found"),
+    ]
+    assert {i: k for i, (k, _) in charged(analyse(impl, steps)).items()} == {
+        1: "duplicate_call",
+        2: "duplicate_call",
+    }
+
+
+def test_search_tool_repeated_across_a_write_of_a_record(impl):
+    # a search API without a target, in a trace that writes records (not files)
+    search = lambda turn: st(  # noqa: E731
+        turn, "observe", "search_flights", None, {"from": "A", "to": "B"}, "[HAT1, HAT2]"
+    )
+    cancel = st(2, "mutate", "cancel_reservation", "R1", {"id": "R1"}, "cancelled")
+    assert charged(analyse(impl, [search(1), cancel, search(3)])) == {2: ("duplicate_call", 0)}
+    whole = st(2, "mutate", "reset_all", None, {}, "ok")  # a write of everything
+    assert analyse(impl, [search(1), whole, search(3)]).findings == ()
+
+
+def test_restoring_a_backup_taken_after_the_work_is_no_undo_of_it(impl):
+    # the backup holds the insert (and what a script did after it): restoring it undoes the
+    # script, not the insert, so the same insert after it is not proven a redo
+    steps = [
+        insert(1, "a.py"),
+        run(2, "python patch_it.py", "patched"),
+        backup(3, "a.py", "a.py.backup2"),
+        run(4, "python more.py", "changed"),
+        restore(5, "a.py.backup2", "a.py"),
+        insert(6, "a.py"),
     ]
     assert analyse(impl, steps).findings == ()

@@ -131,6 +131,16 @@ shell_step = st.sampled_from(
             (),
         ),
         ("exec", "bash", None, {"command": "python3 b"}, "ok", None, None),
+        # backups, restores and a script run across them (oscillation d)
+        ("mutate", "bash", "a.orig", {"command": "cp a a.orig"}, "", ("a",), ("a.orig",)),
+        ("mutate", "bash", "a", {"command": "cp a.orig a"}, "", ("a.orig",), ("a",)),
+        ("mutate", "bash", "a", {"command": "git checkout a 2>&1"}, "", (), ("a",)),
+        ("mutate", "bash", "a", {"command": "# again\nsed -i '2a z' a"}, "", ("a",), ("a",)),
+        ("exec", "bash", None, {"command": "python3 fix.py"}, "fixed", None, None),
+        ("exec", "bash", None, {"command": "python3 fix.py"}, "other", None, None),
+        # a search tool and a record write (an untargeted read of records)
+        ("observe", "search", None, {"q": "x"}, "hits", None, ()),
+        ("mutate", "cancel", "r1", {"id": "r1"}, "ok", None, ("r1",)),
     ]
 )
 reply_text = st.sampled_from(
@@ -297,7 +307,8 @@ def test_no_repeat_spans_a_write_of_what_it_reads(impl_name, trace):
             reads = facts[i].reads
             for g in facts[j + 1 : i]:
                 assert g.writes is not None, "a repeat across a write of everything"
-                if g.writes:
+                # a failed write of one named target wrote nothing (docs/burn.md)
+                if g.writes and not (g.error and len(g.writes) == 1):
                     assert reads is not None and not set(reads) & set(g.writes)
         elif kind == "question_loop":
             assert steps[i].kind == "ask"

@@ -454,6 +454,13 @@ commands = st.sampled_from(
         "echo $HOME > p.txt",
         "python -m pytest -q",
         "view",
+        "cp a.py a.py.orig",
+        "cp -p src/a.py.bak src/a.py",
+        "cat b.py.bak > b.py",
+        "git checkout -- a.py",
+        "cd /testbed && git restore p.txt",
+        "# look at the file first\ncat a.py",
+        "str_replace",
     ]
 )
 
@@ -563,3 +570,25 @@ def test_encoders_agree_on_a_generated_corpus(encoders, tmp_path):
     traces = [t for _, t in iter_traces([str(tmp_path)])]
     got = assert_twins_agree(encoders, traces)[1]
     assert len(got["kind"][1]) >= 3000
+
+
+def test_encoders_agree_on_backups_restores_and_untargeted_searches(encoders):
+    from loopcore.encoded import BACKUP, RESTORE
+
+    def shell(turn, kind, cmd, target, **kw):
+        return s(turn, kind, "bash", target, {"command": cmd}, "", **kw)
+
+    steps = [
+        shell(
+            0, "mutate", "cp a.py a.py.orig", "a.py.orig", reads=("a.py",), writes=("a.py.orig",)
+        ),
+        s(1, "observe", "search", None, {"q": "x"}, "hits"),
+        shell(2, "mutate", "cp a.py.orig a.py", "a.py", reads=("a.py.orig",), writes=("a.py",)),
+        s(3, "observe", "search", None, {"q": "x"}, "hits"),
+    ]
+    records = [s(0, "observe", "search", None, {"q": "x"}, "hits"), s(1, "mutate", "put", "rec7")]
+    got = assert_twins_agree(encoders, [Trace(steps), Trace(records)])[1]
+    flags = got["flags"][1]
+    assert flags[0] & BACKUP and flags[2] & RESTORE
+    # the search reads anything in the trace that writes files, a name of its own in the other
+    assert got["reads"][1][1] == -2 and got["reads"][1][4] >= 0

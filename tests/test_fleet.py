@@ -57,7 +57,7 @@ def test_small_inputs_stay_in_one_process(corpus, monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("a small input must not start workers")
 
-    monkeypatch.setattr(fleet, "_on_processes", refuse)
+    monkeypatch.setattr(fleet, "_Runner", refuse)
     one = next(p for p in corpus.rglob("*.traj.json"))
     fleet.analyse([str(one)])  # jobs=None: below PARALLEL_MIN_BYTES, one process
 
@@ -188,3 +188,112 @@ def test_cli_scheduler_without_dask_is_a_clean_error(monkeypatch, capsys, corpus
 
     assert main(["analyse", str(corpus), "--scheduler", "tcp://127.0.0.1:1"]) == 2
     assert "pip install 'loopcore[fleet]'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------- byte ranges
+
+
+def _steps_file(path: pathlib.Path, sessions: list[tuple[str | None, int]], **extra) -> None:
+    """A loopcore JSONL file: *sessions* as (session or None, steps), one after another."""
+    import json
+
+    lines = []
+    for k, (sid, n) in enumerate(sessions):
+        for i in range(n):
+            f = f"src/m{(i * 7 + k) % 5}.py"
+            rec = {"name": "bash", "args": {"command": f"cat {f}"}, "result": f"body of {f}"}
+            if sid is not None:
+                rec["session"] = sid
+            rec["tokens_in"], rec["tokens_out"] = 40 + i % 3, 12
+            lines.append(json.dumps(rec))
+            if extra.get("blank_every") and i % extra["blank_every"] == 0:
+                lines.append("")
+    if extra.get("explicit_refs"):
+        lines = [ln[:-1] + f', "ref": {{"line": {900 + j}}}}}' for j, ln in enumerate(lines) if ln]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def ranged(tmp_path_factory) -> pathlib.Path:
+    out = tmp_path_factory.mktemp("ranged")
+    _steps_file(out / "a.jsonl", [(f"s{k}", 3 + (k * 5) % 17) for k in range(60)])
+    # one session longer than many ranges, blank lines between steps
+    _steps_file(out / "b.jsonl", [("first", 5), ("long", 400), ("last", 9)], blank_every=7)
+    _steps_file(out / "c.jsonl", [(None, 300)])  # no session field: one trace, the file's name
+    _steps_file(out / "d.jsonl", [(f"t{k}", 11) for k in range(30)], explicit_refs=True)
+    return out
+
+
+def _in_process(path: str, range_bytes: int):
+    """Every range of *path* analysed on its own, in this process; the pieces."""
+    unit = fleet.units([path])[0]
+    (pieces,) = fleet.plan([unit], "auto", range_bytes)
+    before = 0
+    for r in pieces:
+        r.line = before
+        before += fleet._count_newlines(r.path, r.start, r.end)
+    return pieces, [fleet._analyse_range(r, "auto", False) for r in pieces]
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"])
+@pytest.mark.parametrize("range_bytes", [700, 4096])
+def test_ranges_stand_alone_and_give_the_whole_file_report(ranged, name, range_bytes):
+    path = str(ranged / name)
+    pieces, got = _in_process(path, range_bytes)
+    assert len(pieces) > 2 and all(isinstance(p, fleet.Range) for p in pieces)
+    assert fleet._ranges_hold(got)  # no range gave up: the file was really cut
+    res = fleet._unit_result(got, path)
+    want = collect([path])
+    assert [t.to_dict() for t in res.results] == [t.to_dict() for t in want.traces]
+    # every step was read by exactly one range
+    assert sum(p.steps for p in got) == want.steps
+
+
+def test_interleaved_sessions_fall_back_to_the_whole_file(ranged, tmp_path):
+    import json
+
+    p = tmp_path / "mixed.jsonl"
+    recs = [
+        {
+            "session": f"s{i % 3}",
+            "name": "bash",
+            "args": {"command": f"cat f{i % 4}"},
+            "result": "x",
+        }
+        for i in range(400)
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    _, got = _in_process(str(p), 2048)
+    assert not fleet._ranges_hold(got)  # the same session came back in a later range
+    assert _json(fleet.analyse([str(p)], jobs=2, range_bytes=2048)) == to_json(collect([str(p)]))
+
+
+def test_a_bad_line_falls_back_and_is_reported_as_one_process_does(ranged, tmp_path):
+    p = tmp_path / "bad.jsonl"
+    text = (ranged / "a.jsonl").read_text().splitlines()
+    text[len(text) // 2] = "{not json"
+    p.write_text("\n".join(text) + "\n")
+    _, got = _in_process(str(p), 2048)
+    assert any(g.irregular for g in got)
+    paths = [str(p), str(ranged / "b.jsonl")]
+    assert _json(fleet.analyse(paths, jobs=2, keep_going=True, range_bytes=2048)) == to_json(
+        collect(paths, keep_going=True)
+    )
+    from loopcore.adapters import TraceFormatError
+
+    with pytest.raises(TraceFormatError) as err:
+        fleet.analyse(paths, jobs=2, range_bytes=2048)
+    with pytest.raises(TraceFormatError) as one:
+        collect(paths)
+    assert str(err.value) == str(one.value)
+
+
+def test_ranges_on_processes(ranged):
+    paths = [str(ranged)]
+    assert _json(fleet.analyse(paths, jobs=2, range_bytes=1024)) == to_json(collect(paths))
+
+
+def test_ranges_on_dask(cluster, ranged, corpus):
+    _, client = cluster
+    paths = [str(ranged), str(corpus)]
+    assert _json(fleet.analyse(paths, client=client, range_bytes=1024)) == to_json(collect(paths))

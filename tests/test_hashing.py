@@ -539,3 +539,61 @@ def test_inf_and_nan_are_numbers_not_ints(impl):
     assert h(math.nan) == h(float("nan"))
     assert h(1e16) == h(10**16)
     assert h(1e16 + 2) == h(10**16 + 2)
+
+
+# ---------------------------------------------------------------- dict storage shapes
+# The compiled core reads a str-keyed dict's entries in place on CPython 3.11-3.13 (see
+# src/_native/hashing.pyx) and walks every other dict with PyDict_Next: each storage shape a
+# dict can have must give the pure twin's bytes.
+
+
+def _dict_shapes():
+    class Obj:
+        def __init__(self):
+            self.path = "a.py"
+            self.limit = 20
+
+    deleted = {"a": 1, "b": 2, "c": 3, "d": [4]}
+    del deleted["b"]  # a deleted slot inside the entries
+    regrown = dict.fromkeys(f"k{i}" for i in range(40))
+    for i in range(35):
+        del regrown[f"k{i}"]
+    regrown["new"] = "x"
+    general = {"a": 1, 2: "two"}
+    del general[2]  # str keys only now, in a table built for any key type
+    reinserted = {"z": 1, "y": 2}
+    del reinserted["z"]
+    reinserted["z"] = 3
+    emptied = {"a": 1, "b": 2}
+    del emptied["a"], emptied["b"]
+    return {
+        "deleted slot": deleted,
+        "mostly deleted, then grown": regrown,
+        "general table, str keys": general,
+        "delete then re-insert": reinserted,
+        "split table (an instance dict)": vars(Obj()),
+        "empty after deletes": emptied,
+        "nested shapes": {"outer": [deleted, vars(Obj()), general]},
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_dict_shapes()))
+def test_every_dict_storage_shape_gives_the_twin_bytes(shape, impl):
+    value = _dict_shapes()[shape]
+    py = _native_flag.load("hashing", "py")
+    assert impl.hashing.canonical_bytes(value) == py.canonical_bytes(value)
+    assert impl.hashing.canonical_hash(value) == py.canonical_hash(value)
+    assert impl.hashing.canonical_hash(value) == impl.hashing.canonical_hash(dict(value))
+
+
+def test_in_place_dict_walk_is_on_where_its_layout_is_known():
+    import platform
+    import sys
+    import sysconfig
+
+    if _native_flag.NO_EXTENSIONS:
+        pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled core")
+    c = _native_flag.load("hashing", "c")
+    known = platform.python_implementation() == "CPython" and (3, 11) <= sys.version_info < (3, 14)
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    assert c._DICT_IN_PLACE == (known and not free_threaded)

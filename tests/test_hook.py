@@ -17,7 +17,10 @@ from loopcore.taxonomy import PROFILES
 # Written from the JSON Schemas Codex generates for its command hooks (openai/codex,
 # codex-rs/hooks/schema/generated/{pre,post}-tool-use.command.{input,output}.schema.json, made by
 # codex-rs/hooks/src/schema.rs). Every object has additionalProperties: false: Codex rejects a hook
-# output with a field it does not know, and then runs the tool.
+# output with a field it does not know, and then runs the tool. The inputs are the current
+# generation (tool_input any JSON, turn_id required, a subagent's agent_id / agent_type optional);
+# the outputs below are the generation whose hookEventName is an enum of every event, and
+# CODEX_*_OUTPUT_V2 further down the later, stricter one (docs/hooks/codex.md names the commits).
 
 _NULLABLE = {"type": ["string", "null"]}
 _MODES = {
@@ -151,6 +154,126 @@ CODEX_POST_OUTPUT = {
 }
 
 
+# The output schemas of a later generation of the same files (openai/codex commit 6fff509b,
+# where the PreCompact / PostCompact / SubagentStart hooks appear): hookEventName is a constant
+# per event, optional fields are nullable, PreToolUse's permissionDecision is "allow" or "deny"
+# only, and if/then rules carry the parser's checks (deny needs a non-blank reason, a reason
+# needs a decision, PreToolUse may not set continue, stopReason or suppressOutput). An answer
+# must pass both generations: Codex installs of either age read it.
+_NULLABLE_STR = {"default": None, "type": ["string", "null"]}
+_BLANK_REASON_RULE = {
+    "if": {"properties": {"decision": {"const": "block"}}, "required": ["decision"]},
+    "then": {
+        "properties": {"reason": {"pattern": ".*\\S.*", "type": "string"}},
+        "required": ["reason"],
+    },
+}
+
+
+def _maybe(ref: str) -> dict:
+    return {"anyOf": [{"$ref": f"#/definitions/{ref}"}, {"type": "null"}], "default": None}
+
+
+def _when(field: str, cond: dict, then: dict) -> dict:
+    return {"if": {"properties": {field: cond}, "required": [field]}, "then": then}
+
+
+CODEX_PRE_OUTPUT_V2 = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "additionalProperties": False,
+    "allOf": [_BLANK_REASON_RULE],
+    "definitions": {
+        "PreToolUseDecisionWire": {"enum": ["block"], "type": "string"},
+        "PreToolUseHookSpecificOutputWire": {
+            "additionalProperties": False,
+            "allOf": [
+                _when(
+                    "permissionDecision",
+                    {"const": "allow"},
+                    {
+                        "properties": {"updatedInput": {"not": {"type": "null"}}},
+                        "required": ["updatedInput"],
+                    },
+                ),
+                _when(
+                    "permissionDecision",
+                    {"const": "deny"},
+                    {
+                        "properties": {
+                            "permissionDecisionReason": {"pattern": ".*\\S.*", "type": "string"}
+                        },
+                        "required": ["permissionDecisionReason"],
+                    },
+                ),
+                _when(
+                    "updatedInput",
+                    {"not": {"type": "null"}},
+                    {
+                        "properties": {"permissionDecision": {"const": "allow"}},
+                        "required": ["permissionDecision"],
+                    },
+                ),
+                _when(
+                    "permissionDecisionReason",
+                    {"not": {"type": "null"}},
+                    {"required": ["permissionDecision"]},
+                ),
+            ],
+            "properties": {
+                "additionalContext": _NULLABLE_STR,
+                "hookEventName": {"const": "PreToolUse", "type": "string"},
+                "permissionDecision": _maybe("PreToolUsePermissionDecisionWire"),
+                "permissionDecisionReason": _NULLABLE_STR,
+                "updatedInput": {"default": None},
+            },
+            "required": ["hookEventName"],
+            "type": "object",
+        },
+        "PreToolUsePermissionDecisionWire": {"enum": ["allow", "deny"], "type": "string"},
+    },
+    "properties": {
+        "continue": {"const": True, "default": True, "type": "boolean"},
+        "decision": _maybe("PreToolUseDecisionWire"),
+        "hookSpecificOutput": _maybe("PreToolUseHookSpecificOutputWire"),
+        "reason": _NULLABLE_STR,
+        "stopReason": {"default": None, "type": "null"},
+        "suppressOutput": {"const": False, "default": False, "type": "boolean"},
+        "systemMessage": _NULLABLE_STR,
+    },
+    "title": "pre-tool-use.command.output",
+    "type": "object",
+}
+CODEX_POST_OUTPUT_V2 = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "additionalProperties": False,
+    "allOf": [_BLANK_REASON_RULE],
+    "definitions": {
+        "BlockDecisionWire": {"enum": ["block"], "type": "string"},
+        "PostToolUseHookSpecificOutputWire": {
+            "additionalProperties": False,
+            "properties": {
+                "additionalContext": _NULLABLE_STR,
+                "hookEventName": {"const": "PostToolUse", "type": "string"},
+                "updatedMCPToolOutput": {"default": None, "type": "null"},
+            },
+            "required": ["hookEventName"],
+            "type": "object",
+        },
+    },
+    "properties": {
+        "continue": {"default": True, "type": "boolean"},
+        "decision": _maybe("BlockDecisionWire"),
+        "hookSpecificOutput": _maybe("PostToolUseHookSpecificOutputWire"),
+        "reason": _NULLABLE_STR,
+        "stopReason": _NULLABLE_STR,
+        "suppressOutput": {"const": False, "default": False, "type": "boolean"},
+        "systemMessage": _NULLABLE_STR,
+    },
+    "title": "post-tool-use.command.output",
+    "type": "object",
+}
+
+
 def codex_output_ok(event: dict, stdout: str) -> None:
     """What Codex does with a hook's stdout: empty is fine; else one JSON object of its schema.
 
@@ -163,9 +286,9 @@ def codex_output_ok(event: dict, stdout: str) -> None:
     if not stdout.strip():
         return
     doc = json.loads(stdout)
-    jsonschema.validate(
-        doc, CODEX_PRE_OUTPUT if event["hook_event_name"] == "PreToolUse" else CODEX_POST_OUTPUT
-    )
+    pre = event["hook_event_name"] == "PreToolUse"
+    jsonschema.validate(doc, CODEX_PRE_OUTPUT if pre else CODEX_POST_OUTPUT)
+    jsonschema.validate(doc, CODEX_PRE_OUTPUT_V2 if pre else CODEX_POST_OUTPUT_V2)
     hso = doc.get("hookSpecificOutput") or {}
     assert hso.get("permissionDecision") in (None, "deny")
     if hso.get("permissionDecision") == "deny":
@@ -344,6 +467,26 @@ def test_codex_schema_check_catches_an_extra_field():
         )
     with pytest.raises(jsonschema.ValidationError):
         codex_output_ok({**ev, "tool_call_id": "x"}, "")
+    # The later schemas' own rules: no "ask", no blank deny reason, no continue:false on PreToolUse.
+    for bad in (
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}},
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "  ",
+            }
+        },
+        {"continue": False, "stopReason": "loop"},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, CODEX_PRE_OUTPUT_V2)
+    post = Codex().post("Bash", {"command": "ls"}, "a.py\n")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}, CODEX_POST_OUTPUT_V2
+        )
+    codex_output_ok(post, json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse"}}))
 
 
 def test_codex_apply_patch_is_a_mutation_of_its_file(state):

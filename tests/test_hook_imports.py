@@ -84,7 +84,7 @@ def test_a_hook_call_imports_nothing_heavy(tmp_path, impl, entry):
     c = Claude()
     ev = json.dumps(c.pre("Read", {"file_path": "/home/dev/shop/a.py"})).encode()
     mods = _imported([*entry, "claude", "--state", str(tmp_path)], ev, hook_env(impl.name))
-    assert "loopcore.guard" in mods and "loopcore.taxonomy.profiles" in mods and "sqlite3" in mods
+    assert "loopcore.guard" in mods and "loopcore.taxonomy.profiles" in mods and "_sqlite3" in mods
     assert not [m for m in mods if m.startswith(HEAVY)]
 
 
@@ -117,3 +117,72 @@ def test_every_public_name_resolves_to_its_module():
     ns: dict = {}
     exec("from loopcore import *", ns)  # noqa: S102
     assert set(PUBLIC) - {"__version__"} <= set(ns)
+
+
+#: Start-up costs a hook call does without (benchmarks/bench_hook.py): typing (the guard's
+#: modules take their annotations as strings), orjson (its import pulls in uuid, datetime and
+#: dataclasses), argparse and the CLI module, logging (made only when an event is logged), the
+#: sqlite3 package (the hook opens the database through the C module; the package adds datetime).
+LEAN = (
+    "orjson",
+    "argparse",
+    "logging",
+    "uuid",
+    "datetime",
+    "sqlite3",
+    "loopcore.cli",
+    "loopcore.hooks._install",
+)
+
+
+def test_the_installed_command_imports_only_the_hook_path(tmp_path, impl):
+    import shlex
+
+    from loopcore.hooks._install import hook_command
+
+    argv = shlex.split(hook_command("claude", state=str(tmp_path)))
+    assert argv[1:3] == ["-I", "-S"]  # no site, no .pth files, no project directory on sys.path
+    c = Claude()
+    ev = json.dumps(c.pre("Read", {"file_path": "/home/dev/shop/a.py"})).encode()
+    p = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        input=ev,
+        capture_output=True,
+        env=hook_env(impl.name),
+        timeout=60,
+    )
+    assert p.returncode == 0 and p.stdout == b"", p.stderr.decode()[-2000:]
+    mods = {
+        line.rsplit("|", 1)[1].strip()
+        for line in p.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "loopcore.guard" in mods and "_sqlite3" in mods and "site" not in mods
+    assert not [m for m in mods if m.startswith(HEAVY + LEAN)]
+    if impl.name != "py":  # the pure engine twin's own modules may use typing
+        assert "typing" not in mods
+
+
+def test_the_loopcore_console_script_sends_hook_straight_to_the_hook(tmp_path, impl):
+    """``loopcore hook claude`` (the console script's entry) never loads loopcore.cli."""
+    c = Claude()
+    ev = json.dumps(c.pre("Read", {"file_path": "/home/dev/shop/b.py"})).encode()
+    code = (
+        "import sys; sys.argv = ['loopcore', 'hook', 'claude', '--state', sys.argv[1]];"
+        "from loopcore.hooks._entry import main; sys.exit(main())"
+    )
+    mods = _imported(["-c", code, str(tmp_path)], ev, hook_env(impl.name))
+    assert "loopcore.guard" in mods and "_sqlite3" in mods
+    assert not [m for m in mods if m.startswith(HEAVY + LEAN)]
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['loopcore', '--version'];"
+            "from loopcore.hooks._entry import main; sys.exit(main())",
+        ],
+        capture_output=True,
+        env=hook_env(impl.name),
+        timeout=60,
+    )
+    assert p.returncode == 0 and p.stdout.strip()

@@ -109,8 +109,10 @@ def _ours(doc: dict, harness: str) -> list[tuple[str, dict]]:
     return [
         (event, h)
         for event, groups in doc.get("hooks", {}).items()
+        if isinstance(groups, list)
         for g in groups
-        for h in g["hooks"]
+        if isinstance(g, dict)
+        for h in g.get("hooks", [])
         if "loopcore" in h.get("command", "") and harness in h["command"]
     ]
 
@@ -265,3 +267,139 @@ def test_codex_install_notes_hooks_switched_off(tmp_path):
     rc, _out, err = _hook("install", "codex", "--dir", str(tmp_path))
     assert rc == 0 and "[features] hooks = false" in err
     assert len(_ours(json.loads((tmp_path / ".codex" / "hooks.json").read_text()), "codex")) == 2
+
+
+# -- settings files in the layouts found in public repositories ----------------------------------
+# Each is written here in the exact shape of a kind of file seen in the wild (own text): Claude
+# Code settings with no final newline and an agent hook; a dotfiles settings with a Bash
+# PreToolUse matcher; a README-style hand-written file with inline arrays; a Windows file (CRLF,
+# tabs); a Gemini CLI settings whose "hooks" also holds enabled / disabled / notifications and a
+# flat handler; a Codex hooks.json with statusMessage handlers. Install then uninstall must give
+# back the very bytes, and install must keep every setting.
+REAL_SHAPES = [
+    (
+        "claude",
+        ".claude/settings.json",
+        '{\n  "permissions": {\n    "defaultMode": "bypassPermissions",\n    "allow": [\n'
+        '      "Bash",\n      "Edit",\n      "mcp__tracker"\n    ]\n  },\n'
+        '  "enabledPlugins": {\n    "notes@example-market": true\n  },\n  "hooks": {\n'
+        '    "PreCompact": [\n      {\n        "matcher": "auto",\n        "hooks": [\n'
+        '          {\n            "type": "agent",\n            "prompt": "Save a short checkpoint'
+        ' of the work in progress."\n          }\n        ]\n      }\n    ],\n'
+        '    "SessionStart": [\n      {\n        "matcher": "",\n        "hooks": [\n          {\n'
+        '            "type": "command",\n            "command": "bash -c \'cat \\"$(ls -t notes/*.md'
+        ' | head -1)\\"\'",\n            "timeout": 10000\n          }\n        ]\n      }\n    ]\n'
+        "  }\n}",
+    ),
+    (
+        "claude",
+        ".claude/settings.json",
+        '{\n  "includeCoAuthoredBy": false,\n  "permissions": {\n    "allow": [\n'
+        '      "Bash(git diff:*)",\n      "WebFetch(domain:docs.python.org)"\n    ],\n'
+        '    "deny": []\n  },\n  "hooks": {\n    "PreToolUse": [\n      {\n'
+        '        "matcher": "Bash",\n        "hooks": [\n          {\n'
+        '            "type": "command",\n            "command": "~/bin/check-git-add"\n'
+        "          }\n        ]\n      }\n    ]\n  }\n}\n",
+    ),
+    (
+        "claude",
+        ".claude/settings.json",
+        '{\n  "hooks": {\n    "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],\n'
+        '    "Notification": [{"matcher": "permission_prompt", "hooks": [{"type": "command",'
+        ' "command": "notify"}]}]\n  },\n  "env": {"DISABLE_TELEMETRY": "1"}\n}\n',
+    ),
+    (
+        "claude",
+        ".claude/settings.json",
+        '{\r\n\t"model": "opus",\r\n\t"permissions": {\r\n\t\t"allow": [\r\n\t\t\t"Read"\r\n'
+        "\t\t]\r\n\t}\r\n}\r\n",
+    ),
+    (
+        "gemini",
+        ".gemini/settings.json",
+        '{\n  "tools": {\n    "enableHooks": true\n  },\n  "model": {\n'
+        '    "skipNextSpeakerCheck": false\n  },\n  "hooks": {\n    "enabled": true,\n'
+        '    "disabled": [\n      "keep-me"\n    ],\n    "notifications": [],\n'
+        '    "BeforeTool": [\n      {\n        "name": "guard-writes",\n'
+        '        "matcher": "write_file|replace|run_shell_command",\n'
+        '        "type": "command",\n        "command": "./.gemini/hooks/guard.sh",\n'
+        '        "timeout": 15000\n      }\n    ],\n    "SessionStart": [\n      {\n'
+        '        "matcher": "startup",\n        "hooks": [\n          {\n'
+        '            "name": "greet",\n            "type": "command",\n'
+        '            "command": "echo hi",\n            "timeout": 5000\n          }\n'
+        "        ]\n      }\n    ]\n  }\n}",
+    ),
+    (
+        "codex",
+        ".codex/hooks.json",
+        '{\n  "hooks": {\n    "PostToolUse": [\n      {\n        "matcher": "apply_patch|Edit|Write",\n'
+        '        "hooks": [\n          {\n            "type": "command",\n'
+        '            "command": "\\"$(git rev-parse --show-toplevel)/scripts/fast-gate.sh\\"",\n'
+        '            "timeout": 120,\n            "statusMessage": "Running the fast gate"\n'
+        '          }\n        ]\n      }\n    ],\n    "Stop": [\n      {\n        "hooks": [\n'
+        '          {\n            "type": "command",\n            "command": "make -s stop-gate",\n'
+        '            "timeout": 300\n          }\n        ]\n      }\n    ]\n  }\n}\n',
+    ),
+]
+
+
+@pytest.mark.parametrize("harness, rel, text", REAL_SHAPES)
+def test_real_settings_layouts_round_trip_byte_for_byte(tmp_path, harness, rel, text):
+    path = tmp_path / rel
+    path.parent.mkdir()
+    path.write_bytes(text.encode())
+    original = json.loads(text)
+    assert _hook("install", harness, "--dir", str(tmp_path))[0] == 0
+    installed = path.read_bytes()
+    doc = json.loads(installed)
+    for key, value in original.items():
+        if key != "hooks":
+            assert doc[key] == value
+    for key, value in original.get("hooks", {}).items():
+        if isinstance(value, list):
+            assert doc["hooks"][key][: len(value)] == value
+        else:
+            assert doc["hooks"][key] == value
+    ours = _ours(doc, harness)
+    assert len(ours) == len(hooks._install._events(harness))
+    assert (b"\r\n" in installed) == ("\r\n" in text)  # line endings kept
+    assert installed.endswith(b"\n") == text.endswith("\n")
+    assert _hook("install", harness, "--dir", str(tmp_path))[0] == 0
+    assert path.read_bytes() == installed  # idempotent
+    assert _hook("uninstall", harness, "--dir", str(tmp_path))[0] == 0
+    assert path.read_bytes() == text.encode()
+
+
+def test_codex_config_toml_hooks_are_left_alone(tmp_path):
+    """Codex also reads [hooks] tables from config.toml: install writes hooks.json only."""
+    (tmp_path / ".codex").mkdir()
+    toml = (
+        'model = "gpt-5.1-codex"\n\n[features]\ncodex_hooks = true\n\n[[hooks.PreToolUse]]\n'
+        'matcher = "^Bash$"\n\n[[hooks.PreToolUse.hooks]]\ntype = "command"\n'
+        'command = "python3 .codex/hooks/scan.py"\ntimeout = 5\n'
+    )
+    (tmp_path / ".codex" / "config.toml").write_text(toml)
+    rc, _, err = _hook("install", "codex", "--dir", str(tmp_path))
+    assert rc == 0 and "note" not in err
+    assert (tmp_path / ".codex" / "config.toml").read_text() == toml
+    assert len(_ours(json.loads((tmp_path / ".codex" / "hooks.json").read_text()), "codex")) == 2
+
+
+@pytest.mark.parametrize(
+    "settings, says",
+    [
+        ({"hooksConfig": {"enabled": False}}, "hooksConfig.enabled to false"),
+        ({"tools": {"enableHooks": False}}, "tools.enableHooks to false"),
+        ({"hooks": {"disabled": ["loopcore"]}}, '"loopcore" in hooks.disabled'),
+        ({"hooksConfig": {"enabled": True}}, None),
+    ],
+)
+def test_gemini_install_notes_hooks_switched_off(tmp_path, settings, says):
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    rc, _, err = _hook("install", "gemini", "--dir", str(tmp_path))
+    assert rc == 0
+    if says is None:
+        assert err == ""
+    else:
+        assert "note:" in err and says in err

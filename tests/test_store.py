@@ -374,3 +374,15 @@ def test_the_run_settings_are_kept_for_the_reanalysis(corpus, tmp_path):
     assert json.loads(a.read_bytes()) == json.loads(
         to_json(collect([str(corpus)], charge_turn_output=True))
     )
+
+
+def test_totals_of_many_parts_come_back_in_store_order(corpus, tmp_path):
+    # parts are read and analysed a part per core; the per-trace totals keep the store's order
+    root = tmp_path / "store"
+    written = store.collect_to_store([str(corpus)], root, part_steps=700)
+    (run,) = store._runs(str(root))
+    assert len(run["parts"]) > 3
+    totals = store.reanalyse_totals(root)
+    assert totals.trace_total_tokens.tolist() == [t.report.total_tokens for t in written.traces]
+    assert totals.trace_wasted_tokens.tolist() == [t.report.wasted_tokens for t in written.traces]
+    assert totals.steps == written.steps

@@ -1,6 +1,6 @@
 """Write a synthetic corpus of agent traces in real harness formats, for tests and benchmarks.
 
-    python tools/make_corpus.py OUT_DIR --steps 1000000 [--seed 7]
+    python tools/make_corpus.py OUT_DIR --steps 1000000 [--seed 7] [--jsonl-steps N]
 
 The traces are invented here (no third-party text): coding sessions of 20-200 tool calls as
 mini-swe-agent 2.x trajectories (``*.traj.json``, chat messages with ``tool_calls`` and per-call
@@ -123,9 +123,17 @@ def _loopcore_steps(sid: str, calls: list[tuple[str, str]], rng: random.Random) 
 
 
 def write_corpus(
-    out: str | os.PathLike[str], steps: int, seed: int = 7, per_file_jsonl: int = 50
+    out: str | os.PathLike[str],
+    steps: int,
+    seed: int = 7,
+    per_file_jsonl: int = 50,
+    jsonl_steps: int | None = None,
 ) -> dict:
-    """Write about *steps* steps under *out*; returns {"files", "steps", "sessions"}."""
+    """Write about *steps* steps under *out*; returns {"files", "steps", "sessions"}.
+
+    A loopcore JSONL file holds about ``per_file_jsonl * 100`` steps, or *jsonl_steps* when
+    given (large files are what the fleet path cuts into byte ranges)."""
+    per_jsonl = jsonl_steps if jsonl_steps is not None else per_file_jsonl * 100
     rng = random.Random(seed)
     root = pathlib.Path(out)
     (root / "mini").mkdir(parents=True, exist_ok=True)
@@ -143,7 +151,7 @@ def write_corpus(
             files += 1
         else:
             batch.extend(_loopcore_steps(sid, calls, rng))
-            if len(batch) >= per_file_jsonl * 100:
+            if len(batch) >= per_jsonl:
                 (root / "steps" / f"part-{files:06d}.jsonl").write_text(
                     "".join(json.dumps(s) + "\n" for s in batch)
                 )
@@ -164,8 +172,9 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--jsonl-steps", type=int, default=None, help="steps per loopcore JSONL file")
     a = ap.parse_args()
-    print(json.dumps(write_corpus(a.out, a.steps, a.seed)))
+    print(json.dumps(write_corpus(a.out, a.steps, a.seed, jsonl_steps=a.jsonl_steps)))
 
 
 if __name__ == "__main__":

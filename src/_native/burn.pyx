@@ -27,9 +27,11 @@ from codes cimport (
     K_OTHER as OTHER,
     N_FINDING_KINDS as NK,
     S_ABSOLUTE as F_ABSOLUTE,
+    S_BACKUP as F_BACKUP,
     S_ERROR as F_ERROR,
     S_HAS_OUTCOME as F_OUTCOME,
     S_REJECTED as F_REJECTED,
+    S_RESTORE as F_RESTORE,
 )
 
 cdef enum:
@@ -91,10 +93,41 @@ cdef inline bint _member(K* o, int32_t r, int32_t t) noexcept nogil:
     return False
 
 
-cdef bint _undone_then_redone(K* o, int64_t j, int64_t i, int32_t t, const int32_t* writes) noexcept nogil:
+cdef inline int32_t _source(K* o, int32_t r, int32_t d) noexcept nogil:
+    # the source of a copy that writes d and depends on the set r: its one other member, or -1
+    cdef int64_t m
+    if r < 0 or o.toff[r + 1] - o.toff[r] > 2:
+        return -1
+    for m in range(o.toff[r], o.toff[r + 1]):
+        if o.tmem[m] != d:
+            return o.tmem[m]
+    return -1
+
+
+cdef int64_t _tok_before(K* o, int64_t j, int32_t t, const int32_t* writes, const int64_t* set_tok,
+                         int64_t s0) noexcept nogil:
+    # the content token of t just before step j (see loopcore._burn_py._tok_before)
+    cdef int64_t q = j - 1
+    cdef int32_t w
+    while q >= s0:
+        w = writes[q]
+        if w == ANYTHING:
+            return -1
+        if ((o.flags[q] & (F_BACKUP | F_RESTORE)) and set_tok[q] != -1
+                and (_member(o, w, t) or _member(o, o.reads[q], t))):
+            return set_tok[q]
+        if _member(o, w, t):
+            return -1
+        q -= 1
+    return -3 - <int64_t>t
+
+
+cdef bint _undone_then_redone(K* o, int64_t j, int64_t i, int32_t t, const int32_t* writes,
+                              const int64_t* set_tok, int64_t s0) noexcept nogil:
     # between the first application j of a mutation of t and its redo i: the first write of t
-    # after j (the undo) is followed by no exec before i
-    cdef int64_t k = j + 1, q
+    # after j (the undo) is followed by no exec before i; an undo that restores a backup must
+    # restore the content t had before j (a backup taken after j holds j's work)
+    cdef int64_t k = j + 1, q, x
     cdef int32_t w
     while k < i:
         w = writes[k]
@@ -106,7 +139,53 @@ cdef bint _undone_then_redone(K* o, int64_t j, int64_t i, int32_t t, const int32
     for q in range(k + 1, i):
         if o.kind[q] == EXEC:
             return False
+    if (o.flags[k] & F_RESTORE) and _source(o, o.reads[k], t) >= 0:
+        x = _tok_before(o, j, t, writes, set_tok, s0)
+        return x != -1 and x == set_tok[k]
     return True
+
+
+cdef bint _redo_after_restore(K* o, int64_t i, int64_t j, int64_t u2, const int32_t* writes,
+                              const int32_t* last_mut, const int32_t* first_touch,
+                              const int64_t* set_tok, int64_t s0) noexcept nogil:
+    # oscillation d (see loopcore._burn_py._redo_after_restore)
+    cdef uint8_t k_i = o.kind[i]
+    cdef uint8_t both
+    cdef int32_t t, w, r
+    cdef int64_t m, q
+    if o.kind[j] != k_i or ((o.flags[i] | o.flags[j]) & F_ERROR):
+        return False
+    both = o.flags[i] & o.flags[j] & F_OUTCOME
+    if (both and o.result[i] != o.result[j]) or (k_i == EXEC and not both):
+        return False
+    t = o.tmem[o.toff[writes[u2]]]
+    if k_i == MUTATE:
+        w = writes[i]
+        r = o.reads[i]
+        if w < 0 or o.toff[w + 1] - o.toff[w] != 1 or o.tmem[o.toff[w]] != t or r < 0:
+            return False
+        for m in range(o.toff[r], o.toff[r + 1]):
+            if o.tmem[m] != t and last_mut[o.tmem[m]] > j:
+                return False
+    # a read set can miss an input (sed '3r snippet.py' f): no file named by j but t rewritten
+    for q in range(j + 1, i):
+        w = writes[q]
+        if w >= 0:
+            for m in range(o.toff[w], o.toff[w + 1]):
+                if o.tmem[m] != t and first_touch[o.tmem[m]] <= j:
+                    return False
+    return _tok_before(o, j, t, writes, set_tok, s0) == set_tok[u2]
+
+
+cdef inline int64_t _replayed(K* o, int64_t a, int64_t j, int64_t u2) noexcept nogil:
+    # the latest step between j and u2 with step a's call and outcome, or -1
+    cdef int64_t b = u2 - 1
+    while b > j:
+        if (o.call[b] == o.call[a] and (o.flags[a] & o.flags[b] & F_OUTCOME)
+                and o.result[a] == o.result[b] and not (o.flags[b] & F_REJECTED)):
+            return b
+        b -= 1
+    return -1
 
 
 cdef inline bint _changed(K* o, int64_t j, int32_t r, int64_t last_any, int64_t last_global,
@@ -256,6 +335,13 @@ def analyse_columns(
     # One scratch block of tables indexed by id, holding global step indices (see the module
     # doc); every table has a slot in front of it, so id -1 ("none") indexes a dummy.
     scratch_a = np.full(n_targets + n_calls + n_obs + n_skeys + n_svals + n_edits + 6, -1, dtype=np.int32)
+    # content tokens (oscillation d): per target the token, the step that set it, the first step
+    # naming it and the latest write by a step that did not fail; per step the token it set
+    tokens_a = np.full((4, n_targets + 1), -1, dtype=np.int64)
+    tok_proof_a = np.zeros(n_targets + 1, dtype=np.uint8)
+    set_tok_a = np.full(n, -1, dtype=np.int64)
+    last_ok_a = np.full(n_targets + 1, -1, dtype=np.int32)
+    first_touch_a = np.full(n_targets + 1, -1, dtype=np.int32)
 
     cdef int8_t[::1] finding = finding_a
     cdef int32_t[::1] of_step = of_a
@@ -265,6 +351,17 @@ def analyse_columns(
     cdef int64_t[:, ::1] bkt = bkt_a
     cdef int64_t[:, ::1] bks = bks_a
     cdef int32_t[::1] scratch = scratch_a
+    cdef int64_t[:, ::1] tokens_v = tokens_a
+    cdef uint8_t[::1] tok_proof_v = tok_proof_a
+    cdef int64_t[::1] set_tok_v = set_tok_a
+    cdef int32_t[::1] last_ok_v = last_ok_a
+    cdef int32_t[::1] first_touch_v = first_touch_a
+    cdef int64_t* tok = &tokens_v[0, 0]
+    cdef int64_t* tok_set = &tokens_v[1, 0]
+    cdef uint8_t* tok_proof = &tok_proof_v[0]
+    cdef int64_t* set_tok = &set_tok_v[0]
+    cdef int32_t* last_mut_ok = &last_ok_v[0]
+    cdef int32_t* first_touch = &first_touch_v[0]
     cdef K o
     o.finding = &finding[0]
     o.of_step = &of_step[0]
@@ -318,7 +415,9 @@ def analyse_columns(
     cdef bint g_ask, g_work, absolute, confirmed, seen, other, disproved
     cdef uint8_t k, f_i
     cdef int8_t code
-    cdef int32_t ts, u, sk, w, cl, ob, t
+    cdef int32_t ts, u, sk, w, cl, ob, t, d, src, rr
+    cdef int64_t u2, x, last_write, ts_
+    cdef bint ok
 
     with nogil:
         for seg in range(n_traces):
@@ -326,7 +425,8 @@ def analyse_columns(
             s1 = trace_offsets[seg + 1]
             last_global = -1  # latest write of everything (an exec, an untargeted mutation)
             last_mglobal = -1  # ... by a mutation: an undo of any target
-            last_any = -1  # latest write of anything
+            last_any = -1  # latest write of anything (a failed write of named targets aside)
+            last_write = -1  # latest write of anything
             seg_total = 0
             n_ask = 0
             for i in range(s0, s1):
@@ -361,7 +461,7 @@ def analyse_columns(
                                 if mut_t > j:
                                     code = OSCILLATION
                     # oscillation c: a redo of an earlier mutation after an undo
-                    if (code == 0 and k == MUTATE and not (f_i & F_ERROR) and ts >= 0 and toff[ts + 1] - toff[ts] == 1
+                    if (code == 0 and k == MUTATE and not (f_i & (F_ERROR | F_RESTORE)) and ts >= 0 and toff[ts + 1] - toff[ts] == 1
                             and cl >= 0 and _member(&o, writes_p[i], tmem[toff[ts]])):
                         j = last_call[cl]
                         t = tmem[toff[ts]]
@@ -390,7 +490,7 @@ def analyse_columns(
                                     other = True
                                 length += 1
                             if not confirmed and not absolute and not (seen and other) and not disproved:
-                                confirmed = _undone_then_redone(&o, j, i, t, writes_p)
+                                confirmed = _undone_then_redone(&o, j, i, t, writes_p, set_tok, s0)
                             if confirmed or (seen and other):
                                 code = OSCILLATION
                                 for q in range(1, length + 1):
@@ -398,16 +498,36 @@ def analyse_columns(
                                 if (not absolute and und == last_mut[t] and finding_p[und] == 0
                                         and kind_p[und] == MUTATE):
                                     _charge(&o, seg, und, OSCILLATION, j, s0)
+                    # oscillation d: after restoring a file, the same call as one run on that
+                    # same restored content (a redo across exec steps)
+                    if code == 0 and cl >= 0 and (k == MUTATE or k == EXEC):
+                        j = last_call[cl]
+                        u2 = last_write
+                        if (j >= s0 and u2 > j and (flags_p[u2] & F_RESTORE) and set_tok[u2] != -1
+                                and _redo_after_restore(&o, i, j, u2, writes_p, last_mut, first_touch,
+                                                        set_tok, s0)):
+                            code = OSCILLATION
+                            if finding_p[u2] == 0:
+                                _charge(&o, seg, u2, OSCILLATION, j, s0)  # the undo it redoes
+                            a = i + 1
+                            while a < s1 and finding_p[a] == 0 and call_p[a] >= 0:
+                                if kind_p[a] == MUTATE or writes_p[a] >= 0 or (flags_p[a] & F_REJECTED):
+                                    break
+                                b = _replayed(&o, a, j, u2)
+                                if b < 0:
+                                    break
+                                _charge(&o, seg, a, OSCILLATION, b, s0)
+                                a += 1
                     if code == 0:
                         ob = obs_p[i]
                         if ob >= 0:
                             j = last_obs[ob]
-                            if j >= s0 and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut):
+                            if j >= s0 and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok):
                                 code = REDUNDANT
                     if code == 0 and cl >= 0:
                         j = last_call[cl]
                         if (j >= s0 and not ((flags_p[i] & flags_p[j] & F_OUTCOME) and result_p[i] != result_p[j])
-                                and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut)):
+                                and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok)):
                             code = DUPLICATE
                     if code:
                         _charge(&o, seg, i, code, j, s0)
@@ -420,16 +540,51 @@ def analyse_columns(
                     last_state[sk] = sval_p[i]
                     last_sval[sval_p[i]] = <int32_t>i
                 last_edit[edit_p[i]] = <int32_t>i
+                for q in range(3):
+                    rr = ts if q == 0 else (reads_p[i] if q == 1 else writes_p[i])
+                    if rr >= 0:
+                        for m in range(toff[rr], toff[rr + 1]):
+                            if first_touch[tmem[m]] < s0:
+                                first_touch[tmem[m]] = <int32_t>i
+                if (f_i & (F_BACKUP | F_RESTORE)) and writes_p[i] >= 0 and not (f_i & F_ERROR):
+                    d = tmem[toff[writes_p[i]]]
+                    src = _source(&o, reads_p[i], d)
+                    if src >= 0 or (f_i & F_RESTORE):
+                        if src >= 0:
+                            # the token of src now, or a new one (the content both now share)
+                            ts_ = tok_set[src]
+                            if (ts_ < s0 or last_mut[src] > ts_
+                                    or (not tok_proof[src] and last_global > ts_)):
+                                x = i
+                            else:
+                                x = tok[src]
+                            tok[src] = x
+                            tok_set[src] = i
+                            tok_proof[src] = 0 if (f_i & F_BACKUP) else 1
+                        else:
+                            x = -3 - <int64_t>d  # the committed content of d
+                        tok[d] = x
+                        tok_set[d] = i
+                        tok_proof[d] = 1 if (f_i & F_BACKUP) else 0
+                        set_tok[i] = x
                 w = writes_p[i]
                 if w == ANYTHING:
                     last_global = i
                     last_any = i
+                    last_write = i
                     if k == MUTATE:
                         last_mglobal = i
                 elif w >= 0:
+                    # a failed write of one named target changed nothing a repeat depends on (one
+                    # of several may have half-applied); still a write an oscillation can see
+                    ok = not (f_i & F_ERROR) or toff[w + 1] - toff[w] > 1
                     for m in range(toff[w], toff[w + 1]):
                         last_mut[tmem[m]] = <int32_t>i
-                    last_any = i
+                        if ok:
+                            last_mut_ok[tmem[m]] = <int32_t>i
+                    if ok:
+                        last_any = i
+                    last_write = i
             total[seg] = seg_total
 
             # Question loops, a second pass: it charges only steps the pass above left uncharged.

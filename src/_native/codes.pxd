@@ -35,6 +35,8 @@ cdef enum:
     S_REJECTED = 8  # the harness rejected the action: nothing ran
     S_ABSOLUTE = 16  # a write of a whole known content
     S_NO_OP = 32  # a mutation that provably changes nothing
+    S_BACKUP = 64  # copies its one read file into a backup (cp F F.orig)
+    S_RESTORE = 128  # sets its one written file to a backup's or its committed content
 
 cdef enum:
     # Guard window flags (one byte per slot of a session's ring; state dumps hold them).

@@ -18,6 +18,11 @@ from cpython.unicode cimport Py_UNICODE_ISSPACE
 from loopcore.encoded import (
     _COMMAND_KEYS,
     _CONTENT_KEYS,
+    _FILE_LIKE,
+    _UNTARGETED,
+    _copy_flag,
+    _drop_comment_lines,
+    _shell_command,
     _KIND_CODE,
     _REPLACE_KEYS,
     _STEP_COLUMNS,
@@ -286,7 +291,7 @@ def encode_columns(list traces, settings):
     cdef int64_t sub_lines = settings.substantial_lines
     cdef int kind, flags, tool, tset, call, sk
     cdef uint8_t nb
-    cdef bint has_outcome, failed, no_op
+    cdef bint has_outcome, failed, no_op, untargeted
     cdef uint64_t outcome
     cdef int64_t chars, lines
     cdef list l_targets, l_reads, l_writes
@@ -300,6 +305,7 @@ def encode_columns(list traces, settings):
         n_steps = len(steps)
         i0 = i
         l_targets = [None] * n_steps
+        untargeted = False
         l_reads = [None] * n_steps
         l_writes = [None] * n_steps
         # pass 1: the facts of every step (step_facts); write sets are widened over the
@@ -331,7 +337,7 @@ def encode_columns(list traces, settings):
                 reads = _EMPTY
                 writes = _EMPTY
             else:
-                args = step.args
+                args = _drop_comment_lines(step.args)
                 # blanks are normalised in an observe command only (a heredoc is content)
                 if name:
                     nb |= N_CALL
@@ -339,6 +345,7 @@ def encode_columns(list traces, settings):
                         _norm_args(args) if kind == K_OBSERVE else args, default=repr
                     )
                 no_op = step.no_op
+                shell = _shell_command(args)
                 if len(targets_t) == 1:
                     if kind == K_OBSERVE and has_outcome:
                         nb |= N_STATE_READ
@@ -370,6 +377,12 @@ def encode_columns(list traces, settings):
                 else:
                     writes = _set(_write_set(step, kind))
                 reads = _set(_read_set(step, kind))
+                if shell is not None and kind == K_MUTATE and not failed and not no_op:
+                    flags |= _copy_flag(shell, reads, writes)
+                elif reads is None and shell is None and kind == K_OBSERVE and name:
+                    # a tool's read without a target (a search API): see step_facts
+                    reads = _UNTARGETED
+                    untargeted = True
                 if has_outcome and kind == K_OBSERVE and len(targets_t):
                     chars = lines = 0
                     _text_size(result, 0, &chars, &lines, sub_lines)
@@ -396,6 +409,15 @@ def encode_columns(list traces, settings):
             c_degen[i] = degenerate_tokens(step) if step.text else 0
             i += 1
 
+        if untargeted:
+            # a trace that writes files: a search tool without a target may read any of them
+            for j in range(n_steps):
+                w = l_writes[j]
+                if w and any(_FILE_LIKE.search(x) for x in w):
+                    for j2 in range(n_steps):
+                        if l_reads[j2] is _UNTARGETED:
+                            l_reads[j2] = None
+                    break
         names = set()
         for j in range(n_steps):
             names.update(<tuple>l_targets[j])

@@ -24,8 +24,10 @@ doc states the same rules as behaviour):
   str/bytes/list/tuple/dict through their storage macros, sets through ``set.__iter__`` /
   ``frozenset.__iter__``.
 - Every dict is snapshotted before (a) or (b) can run: the fast path copies its (<= FAST_KEYS)
-  pairs into an on-stack array with a strong reference to each key and value, in a
-  ``PyDict_Next`` loop that calls no Python code, and filters ``strip`` only afterwards; the
+  pairs into an on-stack array with a strong reference to each key and value, in a loop
+  that calls no Python code (the entries read in place on CPython 3.11-3.13 once an import-time
+  self-check confirmed their layout, ``PyDict_Next`` otherwise), and filters ``strip`` only
+  afterwards; the
   general path takes ``PyDict_Items`` (a list of owned pairs). Sets are copied into a list.
   So a callback that clears, grows or rebinds the container frees nothing we still read, and
   the container's size is never trusted after such a call.
@@ -76,6 +78,110 @@ cdef extern from "xxh_inline.h":
 
 cdef extern from *:
     """
+    /* The arena's one hot write: tag + u32 LE length + the bytes. Short copies (nearly every
+     * key and short value) are a few fixed-size moves, not a call into libc's memcpy. */
+    static inline void loopcore_put_blob(unsigned char* p, unsigned char tag,
+                                         const char* data, size_t n) {
+        uint32_t len = (uint32_t)n;
+        p[0] = tag;
+        len = XXH_readLE32(&len);
+        memcpy(p + 1, &len, 4);
+        p += 5;
+        if (n >= 16 && n <= 32) {
+            memcpy(p, data, 16);
+            memcpy(p + n - 16, data + n - 16, 16);
+        } else if (n >= 8 && n < 16) {
+            memcpy(p, data, 8);
+            memcpy(p + n - 8, data + n - 8, 8);
+        } else if (n >= 4 && n < 8) {
+            memcpy(p, data, 4);
+            memcpy(p + n - 4, data + n - 4, 4);
+        } else if (n < 4) {
+            size_t i;
+            for (i = 0; i < n; i++) p[i] = (unsigned char)data[i];
+        } else {
+            memcpy(p, data, n);
+        }
+    }
+    /* The digest of the whole encoding: one-shot XXH3-64 (seed 0) either way; short inputs
+     * take the inlined scalar code, longer ones the CPU's widest vector unit (the dispatcher:
+     * AVX-512 / AVX2 where present, as python-xxhash does), not the baseline SSE2 inlined code. */
+    static inline XXH64_hash_t loopcore_xxh3_digest(const void* p, size_t n) {
+        return n <= 240 ? XXH3_64bits(p, n) : loopcore_xxh3_large(p, n);
+    }
+    """
+    void loopcore_put_blob(unsigned char* p, unsigned char tag, const char* data, size_t n) noexcept nogil
+    uint64_t loopcore_xxh3_digest(const void* p, size_t n) noexcept nogil
+
+cdef extern from *:
+    """
+    /* A dict's entries read in place, for the str-keyed fast path: what PyDict_Next walks,
+     * without its per-call generic work (split tables, general keys, bounds). Only on
+     * CPython 3.11-3.13 with the GIL, only for a combined table of str keys (the layout of
+     * those versions: a PyDictKeysObject header, dk_indices, then {key, value} pairs, NULL
+     * values for deleted slots), and only once an import-time self-check on a dict built for
+     * it found that layout (loopcore_dict_selfcheck). Anything else returns NULL: the caller
+     * walks with PyDict_Next. */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 \
+        && !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+    typedef struct {
+        Py_ssize_t dk_refcnt;
+        uint8_t dk_log2_size;
+        uint8_t dk_log2_index_bytes;
+        uint8_t dk_kind;
+        uint32_t dk_version;
+        Py_ssize_t dk_usable;
+        Py_ssize_t dk_nentries;
+        char dk_indices[];
+    } loopcore_dictkeys;
+    static int loopcore_dict_direct = 0;
+    static inline PyObject** loopcore_dict_entries_any(PyObject* d, Py_ssize_t* n) {
+        PyDictObject* mp = (PyDictObject*)d;
+        loopcore_dictkeys* dk;
+        if (mp->ma_values != NULL) return NULL;
+        dk = (loopcore_dictkeys*)mp->ma_keys;
+        if (dk->dk_kind != 1 /* DICT_KEYS_UNICODE */) return NULL;
+        *n = dk->dk_nentries;
+        return (PyObject**)(dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes));
+    }
+    static inline PyObject** loopcore_dict_entries(PyObject* d, Py_ssize_t* n) {
+        return loopcore_dict_direct ? loopcore_dict_entries_any(d, n) : NULL;
+    }
+    /* d must be a fresh dict {k0: v0, k1: v1} of exact str keys: the layout is trusted only if
+     * the header reads as a minimal table (8 slots, 1-byte indices) holding exactly those. */
+    static int loopcore_dict_selfcheck(PyObject* d, PyObject* k0, PyObject* v0,
+                                       PyObject* k1, PyObject* v1) {
+        PyDictObject* mp = (PyDictObject*)d;
+        loopcore_dictkeys* dk = (loopcore_dictkeys*)mp->ma_keys;
+        PyObject** ent;
+        Py_ssize_t n = 0;
+        if (!PyDict_CheckExact(d) || mp->ma_used != 2 || mp->ma_values != NULL) return 0;
+        if (dk->dk_refcnt < 1 || dk->dk_log2_size != 3 || dk->dk_log2_index_bytes != 3
+            || dk->dk_kind != 1 || dk->dk_nentries != 2 || dk->dk_usable < 0
+            || dk->dk_usable > 5) return 0;
+        ent = loopcore_dict_entries_any(d, &n);
+        if (ent == NULL || n != 2 || ent[0] != k0 || ent[1] != v0 || ent[2] != k1 || ent[3] != v1)
+            return 0;
+        loopcore_dict_direct = 1;
+        return 1;
+    }
+    #else
+    static int loopcore_dict_direct = 0;
+    static inline PyObject** loopcore_dict_entries(PyObject* d, Py_ssize_t* n) {
+        (void)d; (void)n; return NULL;
+    }
+    static int loopcore_dict_selfcheck(PyObject* d, PyObject* k0, PyObject* v0,
+                                       PyObject* k1, PyObject* v1) {
+        (void)d; (void)k0; (void)v0; (void)k1; (void)v1; return 0;
+    }
+    #endif
+    """
+    int loopcore_dict_direct
+    PyObject** loopcore_dict_entries(object d, Py_ssize_t* n) noexcept
+    int loopcore_dict_selfcheck(object d, object k0, object v0, object k1, object v1) noexcept
+
+cdef extern from *:
+    """
     #if defined(_MSC_VER)
     #define LOOPCORE_TLS __declspec(thread)
     #else
@@ -83,8 +189,13 @@ cdef extern from *:
     #endif
     /* the depth a re-entrant call (from a default= converter) starts at, per thread */
     static LOOPCORE_TLS Py_ssize_t loopcore_hash_base = 0;
+    /* how many such callbacks are running, in all threads (read and written with the GIL
+     * held): while it is 0 every thread's loopcore_hash_base is 0, and a call need not pay
+     * for reading the thread-local */
+    static Py_ssize_t loopcore_hash_callbacks = 0;
     """
     Py_ssize_t loopcore_hash_base
+    Py_ssize_t loopcore_hash_callbacks
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*)
@@ -169,12 +280,7 @@ cdef inline void _tag_u64(Ctx* c, unsigned char tag, uint64_t v) noexcept:
 
 
 cdef inline void _tag_u32_bytes(Ctx* c, unsigned char tag, const char* data, Py_ssize_t n) noexcept:
-    cdef unsigned char* p = c.buf + c.len
-    cdef uint32_t v = <uint32_t>n
-    p[0] = tag
-    v = XXH_readLE32(&v)
-    memcpy(p + 1, &v, 4)
-    memcpy(p + 5, data, n)
+    loopcore_put_blob(c.buf + c.len, tag, data, <size_t>n)
     c.len += 5 + n
 
 
@@ -238,15 +344,17 @@ _repr.maxstring = _repr.maxother = _REPR_MAX
 def _safe_repr(obj):
     """A bounded repr for error paths (the twin's): never recurses deeply, never raises. A
     __repr__ that hashes again starts at MAX_DEPTH: scalars hash, containers raise at once."""
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     cdef Py_ssize_t saved = loopcore_hash_base
     loopcore_hash_base = C_MAX_DEPTH
+    loopcore_hash_callbacks += 1
     try:
         text = _repr.repr(obj)
     except Exception:
         return f"<{type(obj).__name__}>"
     finally:
         loopcore_hash_base = saved
+        loopcore_hash_callbacks -= 1
     if len(text) > _REPR_MAX:
         text = text[: _REPR_MAX - 3] + "..."
     return text
@@ -337,7 +445,7 @@ cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, b
         with nogil:
             h = loopcore_xxh3_large(p, n)
     else:
-        h = loopcore_xxh3_large(p, n)
+        h = loopcore_xxh3_digest(p, n)
     _reserve(c, 17)
     _tag_u64(c, big, <uint64_t>n)
     _u64(c, h)
@@ -570,6 +678,25 @@ cdef enum:
     FAST_KEYS = 32
 
 
+cdef inline int _snap(KeyEntry* e, Py_ssize_t n, PyObject* kp, PyObject* vp) noexcept:
+    """Take one pair into the fast path's snapshot (a strong reference to each), or return 1
+    when the dict is not for the fast path (too many keys, a key that is not a short ASCII str;
+    a long key is digested, and the general path orders those)."""
+    cdef Py_ssize_t klen
+    if n == FAST_KEYS or not (PyUnicode_CheckExact(<object>kp) and PyUnicode_IS_COMPACT_ASCII(<object>kp)):
+        return 1
+    klen = PyUnicode_GET_LENGTH(<object>kp)
+    if klen > C_INLINE_MAX:
+        return 1
+    Py_INCREF(<object>kp)
+    Py_INCREF(<object>vp)
+    e[n].key = kp
+    e[n].value = vp
+    e[n].data = <const char*>PyUnicode_1BYTE_DATA(<object>kp)
+    e[n].n = klen
+    return 0
+
+
 cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot) except -1:
     """Dicts whose keys are all short ASCII/UTF-8 str (almost every tool payload): sort the
     keys first, then stream the pairs in order - no member moves. Returns 1 if not applicable.
@@ -583,24 +710,29 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
     cdef Py_ssize_t size = PyDict_Size(v), pos = 0, n = 0, kept, i, j
     cdef PyObject* kp
     cdef PyObject* vp
-    cdef Py_ssize_t klen, saved
+    cdef PyObject** ents
+    cdef Py_ssize_t nent = 0, saved
     cdef int rc = 0
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     if size > FAST_KEYS:
         return 1
-    # 1. the snapshot: no Python code runs in this loop
-    while PyDict_Next(v, &pos, &kp, &vp):
-        if n == FAST_KEYS or not (PyUnicode_CheckExact(<object>kp) and PyUnicode_IS_COMPACT_ASCII(<object>kp)):
-            rc = 1
-            break
-        klen = PyUnicode_GET_LENGTH(<object>kp)
-        Py_INCREF(<object>kp)
-        Py_INCREF(<object>vp)
-        e[n].key = kp
-        e[n].value = vp
-        e[n].data = <const char*>PyUnicode_1BYTE_DATA(<object>kp)
-        e[n].n = klen
-        n += 1
+    # 1. the snapshot: no Python code runs in these loops (the entries read in place where
+    # the layout is known, else PyDict_Next; the same pairs in the same order either way)
+    ents = loopcore_dict_entries(v, &nent)
+    if ents != NULL:
+        for pos in range(nent):
+            vp = ents[2 * pos + 1]
+            if vp != NULL:
+                rc = _snap(e, n, ents[2 * pos], vp)
+                if rc:
+                    break
+                n += 1
+    else:
+        while PyDict_Next(v, &pos, &kp, &vp):
+            rc = _snap(e, n, kp, vp)
+            if rc:
+                break
+            n += 1
     try:
         if rc:
             return 1
@@ -609,11 +741,13 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
         if c.strip != NULL:
             saved = loopcore_hash_base
             loopcore_hash_base = depth + 2  # a __hash__/__eq__ that hashes again continues the depth
+            loopcore_hash_callbacks += 1
             try:
                 for i in range(n):
                     drop[i] = PySet_Contains(<object>c.strip, <object>e[i].key)
             finally:
                 loopcore_hash_base = saved
+                loopcore_hash_callbacks -= 1
             kept = 0
             for i in range(n):
                 if drop[i]:
@@ -623,9 +757,6 @@ cdef int _enc_dict_str_keys(Ctx* c, object v, Py_ssize_t depth, Py_ssize_t slot)
                     e[kept] = e[i]
                     kept += 1
             n = kept
-        for i in range(n):
-            if e[i].n > C_INLINE_MAX:
-                return 1
         _push(c, v, size)
         for i in range(1, n):
             tmp = e[i]
@@ -683,7 +814,7 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     cdef list items
     cdef bint all_str = True
     cdef Py_ssize_t saved
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     if _open(c, v, depth):
         _reserve(c, 1)
         _u8(c, b"c")
@@ -699,10 +830,12 @@ cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     if c.strip != NULL:
         saved = loopcore_hash_base
         loopcore_hash_base = depth + 2  # as in the fast path
+        loopcore_hash_callbacks += 1
         try:
             items = [kv for kv in items if not PySet_Contains(<object>c.strip, (<tuple>kv)[0])]
         finally:
             loopcore_hash_base = saved
+            loopcore_hash_callbacks -= 1
     for kv in items:
         if not PyUnicode_Check((<tuple>kv)[0]):
             all_str = False
@@ -814,17 +947,19 @@ cdef int _enc(Ctx* c, object v, Py_ssize_t depth) except -1:
         return _enc_dict(c, v, depth)
     if PyAnySet_Check(v):
         return _enc_set(c, v, depth)
-    global loopcore_hash_base
+    global loopcore_hash_base, loopcore_hash_callbacks
     cdef Py_ssize_t saved
     if c.default != NULL:
         if depth + 1 >= C_MAX_DEPTH:  # checked before the call: a recursing converter stops here
             _fail(c, ValueError, f"nesting deeper than {C_MAX_DEPTH} levels (default= conversions count)")
         saved = loopcore_hash_base
         loopcore_hash_base = depth + 2  # a re-entrant canonical_hash continues this depth
+        loopcore_hash_callbacks += 1
         try:
             converted = (<object>c.default)(v)
         finally:
             loopcore_hash_base = saved
+            loopcore_hash_callbacks -= 1
         return _enc(c, converted, depth + 1)
     return _fail(c, TypeError, f"unsupported type {type(v).__name__!r}")
 
@@ -839,14 +974,16 @@ cdef object _strip_set(object strip):
     return frozenset(strip)
 
 
-cdef int _run(Ctx* c, object value, object strip, object default) except -1:
-    # c.buf/c.cap/c.buf_heap are set by the caller (a stack buffer, or the heap when nested)
+cdef int _run(Ctx* c, object value, object strip, object default, Py_ssize_t base) except -1:
+    # c.buf/c.cap/c.buf_heap are set by the caller (a stack buffer, or the heap when nested);
+    # *base* is loopcore_hash_base as _compute read it (only while a callback runs somewhere:
+    # a thread-local costs a call to read)
     c.len = 0
     c.nopen = 0
     c.members = 0
     c.strip = NULL if strip is None else <PyObject*>strip
     c.default = NULL if default is None else <PyObject*>default
-    return _enc(c, value, loopcore_hash_base)
+    return _enc(c, value, base)
 
 
 cdef inline void _release(Ctx* c) noexcept:
@@ -854,7 +991,8 @@ cdef inline void _release(Ctx* c) noexcept:
         free(c.buf)
 
 
-cdef object _nested(object value, object strip, object default, uint64_t* out, bint want_bytes):
+cdef object _nested(object value, object strip, object default, uint64_t* out, bint want_bytes,
+                    Py_ssize_t base):
     """A call made from inside a default= converter: the Ctx lives on the heap (see the audit)."""
     cdef Ctx* c = <Ctx*>malloc(sizeof(Ctx))
     result = None
@@ -868,11 +1006,11 @@ cdef object _nested(object value, object strip, object default, uint64_t* out, b
             raise MemoryError()
         c.buf_heap = True
         c.cap = STACK_BUF
-        _run(c, value, strip, default)
+        _run(c, value, strip, default, base)
         if want_bytes:
             result = PyBytes_FromStringAndSize(<char*>c.buf, c.len)
         else:
-            out[0] = XXH3_64bits(c.buf, c.len)
+            out[0] = loopcore_xxh3_digest(c.buf, c.len)
     finally:
         _release(c)
         free(c)
@@ -880,6 +1018,7 @@ cdef object _nested(object value, object strip, object default, uint64_t* out, b
 
 
 cdef object _top(object value, object strip, object default, uint64_t* out, bint want_bytes):
+    # a top-level call starts at depth 0 (loopcore_hash_base is 0 outside any callback)
     """A top-level call: the Ctx and the first arena block live on the C stack."""
     cdef Ctx c
     cdef unsigned char stack_buf[STACK_BUF]
@@ -888,11 +1027,11 @@ cdef object _top(object value, object strip, object default, uint64_t* out, bint
     c.cap = STACK_BUF
     c.buf_heap = False
     try:
-        _run(&c, value, strip, default)
+        _run(&c, value, strip, default, 0)
         if want_bytes:
             result = PyBytes_FromStringAndSize(<char*>c.buf, c.len)
         else:
-            out[0] = XXH3_64bits(c.buf, c.len)
+            out[0] = loopcore_xxh3_digest(c.buf, c.len)
     finally:
         _release(&c)
     return result
@@ -900,8 +1039,9 @@ cdef object _top(object value, object strip, object default, uint64_t* out, bint
 
 cdef inline object _compute(object value, object strip, object default, uint64_t* out, bint want_bytes):
     # the two paths are separate functions so that a nested call's frame holds no Ctx
-    if loopcore_hash_base:
-        return _nested(value, strip, default, out, want_bytes)
+    cdef Py_ssize_t base = loopcore_hash_base if loopcore_hash_callbacks else 0
+    if base:
+        return _nested(value, strip, default, out, want_bytes, base)
     return _top(value, strip, default, out, want_bytes)
 
 
@@ -912,6 +1052,13 @@ cdef int hash_into(object value, object strip, object default, uint64_t* out) ex
     # canonical_hash.
     _compute(value, strip, default, out, False)
     return 0
+
+
+# The in-place dict walk is switched on only if a dict built here reads as the layout it
+# expects (see loopcore_dict_selfcheck); otherwise every dict is walked with PyDict_Next.
+_k0, _k1, _v0, _v1 = "selfcheck_a", "selfcheck_b", object(), object()
+_DICT_IN_PLACE = bool(loopcore_dict_selfcheck({_k0: _v0, _k1: _v1}, _k0, _v0, _k1, _v1))
+del _k0, _k1, _v0, _v1
 
 
 @cython.binding(False)  # a plain builtin function: the cheapest call CPython has

@@ -25,6 +25,13 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
       state it was applied to, the undo (it returned the target to that state); all of them
       with ``of_step`` the first application. Exec steps do
       not break this form: the evidence is what the agent saw.
+   d. a redo on a restored file: right after a restore (flag RESTORE: ``cp F.orig F``, ``git
+      checkout -- F``; nothing written or run since) set F to the content token F had when an
+      earlier step with the same call ran (the latest backup or restore of F before that step,
+      nothing run and nothing else written to F between; a backup keeps its token across
+      execs, see ``_tok_before``), that call again, error-free with the same outcome. Charged:
+      the redo, the restore, and the replay (the next steps that write no named target and
+      repeat a call and outcome of a step between the first run and the restore).
 3. ``redundant_observation``: an observe whose obs key (target set + outcome, plus the call
    when the outcome is not substantial) was seen before, nothing it reads written since.
 4. ``duplicate_call``: the same call (tool + canonical args) as an earlier step, nothing it
@@ -36,7 +43,8 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
 
 "Written since j" for a step whose ``reads`` column is the set R (what it reads and what it
 writes: writing a file again matters once something else changed it): a write of a member of
-R, or of everything, strictly after j; a step that reads anything (R = -2) is changed by any write after j. A
+R (by a step that did not fail, or that writes several targets), or of everything, strictly
+after j; a step that reads anything (R = -2) is changed by any write after j. A
 provable no-op (writes = -1) writes nothing. Charges: a finding of kinds 2-5 costs the step's
 ``tokens`` (result + call), plus its ``turn_tokens`` when ``charge_turn`` is set.
 
@@ -67,11 +75,13 @@ REDUNDANT, DUPLICATE, OSCILLATION = (
 QUESTION, REJECTED, DEGENERATE = _codes.FIND_QUESTION, _codes.FIND_REJECTED, _codes.FIND_DEGENERATE
 #: Number of finding kinds (codes 1..N_KINDS).
 N_KINDS = _codes.N_FINDING_KINDS
-HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE = (
+HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE, BACKUP, RESTORE = (
     _codes.S_HAS_OUTCOME,
     _codes.S_ERROR,
     _codes.S_REJECTED,
     _codes.S_ABSOLUTE,
+    _codes.S_BACKUP,
+    _codes.S_RESTORE,
 )
 #: A question loop needs this many consecutive ask-only turns; the first is never charged.
 QUESTION_LOOP_MIN_TURNS = 3
@@ -226,11 +236,19 @@ def analyse_columns(
     bk_steps = [[0] * N_KINDS for _ in range(n_traces)]
 
     last_mut = [-1] * n_targets  # latest write of this target
+    last_mut_ok = [-1] * n_targets  # ... by a step that did not fail
     last_call = [-1] * n_calls
     last_obs = [-1] * n_obs
     last_state = [-1] * n_skeys  # latest state id revealed under this key
     last_sval = [-1] * n_svals  # latest step that revealed exactly this state
     last_edit = [-1] * n_edits
+    # content tokens (oscillation d): what is known of a target's content, as a token shared by
+    # targets proven equal (a backup and the file it was copied from); see _tok
+    tok = [-1] * n_targets
+    tok_set = [-1] * n_targets  # the step that set tok (older than the trace: nothing known)
+    tok_proof = [False] * n_targets  # a backup: changed only by a write that names it
+    first_touch = [-1] * n_targets  # the first step of the trace that names the target
+    set_tok = [-1] * n  # the token a backup / restore step gave the file it wrote
 
     def charge(seg, i, code, j, s0):
         if code == REJECTED:
@@ -257,7 +275,17 @@ def analyse_columns(
         last_mglobal = (
             -1
         )  # ... by a mutation (git stash, git checkout BRANCH): an undo of any target
-        last_any = -1  # latest write of anything
+        last_any = -1  # latest write of anything (a failed write of named targets aside)
+        last_write = -1  # latest write of anything
+
+        def cur_tok(t):
+            """The content token of target t now, or -1 when nothing is known of it."""
+            ts_ = tok_set[t]
+            if ts_ < s0 or last_mut[t] > ts_:  # noqa: B023
+                return -1
+            if not tok_proof[t] and last_global > ts_:  # noqa: B023
+                return -1
+            return tok[t]
 
         def changed(j, r):
             """Was anything the reads r depend on written strictly after step j?"""
@@ -268,7 +296,7 @@ def analyse_columns(
             if last_global > j:  # noqa: B023
                 return True
             for m in range(toff[r], toff[r + 1]):
-                if last_mut[tmem[m]] > j:
+                if last_mut_ok[tmem[m]] > j:
                     return True
             return False
 
@@ -305,7 +333,7 @@ def analyse_columns(
                 if (
                     code == 0
                     and k_i == MUTATE
-                    and not f_i & ERROR
+                    and not f_i & (ERROR | RESTORE)
                     and ts >= 0
                     and toff[ts + 1] - toff[ts] == 1
                     and call_l[i] >= 0
@@ -360,7 +388,9 @@ def analyse_columns(
                             and not (seen and other)
                             and not disproved
                         ):
-                            confirmed = _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem)
+                            confirmed = _undone_then_redone(
+                                j, i, t, kind_l, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem
+                            )
                         if confirmed or (seen and other):
                             code = OSCILLATION
                             for q in range(1, length + 1):
@@ -374,6 +404,45 @@ def analyse_columns(
                                 # the undo returned the target to the state the first
                                 # application started from
                                 charge(seg, und, OSCILLATION, j, s0)
+                # oscillation d: after restoring a file, the same call as one run on that
+                # same restored content (a redo across exec steps)
+                if code == 0 and call_l[i] >= 0 and (k_i == MUTATE or k_i == EXEC):
+                    j = last_call[call_l[i]]
+                    u2 = last_write
+                    if (
+                        j >= s0
+                        and u2 > j
+                        and flags_l[u2] & RESTORE
+                        and set_tok[u2] != -1
+                        and _redo_after_restore(
+                            i,
+                            j,
+                            u2,
+                            kind_l,
+                            flags_l,
+                            res_l,
+                            reads_l,
+                            writes_l,
+                            last_mut,
+                            first_touch,
+                            set_tok,
+                            s0,
+                            toff,
+                            tmem,
+                        )
+                    ):
+                        code = OSCILLATION
+                        if finding[u2] == 0:
+                            charge(seg, u2, OSCILLATION, j, s0)  # the undo it redoes
+                        a = i + 1
+                        while a < s1 and finding[a] == 0 and call_l[a] >= 0:
+                            if kind_l[a] == MUTATE or writes_l[a] >= 0 or flags_l[a] & F_REJECTED:
+                                break
+                            b = _replayed(a, j, u2, call_l, flags_l, res_l)
+                            if b < 0:
+                                break
+                            charge(seg, a, OSCILLATION, b, s0)
+                            a += 1
                 if code == 0:
                     o = obs_l[i]
                     if o >= 0:
@@ -398,16 +467,49 @@ def analyse_columns(
                 last_sval[sval_l[i]] = i
             if edit_l[i] >= 0:
                 last_edit[edit_l[i]] = i
+            ts_all = (target_l[i], reads_l[i], writes_l[i])
+            for r in ts_all:
+                if r >= 0:
+                    for m in range(toff[r], toff[r + 1]):
+                        if first_touch[tmem[m]] < s0:
+                            first_touch[tmem[m]] = i
+            if f_i & (BACKUP | RESTORE) and writes_l[i] >= 0 and not f_i & ERROR:
+                d = tmem[toff[writes_l[i]]]
+                src = _source(reads_l[i], d, toff, tmem)
+                if src >= 0 or f_i & RESTORE:
+                    if src >= 0:
+                        x = cur_tok(src)
+                        if x == -1:
+                            x = i  # a new token: the content both now share
+                        tok[src] = x
+                        tok_set[src] = i
+                        tok_proof[src] = not f_i & BACKUP
+                    else:
+                        x = -3 - d  # the committed content of d
+                    tok[d] = x
+                    tok_set[d] = i
+                    tok_proof[d] = bool(f_i & BACKUP)
+                    set_tok[i] = x
             w = writes_l[i]
             if w == ANYTHING:
                 last_global = i
                 last_any = i
+                last_write = i
                 if k_i == MUTATE:
                     last_mglobal = i
             elif w >= 0:
+                # a failed write of one named target changed nothing a repeat depends on (a
+                # tool checks its arguments first; a failed edit, sed -i, cp write nothing); one
+                # of several targets may have half-applied. It is still a write an oscillation
+                # can see
+                ok = not f_i & ERROR or toff[w + 1] - toff[w] > 1
                 for m in range(toff[w], toff[w + 1]):
                     last_mut[tmem[m]] = i
-                last_any = i
+                    if ok:
+                        last_mut_ok[tmem[m]] = i
+                if ok:
+                    last_any = i
+                last_write = i
         total[seg] = sum(tokens_l[s0:s1]) + sum(turn_tok_l[s0:s1])
 
         # Question loops, a second pass: it charges only steps the pass above left uncharged,
@@ -431,9 +533,101 @@ def analyse_columns(
     )
 
 
-def _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem):
+def _source(r, d, toff, tmem):
+    """The source of a copy that writes d and depends on the set r: its one other member, or
+    -1 (none: a restore from the committed content)."""
+    if r < 0 or toff[r + 1] - toff[r] > 2:
+        return -1
+    for m in range(toff[r], toff[r + 1]):
+        if tmem[m] != d:
+            return tmem[m]
+    return -1
+
+
+def _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem):
+    """The content token of t just before step j, from the latest backup or restore of t with
+    nothing run and nothing else written to t since; the committed content when t was written by
+    nothing since the trace began and nothing ran; -1 when unknown."""
+    q = j - 1
+    while q >= s0:
+        w = writes_l[q]
+        if w == ANYTHING:
+            return -1
+        if (
+            flags_l[q] & (BACKUP | RESTORE)
+            and set_tok[q] != -1
+            and (_member(w, t, toff, tmem) or _member(reads_l[q], t, toff, tmem))
+        ):
+            return set_tok[q]
+        if _member(w, t, toff, tmem):
+            return -1
+        q -= 1
+    return -3 - t
+
+
+def _redo_after_restore(
+    i,
+    j,
+    u2,
+    kind_l,
+    flags_l,
+    res_l,
+    reads_l,
+    writes_l,
+    last_mut,
+    first_touch,
+    set_tok,
+    s0,
+    toff,
+    tmem,
+):
+    """Oscillation d: step i repeats the call of step j (same kind, both error-free, the same
+    outcome) right after the restore u2 (nothing written or run between u2 and i) set file t to
+    the content t had when j ran; a mutation i writes only t and reads nothing else written
+    since j; and no file the trace had named by j but t was rewritten between j and i."""
+    k_i = kind_l[i]
+    if kind_l[j] != k_i or (flags_l[i] | flags_l[j]) & ERROR:
+        return False
+    both = flags_l[i] & flags_l[j] & HAS_OUTCOME
+    if (both and res_l[i] != res_l[j]) or (k_i == EXEC and not both):
+        return False
+    t = tmem[toff[writes_l[u2]]]
+    if k_i == MUTATE:
+        w = writes_l[i]
+        r = reads_l[i]
+        if w < 0 or toff[w + 1] - toff[w] != 1 or tmem[toff[w]] != t or r < 0:
+            return False
+        for m in range(toff[r], toff[r + 1]):
+            if tmem[m] != t and last_mut[tmem[m]] > j:
+                return False
+    # a read set can miss an input (``sed '3r snippet.py' f`` reads snippet.py): no file the
+    # trace had named by j but t may have been rewritten since
+    for q in range(j + 1, i):
+        w = writes_l[q]
+        if w >= 0:
+            for m in range(toff[w], toff[w + 1]):
+                if tmem[m] != t and first_touch[tmem[m]] <= j:
+                    return False
+    return _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem) == set_tok[u2]
+
+
+def _replayed(a, j, u2, call_l, flags_l, res_l):
+    """The latest step between j and u2 with step a's call and outcome, or -1."""
+    for b in range(u2 - 1, j, -1):
+        if (
+            call_l[b] == call_l[a]
+            and flags_l[a] & flags_l[b] & HAS_OUTCOME
+            and res_l[a] == res_l[b]
+            and not flags_l[b] & F_REJECTED
+        ):
+            return b
+    return -1
+
+
+def _undone_then_redone(j, i, t, kind_l, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem):
     """Between the first application j of a mutation of target t and its redo i: the first
-    write of t after j (the undo) is followed by no exec before i."""
+    write of t after j (the undo) is followed by no exec before i; an undo that restores a
+    backup must restore the content t had before j (a backup taken after j holds j's work)."""
     k = j + 1
     while k < i:
         w = writes_l[k]
@@ -445,6 +639,9 @@ def _undone_then_redone(j, i, t, kind_l, writes_l, toff, tmem):
     for q in range(k + 1, i):
         if kind_l[q] == EXEC:
             return False
+    if flags_l[k] & RESTORE and _source(reads_l[k], t, toff, tmem) >= 0:
+        x = _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem)
+        return x != -1 and x == set_tok[k]
     return True
 
 

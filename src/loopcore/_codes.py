@@ -45,11 +45,13 @@ __all__ = [
     "N_FINDING_KINDS",
     "N_STEP_KINDS",
     "S_ABSOLUTE",
+    "S_BACKUP",
     "S_ERROR",
     "S_ESTIMATED",
     "S_HAS_OUTCOME",
     "S_NO_OP",
     "S_REJECTED",
+    "S_RESTORE",
     "kind_from_stored",
     "kind_to_stored",
 ]
@@ -83,6 +85,8 @@ S_ESTIMATED = 4
 S_REJECTED = 8
 S_ABSOLUTE = 16
 S_NO_OP = 32
+S_BACKUP = 64
+S_RESTORE = 128
 
 # Guard window flags.
 G_HAS = 1

@@ -14,8 +14,10 @@ import numpy as np
 
 from .encoded import (
     _ANYTHING,
+    _FILE_LIKE,
     _NOTHING,
     _STEP_COLUMNS,
+    _UNTARGETED,
     ERROR,
     ESTIMATED,
     HAS_OUTCOME,
@@ -88,6 +90,11 @@ def encode_columns(traces: list[Trace], settings: BurnSettings) -> tuple[Any, ..
 
     for k, trace in enumerate(traces):
         facts = [step_facts(step, settings) for step in trace.steps]
+        if any(f.reads is _UNTARGETED for f in facts) and any(
+            f.writes and any(_FILE_LIKE.search(w) for w in f.writes) for f in facts
+        ):
+            # a trace that writes files: a search tool without a target may read any of them
+            facts = [f._replace(reads=None) if f.reads is _UNTARGETED else f for f in facts]
         alias = _path_aliases(facts)
         for step, f in zip(trace.steps, facts):
             if alias and f.writes:

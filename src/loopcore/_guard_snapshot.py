@@ -9,13 +9,16 @@ cannot hold (ints past 64 bits, strings with lone surrogates); formats 1 and 2 s
 
 from __future__ import annotations
 
+import json
 import struct
-from typing import Any
 
-import orjson
 from xxhash import xxh3_64_intdigest
 
 from .policy import Policy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["dump", "load"]
 
@@ -80,15 +83,16 @@ def dump(guard: Any) -> bytes:
                     guard._engine.dump(st),
                 ]
             )
-        payload = orjson.dumps(
+        payload = json.dumps(
             {
                 "format": "loopcore.guard",
                 "policy": guard.policy.to_dict(),
                 "names": [[tid, _enc_id(name)] for tid, name in guard._names.items()],
                 "counts": guard._table.counters(),
                 "sessions": sessions,
-            }
-        )
+            },
+            separators=(",", ":"),
+        ).encode()
     return (
         _SNAP_MAGIC
         + _SNAP_HEADER.pack(_SNAP_VERSION, len(payload), _snap_digest(_SNAP_VERSION, payload))
@@ -121,7 +125,7 @@ def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
     if _snap_digest(version, payload) != digest:
         raise ValueError("guard snapshot is corrupted (checksum mismatch)")
     try:
-        doc = orjson.loads(payload)
+        doc = json.loads(payload)
         if not isinstance(doc, dict) or doc.get("format") != "loopcore.guard":
             raise ValueError("payload is not a loopcore guard state")
         if policy is None:
@@ -153,7 +157,8 @@ def load(cls: Any, data: Any, policy: Policy | None, kwargs: dict) -> Any:
         AttributeError,
         IndexError,
         OverflowError,
-        orjson.JSONDecodeError,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
     ) as exc:
         raise ValueError(f"guard snapshot is malformed: {exc!r}") from None
     return guard

@@ -8,10 +8,12 @@ first access. The compiled engine builds the very same object in C (guard.pyx, `
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import _codes
 from .policy import DETECTORS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ALLOW", "Decision", "LoopBlocked"]
 

@@ -74,6 +74,8 @@ else:
 
 __all__ = [
     "ABSOLUTE",
+    "BACKUP",
+    "RESTORE",
     "ERROR",
     "ESTIMATED",
     "FINDING_KINDS",
@@ -115,8 +117,11 @@ FINDING_KINDS = (
 # REJECTED     the harness rejected the action: nothing ran
 # ABSOLUTE     a write of a whole known content: its result does not depend on what was there
 # NO_OP        a mutation that provably changes nothing (it writes nothing)
+# BACKUP       copies its one read file into a backup (cp F F.orig): the backup now equals F
+# RESTORE      sets its one written file to a backup's content or to its committed content
 HAS_OUTCOME, ERROR, ESTIMATED = _codes.S_HAS_OUTCOME, _codes.S_ERROR, _codes.S_ESTIMATED
 REJECTED, ABSOLUTE, NO_OP = _codes.S_REJECTED, _codes.S_ABSOLUTE, _codes.S_NO_OP
+BACKUP, RESTORE = _codes.S_BACKUP, _codes.S_RESTORE
 
 _NOTHING, _ANYTHING = -1, -2
 # A loop needs a 50-character chunk seen 10 times at distinct positions: 59 characters at least.
@@ -133,6 +138,10 @@ _REPLACE_KEYS = (
 _CONTENT_KEYS = ("content", "file_text", "contents")
 _WRITE_DOMAIN = ("write",)
 _COMMAND_KEYS = ("command", "cmd", "script")
+# the read set of a tool's read without a target (a search API in a trace that writes records,
+# not files): a name no step writes, so only a write of everything changes it
+_UNTARGETED = ("\x00untargeted",)
+_FILE_LIKE = re.compile(r"[./]")  # a written target that names a file (a.py, src/x, Makefile.in)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +270,98 @@ def _shell_full_write(cmd: str) -> bool:
     return "$" not in text and "`" not in text
 
 
+def _drop_comment_lines(args: Any) -> Any:
+    """A shell call's args without the full-line comments that open its command (``# First add
+    the import`` above the command itself): they run nothing, so the call is the same one."""
+    if args.__class__ is dict:
+        for key in _COMMAND_KEYS:
+            cmd = args.get(key)
+            if cmd.__class__ is str and "#" in cmd and "\n" in cmd:
+                lines = cmd.split("\n")
+                k = 0
+                while k < len(lines) - 1 and (
+                    not lines[k].strip() or lines[k].lstrip().startswith("#")
+                ):
+                    k += 1
+                if k:
+                    args = dict(args)
+                    args[key] = "\n".join(lines[k:])
+                return args
+    return args
+
+
+_EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "write"})
+
+
+def _shell_command(args: Any) -> str | None:
+    """The shell command a call runs, or None for a call that is no shell command (an API tool,
+    an editor tool whose ``command`` is one of its sub-commands such as ``str_replace``)."""
+    if args.__class__ is not dict:
+        return None
+    for key in _COMMAND_KEYS:
+        cmd = args.get(key)
+        if cmd.__class__ is str:
+            return None if cmd in _EDITOR_COMMANDS else cmd
+    return None
+
+
+# A backup's name: F.orig, F.bak, F.backup, F_backup.py, F.old, F.save, F~, or a copy kept in /tmp
+_BACKUP_NAME = re.compile(r"(orig|bak|backup|\.old|\.save|~)[^/]*$|^/tmp/", re.IGNORECASE)
+_CP_OPTIONS = frozenset({"-p", "-f", "-a", "-v", "-pf", "-fp", "--preserve"})
+
+
+def _copy_flag(cmd: str, reads: tuple | None, writes: tuple | None) -> int:
+    """BACKUP for ``cp F B`` (B a backup's name, F not), RESTORE for ``cp B F`` / ``cat B > F``
+    and for ``git checkout [HEAD] -- F`` / ``git checkout F`` / ``git restore F`` (F set to its
+    committed content); 0 for anything else. The command must be that one copy (after any
+    ``cd``) and the classifier must have read it as reading the source and writing only F."""
+    if not writes or len(writes) != 1:
+        return 0
+    from ._shell_py import lex
+
+    # the copy itself, beside any cd and any echo of a message (``cp a b && echo done``)
+    segs = [
+        seg
+        for seg in lex(cmd)
+        if seg[0] and not (seg[0][0] == "cd" or (seg[0][0] == "echo" and not seg[1]))
+    ]
+    if len(segs) != 1:
+        return 0
+    words, redirs, heredocs = segs[0]
+    if heredocs:
+        return 0
+    # what goes to the terminal (2>&1, 2>/dev/null) writes no file
+    redirs = [r for r in redirs if r[0] != "dup" and r[1] != "/dev/null"]
+    if words[0] == "git" and len(words) >= 3:
+        rest = words[2:]
+        if words[1] == "checkout" and rest[:1] == ["HEAD"]:
+            rest = rest[1:]
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        elif words[1] == "restore" and rest[:1] == ["--worktree"]:
+            rest = rest[1:]
+        ok = words[1] in ("checkout", "restore") and len(rest) == 1 and not redirs
+        return RESTORE if ok and not rest[0].startswith("-") and reads in ((), None, writes) else 0
+    if words[0] == "cp" and not redirs:
+        ops = [w for w in words[1:] if w not in _CP_OPTIONS]
+        if len(ops) != 2 or any(w.startswith("-") for w in ops):
+            return 0
+        src, dst = ops
+    elif words[0] == "cat" and len(words) == 2 and len(redirs) == 1 and redirs[0][0] == ">":
+        src, dst = words[1], redirs[0][1]
+    else:
+        return 0
+    if not reads or len(reads) != 1 or reads == writes:
+        return 0
+    src_backup = _BACKUP_NAME.search(src) is not None
+    dst_backup = _BACKUP_NAME.search(dst) is not None
+    if dst_backup and not src_backup:
+        return BACKUP
+    if src_backup and not dst_backup:
+        return RESTORE
+    return 0
+
+
 _READER_PROGRAMS = frozenset(
     {"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat", "view"}
 )
@@ -355,7 +456,7 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
                 False,
             ),
         )
-    args = step.args
+    args = _drop_comment_lines(step.args)
     # blanks are normalised in an observe command only: a write's text (a heredoc) is its content
     call = (
         (step.name, canonical_hash(_norm_command(args) if kind == OBSERVE else args, default=repr))
@@ -366,6 +467,7 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     edit = None
     state = None
     no_op = step.no_op
+    shell = _shell_command(args)
     if len(targets) == 1:
         if kind == OBSERVE and has_outcome:
             state = (("call",) + (call or ("", 0)), outcome)
@@ -393,6 +495,13 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     else:
         writes = _set(step.write_set)
     reads = _set(step.read_set)
+    if shell is not None and kind == MUTATE and not failed and not no_op:
+        flags |= _copy_flag(shell, reads, writes)
+    elif reads is None and shell is None and kind == OBSERVE and step.name:
+        # a tool's read without a target (a search API): it reads what no named write of a
+        # record touches, so only a write of everything changes it (encode() undoes this in a
+        # trace that writes files)
+        reads = _UNTARGETED
     substantial = False
     if has_outcome and kind == OBSERVE and targets:
         chars, lines = _text_size(result)

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_64_intdigest
 
@@ -34,7 +33,10 @@ from .decision import (  # noqa: F401
 from .policy import Policy
 from .textloop import LOOP_THRESHOLD, TextLoopDetector
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import _guard_py as _engine_mod
 
 __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]

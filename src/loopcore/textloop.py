@@ -5,9 +5,9 @@ See ``loopcore._textloop_py`` for the rules (gemini-cli's "chanting" detector) a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ._native_flag import NO_EXTENSIONS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from ._textloop_py import (

@@ -7,20 +7,25 @@ answers in the harness's contract (see ``_contracts``). It is never in the way: 
 database, a malformed event or a bad policy file answers allow (deny with ``--fail-closed``),
 says why on stderr in one line, and exits within ``--budget`` seconds.
 
-This path imports the guard, the policy, the harness profiles and sqlite3, nothing else: no
-numpy, no rich, no trace adapters (the hook runs before every tool call, so start-up is its
-cost). ``install`` / ``uninstall`` / ``status`` live in ``_install`` and are imported only
+This path imports the guard, the policy, the harness profiles, sqlite3 and the stdlib json,
+nothing else: no numpy, no rich, no trace adapters, no typing, no orjson (its import pulls in
+uuid, datetime and dataclasses: more start-up than it saves on one small event), no argparse.
+The hook runs before every tool call, so start-up is its cost (benchmarks/bench_hook.py). ``install`` / ``uninstall`` / ``status`` live in ``_install`` and are imported only
 when asked for. User guide: docs/hooks/claude.md, codex.md, gemini.md.
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import IO, Any, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see below)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import IO, Any
 
 __all__ = ["DEFAULT_BUDGET", "HookOptions", "load_policy", "main", "run_hook"]
 
@@ -44,14 +49,13 @@ _USAGE = """usage: loopcore hook {claude,codex,gemini} [--state DIR] [--policy N
 Reads one hook event of the named harness on stdin and answers on stdout. See docs/hooks/."""
 
 
-class HookOptions(NamedTuple):
-    harness: str
-    state: str | None = None
-    policy: str | None = None
-    fail_closed: bool = False
-    budget: float = DEFAULT_BUDGET
-    ttl: float = DEFAULT_TTL
-    max_sessions: int = DEFAULT_MAX_SESSIONS
+#: The options of one hook call: harness (claude/codex/gemini), state (directory or None),
+#: policy (preset name, file or None), fail_closed, budget and ttl (seconds), max_sessions.
+HookOptions = namedtuple(
+    "HookOptions",
+    "harness state policy fail_closed budget ttl max_sessions",
+    defaults=(None, None, False, DEFAULT_BUDGET, DEFAULT_TTL, DEFAULT_MAX_SESSIONS),
+)
 
 
 class _UsageError(ValueError):
@@ -123,10 +127,10 @@ def load_policy(spec: str | None) -> Any:
 
             doc = tomllib.loads(data.decode("utf-8"))
         else:
-            import orjson
+            import json
 
-            doc = orjson.loads(data)
-    except ValueError as exc:  # tomllib.TOMLDecodeError, orjson.JSONDecodeError, UnicodeDecodeError
+            doc = json.loads(data)
+    except ValueError as exc:  # tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError
         raise PolicyError(
             f"policy file {spec}: not valid {'TOML' if spec.endswith('.toml') else 'JSON'}: {exc}"
         ) from None
@@ -151,7 +155,7 @@ class _Answer:
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.done = False
 
     def give(self, text: str) -> bool:
@@ -215,9 +219,17 @@ def run_hook(
                 )
                 os._exit(0)
 
-        timer = threading.Timer(opts.budget, expire)
-        timer.daemon = True
-        timer.start()
+        # A bare thread waiting on a held lock: release() cancels it. (threading.Timer's start()
+        # waits until the new thread has run, which on a loaded machine can cost a scheduler
+        # slice, several ms, on every call.)
+        cancel = _thread.allocate_lock()
+        cancel.acquire()
+
+        def watch() -> None:
+            if not cancel.acquire(timeout=opts.budget):
+                expire()
+
+        _thread.start_new_thread(watch, ())
     try:
         if callable(raw):
             raw = raw()
@@ -245,7 +257,7 @@ def run_hook(
         return give_up(f"internal error {type(exc).__name__}: {exc}")
     finally:
         if watchdog:
-            timer.cancel()
+            cancel.release()
 
 
 def _classify(h: Any, ev: Any) -> tuple[Any, Any]:
@@ -271,13 +283,11 @@ _KEEP: list[Any] = []
 
 def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadline: float) -> str:
     """The answer text, after one transaction on the session's row; raises _StateError."""
-    import sqlite3
-
-    import orjson
+    import json
 
     from ..guard import Guard
     from ._contracts import answer
-    from ._state import Store, state_dir
+    from ._state import Store, sqlite3, state_dir
 
     kind, target = _classify(h, ev)
     # Wait for the lock with most of what is left of the budget, keeping time to answer.
@@ -329,9 +339,9 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
                     if (
                         action == "warn" and h.json_only
                     ):  # Gemini CLI: delivered on the call's AfterTool
-                        pend = orjson.loads(pending) if pending else []
+                        pend = json.loads(pending) if pending else []
                         pend.append([_call_key(guard, ev), message])
-                        pending = orjson.dumps(pend[-_MAX_PENDING:]).decode()
+                        pending = json.dumps(pend[-_MAX_PENDING:], separators=(",", ":"))
             else:
                 guard.record(
                     ev.session,
@@ -345,26 +355,27 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
                     target=target,
                 )
                 if pending and h.json_only:
-                    pend = orjson.loads(pending)
+                    pend = json.loads(pending)
                     key = _call_key(guard, ev)
                     for i, (k, msg) in enumerate(pend):
                         if k == key:
                             context = msg
                             del pend[i]
                             break
-                    pending = orjson.dumps(pend).decode() if pend else None
+                    pending = json.dumps(pend, separators=(",", ":")) if pend else None
             last = None
             if events:
                 e = events[-1]
-                last = orjson.dumps(
+                last = json.dumps(
                     {
                         "level": e["level"],
                         "detector": e["detector"],
                         "tool": e["tool"],
                         "count": e["count"],
                         "call_id": ev.call_id,
-                    }
-                ).decode()
+                    },
+                    separators=(",", ":"),
+                )
             store.save(h.name, ev.session, guard.snapshot(), guard.stats(), pending, last, created)
             store.commit()
         except BaseException:
@@ -401,9 +412,11 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
             now = time.time()
             store.log_events(
                 [
-                    orjson.dumps(
-                        {**e, "time": now, "harness": h.name, "call_id": ev.call_id}, default=str
-                    )
+                    json.dumps(
+                        {**e, "time": now, "harness": h.name, "call_id": ev.call_id},
+                        default=str,
+                        separators=(",", ":"),
+                    ).encode()
                     for e in events
                 ]
             )

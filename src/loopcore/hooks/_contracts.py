@@ -14,25 +14,26 @@ answer from stdout (docs/hooks/claude.md, codex.md, gemini.md):
   has no context field, so a warning is delivered on the call's AfterTool as
   ``hookSpecificOutput.additionalContext``.
 
-This module is plain data and string work: it imports nothing beyond orjson.
+This module is plain data and string work: it imports the stdlib json and collections only
+(orjson's import costs a hook process more than it saves on one small event).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import json
+from collections import namedtuple
 
-import orjson
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["HARNESSES", "Event", "Harness", "MalformedEvent", "answer", "fallback", "parse_event"]
 
 
-class Harness(NamedTuple):
-    name: str
-    profile: str  # the loopcore.taxonomy profile that knows its tool names
-    pre: str
-    post: str
-    failure: str | None
-    json_only: bool  # stdout must always hold a JSON object (Gemini CLI)
+#: name; profile: the loopcore.taxonomy profile that knows its tool names; pre / post / failure:
+#: the event names (failure None when the harness sends none); json_only: stdout must always
+#: hold a JSON object (Gemini CLI).
+Harness = namedtuple("Harness", "name profile pre post failure json_only")
 
 
 HARNESSES: dict[str, Harness] = {
@@ -48,18 +49,9 @@ class MalformedEvent(ValueError):
     """The stdin event is not what the harness sends (the message says what is wrong)."""
 
 
-class Event(NamedTuple):
-    """One hook event: ``phase`` is "pre", "post", "failure" or None (an event the guard ignores)."""
-
-    name: str
-    phase: str | None
-    session: str
-    tool: str
-    args: Any
-    call_id: str | None
-    run_id: str | None
-    result: Any
-    error: str | None
+#: One hook event: ``phase`` is "pre", "post", "failure" or None (an event the guard ignores);
+#: ``args`` the tool input, ``result`` / ``error`` the outcome of a post / failure event.
+Event = namedtuple("Event", "name phase session tool args call_id run_id result error")
 
 
 def _text(doc: dict, key: str, required: bool = True) -> str | None:
@@ -74,8 +66,8 @@ def _text(doc: dict, key: str, required: bool = True) -> str | None:
 def parse_event(h: Harness, raw: bytes) -> Event:
     """Read one event of harness *h*; raises MalformedEvent naming the bad field."""
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        doc = json.loads(raw)
+    except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
         raise MalformedEvent(f"stdin is not JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise MalformedEvent(f"the event must be a JSON object, got {type(doc).__name__}")
@@ -107,9 +99,7 @@ def parse_event(h: Harness, raw: bytes) -> Event:
             # the terminal's rendering of the same outcome.
             err = result.get("error")
             if err:
-                error = (err.get("message") if isinstance(err, dict) else None) or orjson.dumps(
-                    err
-                ).decode()
+                error = (err.get("message") if isinstance(err, dict) else None) or _dump(err)
                 result = None
             else:
                 result = result.get("llmContent")
@@ -119,8 +109,8 @@ def parse_event(h: Harness, raw: bytes) -> Event:
     return Event(name, phase, session, tool, args, call_id, run_id, result, error)
 
 
-def _dump(doc: dict) -> str:
-    return orjson.dumps(doc).decode()
+def _dump(doc: Any) -> str:
+    return json.dumps(doc, separators=(",", ":"))
 
 
 def answer(h: Harness, ev: Event, action: str, message: str, context: str | None = None) -> str:

@@ -67,7 +67,7 @@ def fast_entry() -> str:
 
     ``-S`` skips ``site`` (the .pth files of every installed package) and ``-c`` skips runpy:
     the two cost more than the hook's own work (benchmarks/bench_hook.py). The directories of
-    loopcore and of its two imports on the hook path (orjson, xxhash) go on ``sys.path`` by
+    loopcore and of its one third-party import on the hook path (xxhash) go on ``sys.path`` by
     hand. ``-I`` also keeps the project directory the harness runs in (and PYTHONPATH) off
     ``sys.path``, so nothing there can shadow a module. Run ``install`` again after moving the
     environment.
@@ -75,7 +75,7 @@ def fast_entry() -> str:
     import importlib.util
 
     dirs: list[str] = []
-    for name in ("loopcore", "orjson", "xxhash"):
+    for name in ("loopcore", "xxhash"):
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.submodule_search_locations:
             raise InstallError(f"cannot find the {name} package of this Python ({sys.executable})")
@@ -132,7 +132,7 @@ def _is_ours(handler: Any, harness: str) -> bool:
 
 def _read(path: str) -> tuple[str, dict[str, Any]]:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
     except FileNotFoundError:
         return "", {}
@@ -161,7 +161,155 @@ def _render(doc: dict[str, Any], old_text: str) -> str:
         ws = m.group(1)
         indent = "\t" if "\t" in ws else len(ws)
     ascii_only = bool(old_text) and "\\u" in old_text
-    return json.dumps(doc, indent=indent, ensure_ascii=ascii_only) + "\n"
+    text = json.dumps(doc, indent=indent, ensure_ascii=ascii_only)
+    if "\r\n" in old_text:
+        text = text.replace("\n", "\r\n")
+    if not old_text or old_text.endswith("\n"):  # a file without a final newline stays so
+        text += "\r\n" if "\r\n" in old_text else "\n"
+    return text
+
+
+# -- editing the file's text in place -------------------------------------------------------
+# install appends loopcore's groups (and the "hooks" / event keys it needs) to the file's text and
+# uninstall cuts exactly those spans out, so a file in any layout (inline arrays, CRLF, no final
+# newline) comes back byte for byte. Whatever this cannot express falls back to re-rendering.
+
+_WS = " \t\r\n"
+_DECODER = json.JSONDecoder()
+
+
+def _skip(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _entries(text: str, i: int) -> tuple[list[tuple[Any, int, int, int]], int]:
+    """The entries of the object or array opening at *i*: (key or index, start, value start, end), and the closer's index."""
+    close = "}" if text[i] == "{" else "]"
+    out: list[tuple[Any, int, int, int]] = []
+    j = _skip(text, i + 1)
+    if text[j] == close:
+        return out, j
+    while True:
+        start = j
+        key: Any = len(out)
+        if close == "}":
+            key, j = _DECODER.raw_decode(text, j)
+            j = _skip(text, j)
+            if text[j] != ":":
+                raise ValueError("expected ':'")
+            j = _skip(text, j + 1)
+        vstart = j
+        _, j = _DECODER.raw_decode(text, j)
+        out.append((key, start, vstart, j))
+        j = _skip(text, j)
+        if text[j] == ",":
+            j = _skip(text, j + 1)
+        elif text[j] == close:
+            return out, j
+        else:
+            raise ValueError(f"expected ',' or {close!r}")
+
+
+class _Edits:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ops: list[tuple[int, int, str]] = []  # (start, end, replacement), applied last first
+        self.nl = "\r\n" if "\r\n" in text else "\n"
+        m = re.search(r"^([ \t]+)\S", text, re.MULTILINE)
+        self.unit = m.group(1) if m else "  "
+        self.ascii = "\\u" in text
+
+    def _dump(self, value: Any, indent: str | None) -> str:
+        if indent is None:  # an inline container: its new entry is inline too
+            return json.dumps(value, ensure_ascii=self.ascii)
+        unit: int | str = "\t" if "\t" in self.unit else len(self.unit)
+        return json.dumps(value, indent=unit, ensure_ascii=self.ascii).replace(
+            "\n", self.nl + indent
+        )
+
+    def append(self, open_at: int, key: str | None, value: Any) -> None:
+        entries, close = _entries(self.text, open_at)
+        head = json.dumps(key, ensure_ascii=self.ascii) + ": " if key is not None else ""
+        if entries:
+            lead = self.text[open_at + 1 : entries[0][1]]
+            indent = lead.rsplit("\n", 1)[1] if "\n" in lead else None
+            self.ops.append(
+                (entries[-1][3], entries[-1][3], "," + lead + head + self._dump(value, indent))
+            )
+            return
+        line = self.text.rfind("\n", 0, open_at) + 1
+        outer = re.match(r"[ \t]*", self.text[line:]).group(0)
+        body = self._dump(value, outer + self.unit)
+        self.ops.append(
+            (open_at + 1, close, self.nl + outer + self.unit + head + body + self.nl + outer)
+        )
+
+    def remove(self, open_at: int, index: int) -> None:
+        entries, close = _entries(self.text, open_at)
+        _, start, _, end = entries[index]
+        if len(entries) == 1:
+            self.ops.append((open_at + 1, close, ""))
+        elif index > 0:
+            self.ops.append((entries[index - 1][3], end, ""))
+        else:
+            self.ops.append((start, entries[1][1], ""))
+
+    def result(self) -> str:
+        text = self.text
+        # Last first, so earlier positions stay valid; at one position, the first added ends first.
+        order = sorted(range(len(self.ops)), key=lambda k: (self.ops[k][0], k), reverse=True)
+        for k in order:
+            start, end, repl = self.ops[k]
+            text = text[:start] + repl + text[end:]
+        return text
+
+
+def _splice(old_text: str, doc: dict[str, Any], new_doc: dict[str, Any]) -> str | None:
+    """*old_text* edited into *new_doc* when only hooks entries were added or removed, else None."""
+    try:
+        root = _skip(old_text, 0)
+        ed = _Edits(old_text)
+        members = {k: (vs, i) for i, (k, _, vs, _) in enumerate(_entries(old_text, root)[0])}
+        old_h, new_h = doc.get("hooks"), new_doc.get("hooks")
+        if old_h is None:
+            ed.append(root, "hooks", new_h)
+        elif new_h is None:
+            ed.remove(root, members["hooks"][1])
+        elif old_h != new_h:
+            hooks_at = members["hooks"][0]
+            events = {k: (vs, i) for i, (k, _, vs, _) in enumerate(_entries(old_text, hooks_at)[0])}
+            for event in list(old_h) + [e for e in new_h if e not in old_h]:
+                old_g, new_g = old_h.get(event), new_h.get(event)
+                if old_g == new_g:
+                    continue
+                if old_g is None:
+                    ed.append(hooks_at, event, new_g)
+                elif new_g is None:
+                    ed.remove(hooks_at, events[event][1])
+                elif new_g[: len(old_g)] == old_g:
+                    for group in new_g[len(old_g) :]:
+                        ed.append(events[event][0], None, group)
+                else:  # groups removed: new_g must be old_g with some whole groups left out
+                    keep = iter(new_g)
+                    nxt = next(keep, None)
+                    gone = []
+                    for i, group in enumerate(old_g):
+                        if nxt is not None and group == nxt:
+                            nxt = next(keep, None)
+                        else:
+                            gone.append(i)
+                    if nxt is not None:
+                        return None
+                    for i in gone:
+                        ed.remove(events[event][0], i)
+        text = ed.result()
+        if json.dumps(json.loads(text)) != json.dumps(new_doc):
+            return None
+        return text
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _merge(doc: dict[str, Any], harness: str, command: str | None, path: str) -> dict[str, Any]:
@@ -218,7 +366,9 @@ def _apply(path: str, harness: str, command: str | None, dry_run: bool, out: IO[
             f"{path}: already {'installed' if command else 'without loopcore hooks'}; nothing to change\n"
         )
         return False
-    new_text = _render(new_doc, old_text)
+    new_text = (_splice(old_text, doc, new_doc) if old_text.strip() else None) or _render(
+        new_doc, old_text
+    )
     if dry_run:
         out.writelines(
             difflib.unified_diff(
@@ -233,7 +383,7 @@ def _apply(path: str, harness: str, command: str | None, dry_run: bool, out: IO[
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.loopcore-{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
             f.write(new_text)
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
@@ -273,6 +423,26 @@ def _codex_hooks_disabled(config: str) -> str | None:
             return (
                 f"{config} sets [features] {key} = false: Codex runs no hooks until that is removed"
             )
+    return None
+
+
+def _gemini_hooks_off(path: str) -> str | None:
+    """A note when the Gemini CLI settings switch hooks (or loopcore's hook by name) off, else None."""
+    try:
+        _, doc = _read(path)
+    except InstallError:
+        return None
+    for where, table, key in (
+        ("hooksConfig.enabled", doc.get("hooksConfig"), "enabled"),
+        ("tools.enableHooks", doc.get("tools"), "enableHooks"),  # older Gemini CLI releases
+        ("hooks.enabled", doc.get("hooks"), "enabled"),
+    ):
+        if isinstance(table, dict) and table.get(key) is False:
+            return f"{path} sets {where} to false: Gemini CLI runs no hooks until that is changed"
+    for where, table in (("hooksConfig", doc.get("hooksConfig")), ("hooks", doc.get("hooks"))):
+        off = table.get("disabled") if isinstance(table, dict) else None
+        if isinstance(off, list) and "loopcore" in off:
+            return f'{path} lists "loopcore" in {where}.disabled: Gemini CLI skips the hook'
     return None
 
 
@@ -432,10 +602,13 @@ def main(argv: Sequence[str], out: IO[str], err: IO[str]) -> int:
             base=args.base,
         )
         install(args.harness, path, command, dry_run=args.dry_run, out=out)
+        note = None
         if args.harness == "codex":
             note = _codex_hooks_disabled(os.path.join(os.path.dirname(path), "config.toml"))
-            if note:
-                err.write(f"loopcore hook: note: {note}\n")
+        elif args.harness == "gemini" and not args.dry_run:
+            note = _gemini_hooks_off(path)
+        if note:
+            err.write(f"loopcore hook: note: {note}\n")
         return 0
     except InstallError as exc:
         err.write(f"loopcore hook: error: {exc}\n")

@@ -12,9 +12,16 @@ bounded; the ``doom_loop_detected`` events go to ``events.jsonl`` next to it, ro
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
-from typing import Any
+
+try:  # the C module: the sqlite3 package around it adds only datetime adapters (and datetime)
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover - an interpreter that has only the package
+    import sqlite3
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["DB_NAME", "EVENTS_NAME", "SCHEMA_VERSION", "Store", "state_dir"]
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from .shell import _SHELLS, classify_shell, classify_shell_access, parse_patch_targets
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "OUTPUT_NORMALISERS",
@@ -34,7 +37,7 @@ __all__ = [
 ]
 
 Target = str | tuple | None
-Rule = str | tuple | Callable[[Any], "tuple[str, Target]"]
+Rule = str | tuple | Callable[["Any"], "tuple[str, Target]"]
 _KINDS = frozenset({"observe", "mutate", "exec", "ask", "other"})
 
 # Argument keys that name what a call touches, most specific first.
