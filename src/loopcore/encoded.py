@@ -317,12 +317,10 @@ def _copy_flag(cmd: str, reads: tuple | None, writes: tuple | None) -> int:
     ``cd``) and the classifier must have read it as reading the source and writing only F."""
     if not writes or len(writes) != 1:
         return 0
-    from ._shell_py import lex
-
     # the copy itself, beside any cd and any echo of a message (``cp a b && echo done``)
     segs = [
         seg
-        for seg in lex(cmd)
+        for seg in _lex(cmd)
         if seg[0] and not (seg[0][0] == "cd" or (seg[0][0] == "echo" and not seg[1]))
     ]
     if len(segs) != 1:
