@@ -272,10 +272,16 @@ class LibraryInExtBuild(build):
 
 
 class MarkedBuildPy(build_py):
-    """build_py that writes loopcore/_build_flags.py: which kind of build this install is."""
+    """build_py that writes loopcore/_build_flags.py (which kind of build this install is) and
+    ships the documentation pages (docs/**/*.md) as loopcore/_docs, for ``loopcore docs``."""
 
     def run(self):
         super().run()
+        docs = HERE / "docs"
+        for page in sorted(docs.rglob("*.md")):
+            out = pathlib.Path(self.build_lib) / "loopcore" / "_docs" / page.relative_to(docs)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(page.read_bytes())
         target = pathlib.Path(self.build_lib) / "loopcore" / "_build_flags.py"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(

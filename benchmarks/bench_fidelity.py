@@ -232,11 +232,12 @@ def run_analysis(
     a session of None names the only trace of that file); every trace counts in ``by_kind``.
     """
     from loopcore.adapters import load
-    from loopcore.burn import analyse_many
+    from loopcore.burn import _analyse_many
+    from loopcore.encoded import _kernel_of
 
     if traces is None:
         traces = list(load(traces_dir))
-    reports = analyse_many(traces, impl=impl)
+    reports = _analyse_many(_kernel_of(impl), traces)
     wanted = set(labelled)
     wanted_files = {f for f, _ in wanted}
     run = Run(impl)

@@ -125,7 +125,7 @@ def call_floor():
     try:
         from callfloor import CallFloor  # benchmarks/callfloor.py
     except ImportError:
-        CallFloor = _native_flag.load("guard", "c").CallFloor  # noqa: N806
+        CallFloor = _native_flag.load_twin("guard", "c").CallFloor  # noqa: N806
     return CallFloor(ALLOW)
 
 
@@ -171,8 +171,8 @@ def hashing_once(impl: str, stream: list[tuple]) -> float:
     without their volatile ids), so this is the hashing the guard cannot avoid; the rest of a
     call's time is the guard's own logic (projection, session lookup, detectors, decisions).
     """
-    h = _native_flag.load("hashing", impl).canonical_hash
-    eng = _native_flag.load("guard", impl)
+    h = _native_flag.load_twin("hashing", impl).canonical_hash
+    eng = _native_flag.load_twin("guard", impl)
     vk = Policy.default().volatile_keys
     items = [
         (

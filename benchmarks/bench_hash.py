@@ -6,7 +6,7 @@ Baselines, each on the same values:
   orjson+xxh3   xxh3_64(orjson.dumps(x, option=OPT_SORT_KEYS))   (the fast outside baseline)
   json+sha256   sha256(json.dumps(x, sort_keys=True))              (what most harnesses do)
   raw xxh3      xxh3_64 of the string's UTF-8 bytes (large strings only: the speed of light)
-Bars (DESIGN.md): >= 1.5x orjson+xxh3 on typical args, >= 15x the pure twin, and
+Bars (README.md, Benchmarks): >= 1.5x orjson+xxh3 on typical args, >= 15x the pure twin, and
 >= 50% of raw xxh3 throughput on a 4 MB string. Every row first checks that the compiled
 core and the pure twin give identical hashes on its values.
 
@@ -40,8 +40,8 @@ from _env import environment, interleaved_ns_per_op, print_table  # noqa: E402
 
 from loopcore import _native_flag  # noqa: E402
 
-C = _native_flag.load("hashing", "c")
-PY = _native_flag.load("hashing", "py")
+C = _native_flag.load_twin("hashing", "c")
+PY = _native_flag.load_twin("hashing", "py")
 rnd = random.Random(7)
 
 

@@ -23,7 +23,7 @@ Variants (the first is what ``loopcore hook install`` writes):
 
 Correctness is checked on every run: exit code 0, no stderr, and the allow answer (empty
 stdout). The CPU columns (user + system time of the child) show the work itself; on a loaded
-machine the wall time also counts the wait for a core. Bars (DESIGN.md "Harness integrations"): median <= 50 ms and <= 5x the bare start.
+machine the wall time also counts the wait for a core. Bars (README.md, Benchmarks): median <= 50 ms and <= 5x the bare start.
 ``--breakdown`` adds ``-X importtime`` of one hook call: the cumulative import cost of the
 modules on the hook's path. Exit code 0 = bars met, 1 = a bar missed, 2 = a run failed.
 """

@@ -25,7 +25,7 @@ if list((_SRC / "loopcore").glob("_native_hashing*")):  # an in-place build: mea
     sys.path.insert(0, str(_SRC))
 
 from loopcore import Guard, Policy, Step, Trace  # noqa: E402
-from loopcore.encoded import analyse_encoded, encode  # noqa: E402
+from loopcore.encoded import _kernel_of, _run_kernel, encode  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -92,7 +92,7 @@ def encoded_loop(steps: int, impl: str) -> dict:
     base = 0.0
     for r in range(rounds):
         enc = encode(trace_of(per, r))
-        analyse_encoded(enc, impl=impl)
+        _run_kernel(_kernel_of(impl), enc)
         del enc
         if r + 1 == warm:
             gc.collect()

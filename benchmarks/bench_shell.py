@@ -9,7 +9,7 @@ twin's own, uncached ``classify_shell`` then classifies every command once per r
 alternate run by run so both see the same load on a shared machine, and the ratio is the median
 of the per-run ratios. Times are the CPU time of the benchmarking thread (``time.thread_time``):
 the work is single-threaded, and wall time on a shared machine counts waits for a core. Both twins' answers are compared on every command first (a fast wrong
-answer does not count). DESIGN.md sets no bar of its own for the classifier: it
+answer does not count). The design sets no bar of its own for the classifier: it
 serves the ingest bar (benchmarks/bench_ingest.py). Exit code 0 = identical answers, 1 = answers
 differ, 2 = no traces or no compiled core.
 """
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     if _native_flag.NO_EXTENSIONS:
         print("LOOPCORE_NO_EXTENSIONS is set: there is no compiled twin to compare")
         return 2
-    twins = {impl: _native_flag.load("shell", impl).classify_shell for impl in ("c", "py")}
+    twins = {impl: _native_flag.load_twin("shell", impl).classify_shell for impl in ("c", "py")}
     commands = shell_commands(opts.traces)
     chars = sum(map(len, commands))
 

@@ -85,8 +85,8 @@ def main(argv=None) -> int:
     if _native_flag.NO_EXTENSIONS:
         print("no compiled core (LOOPCORE_NO_EXTENSIONS=1)")
         return 2
-    C = _native_flag.load("textloop", "c")
-    P = _native_flag.load("textloop", "py")
+    C = _native_flag.load_twin("textloop", "c")
+    P = _native_flag.load_twin("textloop", "py")
     text = reply_text(int(args.mb * 1e6))
     mb = len(text.encode()) / 1e6
     chunks = chunks_of(text, args.chunk)

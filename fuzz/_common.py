@@ -27,7 +27,7 @@ if _native_flag.NO_EXTENSIONS:
 
 def twins(component: str):
     """(compiled, pure) modules of *component*."""
-    return _native_flag.load(component, "c"), _native_flag.load(component, "py")
+    return _native_flag.load_twin(component, "c"), _native_flag.load_twin(component, "py")
 
 
 KEYS = ["a", "b", "path", "messageId", "ts", "é", "k" * 130, "", "0"]

@@ -17,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loopcore
+import loopcore.adapters
+import loopcore.trace
 from loopcore.adapters import FORMATS, LoadStats, TraceFormatError, detect_format, load
 
 FIX = pathlib.Path(__file__).parent / "fixtures"
@@ -30,10 +32,16 @@ FIXTURE_FORMATS = {
     "anthropic_messages.json": "anthropic",
     "claude_code_session.jsonl": "claude-code",
     "otel_genai_spans.json": "otel",
+    "otel_genai_protojson.json": "otel",
+    "anthropic_server_tools.json": "anthropic",
+    "openai_responses_builtin_tools.json": "openai-responses",
     "mini_swe_agent_v2.json": "mini-swe-agent",
     "mini_swe_agent_v1.json": "mini-swe-agent",
+    "mini_swe_agent_v2_textbased.json": "mini-swe-agent",
+    "codex_rollout_0146.jsonl": "codex",
     "swe_agent_text.json": "swe-agent",
     "swe_agent_function_calling.json": "swe-agent",
+    "swe_agent_0x_linted_edit.json": "swe-agent",
     "tau_bench.json": "tau-bench",
     "openhands_events.json": "openhands",
     "gemini_cli_session.json": "gemini-cli",
@@ -77,7 +85,7 @@ def test_detect_and_load_every_fixture(name, fmt):
         assert t.meta["skipped"] == 0
         assert t.steps, name
         for s in t:
-            assert s.kind in loopcore.KINDS
+            assert s.kind in loopcore.trace.KINDS
             assert s.session == t.session
             assert s.tokens_in >= 0 and s.tokens_out >= 0
 
@@ -554,17 +562,15 @@ def test_custom_profile_mapping_through_load():
 
 
 def test_public_api_exports():
-    for name in (
-        "load",
-        "detect_format",
-        "FORMATS",
-        "TraceFormatError",
-        "LoadStats",
-        "classify",
-        "classify_shell",
-    ):
+    import loopcore.taxonomy
+
+    for name in ("load", "detect_format", "TraceFormatError", "LoadStats"):
         assert hasattr(loopcore, name), name
         assert name in loopcore.__all__
+    for name in ("FORMATS", "load", "detect_format"):
+        assert name in loopcore.adapters.__all__
+    for name in ("classify", "classify_shell", "PROFILES"):
+        assert name in loopcore.taxonomy.__all__
 
 
 # ---- less common shapes of the same formats -------------------------------------------------
@@ -724,7 +730,7 @@ def test_claude_code_stream_json_shape():
             {
                 "session": st.sampled_from(["a", "b"]),
                 "turn": st.integers(0, 5),
-                "kind": st.sampled_from(list(loopcore.KINDS)),
+                "kind": st.sampled_from(list(loopcore.trace.KINDS)),
                 "name": st.text(min_size=1, max_size=8),
                 "target": st.one_of(
                     st.none(),
@@ -856,4 +862,4 @@ def test_any_json_loads_or_raises_trace_format_error(obj, fmt):
         return
     for t in traces:
         for s in t:
-            assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+            assert s.kind in loopcore.trace.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0

@@ -16,6 +16,8 @@ import shutil
 import pytest
 
 import loopcore
+import loopcore.adapters
+import loopcore.trace
 from loopcore.adapters import LoadStats, TraceFormatError, detect_format, load
 from loopcore.taxonomy.profiles import normalise_output
 
@@ -367,7 +369,7 @@ def test_cli_formats_command(capsys):
 
     assert main(["formats"]) == 0
     out = capsys.readouterr().out
-    for name in loopcore.FORMATS:
+    for name in loopcore.adapters.FORMATS:
         assert name in out
 
 
@@ -897,6 +899,11 @@ _SHAPED = [
     "cline_task/1760001234567/api_conversation_history.json",
     "roo_task/019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b/api_conversation_history.json",
     "claude_code_subagents/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7.jsonl",
+    "otel_genai_protojson.json",
+    "anthropic_server_tools.json",
+    "openai_responses_builtin_tools.json",
+    "codex_rollout_0146.jsonl",
+    "mini_swe_agent_v2_textbased.json",
 ]
 
 
@@ -949,7 +956,7 @@ def test_a_damaged_harness_file_loads_or_says_why(name, data):
             continue
         for t in traces:
             for s in t:
-                assert s.kind in loopcore.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+                assert s.kind in loopcore.trace.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
 
 
 def test_openhands_v0_function_call_error_is_a_rejected_turn():
@@ -1072,3 +1079,171 @@ def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
     t = only(p)
     assert [s.args["command"] for s in t] == ["ls kept", "ls new"]
     assert [s.ref for s in t] == [{"line": 3}, {"line": 4}]
+
+
+# ---- API transcripts: OTel GenAI spans (protobuf JSON), Anthropic server tools, Responses ------
+
+
+def test_otel_protobuf_json_export_takes_the_agent_spans_conversation():
+    """An OTLP export as protobuf's JSON printer writes it (base64 ids, enum names for kind and
+    status, int64 as strings, arguments as a kvlist) with the conversation id on the
+    invoke_agent span only."""
+    t = only(FIX / "otel_genai_protojson.json")
+    assert t.format == "otel" and t.session == "thread-42"
+    read, save = t.steps
+    assert (read.kind, read.target, read.args) == (
+        "observe",
+        "notes/todo.txt",
+        {"path": "notes/todo.txt", "max_lines": 50},
+    )
+    assert (
+        read.result == "buy milk\n" and read.error is None and read.ref == {"event": "EQ4b8k2xQ0I="}
+    )
+    assert save.error == "TimeoutError" and save.call_id == "call_p2"
+    # the chat span's 60 output tokens, shared by the two calls it issued
+    assert read.tokens_out + save.tokens_out == 60 and not save.tokens_estimated
+
+
+def test_anthropic_server_and_mcp_tools_are_calls_answered_in_the_message():
+    """server_tool_use / mcp_tool_use blocks are answered by *_tool_result blocks of the same
+    assistant message; a request body with its response beside it is an Anthropic trace."""
+    assert detect_format(FIX / "anthropic_server_tools.json") == "anthropic"
+    t = only(FIX / "anthropic_server_tools.json")
+    search, count, view, ask = calls(t)
+    assert (search.name, search.kind, search.target) == (
+        "web_search",
+        "observe",
+        "search:river Wendle length",
+    )
+    assert isinstance(search.result, list) and search.error is None
+    assert (count.kind, count.target, count.result) == ("observe", "notes.md", "812 notes.md\n")
+    assert count.meta["returncode"] == 0
+    assert (view.kind, view.target, view.error) == ("observe", "notes.md", "the sandbox was busy")
+    assert ask.name == "mcp__atlas__ask_question" and ask.result == "In the northern hills."
+    assert t.meta["unanswered"] == 0 and "orphan_results" not in t.meta
+    # the response's usage: 190 output tokens over the last turn's three calls and its reply
+    last = [s for s in t if s.turn == count.turn]
+    assert sum(s.tokens_out + s.tokens_turn for s in last) == 190
+
+
+def test_openai_responses_builtin_and_client_tool_items():
+    """shell_call / apply_patch_call / computer_call are answered by their *_output items;
+    web_search_call, code_interpreter_call and mcp_call hold their own answer."""
+    t = only(FIX / "openai_responses_builtin_tools.json")
+    by_name = {s.name: s for s in calls(t)}
+    assert set(by_name) == {
+        "shell",
+        "apply_patch",
+        "web_search",
+        "mcp__weather__forecast",
+        "code_interpreter",
+    }
+    sh = by_name["shell"]
+    assert (sh.kind, sh.target, sh.result, sh.meta["returncode"]) == (
+        "observe",
+        "notes",
+        "a.md\nb.md\n",
+        0,
+    )
+    patch = by_name["apply_patch"]
+    assert (patch.kind, patch.target, patch.error, patch.no_op) == (
+        "mutate",
+        "notes/a.md",
+        "context did not match",
+        True,
+    )
+    assert by_name["web_search"].target == "search:weather Wendle valley"
+    assert by_name["mcp__weather__forecast"].args == {"place": "Wendle"}
+    assert by_name["code_interpreter"].result == "7\n"
+    assert t.meta["unanswered"] == 0
+
+
+def test_openai_responses_unknown_item_type_is_reported(tmp_path):
+    doc = json.loads((FIX / "openai_responses_builtin_tools.json").read_text())
+    doc["input"].insert(3, {"type": "hologram_call", "id": "h1"})
+    p = tmp_path / "resp.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(p))
+    assert "hologram_call" in str(ei.value) and "mcp_list_tools" in str(ei.value)
+    stats = LoadStats()
+    (t,) = load(p, keep_going=True, stats=stats)
+    assert len(calls(t)) == 5 and len(stats.errors) == 1
+
+
+def test_codex_0146_records_and_single_item_outputs():
+    """Codex CLI 0.14x: world_state and inter_agent_communication_metadata records, agent_message
+    items between agents, and a function_call_output whose output is one content item."""
+    stats = LoadStats()
+    t = only(FIX / "codex_rollout_0146.jsonl", stats=stats)
+    assert stats.errors == [] and t.meta["cli_version"] == "0.146.0"
+    first, again = calls(t)
+    assert first.result == again.result == "main.py\nutil.py\n"
+    assert (first.kind, first.target) == ("observe", "src")
+    assert t.meta["unanswered"] == 0
+
+
+def test_mini_swe_agent_2x_text_based_trajectory():
+    """mini-swe-agent 2.x with a text-based model: no tool_calls; the harness's parsed
+    extra.actions, observations with extra.returncode, a FormatError answer standing for a turn
+    the trajectory does not keep, and the submission in the exit message."""
+    t = only(FIX / "mini_swe_agent_v2_textbased.json")
+    assert t.format == "mini-swe-agent" and t.meta["format_errors"] == 1
+    run = calls(t)
+    assert [s.args["command"] for s in run] == [
+        "cat hello.py",
+        "sed -i 's/helo/hello/' hello.py",
+        "cat hello.py",
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+    ]
+    assert [s.kind for s in run[:3]] == ["observe", "mutate", "observe"]
+    assert run[0].meta["returncode"] == 0 and run[-1].meta["final"]
+    (bad,) = [s for s in t if s.rejected is not None]
+    assert bad.rejected.startswith("Please always provide EXACTLY ONE action")
+    assert bad.text.startswith("Two ideas.") and bad.ref == {"message": 4}
+    assert t.meta["tokens_source"] == "usage" and t.meta["unanswered"] == 0
+    # every API call's completion tokens are counted once
+    assert sum(s.tokens_out + s.tokens_turn for s in t) == 30 + 25 + 35 + 20 + 15
+
+
+def test_opencode_bash_exit_code(tmp_path):
+    """opencode's bash tool keeps the exit code in state.metadata.exit."""
+    root = tmp_path / "storage"
+    shutil.copytree(FIX / "opencode_storage", root)
+    msg = "msg_a1b2c3d40002ZYXWVUTSRQPONM"
+    part = {
+        "id": "prt_a1b2c3d40016ZYXWVUTSRQPONM",
+        "sessionID": "ses_7a1b2c3d4e5fABCDEFGHIJ",
+        "messageID": msg,
+        "type": "tool",
+        "callID": "toolu_b9",
+        "tool": "bash",
+        "state": {
+            "status": "completed",
+            "input": {"command": "ls missing", "description": "Lists a folder"},
+            "output": "ls: missing: No such file or directory\n",
+            "title": "Lists a folder",
+            "metadata": {
+                "output": "ls: missing: No such file or directory\n",
+                "exit": 2,
+                "description": "Lists a folder",
+            },
+            "time": {"start": 1760000009000, "end": 1760000009100},
+        },
+    }
+    (root / "part" / msg / (part["id"] + ".json")).write_text(json.dumps(part, indent=2))
+    (t,) = load(root)
+    (ls,) = [s for s in calls(t) if s.name == "bash"]
+    assert ls.meta["returncode"] == 2 and ls.args == {"command": "ls missing"}
+    assert ls.error is None  # a non-zero exit is a result, not a failed call
+
+
+def test_swe_agent_edit_the_linter_reverted_is_a_failed_no_op():
+    """SWE-agent 0.x / 1.x: an edit its linter rejected ("Your changes have NOT been applied")
+    changed nothing: a failed no-op, not a mutation."""
+    t = only(FIX / "swe_agent_0x_linted_edit.json")
+    opened, bad, good, _submit = calls(t)
+    assert (bad.kind, bad.target, bad.no_op) == ("mutate", "/repo/calc.py", True)
+    assert bad.error is not None and "NOT been applied" in bad.error
+    assert (good.no_op, good.error) == (False, None)
+    assert opened.target == good.target == "/repo/calc.py"

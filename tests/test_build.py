@@ -22,11 +22,11 @@ g.check("s", "read", {"path": "a"})
 g.record("s", "read", {"path": "a"}, "text")
 steps = [loopcore.Step("s", 0, "observe", "read", "a", {"path": "a"}, "x", tokens_in=5)] * 2
 loopcore.analyse_many([loopcore.Trace(list(steps))])
-loopcore.classify_shell("cat a.py | grep x")
+import loopcore.taxonomy; loopcore.taxonomy.classify_shell("cat a.py | grep x")
 loaded = sorted(m for m in sys.modules if m.startswith(("loopcore._native_", "loopcore._")) and
                 m.split(".")[1] in ("_native_hashing", "_native_guard", "_native_burn", "_native_shell",
                                     "_hashing_py", "_guard_py", "_burn_py", "_shell_py"))
-print(json.dumps({"impl": loopcore.implementation(), "hashing": loopcore.canonical_hash.__module__,
+print(json.dumps({"impl": loopcore.implementation(), "hashing": loopcore.hashing.canonical_hash.__module__,
                   "loaded": loaded}))
 """
 
@@ -54,7 +54,7 @@ def test_default_import_is_the_compiled_core():
     for comp in COMPONENTS:
         assert f"loopcore._native_{comp}" in got["loaded"]
     for comp in COMPONENTS:
-        mod = _native_flag.load(comp, "c")
+        mod = _native_flag.load_twin(comp, "c")
         assert mod.__file__.endswith((".so", ".pyd")), mod.__file__
 
 
@@ -89,7 +89,7 @@ def test_build_and_runtime_share_one_truthiness_rule():
 
 def test_unknown_implementation_name():
     with pytest.raises(ValueError, match="expected 'c' or 'py'"):
-        _native_flag.load("hashing", "rust")
+        _native_flag.load_twin("hashing", "rust")
 
 
 # ---------------------------------------------------------------- the build's shape (setup.py)
@@ -201,8 +201,8 @@ def test_compiled_xxh3_matches_python_xxhash_at_every_size(size):
 
     import xxhash
 
-    native = _native_flag.load("hashing", "c")
-    pure = _native_flag.load("hashing", "py")
+    native = _native_flag.load_twin("hashing", "c")
+    pure = _native_flag.load_twin("hashing", "py")
     data = random.Random(size).randbytes(size)
     assert native._xxh3_bytes(data) == xxhash.xxh3_64_intdigest(data)
     assert native.canonical_hash(data) == pure.canonical_hash(data)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopcore import _native_flag
-from loopcore.burn import BurnSettings, Step, Trace, analyse_burn, analyse_many
-from loopcore.encoded import FINDING_KINDS, analyse_encoded, encode, step_facts
+from loopcore.burn import BurnSettings, Step, Trace
+from loopcore.encoded import FINDING_KINDS, encode, step_facts
 from loopcore.trace import KINDS
 
 TARGETS = ("a", "b", "c")
@@ -252,8 +253,8 @@ def impl_name(impl):
 def charges(impl_name, trace):
     """Per-step (codes, of_step) from the kernel twin *impl*, checked against the reference."""
     enc = encode(trace)
-    res = analyse_encoded(enc, impl=impl_name)
-    ref = analyse_encoded(enc, impl="py")
+    res = twin(impl_name).analyse_encoded(enc)
+    ref = twin("py").analyse_encoded(enc)
     codes, of = res.finding.tolist(), res.of_step.tolist()
     assert (codes, of, res.charge.tolist()) == (
         ref.finding.tolist(),
@@ -268,10 +269,10 @@ def charges(impl_name, trace):
 def test_kernel_twins_agree_on_random_traces(traces, charge_turn):
     cfg = BurnSettings(charge_turn_output=charge_turn)
     enc = encode(traces, cfg)
-    ref = analyse_encoded(enc, impl="py", charge_turn_output=charge_turn)
-    reports = analyse_many(traces, cfg, impl="py")
+    ref = twin("py").analyse_encoded(enc, charge_turn_output=charge_turn)
+    reports = twin("py").analyse_many(traces, cfg)
     for impl in _kernel_impls():
-        res = analyse_encoded(enc, impl=impl, charge_turn_output=charge_turn)
+        res = twin(impl).analyse_encoded(enc, charge_turn_output=charge_turn)
         for name in (
             "finding",
             "of_step",
@@ -287,8 +288,8 @@ def test_kernel_twins_agree_on_random_traces(traces, charge_turn):
         for k, r in enumerate(reports):
             assert res.by_kind_tokens[k].tolist() == [r.by_kind[x]["tokens"] for x in FINDING_KINDS]
             assert res.by_kind_steps[k].tolist() == [r.by_kind[x]["steps"] for x in FINDING_KINDS]
-        assert analyse_many(traces, cfg, impl=impl) == reports
-        assert [analyse_burn(t, cfg, impl=impl) for t in traces] == reports
+        assert twin(impl).analyse_many(traces, cfg) == reports
+        assert [twin(impl).analyse_burn(t, cfg) for t in traces] == reports
 
 
 @SETTINGS
@@ -344,8 +345,8 @@ def test_first_occurrence_is_never_charged(impl_name, trace):
 @given(trace=rich_traces_st, charge_turn=st.booleans())
 def test_wasted_within_total_and_each_step_charged_once(impl_name, trace, charge_turn):
     cfg = BurnSettings(charge_turn_output=charge_turn)
-    (r,) = analyse_many([trace], cfg, impl=impl_name)
-    assert r == analyse_burn(trace, cfg, impl="py")
+    (r,) = twin(impl_name).analyse_many([trace], cfg)
+    assert r == twin("py").analyse_burn(trace, cfg)
     steps = trace.steps
     assert (
         0
@@ -417,7 +418,7 @@ def test_a_trace_of_distinct_steps_has_no_finding(impl_name, spec):
             )
         )
     trace = Trace(steps)
-    assert analyse_burn(trace, impl=impl_name).findings == ()
+    assert twin(impl_name).analyse_burn(trace).findings == ()
     assert not any(charges(impl_name, trace)[0])
 
 
@@ -436,6 +437,6 @@ def test_appending_steps_never_uncharges_a_step(impl_name, trace, extra):
             if code != 3 and codes2[i] != 3:
                 assert (codes2[i], of2[i]) == (code, of[i])
     # encoded side by side, the two traces stay independent
-    res = analyse_encoded(encode([trace, longer]), impl=impl_name)
+    res = twin(impl_name).analyse_encoded(encode([trace, longer]))
     assert np.array_equal(res.finding[: len(trace)], np.asarray(codes, dtype=np.int8))
     assert res.finding[len(trace) :].tolist() == codes2

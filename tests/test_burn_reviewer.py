@@ -1,4 +1,4 @@
-"""Findings a reviewer accepts: BEHAVIOURS.md F1-F12 on both kernel twins.
+"""Findings a reviewer accepts (docs/burn.md, The findings and the rules), on both kernel twins.
 
 Shell steps are classified the way the adapters classify them (the generic profile's shell
 rule: kind, target, what the command reads and writes, whether it is a provable no-op), so
@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import twin
 
-from loopcore.burn import BurnReport, BurnSettings, Step, Trace, analyse_burn, analyse_many
+from loopcore.burn import BurnReport, BurnSettings, Step, Trace
 from loopcore.taxonomy.profiles import PROFILES
 
 _GENERIC = PROFILES["generic"]
@@ -54,9 +55,9 @@ def sh(
 def analyse(impl, steps, settings=None) -> BurnReport:
     """The pure reference's report, after checking the twin of *impl* gives the same one."""
     trace = steps if isinstance(steps, Trace) else Trace(list(steps))
-    ref = analyse_burn(trace, settings, impl="py")
-    assert analyse_burn(trace, settings, impl=impl.name) == ref
-    assert analyse_many([trace], settings, impl=impl.name) == [ref]
+    ref = twin("py").analyse_burn(trace, settings)
+    assert impl.analyse_burn(trace, settings) == ref
+    assert impl.analyse_many([trace], settings) == [ref]
     return ref
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopcore import BurnReport, load
-from loopcore.burn import analyse_burn, analyse_many
+from loopcore.burn import analyse_burn
 
 pytestmark = pytest.mark.traces
 
@@ -19,7 +19,7 @@ def real(shared_traces):
 
 def test_kernels_equal_the_reference_on_real_traces(impl, real):
     traces, reports = real
-    assert analyse_many(traces, impl=impl.name) == reports
+    assert impl.analyse_many(traces) == reports
 
 
 def test_real_reports_are_sane(real):

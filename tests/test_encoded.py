@@ -7,12 +7,13 @@ import pathlib
 
 import numpy as np
 import pytest
+from conftest import twin
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from loopcore import _native_flag, canonical_hash
-from loopcore.burn import Step, Trace, analyse_many
+from loopcore import _native_flag
+from loopcore.burn import Step, Trace
 from loopcore.encoded import (
     _STEP_COLUMNS,
     ABSOLUTE,
@@ -25,10 +26,10 @@ from loopcore.encoded import (
     REJECTED,
     BurnSettings,
     EncodedTrace,
-    analyse_encoded,
     encode,
     encode_with,
 )
+from loopcore.hashing import canonical_hash
 
 
 def s(
@@ -160,8 +161,8 @@ def test_concat_equals_encoding_together(impl):
     assert joined.sessions == together.sessions
     for col in ("kind", "turn", "tokens", "flags", "result_hash", "args_hash", "session"):
         assert getattr(joined, col).tolist() == getattr(together, col).tolist()
-    ra = analyse_encoded(joined, impl=impl.name)
-    rb = analyse_encoded(together, impl=impl.name)
+    ra = impl.analyse_encoded(joined)
+    rb = impl.analyse_encoded(together)
     for field in (
         "finding",
         "of_step",
@@ -185,7 +186,7 @@ def test_concat_keeps_ids_of_parts_apart(impl):
     )
     enc = EncodedTrace.concat([encode(t)] * 3)
     assert enc.n_traces == 3 and enc.n_calls == 3 and enc.n_targets == 3
-    res = analyse_encoded(enc, impl=impl.name)
+    res = impl.analyse_encoded(enc)
     assert res.finding.tolist() == [0, 1] * 3
     assert res.of_step.tolist() == [-1, 0] * 3
     assert res.wasted_tokens.tolist() == [11, 11, 11]
@@ -195,13 +196,13 @@ def test_analysis_arrays_and_repr(impl):
     traces = sample() + [
         Trace([s(i, "observe", "Grep", None, {"q": 1}, "hits", session="g") for i in range(3)])
     ]
-    res = analyse_encoded(encode(traces), impl=impl.name)
+    res = impl.analyse_encoded(encode(traces))
     assert res.finding.dtype == np.int8 and res.of_step.dtype == np.int32
     assert res.by_kind_tokens.shape == res.by_kind_steps.shape == (3, 6)
     assert res.finding[-3:].tolist() == [0, 2, 2] and res.of_step[-3:].tolist() == [-1, 0, 1]
     assert res.charge[-3:].tolist() == [0, 11, 11] and res.charge.dtype == np.int64
     assert res.by_kind_steps[2, FINDING_KINDS.index("duplicate_call")] == 2
-    reports = analyse_many(traces, impl=impl.name)
+    reports = impl.analyse_many(traces)
     assert res.total_tokens.tolist() == [r.total_tokens for r in reports]
     assert res.wasted_tokens.tolist() == [r.wasted_tokens for r in reports]
     assert "2 charged" in repr(res)
@@ -315,7 +316,7 @@ def test_kernel_accepts_read_only_columns(impl):
         if isinstance(v, np.ndarray):
             v.setflags(write=False)
     out = impl.burn.analyse_columns(**cols)
-    assert out[0].tolist() == analyse_encoded(enc, impl="py").finding.tolist()
+    assert out[0].tolist() == twin("py").analyse_encoded(enc).finding.tolist()
 
 
 def test_kernel_twins_share_the_question_loop_threshold(impl):
@@ -403,7 +404,7 @@ def encoders():
     """(compiled, pure) encoders; tests that compare them skip when the core is deselected."""
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled twin to compare")
-    return _native_flag.load("encode", "c"), _native_flag.load("encode", "py")
+    return _native_flag.load_twin("encode", "c"), _native_flag.load_twin("encode", "py")
 
 
 def encoded_by(encoder, traces, settings=DEFAULT_SETTINGS):

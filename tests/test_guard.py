@@ -1,4 +1,4 @@
-"""Guard scenarios of BEHAVIOURS.md A-D and their edges, run against both engine twins.
+"""Guard scenarios (docs/guard.md: detectors, result hashing, presets) and their edges, run against both engine twins.
 
 "N calls" means N calls checked and recorded with their results; the decision under test is
 the one ``check`` returns for the next call.
@@ -886,7 +886,8 @@ def test_warning_events_deduplicated_by_bucket_per_key(make):
 
 
 def test_guarded_tool_function(make):
-    from loopcore import LoopBlocked, guarded
+    from loopcore import LoopBlocked
+    from loopcore.guard import guarded
 
     g = make(OC)
     ran = []
@@ -958,9 +959,9 @@ def test_record_attaches_to_the_call_as_checked_even_if_args_were_mutated(make):
 
 
 def test_taxonomy_classify_plugs_in(make):
-    import loopcore
+    import loopcore.taxonomy
 
-    g = make(classify=loopcore.classify)
+    g = make(classify=loopcore.taxonomy.classify)
     calls(g, "s", "Read", {"file_path": "a.ts"}, "body")
     assert g.check("s", "Read", {"file_path": "a.ts"}).detector == "redundant_observation"
     g.record("s", "Read", {"file_path": "a.ts"}, "body")

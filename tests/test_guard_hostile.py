@@ -59,7 +59,7 @@ def _valid_doc(impl) -> dict:
 def test_engine_rejects_a_state_of_another_size(impl):
     code = f"""
     from loopcore import _native_flag
-    mod = _native_flag.load("guard", {impl.name!r})
+    mod = _native_flag.load_twin("guard", {impl.name!r})
     from loopcore.guard import _engine_params
     from loopcore import Policy
     small = mod.Engine(_engine_params(Policy.default().replace(window=2)), [], [])

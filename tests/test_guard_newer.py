@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from loopcore import ALLOW, DETECTORS, Guard, Policy
+from loopcore import ALLOW, Guard, Policy
+from loopcore.policy import DETECTORS
 
 LINE = "I should look at the configuration file once more.\n"
 

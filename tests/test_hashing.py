@@ -434,8 +434,8 @@ def _shuffle_keys(v, rnd):
 def test_twins_give_the_same_bytes(value):
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("compiled core deselected")
-    c = _native_flag.load("hashing", "c")
-    py = _native_flag.load("hashing", "py")
+    c = _native_flag.load_twin("hashing", "c")
+    py = _native_flag.load_twin("hashing", "py")
     assert c.canonical_bytes(value) == py.canonical_bytes(value)
     assert c.canonical_hash(value) == py.canonical_hash(value)
     assert c.canonical_hash(value, strip={"a", "", 1}) == py.canonical_hash(
@@ -447,7 +447,7 @@ def test_twins_give_the_same_bytes(value):
 @given(json_like, st.randoms(use_true_random=False))
 def test_key_order_never_changes_the_hash(value, rnd):
     for name in ("py",) if _native_flag.NO_EXTENSIONS else ("c", "py"):
-        h = _native_flag.load("hashing", name).canonical_hash
+        h = _native_flag.load_twin("hashing", name).canonical_hash
         assert h(_shuffle_keys(value, rnd)) == h(value)
 
 
@@ -455,7 +455,7 @@ def test_key_order_never_changes_the_hash(value, rnd):
 @given(json_like)
 def test_stripping_absent_keys_changes_nothing(value):
     for name in ("py",) if _native_flag.NO_EXTENSIONS else ("c", "py"):
-        h = _native_flag.load("hashing", name).canonical_hash
+        h = _native_flag.load_twin("hashing", name).canonical_hash
         assert h(value, strip={"\x00never-a-key\x00"}) == h(value)
 
 
@@ -478,7 +478,7 @@ def _json_roundtrip_equal(v):
 )
 def test_equal_values_give_equal_hashes(value):
     for name in ("py",) if _native_flag.NO_EXTENSIONS else ("c", "py"):
-        h = _native_flag.load("hashing", name).canonical_hash
+        h = _native_flag.load_twin("hashing", name).canonical_hash
         assert h(value) == h(_json_roundtrip_equal(value))
 
 
@@ -580,7 +580,7 @@ def _dict_shapes():
 @pytest.mark.parametrize("shape", sorted(_dict_shapes()))
 def test_every_dict_storage_shape_gives_the_twin_bytes(shape, impl):
     value = _dict_shapes()[shape]
-    py = _native_flag.load("hashing", "py")
+    py = _native_flag.load_twin("hashing", "py")
     assert impl.hashing.canonical_bytes(value) == py.canonical_bytes(value)
     assert impl.hashing.canonical_hash(value) == py.canonical_hash(value)
     assert impl.hashing.canonical_hash(value) == impl.hashing.canonical_hash(dict(value))
@@ -593,7 +593,7 @@ def test_in_place_dict_walk_is_on_where_its_layout_is_known():
 
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled core")
-    c = _native_flag.load("hashing", "c")
+    c = _native_flag.load_twin("hashing", "c")
     known = platform.python_implementation() == "CPython" and (3, 11) <= sys.version_info < (3, 14)
     free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
     assert c._DICT_IN_PLACE == (known and not free_threaded)

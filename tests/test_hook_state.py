@@ -357,3 +357,25 @@ def test_state_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("LOOPCORE_STATE_DIR", str(tmp_path / "env"))
     assert state_dir() == str(tmp_path / "env")
     assert state_dir(str(tmp_path / "flag")) == str(tmp_path / "flag")
+
+
+def test_the_hooks_json_codec_and_orjson_read_each_other(impl, monkeypatch):
+    """A hook process writes the guard snapshot with the stdlib json, a library user with orjson;
+    a state written by either restores under the other with the same decisions."""
+    from loopcore import Guard, Policy, _guard_snapshot
+
+    def feed(g):
+        for i in range(12):
+            g.check("sé-1", "Read", {"file_path": "/src/ünï.py"}, call_id=f"c{i}")
+            g.record("sé-1", "Read", {"file_path": "/src/ünï.py"}, "same text", call_id=f"c{i}")
+
+    for write_fast in (True, False):
+        monkeypatch.setattr(_guard_snapshot, "FAST_JSON", write_fast)
+        g = Guard(Policy.default(), implementation=impl.name)
+        feed(g)
+        blob = g.snapshot()
+        monkeypatch.setattr(_guard_snapshot, "FAST_JSON", not write_fast)
+        back = Guard.restore(blob, implementation=impl.name)
+        assert back.stats() == g.stats()
+        args = {"file_path": "/src/ünï.py"}
+        assert back.check("sé-1", "Read", args).action == g.check("sé-1", "Read", args).action

@@ -23,7 +23,7 @@ def _run(impl, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
     code = textwrap.dedent(f"""
         import sys
         from loopcore import _native_flag
-        h = _native_flag.load("hashing", {impl.name!r})
+        h = _native_flag.load_twin("hashing", {impl.name!r})
         IMPL = {impl.name!r}
     """) + textwrap.dedent(body)
     env = package_env({"PATH": "/usr/bin:/bin"})
@@ -340,7 +340,7 @@ TWO_FAILURES = [
 def test_twins_name_the_same_path_when_two_values_fail(make):
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("needs both twins")
-    c, py = _native_flag.load("hashing", "c"), _native_flag.load("hashing", "py")
+    c, py = _native_flag.load_twin("hashing", "c"), _native_flag.load_twin("hashing", "py")
     assert _error(c, make()) == _error(py, make())
 
 
@@ -372,7 +372,7 @@ def test_nesting_past_max_depth_in_set_members_and_keys_is_value_error(impl, mak
 def test_twins_agree_on_deep_key_errors(make):
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("needs both twins")
-    c, py = _native_flag.load("hashing", "c"), _native_flag.load("hashing", "py")
+    c, py = _native_flag.load_twin("hashing", "c"), _native_flag.load_twin("hashing", "py")
     assert _error(c, make()) == _error(py, make())
 
 

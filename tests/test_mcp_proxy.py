@@ -19,6 +19,7 @@ import pytest
 from conftest import package_env
 
 import loopcore
+import loopcore.hashing
 from loopcore.integrations.mcp_proxy import MCPProxy, block_result
 
 PROXY = [sys.executable, "-m", "loopcore", "mcp-proxy"]
@@ -510,7 +511,7 @@ def test_sdk_server_crash_fails_the_call_instead_of_hanging(sdk):
 
 def test_a_guard_that_fails_never_breaks_the_connection(raw_server):
     server, log = raw_server
-    depth = loopcore.MAX_DEPTH + 5  # deeper than the guard hashes: check() raises
+    depth = loopcore.hashing.MAX_DEPTH + 5  # deeper than the guard hashes: check() raises
     deep = b'{"x":' * depth + b"{}" + b"}" * depth
     lines = [
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":'

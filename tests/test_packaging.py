@@ -253,3 +253,44 @@ def test_wheel_metadata_version_is_the_one_source(tmp_path):
         (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
         assert f"\nVersion: {_version.__version__}\n" in zf.read(meta).decode()
         assert "loopcore/_version.py" in zf.namelist()
+
+
+def test_the_pages_the_help_points_to_ship_in_the_wheel(tmp_path):
+    """`loopcore --help` sends the reader to `loopcore docs cli`: an installed wheel prints it."""
+    src = _copy_tree(tmp_path)
+    res = _wheel(src, tmp_path / "wheels", {"LOOPCORE_NO_EXTENSIONS": "1"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    (whl,) = (tmp_path / "wheels").glob("loopcore-*.whl")
+    with zipfile.ZipFile(whl) as zf:
+        names = set(zf.namelist())
+    pages = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    assert "cli.md" in pages
+    assert {f"loopcore/_docs/{p}" for p in pages} <= names
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target)]
+        + [str(whl)],
+        check=True,
+        capture_output=True,
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("LOOPCORE_NO_EXTENSIONS", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(target)
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "loopcore", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+
+    helped = cli("--help")
+    assert helped.returncode == 0 and "loopcore docs cli" in " ".join(helped.stdout.split())
+    page = cli("docs", "cli")
+    assert page.returncode == 0, page.stderr
+    assert page.stdout == (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    listed = cli("docs")
+    assert "cli" in listed.stdout.split() and "guard" in listed.stdout.split()
+    missing = cli("docs", "no-such-page")
+    assert missing.returncode == 2 and "no page" in missing.stderr

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loopcore import DETECTORS, Policy, PolicyError
+from loopcore import Policy, PolicyError
+from loopcore.policy import DETECTORS
 
 
 def test_default_thresholds_match_the_design_table():

@@ -50,7 +50,7 @@ def _guard(policy: str = "default"):
 
 def test_a1_todo_budget_replayed_warns_then_blocks_and_counts_blocked_tokens():
     rep = replay_trace(Trace(todo_writes(60)), _guard())
-    # BEHAVIOURS A1: attempts 1-24 allowed, 25-49 warned, 50 and later blocked.
+    # the todo-list budget (docs/guard.md, tool_budget): attempts 1-24 allowed, 25-49 warned, 50 and later blocked.
     assert [e.step for e in rep.events if e.action == "warn"] == list(range(24, 49))
     assert [e.step for e in rep.events if e.action == "block"] == list(range(49, 60))
     assert {e.detector for e in rep.events} == {"tool_budget"}

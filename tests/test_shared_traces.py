@@ -13,7 +13,6 @@ import orjson
 import pytest
 
 from loopcore.adapters import LoadStats, load
-from loopcore.burn import analyse_many
 
 pytestmark = pytest.mark.traces
 
@@ -96,7 +95,7 @@ def test_shell_commands_are_classified(loaded):
 
 def test_analysis_bounds_on_every_trace(loaded, impl):
     traces, _ = loaded
-    reports = analyse_many(traces, impl=impl.name)
+    reports = impl.analyse_many(traces)
     assert len(reports) == len(traces)
     for t, r in zip(traces, reports):
         assert 0 <= r.wasted_tokens <= r.total_tokens, t.source

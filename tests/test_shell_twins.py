@@ -23,7 +23,7 @@ def twins():
     """(compiled, pure); tests that compare them skip when the compiled core is deselected."""
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled twin to compare")
-    return _native_flag.load("shell", "c"), _native_flag.load("shell", "py")
+    return _native_flag.load_twin("shell", "c"), _native_flag.load_twin("shell", "py")
 
 
 def outcome(fn, arg):

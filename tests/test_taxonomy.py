@@ -21,7 +21,7 @@ from loopcore.taxonomy import (
     parse_patch_targets,
 )
 
-pure = _native_flag.load("shell", "py")
+pure = _native_flag.load_twin("shell", "py")
 
 SHELL_CASES = [
     # readers, with their targets
@@ -183,7 +183,7 @@ def test_profiles_give_reads_and_writes():
 
 
 def test_the_dispatcher_caches_the_live_twin():
-    live = _native_flag.load("shell")
+    live = _native_flag.load_twin("shell")
     assert classify_shell("cat a.py") == live.classify_shell("cat a.py") == ("observe", "a.py")
     hits = classify_shell.cache_info().hits  # an lru_cache (bench_ingest clears it between runs)
     assert classify_shell("cat a.py") == ("observe", "a.py")

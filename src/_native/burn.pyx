@@ -644,4 +644,3 @@ def analyse_columns(
                     _charge(&o, seg, i, DEGENERATE, i, s0)
 
     return finding_a, of_a, charge_a, total_a, wasted_a, bkt_a, bks_a
-

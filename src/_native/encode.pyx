@@ -34,7 +34,7 @@ from loopcore.encoded import (
     _widen,
     degenerate_tokens,
 )
-from loopcore._native_shell import lex as _lex
+from loopcore.taxonomy.shell import lex as _lex
 from loopcore.hashing import canonical_hash
 from loopcore.trace import KINDS
 

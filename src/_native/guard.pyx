@@ -18,7 +18,6 @@ from libc.string cimport memset
 from codes cimport (
     D_BUDGET,
     D_COMPACTION,
-    D_CONTENT,
     D_CONTEXT,
     D_CYCLE,
     D_ERROR,
@@ -91,7 +90,7 @@ cdef str _text_content(dict result):
 def project_exec(result):
     """(status, exit code, timed out, output, stderr) of a shell/exec/poll result, or the result
     itself when it is not a dict of a known shape; durations, pids, cwd and timestamps are
-    dropped (they change on every run and are not progress, BEHAVIOURS B10). Never raises."""
+    dropped (they change on every run and are not progress; docs/guard.md, Result hashing). Never raises."""
     return _project_exec(result)
 
 
@@ -136,7 +135,7 @@ cdef object _project_exec_d(dict result, dict d, status):
 
 cdef bint _is_delivery_object(dict d):
     # A message object's own `id` is its fresh per-send id; a bare `id` elsewhere (a route or
-    # conversation) is a stable fact and stays (BEHAVIOURS C6/C7).
+    # conversation) is a stable fact and stays (docs/guard.md, Result hashing).
     return (
         isinstance(d.get("id"), str)
         and isinstance(d.get("text"), str)

@@ -331,6 +331,7 @@ cdef inline void _u64(Ctx* c, uint64_t v) noexcept:
 
 import reprlib as _reprlib
 
+
 class _Repr(_reprlib.Repr):
     def repr_instance(self, x, level):  # let a failing __repr__ raise: _safe_repr names the type
         return repr(x)
@@ -441,7 +442,7 @@ cdef int _enc_big_blob(Ctx* c, unsigned char big, const char* p, Py_ssize_t n, b
     cdef uint64_t h
     cdef object keep
     if immutable and n >= NOGIL_MIN and owner is not None:
-        keep = owner  # our own strong reference keeps the buffer alive without the GIL
+        keep = owner  # no-cython-lint (our own strong reference keeps the buffer alive without the GIL)
         with nogil:
             h = loopcore_xxh3_large(p, n)
     else:

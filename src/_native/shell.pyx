@@ -511,9 +511,8 @@ cdef class _Lexer:
 
     cdef Py_ssize_t operator(self, Py_ssize_t p) except -1:
         """Lex the operator at *p* (digits included: ``2>``); returns the position after it."""
-        cdef Py_ssize_t n = self.n, q = p, w
+        cdef Py_ssize_t n = self.n, q = p
         cdef Py_UCS4 c, c1, c2
-        cdef int op
         while _is_digit(self.at(q)):  # the caller made sure "<" or ">" follows the digits
             q += 1
         c = self.at(q)
@@ -801,7 +800,6 @@ cdef list _operands(list words, frozenset value_opts, Py_ssize_t drop=0):
     return out
 
 
-
 cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd) except -2:
     """Where the command run by the wrapper *cmd* at ``words[b]`` starts; -1 when it runs none."""
     cdef frozenset value_opts = _value_opts(cmd, _NO_OPTS)
@@ -839,7 +837,7 @@ cdef bint _any_opt(list words, frozenset exact, str prefix1, str prefix2):
 
 cdef _Part _classify_words(list words, list heredocs, int depth):
     """Classify one simple command given as words (after redirections were taken out)."""
-    cdef Py_ssize_t b = 0, n = len(words), j, k, slash
+    cdef Py_ssize_t b = 0, n = len(words), j, slash
     cdef str cmd, w, tdir
     cdef list ops, targets, reads
     cdef frozenset opts
@@ -1024,7 +1022,7 @@ cdef _Part _classify_find(list words, int depth):
 
 
 cdef _Part _classify_git(list words):
-    cdef Py_ssize_t j = 1, n = len(words), k
+    cdef Py_ssize_t j = 1, n = len(words)
     cdef frozenset opts = <frozenset>_VALUE_OPTS[u"git"]
     cdef str sub, a, first
     cdef list args, paths

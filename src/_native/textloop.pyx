@@ -223,7 +223,7 @@ cdef class _Core:
         for i in range(TABLE):
             self.head[i] = -1
         self.pow49 = 1
-        for i in range(CS - 1):
+        for i in range(CS - 1):  # no-cython-lint (a counted loop)
             self.pow49 *= BASE
         self.phys = 0
         self.total = 0
@@ -314,7 +314,7 @@ cdef class _Core:
         cdef unsigned char* m = <unsigned char*><char*>self.marks
         cdef int64_t p = pos
         cdef int i
-        for i in range(LT - 1):
+        for i in range(LT - 1):  # no-cython-lint (a counted loop)
             m[p - self.mark_base] = 1
             p = self.same[p & (POS_RING - 1)]
 

@@ -93,6 +93,35 @@ class Params:
 
     __slots__ = PARAM_NAMES
 
+    window: int
+    generic_warn: int
+    generic_block: int
+    poll_warn: int
+    poll_block: int
+    cycle_warn: int
+    cycle_block: int
+    cycle_periods_mask: int
+    cycle_counts_repeats: int
+    cycle_block_needs_no_progress: int
+    repeat_warn: int
+    repeat_block: int
+    repeat_block_needs_no_progress: int
+    global_block: int
+    unknown_block: int
+    error_warn: int
+    error_block: int
+    redundant_warn: int
+    monologue_block: int
+    argument_churn: int
+    error_any_text: int
+    repeat_reset_after_block: int
+    repeat_warn_once: int
+    budget_warn_once: int
+    compaction_window: int
+    monologue_any_text: int
+    context_block: int
+    repeat_warn_needs_no_progress: int
+
     def __init__(self, params: Mapping[str, int]) -> None:
         missing = [n for n in PARAM_NAMES if n not in params]
         extra = sorted(set(params) - set(PARAM_NAMES))

@@ -126,7 +126,7 @@ def _text_content(result: dict) -> str:
 def project_exec(result: Any) -> Any:
     """(status, exit code, timed out, output, stderr) of a shell/exec/poll result, or the result
     itself when it is not a dict of a known shape; durations, pids, cwd and timestamps are
-    dropped (they change on every run and are not progress, BEHAVIOURS B10). Never raises."""
+    dropped (they change on every run and are not progress; docs/guard.md, Result hashing). Never raises."""
     if not isinstance(result, dict):
         return result
     details = result.get("details")
@@ -152,7 +152,7 @@ def project_exec(result: Any) -> Any:
 
 def _is_delivery_object(d: dict) -> bool:
     # A message object's own `id` is its fresh per-send id; a bare `id` elsewhere (a route or
-    # conversation) is a stable fact and stays (BEHAVIOURS C6/C7).
+    # conversation) is a stable fact and stays (docs/guard.md, Result hashing).
     return (
         isinstance(d.get("id"), str)
         and isinstance(d.get("text"), str)
@@ -231,7 +231,7 @@ def _check_send_size(v: Any) -> None:
         if depth >= MAX_DEPTH:
             continue
         if isinstance(x, dict):
-            items = x.values()
+            items: Any = x.values()
         elif isinstance(x, (list, tuple)):
             items = x
         else:

@@ -270,7 +270,7 @@ class _Encoder:
         elif isinstance(v, dict):
             strip = self.strip
             if strip is None:
-                items = walk
+                items: Any = walk
             else:
                 saved = getattr(_tls, "base", 0)
                 _tls.base = depth + 2  # a key's __hash__ / a member's __eq__ that hashes again

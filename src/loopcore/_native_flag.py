@@ -17,7 +17,7 @@ import os
 import sys
 from types import ModuleType
 
-__all__ = ["NO_EXTENSIONS", "env_flag", "implementation", "load", "pure_build"]
+__all__ = ["NO_EXTENSIONS", "env_flag", "implementation", "load_twin", "pure_build"]
 
 _FALSY = frozenset({"", "0", "false", "no", "off"})
 
@@ -50,11 +50,16 @@ def implementation() -> str:
     return "py" if NO_EXTENSIONS else "c"
 
 
-def load(component: str, impl: str | None = None) -> ModuleType:
-    """Import the twin of *component* (``"hashing"``, ``"guard"``, ``"burn"``) for *impl*.
+def load_twin(component: str, impl: str | None = None) -> ModuleType:
+    """Import the twin module of *component* (``"hashing"``, ``"guard"``, ``"burn"``,
+    ``"shell"``, ``"textloop"``) for *impl* (``"c"``, ``"py"``; default: the live one).
 
-    Dispatchers and the test fixture use this; nothing else imports ``_native_*``/``_*_py``
-    modules directly. Raises ImportError with a remedy when the compiled module is missing.
+    The dispatchers (``hashing``, ``textloop``, ``taxonomy.shell``, ``encoded`` for the burn
+    kernel) pick their twin with a static branch on :data:`NO_EXTENSIONS`; the guard picks its
+    engine here, and the tests reach either twin through this function (the ``impl`` fixture).
+    Other modules import the dispatchers, never a twin (the pure twins' own shared tables
+    excepted). Raises ImportError with a remedy when the compiled module is missing, ValueError
+    for an unknown *impl*.
     """
     impl = impl or implementation()
     if impl == "py":

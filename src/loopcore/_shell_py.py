@@ -952,7 +952,7 @@ def _classify_find(words: list[str], depth: int) -> _Part:
                     break
                 inner.append(x)
             if not inner:
-                part = ("other", [], [], False)
+                part: tuple[str, list[str], list[str], bool] = ("other", [], [], False)
             elif depth >= _MAX_DEPTH:
                 part = ("exec", [], [], True)  # "find -exec find -exec ...": too deep to read
             else:

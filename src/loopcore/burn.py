@@ -34,8 +34,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._burn_py import QUESTION_LOOP_MIN_TURNS
-from .encoded import FINDING_KINDS, BurnSettings, analyse_encoded, encode, step_facts
+from .encoded import (
+    FINDING_KINDS,
+    QUESTION_LOOP_MIN_TURNS,
+    BurnSettings,
+    _run_kernel,
+    analyse_columns,
+    encode,
+    step_facts,
+)
 from .trace import Step, Trace
 
 __all__ = [
@@ -316,7 +323,7 @@ def _recommendation(kind: str, target: Any, name: str, tokens: int) -> str:
 
 def _recommend(findings: Sequence[Finding]) -> str | None:
     """The recommendation for the (finding kind, target) that wasted the most tokens."""
-    totals: dict[tuple, int] = {}
+    totals: dict[tuple[Any, ...], int] = {}
     for f in findings:
         key = (f.kind, f.target, f.name if f.kind == "duplicate_call" else "")
         totals[key] = totals.get(key, 0) + f.tokens
@@ -342,8 +349,8 @@ def _report(
     degenerate_output finding per reply)."""
     steps = trace.steps
     by_kind = _empty_by_kind()
-    groups: dict[tuple, list[int]] = {}
-    first: dict[tuple, int] = {}  # group -> its earliest first occurrence
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    first: dict[tuple[Any, ...], int] = {}  # group -> its earliest first occurrence
     root = [-1] * len(steps)
     wasted = 0
     for i, code in enumerate(codes):
@@ -351,7 +358,7 @@ def _report(
             continue
         j = of[i]
         if code == _REJECTED:
-            key: tuple = (code,)
+            key: tuple[Any, ...] = (code,)
             r = -1
         elif code == _DEGENERATE:
             key = (code, i)
@@ -371,7 +378,7 @@ def _report(
     findings = []
     for key, charged in sorted(groups.items(), key=lambda kv: kv[1][0]):
         code = key[0]
-        r = first.get(key)
+        r = first.get(key)  # type: ignore[assignment]
         kind = FINDING_KINDS[code - 1]
         tokens = sum(charge[i] for i in charged)
         turns = len({steps[i].turn for i in charged})
@@ -425,35 +432,44 @@ def _report(
 # ----------------------------------------------------------------------------- entry points
 
 
-def analyse_burn(
-    trace: Trace | Sequence[Step], settings: BurnSettings | None = None, *, impl: str | None = None
-) -> BurnReport:
+def analyse_burn(trace: Trace | Sequence[Step], settings: BurnSettings | None = None) -> BurnReport:
     """Account for the wasted tokens of one trace (see the module doc for the rules).
 
     Accepts a Trace or a sequence of Steps; *settings* are the analysis' settings
-    (``BurnSettings()`` by default); ``impl`` ("c"/"py") forces a kernel twin. Raises
-    ValueError for a step of unknown kind and TypeError/ValueError from canonical_hash when
-    args or results cannot be hashed.
+    (``BurnSettings()`` by default). Raises ValueError for a step of unknown kind and
+    TypeError/ValueError from canonical_hash when args or results cannot be hashed.
     """
-    if not isinstance(trace, Trace):
-        trace = Trace(list(trace))
-    return analyse_many([trace], settings, impl=impl)[0]
+    return _analyse_burn(analyse_columns, trace, settings)
 
 
-def analyse_many(
-    traces: Iterable[Trace], settings: BurnSettings | None = None, *, impl: str | None = None
-) -> list[BurnReport]:
+def analyse_many(traces: Iterable[Trace], settings: BurnSettings | None = None) -> list[BurnReport]:
     """analyse_burn for many traces at once, through encode() and one run of the kernel.
 
-    Gives the same reports as ``[analyse_burn(t) for t in traces]``; ``impl`` ("c"/"py")
-    forces a kernel twin. Raises what encode() raises.
+    Gives the same reports as ``[analyse_burn(t) for t in traces]``. Raises what encode()
+    raises.
     """
+    return _analyse_many(analyse_columns, traces, settings)
+
+
+def _analyse_burn(
+    kernel: Any, trace: Trace | Sequence[Step], settings: BurnSettings | None = None
+) -> BurnReport:
+    # analyse_burn on *kernel* (a twin's analyse_columns): the tests' way to pick a twin
+    if not isinstance(trace, Trace):
+        trace = Trace(list(trace))
+    return _analyse_many(kernel, [trace], settings)[0]
+
+
+def _analyse_many(
+    kernel: Any, traces: Iterable[Trace], settings: BurnSettings | None = None
+) -> list[BurnReport]:
+    # analyse_many on *kernel* (a twin's analyse_columns)
     traces = list(traces)
     if not traces:
         return []
     settings = BurnSettings() if settings is None else settings
     enc = encode(traces, settings)
-    res = analyse_encoded(enc, impl=impl, charge_turn_output=settings.charge_turn_output)
+    res = _run_kernel(kernel, enc, settings.charge_turn_output)
     codes = res.finding.tolist()
     of = res.of_step.tolist()
     charge = res.charge.tolist()

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "build_parser", "main"]
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="loopcore",
         description="Find the tokens LLM agents burn on loops and repeated work.",
         epilog="Exit codes: 0 ok, 1 waste above --fail-above (or a block with --fail-on-block), "
-        "2 usage or input error. See docs/cli.md.",
+        "2 usage or input error. Full reference: `loopcore docs cli` (docs/cli.md; `loopcore "
+        "docs` lists every page shipped with the package).",
     )
     p.add_argument("--version", action="version", version=f"loopcore {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -260,7 +262,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--json", action="store_true", help="print the table as JSON")
     f.set_defaults(run=_run_formats)
+    d = sub.add_parser(
+        "docs",
+        help="print a page of the documentation shipped with the package (cli, guard, burn...)",
+        description="Print a page of loopcore's documentation (the docs/ folder of the source, "
+        "shipped in the package); without PAGE, list the pages.",
+    )
+    d.add_argument("page", nargs="?", metavar="PAGE", help="a page name, e.g. cli or hooks/claude")
+    d.set_defaults(run=_run_docs)
     return p
+
+
+def _docs_root() -> Path | None:
+    """The documentation folder: ``loopcore/_docs`` in an install, ``docs/`` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for root in (here / "_docs", here.parent.parent / "docs"):
+        if (root / "cli.md").is_file():
+            return root
+    return None
+
+
+def _run_docs(args: argparse.Namespace) -> int:
+    root = _docs_root()
+    if root is None:
+        raise _CliError("the documentation is not installed with this copy of loopcore")
+    pages = sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.md"))
+    if not args.page:
+        print("\n".join(pages))
+        return EXIT_OK
+    name = args.page.removesuffix(".md").removeprefix("docs/")
+    if name not in pages:
+        raise _CliError(f"no page {args.page!r}; pages: {', '.join(pages)}")
+    sys.stdout.write((root / f"{name}.md").read_text(encoding="utf-8"))
+    return EXIT_OK
 
 
 def _run_formats(args: argparse.Namespace) -> int:
@@ -356,17 +390,16 @@ def _check_format(name: str) -> None:
         ) from None
 
 
-#: What a folder walk reads (the adapters' rule): README.md, .yaml, .tsv beside traces are not work.
-_TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
-
-
 def _input_size(paths: Sequence[str]) -> tuple[int, int]:
+    # what a folder walk reads is the adapters' rule: README.md, .yaml, .tsv beside traces are not work
+    from .adapters import _TRACE_EXTS
+
     files = size = 0
     for p in paths:
         if os.path.isdir(p):
             for root, _dirs, names in os.walk(p):
                 for n in names:
-                    if n.startswith(".") or not n.removesuffix(".gz").endswith(_TRACE_SUFFIXES):
+                    if n.startswith(".") or not n.removesuffix(".gz").endswith(_TRACE_EXTS):
                         continue
                     files += 1
                     try:

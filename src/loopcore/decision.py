@@ -46,6 +46,13 @@ class Decision:
     """
 
     __slots__ = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
+    action: str
+    detector: str | None
+    count: int
+    of_step: int | None
+    _message: str | None
+    _key: str | None
+    _why: tuple[Any, ...] | None
     _FIELDS = ("action", "detector", "count", "message", "key", "of_step")
 
     def __init__(
@@ -71,7 +78,10 @@ class Decision:
         m = self._message
         if m is None:  # a guard decision: rendered once, from the facts it was built with
             m = self._message = _render_message(
-                self.detector, self.action == "block", self.count, self._why
+                self.detector,  # type: ignore[arg-type]
+                self.action == "block",
+                self.count,
+                self._why,  # type: ignore[arg-type]
             )
         return m
 
@@ -84,7 +94,7 @@ class Decision:
         """A stable id of the pattern (detector, tool, call or cycle) for de-duplicating warnings."""
         k = self._key
         if k is None and self._why is not None:
-            k = self._key = _render_key(self.detector, self._why)
+            k = self._key = _render_key(self.detector, self._why)  # type: ignore[arg-type]
         return k
 
     @key.setter
@@ -113,7 +123,7 @@ class Decision:
     def __hash__(self) -> int:
         return hash((self.action, self.detector, self.count, self.key, self.of_step))
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (
             Decision,
             (self.action, self.detector, self.count, self.message, self.key, self.of_step),
@@ -128,7 +138,7 @@ class Decision:
         )
 
 
-def _lazy_decision(code: int, count: int, of_step: int, why: tuple) -> Decision:
+def _lazy_decision(code: int, count: int, of_step: int, why: tuple[Any, ...]) -> Decision:
     """A warn/block Decision whose message and key render on first access (see _render_message).
 
     The compiled twin builds the very same object in C (guard.pyx, ``_new_decision``).
@@ -170,7 +180,7 @@ def _ordinal(n: int) -> str:
 # pattern hash is the cycle's id for cycles, else the call's args hash.
 
 
-def _render_key(det: str, why: tuple) -> str:
+def _render_key(det: str, why: tuple[Any, ...]) -> str:
     _pol, tool, x, _other = why
     if det == "tool_budget":
         return f"tool_budget:{tool}"
@@ -179,7 +189,7 @@ def _render_key(det: str, why: tuple) -> str:
     return f"{det}:{tool}:{x:016x}"
 
 
-def _render_message(det: str, block: bool, count: int, why: tuple) -> str:
+def _render_message(det: str, block: bool, count: int, why: tuple[Any, ...]) -> str:
     pol, tool, _x, other = why
     if det == "tool_budget":
         what = "updating the todo list / plan" if _todo_like(tool) else f"calling {tool}"

@@ -62,15 +62,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _codes
-from ._native_flag import load
+from ._native_flag import NO_EXTENSIONS
 from .hashing import canonical_hash
 from .textloop import repeated_spans
 from .trace import KINDS, Step, Trace
 
-if TYPE_CHECKING:
-    from ._burn_py import analyse_columns
+if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns
 else:
-    analyse_columns = load("burn").analyse_columns
+    from ._native_burn import QUESTION_LOOP_MIN_TURNS, analyse_columns  # noqa: F401 (re-export)
 
 __all__ = [
     "ABSOLUTE",
@@ -91,14 +91,8 @@ __all__ = [
     "step_facts",
 ]
 
-OBSERVE, MUTATE, EXEC, ASK, OTHER = (
-    _codes.K_OBSERVE,
-    _codes.K_MUTATE,
-    _codes.K_EXEC,
-    _codes.K_ASK,
-    _codes.K_OTHER,
-)
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+OBSERVE, MUTATE = _codes.K_OBSERVE, _codes.K_MUTATE
 
 #: Finding kinds in code order: the kernels write 1..6 (0 = not charged) into ``finding``.
 FINDING_KINDS = (
@@ -241,19 +235,10 @@ def _full_write(args: Any) -> bool:
     return _shell_full_write(cmd)
 
 
-def _lex(cmd: str) -> list:
-    # the live twin of the shell lexer (loopcore._native_shell or loopcore._shell_py)
-    global _LEX
-    if _LEX is None:
-        _LEX = load("shell").lex
-    return _LEX(cmd)
-
-
-_LEX: Any = None
-
-
 def _shell_full_write(cmd: str) -> bool:
-    segs = _lex(cmd)
+    from .taxonomy.shell import lex
+
+    segs = lex(cmd)
     if len(segs) != 1:
         return False
     words, redirs, heredocs = segs[0]
@@ -317,10 +302,12 @@ def _copy_flag(cmd: str, reads: tuple | None, writes: tuple | None) -> int:
     ``cd``) and the classifier must have read it as reading the source and writing only F."""
     if not writes or len(writes) != 1:
         return 0
+    from .taxonomy.shell import lex
+
     # the copy itself, beside any cd and any echo of a message (``cp a b && echo done``)
     segs = [
         seg
-        for seg in _lex(cmd)
+        for seg in lex(cmd)
         if seg[0] and not (seg[0][0] == "cd" or (seg[0][0] == "echo" and not seg[1]))
     ]
     if len(segs) != 1:
@@ -375,7 +362,9 @@ def _content_read(name: str, args: Any) -> bool:
     if cmd.__class__ is str:
         if cmd == "view":
             return True
-        parts = [words for words, _r, _h in _lex(cmd) if words and words[0] != "cd"]
+        from .taxonomy.shell import lex
+
+        parts = [words for words, _r, _h in lex(cmd) if words and words[0] != "cd"]
         if len(parts) != 1:
             return False
         words = parts[0]
@@ -463,7 +452,7 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     )
     failed = error is not None
     edit = None
-    state = None
+    state: tuple[tuple[Any, ...], int] | None = None
     no_op = step.no_op
     shell = _shell_command(args)
     if len(targets) == 1:
@@ -818,7 +807,11 @@ def _encoder() -> Any:
     # loaded on first use: both twins import this module's helpers
     global _ENCODER
     if _ENCODER is None:
-        _ENCODER = load("encode")
+        if NO_EXTENSIONS:
+            from . import _encode_py as encoder
+        else:
+            from . import _native_encode as encoder  # type: ignore[attr-defined]
+        _ENCODER = encoder
     return _ENCODER
 
 
@@ -849,15 +842,29 @@ class EncodedAnalysis:
         )
 
 
-def analyse_encoded(
-    enc: EncodedTrace, *, impl: str | None = None, charge_turn_output: bool = False
-) -> EncodedAnalysis:
-    """Run the burn kernel over *enc* (``impl`` "c"/"py" forces a twin; default: the live core).
+def analyse_encoded(enc: EncodedTrace, *, charge_turn_output: bool = False) -> EncodedAnalysis:
+    """Run the burn kernel over *enc*.
 
     ``charge_turn_output`` charges a wasted call's turn tokens too (``BurnSettings``). Both
     twins give the same arrays. Raises ValueError when the columns are inconsistent.
     """
-    kernel = analyse_columns if impl is None else load("burn", impl).analyse_columns
+    return _run_kernel(analyse_columns, enc, charge_turn_output)
+
+
+def _kernel_of(impl: str | None) -> Any:
+    """The burn kernel of twin *impl* ("c", "py"; None: the live one): for the tests and the
+    store's re-analysis checks."""
+    if impl is None:
+        return analyse_columns
+    from ._native_flag import load_twin
+
+    return load_twin("burn", impl).analyse_columns
+
+
+def _run_kernel(
+    kernel: Any, enc: EncodedTrace, charge_turn_output: bool = False
+) -> EncodedAnalysis:
+    # analyse_encoded on *kernel* (a twin's analyse_columns)
     out = kernel(
         enc.kind,
         enc.turn,

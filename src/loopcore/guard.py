@@ -107,6 +107,16 @@ class _ToolInfo:
         "send_actions",
         "ti",
     )
+    name: str
+    tid: int
+    bslot: int
+    poll: bool
+    poll_actions: frozenset[str] | None
+    unknown: bool
+    exec: bool
+    send: bool
+    send_actions: frozenset[str] | None
+    ti: Any
 
 
 def _error_text(error: Any) -> str:
@@ -118,8 +128,8 @@ def _error_text(error: Any) -> str:
 
 
 #: The result projections of the process-wide twin (the Guard uses its own twin's).
-project_exec = _native_flag.load("guard").project_exec
-strip_send_result = _native_flag.load("guard").strip_send_result
+project_exec = _native_flag.load_twin("guard").project_exec
+strip_send_result = _native_flag.load_twin("guard").strip_send_result
 
 
 def _plain_str(tool: Any) -> str:
@@ -170,8 +180,8 @@ class Guard:
         self.classify = classify
         self._clock = clock
         self.implementation = implementation or _native_flag.implementation()
-        self._mod = _native_flag.load("guard", self.implementation)
-        self._hash = _native_flag.load("hashing", self.implementation).canonical_hash
+        self._mod = _native_flag.load_twin("guard", self.implementation)
+        self._hash = _native_flag.load_twin("hashing", self.implementation).canonical_hash
         self._budget_tools = tuple(policy.budgets) if policy.tool_budget else ()
         self._budget_slot = {t: i for i, t in enumerate(self._budget_tools)}
         self._engine: _engine_mod.Engine = self._mod.Engine(
@@ -193,8 +203,10 @@ class Guard:
         self._block_veto = self._mod.block_veto
         self._tools: dict[str, _ToolInfo] = {}
         self._names: dict[int, str] = {}
-        self._disabled: set = set()  # sessions with detection switched off (disable())
-        self._texts: dict = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
+        self._disabled: set[Hashable] = set()  # sessions with detection switched off (disable())
+        self._texts: dict[
+            tuple[Hashable, Hashable], list[Any]
+        ] = {}  # (session, run_id) -> [TextLoopDetector, n_steps at the last chunk]
         # Only a warning's bucket crossing takes this lock (event de-duplication); the per-call
         # work is one engine call, atomic under the GIL in the compiled twin, locked in the pure one.
         self._event_lock = threading.Lock()
@@ -290,7 +302,7 @@ class Guard:
         """Decide on a call before it runs (the attempt counts, a blocked one too).
 
         Returns ``ALLOW`` or a warn/block Decision. Raises TypeError when *tool* is not a str,
-        ValueError for an unknown *kind* or args nested deeper than loopcore.MAX_DEPTH; values
+        ValueError for an unknown *kind* or args nested deeper than loopcore.hashing.MAX_DEPTH; values
         canonical_hash does not support are hashed by repr().
         """
         if self._disabled and session in self._disabled:
@@ -320,14 +332,14 @@ class Guard:
         return self._finish(out, session, tool, args, run_id)
 
     def _finish(
-        self, out: tuple, session: Hashable, tool: str, args: Any, run_id: Hashable | None
+        self, out: tuple[Any, ...], session: Hashable, tool: str, args: Any, run_id: Hashable | None
     ) -> Decision:
         # The compiled twin runs this very logic in C (guard.pyx, _FastCheck._decide).
         code, count, of_step, aux, aux2, st, ah = out
         det = code & 15
         info = self._tools.get(tool) or self._tool(tool)
         if det == _D_CYCLE:
-            why = (self.policy, tool, aux2, self._names.get(aux, "another tool"))
+            why: tuple[Any, ...] = (self.policy, tool, aux2, self._names.get(aux, "another tool"))
             dk = (code, 0, aux2)
         else:
             # the global breaker's aux is the number of argument variants when it counted churn
@@ -347,7 +359,7 @@ class Guard:
     def _cross(
         self,
         st: Any,
-        dk: tuple,
+        dk: tuple[Any, ...],
         bucket: int,
         d: Decision,
         session: Hashable,
@@ -456,14 +468,14 @@ class Guard:
         )
 
     def _result_hash(self, info: _ToolInfo, args: Any, result: Any) -> int:
-        return self._hash(self._table.outcome(info.ti, args, result), default=repr)
+        return int(self._hash(self._table.outcome(info.ti, args, result), default=repr))
 
     # -- public helpers ---------------------------------------------------------------------
 
     def args_hash(self, tool: str, args: Any) -> int:
         """The 64-bit signature the guard compares for *tool* called with *args* (tool included)."""
         info = self._tool(tool)
-        return (info.tid * 0x9E3779B97F4A7C15 + self._hash(args, default=repr)) & _MASK64
+        return int((info.tid * 0x9E3779B97F4A7C15 + self._hash(args, default=repr)) & _MASK64)
 
     def result_hash(self, tool: str, args: Any, result: Any = None, *, error: Any = None) -> int:
         """The 64-bit outcome hash record() would store (send-like ids stripped, exec projected)."""
@@ -659,7 +671,7 @@ class Guard:
             out.append((self._names.get(e[0]), e[1], e[2] if e[3] & 1 else None))
         return out
 
-    def wrap(self, fn: Callable | None = None, **kw: Any) -> Callable:
+    def wrap(self, fn: Callable[..., Any] | None = None, **kw: Any) -> Callable[..., Any]:
         """Guard a plain Python tool function; see :func:`guarded` for the keywords."""
         if fn is None:
             return lambda f: guarded(self, **kw)(f)
@@ -667,7 +679,7 @@ class Guard:
 
     # -- decisions and events ---------------------------------------------------------------
 
-    def _emit(self, event: dict) -> None:
+    def _emit(self, event: dict[str, Any]) -> None:
         log = _logger()
         level = 40 if event["level"] == "block" else 30  # logging.ERROR / logging.WARNING
         if log.isEnabledFor(level):
@@ -716,7 +728,8 @@ class Guard:
         implementation). Raises ValueError when *data* is not a loopcore guard snapshot, is
         truncated or corrupted, or does not fit the policy.
         """
-        return _snapshot.load(cls, data, policy, kwargs)
+        guard: Guard = _snapshot.load(cls, data, policy, kwargs)
+        return guard
 
     def memory_bytes(self) -> int:
         """Approximate bytes of session state held by the engine (rings and counters)."""
@@ -732,7 +745,7 @@ def guarded(
     target: Callable[..., Any] | None = None,
     run_id: Hashable | None = None,
     on_block: str = "message",
-) -> Callable[[Callable], Callable]:
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: run a plain tool function under *guard*, check before, record after.
 
     The call's args are the keyword arguments (plus ``"args"`` for positional ones). On block
@@ -744,7 +757,7 @@ def guarded(
     if on_block not in ("message", "raise"):
         raise ValueError(f"on_block must be 'message' or 'raise'; got {on_block!r}")
 
-    def decorate(fn: Callable) -> Callable:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         tool = name or fn.__name__
 
         @functools.wraps(fn)

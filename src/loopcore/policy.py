@@ -20,7 +20,7 @@ A threshold of ``None`` switches that level off; ``enabled=False`` switches a de
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -54,7 +54,7 @@ DETECTORS = (
     "content_loop",
 )
 
-#: Per-call ids and timestamps a delivery result carries (BEHAVIOURS.md C). A fresh message id
+#: Per-call ids and timestamps a delivery result carries (docs/guard.md, Result hashing). A fresh message id
 #: on every send made 30 identical sends look like progress (the duplicate-message incident).
 #: Matching is exact and case-sensitive.
 DEFAULT_VOLATILE_KEYS = frozenset(
@@ -95,11 +95,11 @@ DEFAULT_SEND_ACTIONS = frozenset(
     }
 )
 
-#: The todo/plan tools of the todo-list incident (BEHAVIOURS.md A5).
+#: The todo/plan tools of the todo-list incident (docs/guard.md, tool_budget).
 DEFAULT_BUDGET_TOOLS = ("update_plan", "TodoWrite", "todowrite", "todo_write")
 
 #: Shell/exec tools whose results are judged on status, exit code and output only: durations,
-#: pids, cwd and timestamps change on every run and are not progress (BEHAVIOURS.md B10).
+#: pids, cwd and timestamps change on every run and are not progress (docs/guard.md, Result hashing).
 DEFAULT_EXEC_TOOLS = frozenset(
     {
         "exec",
@@ -122,7 +122,9 @@ class PolicyError(ValueError):
     """A Policy field has an invalid value (the message names the field and the rule)."""
 
 
-def _budgets(warn: int | None, block: int | None, tools=DEFAULT_BUDGET_TOOLS):
+def _budgets(
+    warn: int | None, block: int | None, tools: Iterable[str] = DEFAULT_BUDGET_TOOLS
+) -> dict[str, tuple[int | None, int | None]]:
     return {t: (warn, block) for t in tools}
 
 
@@ -401,7 +403,8 @@ class Policy:
             raise ValueError(
                 f"unknown policy preset {name!r}; expected one of {', '.join(PRESETS)}"
             )
-        return getattr(cls, key)()
+        preset: Policy = getattr(cls, key)()
+        return preset
 
     @classmethod
     def default(cls) -> Policy:
@@ -526,9 +529,9 @@ class Policy:
         )
 
 
-def _only(cls, name: str, **on: Any) -> Policy:
+def _only(cls: type[Policy], name: str, **on: Any) -> Policy:
     """A preset with every detector off except those in *on* (the peers ship one detector)."""
-    off = {
+    off: dict[str, Any] = {
         "tool_budget": False,
         "budgets": {},
         "generic_repeat": False,

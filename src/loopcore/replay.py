@@ -30,6 +30,7 @@ from .burn import ref_text
 from .report import (
     REPORT_SCHEMA,
     Skipped,
+    _json_default,
     _skipped,
     _sources,
     _stats,
@@ -421,13 +422,9 @@ def replay_to_json(report: ReplayReport) -> bytes:
 
     return (
         orjson.dumps(
-            report.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=_default
+            report.to_dict(),
+            option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
+            default=_json_default,
         )
         + b"\n"
     )
-
-
-def _default(o: Any) -> Any:
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    return repr(o)

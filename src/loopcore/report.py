@@ -387,7 +387,7 @@ def render_text(
         )
         for t in rows_shown
     ]
-    total = (
+    total: tuple[Any, ...] = (
         "overall",
         "",
         f"{report.steps:,}",

@@ -504,11 +504,9 @@ def _encode(traces: Sequence[Trace], settings: Any) -> EncodedTrace:
 
 
 def _kernel(enc: EncodedTrace, impl: str | None, charge_turn_output: bool) -> Any:
-    from .encoded import analyse_encoded
+    from .encoded import _kernel_of, _run_kernel
 
-    if "charge_turn_output" in inspect.signature(analyse_encoded).parameters:
-        return analyse_encoded(enc, impl=impl, charge_turn_output=charge_turn_output)
-    return analyse_encoded(enc, impl=impl)
+    return _run_kernel(_kernel_of(impl), enc, charge_turn_output)
 
 
 def _materialise(

@@ -243,9 +243,10 @@ class Trace:
         turn counts, the ones that ran nothing included."""
         # the loops in C (once per trace analysed)
         steps = self.steps
-        return sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps))) + sum(
+        total: int = sum(map(add, map(_tokens_in, steps), map(_tokens_out, steps))) + sum(
             map(_tokens_turn, steps)
         )
+        return total
 
     @property
     def estimated_tokens(self) -> int:

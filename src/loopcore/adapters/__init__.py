@@ -91,9 +91,9 @@ _ALIASES = {
 _READS = {
     "loopcore": "loopcore's own step JSONL",
     "openai-chat": "OpenAI chat messages (tool_calls / role tool)",
-    "openai-responses": "OpenAI Responses items and Response objects",
+    "openai-responses": "OpenAI Responses items and Response objects (built-in tool items too)",
     "codex": "Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl)",
-    "anthropic": "Anthropic Messages (tool_use / tool_result)",
+    "anthropic": "Anthropic Messages (tool_use / tool_result, server and MCP tools)",
     "claude-code": "Claude Code session JSONL and sub-agent files, stream-json",
     "otel": "OpenTelemetry GenAI spans (OTLP JSON)",
     "mini-swe-agent": "mini-swe-agent .traj.json (1.x text actions, 2.x tool calls)",
@@ -110,7 +110,46 @@ def _c(harness: str, version: str, repo: str, path: str, commit: str) -> dict[st
     return {"harness": harness, "version": version, "repo": repo, "path": path, "commit": commit}
 
 
+_PYDANTIC_AI = "4fda38988f2939fa6ea9cdefcf120693e10ef491"
+_AGENT_SESSIONS = "651e854f4dbfaaa1161ffc9015045921ed30cf12"
+
 _CHECKED: dict[str, list[dict[str, str]]] = {
+    "openai-chat": [
+        _c(
+            "Chat Completions API (pydantic-ai 2.33, openai SDK >= 3)",
+            "recorded requests: the last request's messages, the response's message with usage",
+            "pydantic/pydantic-ai",
+            "tests/models/cassettes/test_openai/*.yaml (56 cassettes)",
+            _PYDANTIC_AI,
+        ),
+    ],
+    "openai-responses": [
+        _c(
+            "Responses API (pydantic-ai 2.33, openai SDK >= 3)",
+            "recorded requests: the last request's input with its Response",
+            "pydantic/pydantic-ai",
+            "tests/models/cassettes/test_openai_responses/*.yaml (39 cassettes)",
+            _PYDANTIC_AI,
+        ),
+    ],
+    "anthropic": [
+        _c(
+            "Messages API (pydantic-ai 2.33, anthropic SDK >= 1)",
+            "recorded requests: the last request's messages with the response beside them",
+            "pydantic/pydantic-ai",
+            "tests/models/cassettes/test_anthropic/*.yaml (84 cassettes)",
+            _PYDANTIC_AI,
+        ),
+    ],
+    "otel": [
+        _c(
+            "opentelemetry-proto 1.41.1 MessageToJson, GenAI semconv 0.62b1",
+            "OTLP JSON export request",
+            "benchflow-ai/benchflow",
+            "tests/trajectories/test_ir_from_otel.py (PRODUCER_PAYLOAD_JSON)",
+            "796e436dd4710331a04d47bd1fc22487408d9322",
+        ),
+    ],
     "codex": [
         _c(
             "Codex CLI",
@@ -118,6 +157,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "daaain/claude-code-log",
             "test/test_data/codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
             "774584014df7879465279911f363b5fab9eb37ad",
+        ),
+        _c(
+            "Codex CLI",
+            "0.146.0 (world_state records, agent_message items)",
+            "jazzyalex/agent-sessions",
+            "Resources/Fixtures/stage0/agents/codex/small.jsonl",
+            _AGENT_SESSIONS,
         ),
     ],
     "claude-code": [
@@ -142,6 +188,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "test/test_data/minimal_showcase/55550000-0000-4000-8000-000000000001/subagents/agent-showcol1.jsonl",
             "b079f75baabfc07b3ba401643a79e162b18482b0",
         ),
+        _c(
+            "Claude Code",
+            "2.1.x session and sub-agent files",
+            "jazzyalex/agent-sessions",
+            "Resources/Fixtures/stage0/agents/claude/small.jsonl, schema_drift.jsonl, subagent/**",
+            _AGENT_SESSIONS,
+        ),
     ],
     "mini-swe-agent": [
         _c(
@@ -158,6 +211,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "swebench_results/20251118_gemini-3-pro-74pct/trajs/**",
             "d12a71affd95403b036b2bdbd827349b77bfffb9",
         ),
+        _c(
+            "mini-swe-agent",
+            "2.4.6 text-based models (extra.actions, FormatError answers)",
+            "SWE-agent/mini-swe-agent",
+            "src/minisweagent/models/litellm_textbased_model.py, models/utils/actions_text.py, agents/default.py",
+            "a83fcae82d2a08f0ee0c688f9d137b3566c097f8",
+        ),
     ],
     "swe-agent": [
         _c(
@@ -165,6 +225,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "1.x demonstrations",
             "SWE-agent/SWE-agent",
             "trajectories/demonstrations/**/*.traj",
+            "3ea751c087f32b16e039a2233dd6eefecef325d5",
+        ),
+        _c(
+            "SWE-agent",
+            "0.x test trajectories (text actions, function calling)",
+            "SWE-agent/SWE-agent",
+            "tests/test_data/trajectories/**/*.traj",
             "3ea751c087f32b16e039a2233dd6eefecef325d5",
         ),
     ],
@@ -215,6 +282,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "packages/core/src/services/chatRecordingService.ts, chatRecordingTypes.ts",
             "5411f113cafae26161b4969b0237b8e1e024e2c2",
         ),
+        _c(
+            "gemini-cli",
+            "JSONL recording (0.40-era) and JSON sessions",
+            "jazzyalex/agent-sessions",
+            "Resources/Fixtures/stage0/agents/gemini/jsonl_v040.jsonl, small.json, large.json",
+            _AGENT_SESSIONS,
+        ),
     ],
     "opencode": [
         _c(
@@ -223,6 +297,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "anomalyco/opencode",
             "packages/opencode/src/session/message-v2.ts",
             "007a9409bafea06d6b9084ff1f6d1fe9f5e3a803",
+        ),
+        _c(
+            "opencode",
+            "1.3.17 storage folder",
+            "jazzyalex/agent-sessions",
+            "Resources/Fixtures/stage0/agents/opencode/storage_v2/**, storage_legacy/**",
+            _AGENT_SESSIONS,
         ),
     ],
     "cline": [
@@ -305,7 +386,7 @@ def _sniff(doc: Any) -> str | None:
             return claude_code.NAME
         msgs = doc.get("messages")
         if isinstance(msgs, list):
-            if anthropic.sniff(msgs):
+            if anthropic.sniff(msgs) or anthropic.sniff_request(doc):
                 return anthropic.NAME
             if openai_chat.sniff(msgs) or not msgs:
                 return openai_chat.NAME
@@ -408,7 +489,7 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
         if names and all(_V1_EVENT_FILE.match(f) for f in names):
             yield [
                 os.path.join(root, f)
-                for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))
+                for f in sorted(names, key=lambda f: int(_V1_EVENT_FILE.match(f).group(1)))  # type: ignore[union-attr]
             ]
             continue
         for f in names:
@@ -429,7 +510,7 @@ def _parse_one(
         ctx.bad(msg, line=lineno)
     detected = fmt == "auto"
     if parsed.empty or (isinstance(parsed.doc, list) and not parsed.doc):
-        name = loopcore_steps.NAME if detected else fmt
+        name: str | None = loopcore_steps.NAME if detected else fmt
         traces = [
             Trace(
                 [],

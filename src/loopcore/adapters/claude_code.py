@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._base import Ledger, Trace, text_len
+from ._base import Ledger, Trace
 from ._io import Ctx
-from .anthropic import result_content
+from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
 
 NAME = "claude-code"
 PROFILE = "claude-code"
@@ -57,59 +57,6 @@ _REFUSALS = (
     "InputValidationError",
     "<tool_use_error>Error: No such tool",
 )
-
-
-def _assistant_blocks(content: Any, ledger: Ledger, ctx: Ctx, index: int, ref: dict) -> None:
-    if isinstance(content, str):
-        if content:
-            ledger.add_text(content)
-        return
-    if not isinstance(content, list):
-        return
-    for b in content:
-        if not isinstance(b, dict):
-            continue
-        t = b.get("type")
-        if t == "tool_use" or t == "server_tool_use":
-            name = b.get("name")
-            if not isinstance(name, str):
-                ctx.bad("a tool_use block without a name", index)
-                continue
-            args = b.get("input")
-            if name in _DESCRIBED and isinstance(args, dict) and "description" in args:
-                # the model's note on the command, different on every repeat of it
-                args = {k: v for k, v in args.items() if k != "description"}
-            ledger.call(name, args, b.get("id"), ref=ref)
-        elif t == "text" and isinstance(b.get("text"), str):
-            ledger.add_text(b["text"])
-        elif t == "thinking" and isinstance(b.get("thinking"), str):
-            ledger.add_text(b["thinking"])
-
-
-def _user_blocks(content: Any, ledger: Ledger) -> None:
-    if not isinstance(content, list):
-        ledger.context(text_len(content))
-        return
-    for b in content:
-        if not isinstance(b, dict):
-            continue
-        if b.get("type") == "tool_result":
-            step = ledger.pair(b.get("tool_use_id"))
-            res = result_content(b)
-            if step is None:
-                ledger.orphans += 1
-                ledger.context(text_len(res))
-                continue
-            err = None
-            if b.get("is_error"):
-                err = res if isinstance(res, str) and res else True
-                if isinstance(res, str) and any(x in res[:300] for x in _REFUSALS):
-                    step.rejected = res
-                    step.kind = "other"
-                    step.target = None
-            ledger.result(step, res, err)
-        else:
-            ledger.context(text_len(b.get("text")))
 
 
 def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
@@ -220,9 +167,16 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             else:
                 ledger.turn(msg.get("usage"), text="", ref=ref)
                 last_msg_id[key] = mid
-            _assistant_blocks(msg.get("content"), ledger, ctx, i, ref)
+            anthropic_assistant_blocks(
+                msg.get("content"),
+                ledger,
+                ctx,
+                i,
+                ref=ref,
+                described=_DESCRIBED,
+            )
         else:
-            _user_blocks(msg.get("content"), ledger)
+            anthropic_user_blocks(msg.get("content"), ledger, refusals=_REFUSALS)
     traces = [lg.trace(source=ctx.path, fmt=NAME) for lg in ledgers.values()]
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):

@@ -18,11 +18,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from ..taxonomy.profiles import normalise_output
-from ._base import Ledger, Trace, parse_args, text_len, text_of
+from ._base import Ledger, Trace, text_of
 from ._io import Ctx
+from ._walk import (
+    RESPONSES_BUILTIN_CALLS,
+    RESPONSES_CALLS,
+    RESPONSES_OUTPUTS,
+    RESPONSES_PASSED,
+    ResponsesWalker,
+    rollout_session,
+    unwrap_output,
+)
 
 NAME = "codex"
 PROFILE = "codex"
@@ -30,25 +37,17 @@ PROFILE = "codex"
 RECORD_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
-_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+#: Record types of newer CLIs (0.14x) that carry no model turn or tool call: the environment
+#: state the CLI tells the model, metadata of messages between agents.
+PASSED_RECORD_TYPES = frozenset({"world_state", "inter_agent_communication_metadata"})
+_CALLS = RESPONSES_CALLS | RESPONSES_BUILTIN_CALLS
+_OUTPUTS = RESPONSES_OUTPUTS
 #: response_item payload types that are read (calls, outputs, text) or knowingly passed over.
 ITEM_TYPES = (
     _CALLS
     | _OUTPUTS
-    | frozenset(
-        {
-            "message",
-            "reasoning",
-            "ghost_snapshot",
-            "compaction",
-            "compaction_summary",
-            "image_generation_call",
-            "tool_search_call",
-            "tool_search_output",
-            "other",
-        }
-    )
+    | RESPONSES_PASSED
+    | frozenset({"message", "reasoning", "ghost_snapshot", "other", "agent_message"})
 )
 # Arguments that shape how output comes back, not what runs: dropped so repeats compare equal.
 _NOISE_ARGS = frozenset({"yield_time_ms", "max_output_tokens", "justification"})
@@ -62,19 +61,7 @@ _REJECT_PREFIXES = (
 def _output(raw: Any) -> tuple[Any, dict]:
     """An output's text and facts: Codex wraps shell outputs in a JSON string
     ``{"output", "metadata": {"exit_code"}}`` (older CLIs) or a text header (newer ones)."""
-    facts: dict = {}
-    if isinstance(raw, str) and raw.startswith("{") and '"metadata"' in raw:
-        try:
-            d = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            d = None
-        if isinstance(d, dict) and "output" in d:
-            md = d.get("metadata")
-            if isinstance(md, dict) and "exit_code" in md:
-                facts["returncode"] = md["exit_code"]
-            raw = d["output"]
-    if isinstance(raw, dict) and "content" in raw:
-        raw = raw["content"]
+    raw, facts = unwrap_output(raw)
     text = text_of(raw)
     if isinstance(raw, list) and isinstance(text, list):
         # content items ({"type": "input_text", "text"} / images): keep the text of the text items
@@ -88,114 +75,32 @@ def _output(raw: Any) -> tuple[Any, dict]:
     return body, facts
 
 
-def _reasoning_text(item: dict) -> str:
-    parts = []
-    for key in ("summary", "content"):
-        v = item.get(key)
-        if isinstance(v, list):
-            for p in v:
-                if isinstance(p, dict) and isinstance(p.get("text"), str):
-                    parts.append(p["text"])
-    return "\n".join(parts)
-
-
-class _Walker:
-    def __init__(self, ledger: Ledger, ctx: Ctx) -> None:
-        self.ledger = ledger
-        self.ctx = ctx
-        self.model_side = False
-        self.turn_has_usage = False
+class _Walker(ResponsesWalker):
+    reasoning_keys = ("summary", "content")
 
     def ref(self, i: int) -> dict:
         lines = self.ctx.lines
         return {"line": lines[i] if lines is not None and i < len(lines) else i + 1}
 
-    def start_turn(self, i: int) -> None:
-        self.ledger.turn(None, text="", ref=self.ref(i))
-        self.model_side = True
-        self.turn_has_usage = False
+    call_ref = ref
 
-    def usage(self, usage: Any) -> None:
-        if self.ledger.turns and not self.turn_has_usage:
-            self.ledger.set_usage(usage)
-            self.turn_has_usage = True
-
-    def item(self, it: dict, i: int) -> None:
-        t = it.get("type")
-        if t is not None and not isinstance(t, str):
-            self.ctx.bad(f"a response item whose type is {type(t).__name__}, not a string", i)
-            return
-        role = it.get("role")
-        if t in _CALLS or t == "reasoning" or (t == "message" and role == "assistant"):
-            if not self.model_side:
-                self.start_turn(i)
-            self.model_item(it, t, i)
-            return
-        self.model_side = False
-        if t in _OUTPUTS:
-            self.output(it, i)
-        elif t == "message" or role is not None:
-            self.ledger.context(text_len(text_of(it.get("content"))))
-        elif t not in ITEM_TYPES:
+    def unknown(self, t: Any, i: int) -> None:
+        if t not in ITEM_TYPES:
             self.ctx.bad(
                 f"a response_item of type {t!r} this reader does not know; expected one of "
                 f"{', '.join(sorted(ITEM_TYPES))}",
                 i,
             )
 
-    def model_item(self, it: dict, t: str, i: int) -> None:
-        ledger = self.ledger
-        ref = self.ref(i)
-        if t == "reasoning":
-            text = _reasoning_text(it)
-            if text:
-                ledger.add_text(text)
-            return
-        if t == "message":
-            text = text_of(it.get("content"))
-            if isinstance(text, str) and text:
-                ledger.add_text(text)
-            return
-        cid = it.get("call_id") or it.get("id")
-        if t == "function_call":
-            name = it.get("name")
-            if not isinstance(name, str):
-                self.ctx.bad("a function_call without a name", i)
-                return
-            args, ok = parse_args(it.get("arguments"))
-            if isinstance(args, dict) and not _NOISE_ARGS.isdisjoint(args):
-                args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
-            ledger.call(name, args, cid, meta=None if ok else {"unparsed_args": True}, ref=ref)
-        elif t == "custom_tool_call":
-            name = it.get("name")
-            if not isinstance(name, str):
-                self.ctx.bad("a custom_tool_call without a name", i)
-                return
-            ledger.call(name, {"input": it.get("input")}, cid, ref=ref)
-        elif t == "local_shell_call":
-            action = it.get("action") if isinstance(it.get("action"), dict) else {}
-            args = {k: v for k, v in action.items() if k != "type"}
-            ledger.call("local_shell", args, cid, ref=ref)
-        elif t == "web_search_call":
-            action = it.get("action") if isinstance(it.get("action"), dict) else {}
-            args = {k: v for k, v in action.items() if v is not None}
-            step = ledger.call("web_search", args, cid, ref=ref)
-            # The search ran inside the API call: its results reached the model there, unseen.
-            ledger.result(
-                step,
-                None,
-                None if it.get("status") in (None, "completed") else it.get("status"),
-                chars=0,
-            )
+    def function_call(self, name: str, args: Any, ok: bool, call_id: Any, i: int) -> None:
+        if isinstance(args, dict) and not _NOISE_ARGS.isdisjoint(args):
+            args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
+        super().function_call(name, args, ok, call_id, i)
 
-    def output(self, it: dict, i: int) -> None:
-        ledger = self.ledger
-        step = ledger.pair(it.get("call_id"))
-        result, facts = _output(it.get("output"))
-        if step is None:
-            ledger.orphans += 1
-            ledger.context(text_len(result))
-            return
+    def read_output(self, raw: Any) -> tuple[Any, dict]:
+        return _output(raw)
+
+    def answered(self, step: Any, result: Any, facts: dict) -> None:
         if facts.get("returncode") is not None:
             step.meta["returncode"] = facts["returncode"]
         if facts.get("exec_session") is not None:
@@ -207,7 +112,7 @@ class _Walker:
             step.rejected = result
             step.kind = "other"
             step.target = None
-        ledger.result(step, result)
+        self.ledger.result(step, result)
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -215,19 +120,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     records = doc if isinstance(doc, list) else [doc]
     session = ctx.stem
     version = None
-    for r in records[:5]:
-        if (
-            isinstance(r, dict)
-            and r.get("type") == "session_meta"
-            and isinstance(r.get("payload"), dict)
-        ):
-            p = r["payload"]
-            session = str(p.get("id") or session)
-            version = p.get("cli_version")
-            break
-        if _is_old_header(r):
-            session = str(r.get("id") or session)
-            break
+    p = rollout_session(records)
+    if p is not None:
+        session = str(p.get("id") or session)
+        version = p.get("cli_version")
+    elif records and _is_old_header(records[0]):
+        session = str(records[0].get("id") or session)
     ledger = Ledger(session, ctx.profile(PROFILE))
     w = _Walker(ledger, ctx)
     for i, r in enumerate(records):
@@ -240,6 +138,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(f"a rollout record whose type is {type(rtype).__name__}, not a string", i)
             continue
         if rtype not in RECORD_TYPES:
+            if rtype in PASSED_RECORD_TYPES:
+                continue
             if rtype is None and ("record_type" in r or _is_old_header(r)):
                 continue  # older rollouts: a header line and state lines
             if rtype in ITEM_TYPES:
@@ -253,14 +153,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         if not isinstance(payload, dict):
             continue
-        if rtype == "response_item":
-            w.item(payload, i)
-        elif rtype == "event_msg" and payload.get("type") == "token_count":
-            info = payload.get("info")
-            if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-                w.usage(info["last_token_usage"])
-        elif rtype == "compacted":
-            w.model_side = False
+        w.rollout_record(rtype, payload, i)
     meta = {"cli_version": version} if version else None
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
 

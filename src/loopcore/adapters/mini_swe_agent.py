@@ -1,4 +1,4 @@
-"""mini-swe-agent ``.traj.json``: 2.x tool calling and 1.x text actions (one ```bash block).
+"""mini-swe-agent ``.traj.json``: 2.x tool calling, 2.x and 1.x text actions (one ```bash block).
 
 2.x (``trajectory_format: "mini-swe-agent-1.1"``): chat messages with ``tool_calls``; per-call
 usage in ``extra.response.usage``; tool results carry ``extra.returncode``; the submitting call
@@ -12,6 +12,12 @@ harness's answer, "Please always provide EXACTLY ONE action...", is its ``reject
 its result tokens) and they are counted in ``meta["format_errors"]``. In 2.x a turn whose tool
 call the harness could not parse is not kept in the messages; its answer is a ``user`` message
 with ``extra.interrupt_type: "FormatError"``, read as a rejected turn of its own.
+
+2.x text-based models (``mini-swe-agent-1.1`` without any ``tool_calls``: ```mswea_bash_command
+fences or ``<mswea_bash_command>`` tags) are read like 1.x, with the commands the harness parsed
+(``extra.actions``), the exit code of ``extra.returncode``, format errors from the answers
+marked ``FormatError`` (``extra.model_response`` is the rejected turn's text) and the submitting
+command answered by the ``exit`` message.
 
 Every step's ``ref`` is ``{"message": i}``, the index of the assistant message that issued it in
 the trajectory's ``messages`` (of the harness's answer for a 2.x format error), and the first
@@ -66,9 +72,10 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     ledger = Ledger(session, ctx.profile(PROFILE))
     fmt_version = doc.get("trajectory_format") or ""
-    text_mode = fmt_version == "mini-swe-agent-1" or (
-        fmt_version != "mini-swe-agent-1.1"
-        and not any(isinstance(m, dict) and m.get("tool_calls") for m in messages)
+    # 2.x runs text actions too (its text-based models: ```mswea_bash_command fences or XML
+    # tags, parsed by the harness into extra.actions): no message then has tool_calls
+    text_mode = fmt_version == "mini-swe-agent-1" or not any(
+        isinstance(m, dict) and m.get("tool_calls") for m in messages
     )
     meta: dict[str, Any] = {}
     if text_mode:
@@ -99,12 +106,22 @@ def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
             continue
         role = m.get("role")
         content = m.get("content")
+        extra = m.get("extra") if isinstance(m.get("extra"), dict) else None
         if role == "assistant":
             text = content if isinstance(content, str) else text_of(content)
             if not isinstance(text, str):
                 text = ""
             ledger.turn(message_usage(m), text=text, ref={"message": i})
-            actions = ACTION_RE.findall(text)
+            parsed = extra.get("actions") if extra is not None else None
+            if isinstance(parsed, list):
+                # 2.x: the commands the harness parsed (whatever its action regex)
+                actions = [
+                    a["command"]
+                    for a in parsed
+                    if isinstance(a, dict) and isinstance(a.get("command"), str)
+                ]
+            else:
+                actions = ACTION_RE.findall(text)
             if len(actions) == 1:
                 cmd = actions[0].strip()
                 # the call's own characters: its fenced block; the rest of the message is the
@@ -115,6 +132,36 @@ def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
                 format_errors += 1
                 pending = None
                 rejected_turn = (i, len(actions))
+        elif (
+            role == "user"
+            and rejected_turn is None
+            and extra is not None
+            and extra.get("interrupt_type") == "FormatError"
+        ):
+            # 2.x keeps no message of the rejected turn: its answer holds the model's text
+            # (model_response) and the API call's response
+            resp = extra.get("response")
+            said = extra.get("model_response")
+            ledger.turn(
+                resp.get("usage") if isinstance(resp, dict) else None,
+                text=said if isinstance(said, str) else "",
+                ref={"message": i},
+            )
+            text = text_of(content)
+            n_actions = extra.get("n_actions")
+            ledger.reject(
+                text if isinstance(text, str) and text else "format error",
+                "bash" if n_actions else "",
+                args_len=0,
+                ref={"message": i},
+            )
+            format_errors += 1
+            pending = None
+        elif role == "exit" and pending is not None:
+            # 2.x: the submitting command is answered by the exit message (the submission)
+            ledger.result(pending, text_of(content), in_context=False)
+            pending.meta["final"] = True
+            pending = None
         elif role == "user" and pending is None and rejected_turn is not None:
             # the harness's answer to a format error: the rejected turn's error message
             text = text_of(content)
@@ -131,7 +178,9 @@ def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
         elif role == "user" and pending is not None:
             text = text_of(content)
             step, pending = pending, None
-            rc = _returncode(text)
+            rc = extra.get("returncode") if extra is not None else None
+            if not isinstance(rc, int) or isinstance(rc, bool):
+                rc = _returncode(text)
             if rc is not None:
                 step.meta["returncode"] = rc
                 ledger.result(step, text)

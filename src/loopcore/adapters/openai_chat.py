@@ -21,6 +21,7 @@ from typing import Any
 
 from ._base import Ledger, Trace, parse_args, text_len, text_of
 from ._io import Ctx
+from ._walk import call_unparsed
 
 NAME = "openai-chat"
 PROFILE = "generic"
@@ -118,19 +119,7 @@ def walk_chat(
                 if ok:
                     call(name, args, call_id, args_len=args_len)
                 else:
-                    # nothing can run a call whose arguments do not parse: the harness rejects it
-                    bad = call(
-                        name,
-                        args,
-                        call_id,
-                        args_len=args_len,
-                        kind="other",
-                        target=None,
-                        meta={"unparsed_args": True},
-                        reads=(),
-                        writes=(),
-                    )
-                    bad.rejected = "arguments are not valid JSON"
+                    call_unparsed(ledger, name, args, call_id, args_len=args_len)
         elif role == "tool" or role == "function":
             step = pair(m.get("tool_call_id"), m.get("name"))
             content = m.get("content")

@@ -18,149 +18,53 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from ._base import Ledger, Trace, parse_args, record_ref, text_len, text_of
+from ._base import Ledger, Trace, record_ref
 from ._io import Ctx
+from ._walk import (
+    RESPONSES_BUILTIN_CALLS,
+    RESPONSES_CALLS,
+    RESPONSES_OUTPUTS,
+    ResponsesWalker,
+    call_unparsed,
+    rollout_session,
+)
 
 NAME = "openai-responses"
 PROFILE = "codex"
 
-_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
-_MODEL_SIDE = _CALLS | {"reasoning"}
+_CALLS = RESPONSES_CALLS | RESPONSES_BUILTIN_CALLS
+_OUTPUTS = RESPONSES_OUTPUTS
 ITEM_TYPES = _CALLS | _OUTPUTS | {"reasoning", "message"}
 _ROLLOUT_TYPES = frozenset(
     {"response_item", "session_meta", "event_msg", "turn_context", "compacted"}
 )
 
 
-def _output(raw: Any) -> tuple[Any, dict | None]:
-    """The output text and metadata of a call output (Codex wraps it in a JSON string)."""
-    if isinstance(raw, str) and raw.startswith("{") and '"metadata"' in raw:
-        try:
-            d = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw, None
-        if isinstance(d, dict) and "output" in d:
-            md = d.get("metadata")
-            meta = (
-                {"returncode": md["exit_code"]}
-                if isinstance(md, dict) and "exit_code" in md
-                else None
-            )
-            return d["output"], meta
-    if isinstance(raw, dict) and "content" in raw:
-        return text_of(raw["content"]), None
-    return text_of(raw), None
+class _Walker(ResponsesWalker):
+    rollout = False  # a Codex CLI rollout: its own accounting (no reply text, no refs)
 
+    def ref(self, i: int) -> dict | None:
+        return None if self.rollout else record_ref(self.ctx.lines, i)
 
-class _Walker:
-    def __init__(self, ledger: Ledger, ctx: Ctx) -> None:
-        self.ledger = ledger
-        self.ctx = ctx
-        self.model_side = False  # the previous item came from the model
-        self.turn_has_usage = False
-        self.rollout = False  # a Codex CLI rollout
-
-    def start_turn(self, usage: Any = None, index: int | None = None) -> None:
-        if self.rollout:  # Codex rollouts keep their own accounting (no reply text, no refs)
-            self.ledger.turn(usage)
-        else:
-            ref = record_ref(self.ctx.lines, index) if index is not None else None
-            self.ledger.turn(usage, text="", ref=ref)
-        self.model_side = True
-        self.turn_has_usage = usage is not None
-
-    def usage(self, usage: Any) -> None:
-        """Usage reported after the items of an API call (Codex token_count events)."""
-        if self.ledger.turns and not self.turn_has_usage:
-            self.ledger.set_usage(usage)
-            self.turn_has_usage = True
-
-    def item(self, it: dict, index: int) -> None:
-        t = it.get("type")
-        role = it.get("role")
-        if t in _MODEL_SIDE or (t == "message" and role == "assistant"):
-            if not self.model_side:
-                self.start_turn(index=index)
-            if t == "message" and not self.rollout:
-                text = text_of(it.get("content"))
-                if isinstance(text, str) and text:
-                    self.ledger.add_text(text)
-                return
-            if t == "reasoning" and not self.rollout:
-                for part in it.get("summary") or ():
-                    if (
-                        isinstance(part, dict)
-                        and isinstance(part.get("text"), str)
-                        and part["text"]
-                    ):
-                        self.ledger.add_text(part["text"])
-                return
-            if t == "function_call":
-                name = it.get("name")
-                if not isinstance(name, str):
-                    self.ctx.bad("a function_call without a name", index)
-                    return
-                raw = it.get("arguments")
-                args, ok = parse_args(raw)
-                if ok:
-                    self.ledger.call(name, args, it.get("call_id") or it.get("id"))
-                else:
-                    # nothing can run a call whose arguments do not parse: the harness rejects it
-                    bad = self.ledger.call(
-                        name,
-                        args,
-                        it.get("call_id") or it.get("id"),
-                        kind="other",
-                        target=None,
-                        meta={"unparsed_args": True},
-                        reads=(),
-                        writes=(),
-                    )
-                    bad.rejected = "arguments are not valid JSON"
-            elif t == "custom_tool_call":
-                name = it.get("name")
-                if not isinstance(name, str):
-                    self.ctx.bad("a custom_tool_call without a name", index)
-                    return
-                self.ledger.call(
-                    name, {"input": it.get("input")}, it.get("call_id") or it.get("id")
-                )
-            elif t == "local_shell_call":
-                action = it.get("action") if isinstance(it.get("action"), dict) else {}
-                args = {k: v for k, v in action.items() if k != "type"}
-                self.ledger.call("local_shell", args, it.get("call_id") or it.get("id"))
+    def function_call(self, name: str, args: Any, ok: bool, call_id: Any, i: int) -> None:
+        if ok:
+            self.ledger.call(name, args, call_id)
             return
-        self.model_side = False
-        if t in _OUTPUTS:
-            step = self.ledger.pair(it.get("call_id"))
-            result, meta = _output(it.get("output"))
-            if step is None:
-                self.ledger.orphans += 1
-                self.ledger.context(text_len(result))
-                return
-            if meta:
-                step.meta.update(meta)
-            self.ledger.result(step, result)
-            if step.rejected is not None and isinstance(result, str) and result:
-                step.rejected = result  # the harness's own answer
-        elif t == "message" or role is not None:
-            self.ledger.context(text_len(text_of(it.get("content"))))
+        call_unparsed(self.ledger, name, args, call_id)
+
+    def answered(self, step: Any, result: Any, facts: dict) -> None:
+        super().answered(step, result, facts)
+        if step.rejected is not None and isinstance(result, str) and result:
+            step.rejected = result  # the harness's own answer
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from Responses items, Response objects or a Codex rollout."""
     session = ctx.stem
     records = doc if isinstance(doc, list) else [doc]
-    for r in records[:5]:
-        if (
-            isinstance(r, dict)
-            and r.get("type") == "session_meta"
-            and isinstance(r.get("payload"), dict)
-        ):
-            session = str(r["payload"].get("id") or session)
+    meta = rollout_session(records)
+    if meta is not None:
+        session = str(meta.get("id") or session)
     ledger = Ledger(session, ctx.profile(PROFILE))
     w = _Walker(ledger, ctx)
     for i, r in enumerate(records):
@@ -170,15 +74,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         rtype = r.get("type")
         if rtype in _ROLLOUT_TYPES:
             w.rollout = True
+            w.with_text = False
             payload = r.get("payload")
             if not isinstance(payload, dict):
                 continue
-            if rtype == "response_item":
-                w.item(payload, i)
-            elif rtype == "event_msg" and payload.get("type") == "token_count":
-                info = payload.get("info")
-                if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-                    w.usage(info["last_token_usage"])
+            w.rollout_record(rtype, payload, i)
             continue
         if r.get("object") == "response" or (isinstance(r.get("output"), list) and "type" not in r):
             # A request/response pair: its input items first, then one API call's output.
@@ -186,7 +86,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 if isinstance(it, dict):
                     w.item(it, i)
             w.model_side = False
-            w.start_turn(r.get("usage"), i)
+            w.start_turn(i, r.get("usage"))
             for it in r.get("output") or []:
                 if isinstance(it, dict):
                     w.item(it, i)

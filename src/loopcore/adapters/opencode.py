@@ -136,6 +136,10 @@ def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
         }  # the model's note on the command
     step = ledger.call(name, args, p.get("callID"), ref=ref)
     if status == "completed":
+        md = state.get("metadata")
+        code = md.get("exit") if isinstance(md, dict) else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            step.meta["returncode"] = code  # the bash tool's exit code
         ledger.result(step, state.get("output"))
     elif status == "error":
         err = state.get("error")

@@ -7,7 +7,9 @@ content attributes; absent ones stay None). A span status of ERROR, or an ``erro
 attribute, marks the call failed. Model-call spans (``chat``, ``text_completion``,
 ``generate_content``) are the turns, with ``gen_ai.usage.input_tokens``/``output_tokens``; each
 tool span belongs to the latest model call that started before it. Spans are grouped into one
-trace per ``gen_ai.conversation.id`` (else per traceId) and ordered by start time.
+trace per ``gen_ai.conversation.id`` (a span without one takes its nearest ancestor's: the
+conversation id is often set on the ``invoke_agent`` span only), else per traceId, and ordered
+by start time.
 """
 
 from __future__ import annotations
@@ -80,12 +82,29 @@ def _start(span: dict) -> int:
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace per conversation (or OTel trace id)."""
     groups: dict[str, list[tuple[int, int, dict, dict]]] = {}
+    spans_read = []
+    # (traceId, spanId) -> (parentSpanId, gen_ai.conversation.id): instrumentations often set
+    # the conversation id on the agent span only (invoke_agent), not on its chat / tool children
+    tree: dict[tuple, tuple] = {}
     for n, span in enumerate(_spans(doc)):
         a = attributes(span)
+        tid, sid = span.get("traceId"), span.get("spanId")
+        if isinstance(tid, str) and isinstance(sid, str):
+            tree[(tid, sid)] = (span.get("parentSpanId"), a.get("gen_ai.conversation.id"))
         op = a.get("gen_ai.operation.name")
-        if op != "execute_tool" and op not in _MODEL_OPS:
-            continue
-        key = str(a.get("gen_ai.conversation.id") or span.get("traceId") or ctx.stem)
+        if op == "execute_tool" or op in _MODEL_OPS:
+            spans_read.append((n, span, a))
+    for n, span, a in spans_read:
+        conv = a.get("gen_ai.conversation.id")
+        tid, parent = span.get("traceId"), span.get("parentSpanId")
+        hops = 0
+        while not conv and isinstance(parent, str) and parent and hops < 1000:
+            up = tree.get((tid, parent))
+            if up is None:
+                break
+            parent, conv = up
+            hops += 1
+        key = str(conv or tid or ctx.stem)
         groups.setdefault(key, []).append((_start(span), n, span, a))
     profile = ctx.profile(PROFILE)
     traces = []

@@ -12,7 +12,8 @@ counts exist (``info.model_stats``), so per-step tokens are estimated. Every ste
 ``{"message": i}``, the index of its assistant message in ``history``; the first step of a turn
 carries the message's text (an assistant message without an action is a step of its own, and
 a rejected one when SWE-agent answers it with a format error: "Your output was not formatted
-correctly...").
+correctly..."). An edit SWE-agent did not make (its linter reverted it: "Your changes have NOT
+been applied"; str_replace_editor's "No replacement was performed") is a failed no-op.
 """
 
 from __future__ import annotations
@@ -101,6 +102,23 @@ _FORMAT_ERRORS = (
 )
 
 
+# Edits SWE-agent did not make: the edit linter reverts an edit that breaks the file's syntax
+# (0.x / 1.x ``edit``), str_replace_editor finds nothing to replace.
+_NOT_APPLIED = (
+    "Your changes have NOT been applied",
+    "Your proposed edit has introduced new syntax error",
+    "No replacement was performed",
+)
+
+
+def _not_applied(step: Any, content: Any) -> bool:
+    return (
+        step.kind == "mutate"
+        and isinstance(content, str)
+        and any(x in content[:4000] for x in _NOT_APPLIED)
+    )
+
+
 def _is_format_error(content: Any) -> bool:
     text = text_of(content)
     return isinstance(text, str) and text.lstrip().startswith(_FORMAT_ERRORS)
@@ -180,7 +198,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 ledger.context(text_len(content))
                 continue
             pending = [s for s in pending if s is not step]
-            ledger.result(step, content)
+            if _not_applied(step, content):
+                step.no_op = True  # the edit was not made: nothing changed
+                ledger.result(step, content, content)
+            else:
+                ledger.result(step, content)
             open_file = _open_file(content, open_file)
             if step.name in ("open", "create") and open_file:
                 # The observation names the file as SWE-agent resolved it: use that path, so a

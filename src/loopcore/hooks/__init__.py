@@ -84,7 +84,7 @@ def _parse_options(argv: Sequence[str]) -> HookOptions:
         if name not in ("--state", "--policy", "--budget", "--ttl", "--max-sessions"):
             raise _UsageError(f"unknown option {arg!r}")
         if not eq:
-            value = next(it, None)
+            value = next(it, None)  # type: ignore[assignment]
             if value is None:
                 raise _UsageError(f"{name} needs a value")
         key = name[2:].replace("-", "_")
@@ -123,7 +123,7 @@ def load_policy(spec: str | None) -> Any:
         data = f.read()
     try:
         if spec.endswith(".toml"):
-            import tomllib
+            import tomllib  # type: ignore[import-not-found,unused-ignore]
 
             doc = tomllib.loads(data.decode("utf-8"))
         else:
@@ -450,12 +450,15 @@ def main(
     if not argv or argv[0] in ("-h", "--help"):
         (out if argv else err).write(_USAGE + "\n")
         return 0 if argv else 2
+    from .. import _guard_snapshot
     from .. import guard as _guard
 
     # The guard also logs each event to the "loopcore" logger; with no handler configured Python
     # would print it on stderr, which a harness may read as the hook's output. The guard makes
     # that logger (with a NullHandler, so) only when it has an event to log.
     _guard._QUIET_LOGGER = True
+    # One small session per process: the stdlib json costs less than importing orjson.
+    _guard_snapshot.FAST_JSON = False
     try:
         opts = _parse_options(argv)
     except _UsageError as exc:

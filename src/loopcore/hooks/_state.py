@@ -17,7 +17,7 @@ import time
 try:  # the C module: the sqlite3 package around it adds only datetime adapters (and datetime)
     import _sqlite3 as sqlite3
 except ImportError:  # pragma: no cover - an interpreter that has only the package
-    import sqlite3
+    import sqlite3  # type: ignore[no-redef]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:

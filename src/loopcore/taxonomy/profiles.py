@@ -867,9 +867,28 @@ def normalise_output(profile: Profile | str | None, text: Any) -> tuple[Any, dic
     return fn(text)
 
 
+#: The tools Anthropic defines: client tools with a fixed schema (text editor, bash, memory) and
+#: the server tools the Messages API runs itself (``server_tool_use`` blocks).
+ANTHROPIC: dict[str, Rule] = {
+    "str_replace_based_edit_tool": _editor_rule,
+    "str_replace_editor": _editor_rule,
+    "text_editor_code_execution": _editor_rule,
+    "memory": _editor_rule,
+    "bash": shell_rule,
+    "bash_code_execution": shell_rule,
+    "code_execution": "exec",
+    "computer": "exec",
+    "web_search": _web_search_rule,
+    "web_fetch": ("observe", "url"),
+    "tool_search_tool_regex": ("observe", ()),
+    "tool_search_tool_bm25": ("observe", ()),
+    "advisor": "other",
+}
+
 _GENERIC: dict[str, Rule] = {}
 for _table in (
     _SHELL_TOOLS,
+    ANTHROPIC,
     CLINE,
     TAU_BENCH,
     GEMINI_CLI,

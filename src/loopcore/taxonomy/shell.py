@@ -7,23 +7,28 @@ exec), and the parts are combined. The rules are documented in full by the pure-
 ``loopcore._shell_py`` (the reference), and in docs/formats.md.
 
 This module is the dispatcher: the work is done by the compiled twin ``loopcore._native_shell``
-(src/_native/shell.pyx) or by the pure twin, as ``loopcore._native_flag`` decides. Results are
-cached per command string here: agents repeat commands a lot.
+(src/_native/shell.pyx) or by the pure twin, as ``loopcore._native_flag.NO_EXTENSIONS`` says.
+Results are cached per command string here: agents repeat commands a lot.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from .._native_flag import load
-from .._shell_py import _SHELLS  # noqa: F401 (plain data, shared by both twins)
+from .._native_flag import NO_EXTENSIONS
+from .._shell_py import _SHELLS  # noqa: F401 (plain data: the tables both twins read)
 
-__all__ = ["classify_shell", "classify_shell_access", "parse_patch_targets"]
+if TYPE_CHECKING or NO_EXTENSIONS:
+    from .._shell_py import classify_shell as _classify_uncached
+    from .._shell_py import classify_shell_access as _access_uncached
+    from .._shell_py import lex, parse_patch_targets
+else:
+    from .._native_shell import classify_shell as _classify_uncached
+    from .._native_shell import classify_shell_access as _access_uncached
+    from .._native_shell import lex, parse_patch_targets
 
-_twin = load("shell")
-_classify_uncached = _twin.classify_shell
-_access_uncached = _twin.classify_shell_access
-parse_patch_targets = _twin.parse_patch_targets
+__all__ = ["classify_shell", "classify_shell_access", "lex", "parse_patch_targets"]
 
 
 @lru_cache(maxsize=65536)
