@@ -56,9 +56,13 @@ for i in range(n // 2):
     for event in (ev, {**c.post("TodoWrite", todo, {"oldTodos": [], "newTodos": todo["todos"]}),
                        "tool_use_id": ev["tool_use_id"]}):
         out, err = io.StringIO(), io.StringIO()
-        hooks.main(["claude", "--state", state, "--policy", policy], stdin=io.BytesIO(json.dumps(event).encode()),
-                   stdout=out, stderr=err)
-        tally["err"] += bool(err.getvalue())
+        # a generous budget: the property here is that no count is lost; on a starved 2-core
+        # machine a hook past its budget answers allow by design (tested apart)
+        hooks.main(["claude", "--state", state, "--policy", policy, "--budget", "60"],
+                   stdin=io.BytesIO(json.dumps(event).encode()), stdout=out, stderr=err)
+        if err.getvalue():
+            tally["err"] += 1
+            sys.stderr.write(err.getvalue())
         if event["hook_event_name"] == "PostToolUse":
             tally["post"] += 1
         elif not out.getvalue():
@@ -107,11 +111,12 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
         )
         for k in range(8)
     ]
-    tallies = []
+    tallies, said = [], []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
         tallies.append(json.loads(out))
+        said.append(err.decode())
     total = {k: sum(t[k] for t in tallies) for k in tallies[0]}
 
     ref = Guard(hooks.load_policy(str(policy)), implementation=impl.name)
@@ -129,7 +134,7 @@ def test_h2_parallel_hook_processes_lose_no_count(tmp_path, impl):
             call_id=f"c{i}",
         )
     stats = ref.stats()
-    assert total["err"] == 0
+    assert total["err"] == 0, "".join(said)
     assert {k: total[k] for k in ref_answers} == ref_answers
     assert ref_answers["warn"] == 25 and ref_answers["block"] == 351
     ((session, calls, warned, blocked, records, snap),) = _rows(state)

@@ -508,7 +508,7 @@ def _lex_fast(s: str) -> list[_Seg]:
             elif word is None:
                 word = tok
                 # only bare digits right before a redirection name a file descriptor
-                fd_ok = tok.isdigit()
+                fd_ok = tok.isascii() and tok.isdigit()  # a descriptor is ASCII digits, as in sh
             else:
                 word += tok
                 fd_ok = False

@@ -654,6 +654,7 @@ def _warn_no_steps(sources: list[str]) -> None:
     must not pass for a clean run."""
     if not sources:
         return
+    sources = sorted(sources)  # with --jobs they arrive as the workers finish
     n = len(sources)
     from .report import terminal_safe
 

@@ -5,9 +5,9 @@ See ``loopcore._hashing_py`` for the byte format (the reference) and the full co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ._native_flag import NO_EXTENSIONS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook path)
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from ._hashing_py import (

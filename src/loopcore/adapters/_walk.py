@@ -15,6 +15,11 @@ from ._base import Ledger, parse_args, record_ref, text_len, text_of
 from ._io import Ctx
 
 
+def _as_dict(v: Any) -> dict[str, Any]:
+    """*v* when it is an object, else an empty one (a missing or malformed field)."""
+    return v if isinstance(v, dict) else {}
+
+
 def call_unparsed(
     ledger: Ledger, name: str, args: Any, call_id: Any, *, args_len: int | None = None
 ) -> Any:
@@ -309,7 +314,7 @@ class ResponsesWalker:
         error = None if status in (None, "completed") else status
         chars = None
         if t == "web_search_call":
-            action = it.get("action") if isinstance(it.get("action"), dict) else {}
+            action = _as_dict(it.get("action"))
             name, args, result, chars = (
                 "web_search",
                 {k: v for k, v in action.items() if v is not None},
@@ -318,8 +323,8 @@ class ResponsesWalker:
             )
         elif t == "code_interpreter_call":
             name, args = "code_interpreter", {"code": it.get("code")}
-            logs = [
-                o.get("logs")
+            logs: list[str] = [
+                o["logs"]
                 for o in it.get("outputs") or ()
                 if isinstance(o, dict) and isinstance(o.get("logs"), str)
             ]
@@ -442,11 +447,11 @@ class ResponsesWalker:
                 return
             ledger.call(name, {"input": it.get("input")}, cid, ref=self.call_ref(i))
         elif t == "local_shell_call":
-            action = it.get("action") if isinstance(it.get("action"), dict) else {}
+            action = _as_dict(it.get("action"))
             args = {k: v for k, v in action.items() if k != "type"}
             ledger.call("local_shell", args, cid, ref=self.call_ref(i))
         elif t == "shell_call":
-            action = it.get("action") if isinstance(it.get("action"), dict) else {}
+            action = _as_dict(it.get("action"))
             cmds = action.get("commands")
             args = {"commands": cmds}
             script = (
@@ -456,7 +461,7 @@ class ResponsesWalker:
             )
             ledger.call("shell", args, cid, classify_args={"command": script}, ref=self.call_ref(i))
         elif t == "apply_patch_call":
-            op = it.get("operation") if isinstance(it.get("operation"), dict) else {}
+            op = _as_dict(it.get("operation"))
             path = op.get("path") if isinstance(op.get("path"), str) and op.get("path") else None
             ledger.call(
                 "apply_patch",
@@ -468,7 +473,7 @@ class ResponsesWalker:
                 ref=self.call_ref(i),
             )
         elif t == "computer_call":
-            action = it.get("action") if isinstance(it.get("action"), dict) else {}
+            action = _as_dict(it.get("action"))
             ledger.call("computer", action, cid, kind="exec", ref=self.call_ref(i))
         else:
             self.other_call(it, t, cid, i)

@@ -14,10 +14,11 @@ Results are cached per command string here: agents repeat commands a lot.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from .._native_flag import NO_EXTENSIONS
 from .._shell_py import _SHELLS  # noqa: F401 (plain data: the tables both twins read)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the hook path)
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from .._shell_py import classify_shell as _classify_uncached
