@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 
 
-COMPONENTS = frozenset({"hashing", "guard", "burn", "shell", "textloop"})
+COMPONENTS = frozenset({"hashing", "guard", "burn", "shell", "textloop", "encode"})
 
 
 ANALYSERS = frozenset({"analyse_burn", "analyse_many", "analyse_encoded"})

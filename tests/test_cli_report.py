@@ -341,3 +341,57 @@ def test_estimate_footnote_says_how_much_rests_on_estimates(tmp_path, capsys):
 
     rep = collect([str(path)])
     assert rep.overall.estimated_tokens == 12 and rep.overall.to_dict()["estimated_tokens"] == 12
+
+
+def _analyse_json(inputs, tmp_path, flag):
+    """``loopcore analyse INPUTS --json`` in a child interpreter on the compiled core (flag "0")
+    or the pure twins ("1"): the report's bytes and its implementation field."""
+    import subprocess
+    import sys
+
+    from conftest import package_env
+
+    path = tmp_path / f"report{flag}.json"
+    subprocess.run(
+        [sys.executable, "-m", "loopcore", "analyse", *inputs, "--keep-going", "--json", str(path)],
+        env=dict(package_env(), LOOPCORE_NO_EXTENSIONS=flag),
+        check=True,
+        capture_output=True,
+    )
+    data = path.read_bytes()
+    return data, orjson.loads(data)["implementation"]
+
+
+def _assert_byte_identical(inputs, tmp_path):
+    import pytest
+
+    from loopcore import _native_flag
+
+    if _native_flag.NO_EXTENSIONS:
+        pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled core to compare with the reference")
+    compiled, c_impl = _analyse_json(inputs, tmp_path, "0")
+    pure, py_impl = _analyse_json(inputs, tmp_path, "1")
+    assert (c_impl, py_impl) == ("c", "py")
+    # the one field that says which twin ran; every other byte is the reference's
+    assert compiled.replace(b'"implementation": "c"', b'"implementation": "py"', 1) == pure
+    return orjson.loads(pure)
+
+
+def test_cli_json_on_the_compiled_core_is_the_pure_reference_on_the_shared_traces(
+    shared_traces, tmp_path
+):
+    report = _assert_byte_identical([str(shared_traces)], tmp_path)
+    assert report["overall"]["steps"] > 10_000 and report["overall"]["wasted_tokens"] > 0
+
+
+def test_cli_json_on_the_compiled_core_is_the_pure_reference_on_generated_traces(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus"
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "make_corpus.py"
+    subprocess.run([sys.executable, str(tool), str(corpus), "--steps", "20000"], check=True)
+    report = _assert_byte_identical([str(corpus)], tmp_path)
+    assert report["overall"]["steps"] >= 20_000
+    assert report["overall"]["by_kind"]["redundant_observation"]["steps"] > 0

@@ -1,14 +1,23 @@
-"""encode() and the EncodedTrace columns, and the kernels' input contract on both twins."""
+"""encode() and the EncodedTrace columns (the compiled encoder against its pure twin), and the
+kernels' input contract on both twins."""
 
 from __future__ import annotations
+
+import pathlib
 
 import numpy as np
 import pytest
 from conftest import twin
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
+from loopcore import _native_flag
 from loopcore.burn import Step, Trace
 from loopcore.encoded import (
+    _STEP_COLUMNS,
     ABSOLUTE,
+    DEFAULT_SETTINGS,
     ERROR,
     ESTIMATED,
     FINDING_KINDS,
@@ -18,6 +27,7 @@ from loopcore.encoded import (
     BurnSettings,
     EncodedTrace,
     encode,
+    encode_with,
 )
 from loopcore.hashing import canonical_hash
 
@@ -370,3 +380,216 @@ def test_substantial_outcomes_key_observations_by_target():
     assert strict.obs[0] != strict.obs[1]
     with pytest.raises(ValueError, match="substantial_chars"):
         BurnSettings(substantial_chars=-1)
+
+
+# ----------------------------------------------------------------------------- the two encoders
+
+_META = (
+    "trace_offsets",
+    "target_offsets",
+    "target_members",
+    "sessions",
+    "tools",
+    "targets",
+    "n_calls",
+    "n_obs",
+    "n_skeys",
+    "n_svals",
+    "n_edits",
+)
+
+
+@pytest.fixture(scope="module")
+def encoders():
+    """(compiled, pure) encoders; tests that compare them skip when the core is deselected."""
+    if _native_flag.NO_EXTENSIONS:
+        pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled twin to compare")
+    return _native_flag.load_twin("encode", "c"), _native_flag.load_twin("encode", "py")
+
+
+def encoded_by(encoder, traces, settings=DEFAULT_SETTINGS):
+    """("ok", columns as lists) of *traces* through *encoder*, or ("raises", exception type)."""
+    try:
+        enc = encode_with(traces, settings, encoder)
+    except Exception as exc:  # noqa: BLE001 - the point is to compare
+        return ("raises", type(exc))
+    cols = {
+        name: (getattr(enc, name).dtype, getattr(enc, name).tolist()) for name, _ in _STEP_COLUMNS
+    }
+    for name in _META:
+        v = getattr(enc, name)
+        cols[name] = v.tolist() if isinstance(v, np.ndarray) else v
+    return ("ok", cols)
+
+
+def assert_twins_agree(encoders, traces, settings=DEFAULT_SETTINGS):
+    c, py = encoders
+    got, want = encoded_by(c, traces, settings), encoded_by(py, traces, settings)
+    assert got == want
+    return want
+
+
+PATHS = ["a.py", "src/a.py", "/testbed/src/a.py", "b.py", "p.txt", "git:HEAD"]
+LOOP = "the same sentence again and again, over and over in this reply; " * 12
+BIG = "".join(f"line {i} of a file\n" for i in range(30))
+text_values = st.sampled_from(["", "x", "ok", "a\n\n b\n", " \t\n", BIG, "ünï©ødé\u2028z", LOOP])
+payloads = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | text_values,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("kv"), inner, max_size=2)
+    ),
+    max_leaves=6,
+)
+commands = st.sampled_from(
+    [
+        "cat a.py",
+        "cat  a.py ",
+        "cd /testbed && cat src/a.py",
+        "sed -n '1,40p' a.py",
+        "sed -n '20,30p' a.py",
+        "tail a.py",
+        "grep -n x a.py",
+        "echo 'x' > p.txt",
+        "printf hi > b.py",
+        "cat <<'EOF' > a.py\nbody\nEOF",
+        "echo $HOME > p.txt",
+        "python -m pytest -q",
+        "view",
+        "cp a.py a.py.orig",
+        "cp -p src/a.py.bak src/a.py",
+        "cat b.py.bak > b.py",
+        "git checkout -- a.py",
+        "cd /testbed && git restore p.txt",
+        "# look at the file first\ncat a.py",
+        "str_replace",
+    ]
+)
+
+
+@st.composite
+def any_args(draw):
+    shape = draw(st.integers(0, 5))
+    if shape == 0:
+        return draw(payloads)
+    if shape == 1:
+        return {draw(st.sampled_from(["command", "cmd", "script"])): draw(commands)}
+    if shape == 2:
+        old, new = draw(
+            st.sampled_from(
+                [
+                    ("old_string", "new_string"),
+                    ("old_str", "new_str"),
+                    ("old", "new"),
+                    ("oldText", "newText"),
+                    ("search", "replace"),
+                ]
+            )
+        )
+        return {"path": "a.py", old: draw(st.sampled_from("xy")), new: draw(st.sampled_from("xy"))}
+    if shape == 3:
+        return {draw(st.sampled_from(["content", "file_text", "contents"])): draw(text_values)}
+    if shape == 4:
+        return {"path": draw(st.sampled_from(PATHS))}
+    return None
+
+
+targets_st = (
+    st.none()
+    | st.sampled_from(PATHS)
+    | st.lists(st.sampled_from(PATHS), min_size=1, max_size=3).map(tuple)
+)
+access_st = st.none() | st.lists(st.sampled_from(PATHS), max_size=3).map(tuple)
+
+
+@st.composite
+def any_steps(draw, session):
+    return Step(
+        session,
+        draw(st.integers(0, 4)),
+        draw(st.sampled_from(["observe", "observe", "mutate", "exec", "ask", "other"])),
+        draw(st.sampled_from(["Read", "Bash", "bash", "Edit", "read_file", "view", "ask", ""])),
+        draw(targets_st),
+        draw(any_args()),
+        draw(st.none() | payloads),
+        draw(st.none() | st.just(True) | text_values | payloads),
+        draw(st.integers(0, 900)),
+        draw(st.integers(0, 90)),
+        tokens_estimated=draw(st.booleans()),
+        reads=draw(access_st),
+        writes=draw(access_st),
+        text=draw(st.none() | text_values),
+        rejected=draw(st.none() | st.none() | st.just("bad action")),
+        tokens_turn=draw(st.integers(0, 300)),
+        no_op=draw(st.booleans()) and draw(st.booleans()),
+    )
+
+
+@st.composite
+def any_traces(draw):
+    out = []
+    for k in range(draw(st.integers(0, 4))):
+        steps = sorted(draw(st.lists(any_steps(f"s{k}"), max_size=14)), key=lambda s: s.turn)
+        out.append(Trace(steps, session=f"s{k}"))
+    return out
+
+
+@given(any_traces(), st.integers(0, 500), st.integers(0, 12))
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_encoder_gives_the_pure_columns(encoders, traces, chars, lines):
+    """Random steps (edits, writes, shell reads, path aliases, rejected turns, looping replies):
+    the compiled encoder's columns, ids and sizes are the pure twin's, value for value."""
+    assert_twins_agree(
+        encoders, traces, BurnSettings(substantial_chars=chars, substantial_lines=lines)
+    )
+
+
+def test_encoders_agree_on_an_unknown_kind_and_an_empty_input(encoders):
+    bad = s(0, "observe", "Read", "a.py", {}, "A")
+    bad.kind = "teleport"
+    assert encoded_by(encoders[0], [Trace([bad])]) == ("raises", ValueError)
+    assert encoded_by(encoders[1], [Trace([bad])]) == ("raises", ValueError)
+    got = assert_twins_agree(encoders, [])[1]
+    assert got["trace_offsets"] == [0] and got["session"][1] == []
+
+
+def test_encoders_agree_on_the_shared_traces(encoders, shared_traces):
+    from loopcore.report import iter_traces
+
+    traces = [t for _, t in iter_traces([str(shared_traces)], keep_going=True)]
+    got = assert_twins_agree(encoders, traces)[1]
+    assert len(got["kind"][1]) > 1000 and any(v >= 0 for v in got["edit"][1])
+
+
+def test_encoders_agree_on_a_generated_corpus(encoders, tmp_path):
+    import subprocess
+    import sys
+
+    from loopcore.report import iter_traces
+
+    tool = pathlib.Path(__file__).resolve().parent.parent / "tools" / "make_corpus.py"
+    subprocess.run([sys.executable, str(tool), str(tmp_path), "--steps", "3000"], check=True)
+    traces = [t for _, t in iter_traces([str(tmp_path)])]
+    got = assert_twins_agree(encoders, traces)[1]
+    assert len(got["kind"][1]) >= 3000
+
+
+def test_encoders_agree_on_backups_restores_and_untargeted_searches(encoders):
+    from loopcore.encoded import BACKUP, RESTORE
+
+    def shell(turn, kind, cmd, target, **kw):
+        return s(turn, kind, "bash", target, {"command": cmd}, "", **kw)
+
+    steps = [
+        shell(
+            0, "mutate", "cp a.py a.py.orig", "a.py.orig", reads=("a.py",), writes=("a.py.orig",)
+        ),
+        s(1, "observe", "search", None, {"q": "x"}, "hits"),
+        shell(2, "mutate", "cp a.py.orig a.py", "a.py", reads=("a.py.orig",), writes=("a.py",)),
+        s(3, "observe", "search", None, {"q": "x"}, "hits"),
+    ]
+    records = [s(0, "observe", "search", None, {"q": "x"}, "hits"), s(1, "mutate", "put", "rec7")]
+    got = assert_twins_agree(encoders, [Trace(steps), Trace(records)])[1]
+    flags = got["flags"][1]
+    assert flags[0] & BACKUP and flags[2] & RESTORE
+    # the search reads anything in the trace that writes files, a name of its own in the other
+    assert got["reads"][1][1] == -2 and got["reads"][1][4] >= 0

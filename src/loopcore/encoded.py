@@ -302,7 +302,7 @@ def _copy_flag(cmd: str, reads: tuple | None, writes: tuple | None) -> int:
     ``cd``) and the classifier must have read it as reading the source and writing only F."""
     if not writes or len(writes) != 1:
         return 0
-    from ._shell_py import lex
+    from .taxonomy.shell import lex
 
     # the copy itself, beside any cd and any echo of a message (``cp a b && echo done``)
     segs = [
@@ -735,6 +735,11 @@ def _path_aliases(facts: list[StepFacts]) -> dict[str, tuple[str, ...]]:
             names.update(f.writes)
         if f.reads:
             names.update(f.reads)
+    return _aliases(names)
+
+
+def _aliases(names: set[str]) -> dict[str, tuple[str, ...]]:
+    """:func:`_path_aliases` of a trace's set of target names."""
     if len(names) < 2:
         return {}
     out: dict[str, list[str]] = {}
@@ -763,144 +768,51 @@ def encode(traces: Trace | Iterable[Trace], settings: BurnSettings | None = None
 
     Hashes args and outcomes with the canonical hash and interns names, targets and keys to
     dense ints; *settings* (default ``BurnSettings()``) decides which outcomes are substantial.
-    Raises TypeError for something that is not a Trace, ValueError for a step with an unknown
-    kind, and TypeError/ValueError from canonical_hash for unhashable args.
+    The encoder is the compiled ``loopcore._native_encode`` or its pure twin
+    ``loopcore._encode_py`` (the reference), which give the same columns. Raises TypeError for
+    something that is not a Trace, ValueError for a step with an unknown kind, and
+    TypeError/ValueError from canonical_hash for unhashable args.
     """
     traces = _as_traces(traces)
     settings = DEFAULT_SETTINGS if settings is None else settings
-    tools, targets, tsets = _Interner(), _Interner(), _Interner()
-    calls, obs_keys, skeys, svals, edits = (
-        _Interner(),
-        _Interner(),
-        _Interner(),
-        _Interner(),
-        _Interner(),
+    return encode_with(traces, settings, _encoder())
+
+
+def encode_with(traces: list[Trace], settings: BurnSettings, encoder: Any) -> EncodedTrace:
+    """:func:`encode` through *encoder* (a twin module with ``encode_columns``)."""
+    cols, offsets, set_offsets, members, tools, targets, sizes = encoder.encode_columns(
+        traces, settings
     )
-    members: list[int] = []
-    set_offsets = [0]
-    offsets = [0]
-    rows: dict[str, list] = {name: [] for name, _ in _STEP_COLUMNS}
-    (
-        c_session,
-        c_turn,
-        c_kind,
-        c_tool,
-        c_target,
-        c_reads,
-        c_writes,
-        c_args,
-        c_result,
-        c_flags,
-        c_tokens,
-        c_turn_tokens,
-        c_degen,
-        c_call,
-        c_obs,
-        c_skey,
-        c_sval,
-        c_edit,
-        c_undo,
-    ) = (rows[name] for name, _ in _STEP_COLUMNS)
-
-    def tset_of(ts: tuple[str, ...]) -> int:
-        n_before = len(tsets)
-        tset = tsets(ts)
-        if tset == n_before:  # a new set: append its members (CSR)
-            members.extend(targets(t) for t in ts)
-            set_offsets.append(len(members))
-        return tset
-
-    def access(ts: tuple[str, ...] | None, own: tuple[str, ...], own_id: int) -> int:
-        if ts is None:
-            return _ANYTHING
-        if not ts:
-            return _NOTHING
-        if ts == own:
-            return own_id
-        return tset_of(ts)
-
-    for k, trace in enumerate(traces):
-        facts = [step_facts(step, settings) for step in trace.steps]
-        if any(f.reads is _UNTARGETED for f in facts) and any(
-            f.writes and any(_FILE_LIKE.search(w) for w in f.writes) for f in facts
-        ):
-            # a trace that writes files: a search tool without a target may read any of them
-            facts = [f._replace(reads=None) if f.reads is _UNTARGETED else f for f in facts]
-        alias = _path_aliases(facts)
-        for step, f in zip(trace.steps, facts):
-            if alias and f.writes:
-                wider = _widen(f.writes, alias)
-                if wider is not f.writes:
-                    f = f._replace(writes=wider)
-            tool = tools(step.name)
-            tset = tset_of(f.targets) if f.targets else -1
-            call = calls((tool, f.call[1])) if f.call is not None else -1
-            c_session.append(k)
-            c_turn.append(step.turn)
-            c_kind.append(f.kind)
-            c_tool.append(tool)
-            c_target.append(tset)
-            # a repeat depends on what the step reads and on what it writes (writing a file
-            # again matters once something else changed it)
-            if f.reads is None or f.writes is None:
-                deps = None
-            elif not f.writes or f.writes == f.reads:
-                deps = f.reads
-            else:
-                deps = tuple(sorted(set(f.reads) | set(f.writes)))
-            c_reads.append(access(deps, f.targets, tset))
-            c_writes.append(access(f.writes, f.targets, tset))
-            c_args.append(f.call[1] if f.call is not None else 0)
-            c_result.append(f.outcome)
-            c_flags.append(
-                (HAS_OUTCOME if f.has_outcome else 0)
-                | (ERROR if f.error else 0)
-                | (ESTIMATED if step.tokens_estimated else 0)
-                | f.flags
-            )
-            c_tokens.append(step.tokens_in + step.tokens_out)
-            c_turn_tokens.append(step.tokens_turn)
-            c_degen.append(degenerate_tokens(step) if step.text else 0)
-            c_call.append(call)
-            if f.kind == OBSERVE and tset >= 0 and f.has_outcome:
-                c_obs.append(
-                    obs_keys((tset, f.outcome) if f.substantial else (tset, f.outcome, call))
-                )
-            else:
-                c_obs.append(-1)
-            if f.state is not None:
-                domain, value = f.state
-                # the domain of a read is its call id, so interned ids replace the name + args
-                dom = ("call", call) if domain[0] == "call" else domain
-                sk = skeys((tset, dom))
-                c_skey.append(sk)
-                c_sval.append(svals((sk, value)))
-            else:
-                c_skey.append(-1)
-                c_sval.append(-1)
-            if f.edit is not None:
-                old, new = f.edit
-                c_edit.append(edits((tset, old, new)))
-                c_undo.append(edits((tset, new, old)))
-            else:
-                c_edit.append(-1)
-                c_undo.append(-1)
-        offsets.append(len(c_kind))
-    cols = {name: np.asarray(rows[name], dtype=dtype) for name, dtype in _STEP_COLUMNS}
+    n_calls, n_obs, n_skeys, n_svals, n_edits = sizes
     return EncodedTrace(
         **cols,
-        trace_offsets=np.asarray(offsets, dtype=np.int64),
-        target_offsets=np.asarray(set_offsets, dtype=np.int64),
-        target_members=np.asarray(members, dtype=np.int32),
+        trace_offsets=offsets,
+        target_offsets=set_offsets,
+        target_members=members,
         sessions=[t.session for t in traces],
-        tools=list(tools.items),
-        targets=list(targets.items),
-        n_calls=len(calls),
-        n_obs=len(obs_keys),
-        n_skeys=len(skeys),
-        n_svals=len(svals),
-        n_edits=len(edits),
+        tools=tools,
+        targets=targets,
+        n_calls=n_calls,
+        n_obs=n_obs,
+        n_skeys=n_skeys,
+        n_svals=n_svals,
+        n_edits=n_edits,
     )
+
+
+_ENCODER: Any = None
+
+
+def _encoder() -> Any:
+    # loaded on first use: both twins import this module's helpers
+    global _ENCODER
+    if _ENCODER is None:
+        if NO_EXTENSIONS:
+            from . import _encode_py as encoder
+        else:
+            from . import _native_encode as encoder  # type: ignore[attr-defined]
+        _ENCODER = encoder
+    return _ENCODER
 
 
 @dataclass(eq=False)

@@ -42,6 +42,10 @@ __all__ = [
 #: Bumped when the JSON report changes shape (fields are only ever added within a version).
 REPORT_SCHEMA = 1
 
+#: Traces are analysed in batches of about this many steps: one encode and one run of the
+#: compiled kernel per batch (see docs/cli.md, "How the CLI runs"), memory bounded by the batch.
+BATCH_STEPS = 65536
+
 #: The bundled example session (written by tools/make_example.py), analysed by a bare
 #: ``loopcore analyse``.
 EXAMPLE_TRACE = pathlib.Path(__file__).resolve().parent / "examples" / "session.jsonl"
@@ -141,25 +145,43 @@ def collect(
     on_trace: Callable[[Trace], None] | None = None,
     charge_turn_output: bool = False,
 ) -> AnalysisReport:
-    """Load every trace under *paths* and analyse it; raises TraceFormatError on bad input
+    """Load every trace under *paths* and analyse it, in batches of about ``BATCH_STEPS`` steps
+    encoded together and run through one call of the burn kernel; raises TraceFormatError on bad input
     (ValueError for an unknown *format*) unless *keep_going*, in which case the bad files and
     lines are listed in ``report.skipped``.
 
     An empty *paths* analyses the bundled example trace (``report.example`` is then True).
-    ``on_trace`` is called after each trace is analysed (the CLI drives its progress bar with it).
+    ``on_trace`` is called after each trace is analysed, in input order (the CLI drives its
+    progress bar with it).
     ``charge_turn_output`` charges a wasted call's whole turn (``BurnSettings``).
     """
-    from .burn import BurnReport, BurnSettings, analyse_burn
+    from .burn import BurnReport, BurnSettings, analyse_many
 
     settings = BurnSettings(charge_turn_output=charge_turn_output)
 
     results: list[TraceResult] = []
     stats = _stats()
-    with bulk_gc():
-        for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
-            results.append(_result(trace, src, analyse_burn(trace, settings)))
+    batch: list[tuple[str, Trace]] = []
+    pending = 0
+
+    def flush() -> None:
+        # one encode and one kernel run over the batch; Findings are built per trace after
+        reports = analyse_many([t for _, t in batch], settings)
+        for (src, trace), rep in zip(batch, reports):
+            results.append(_result(trace, src, rep))
             if on_trace is not None:
                 on_trace(trace)
+        batch.clear()
+
+    with bulk_gc():
+        for src, trace in iter_traces(paths, format=format, keep_going=keep_going, stats=stats):
+            batch.append((src, trace))
+            pending += len(trace.steps)
+            if pending >= BATCH_STEPS:
+                flush()
+                pending = 0
+        if batch:
+            flush()
     overall = BurnReport.combine([r.report for r in results])
     return AnalysisReport(
         results,

@@ -1,0 +1,531 @@
+# cython: boundscheck=False, wraparound=False
+"""Compiled encoder (loopcore._native_encode): the twin of loopcore._encode_py, step for step.
+
+Turns the Steps of many Traces into the integer columns of an EncodedTrace (documented in
+loopcore.encoded) without building a facts tuple or a Python list per step: each step's facts
+are computed in C locals and written straight into preallocated numpy columns. The rules are
+those of loopcore.encoded.step_facts and of the pure loop in loopcore._encode_py (the
+reference); ids are interned in the same first-appearance order, so both give identical
+columns. The rarer, string-heavy helpers (shell lexing of a content read, reply-loop detection,
+path aliases) are the reference's own functions.
+"""
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
+from cpython.unicode cimport Py_UNICODE_ISSPACE
+
+from loopcore.encoded import (
+    _COMMAND_KEYS,
+    _CONTENT_KEYS,
+    _FILE_LIKE,
+    _UNTARGETED,
+    _copy_flag,
+    _drop_comment_lines,
+    _shell_command,
+    _KIND_CODE,
+    _REPLACE_KEYS,
+    _STEP_COLUMNS,
+    _WRITE_DOMAIN,
+    _FROM_START,
+    _READER_PROGRAMS,
+    _READER_WORDS,
+    _full_write,
+    _widen,
+    degenerate_tokens,
+)
+from loopcore.taxonomy.shell import lex as _lex
+from loopcore.hashing import canonical_hash
+from loopcore.trace import KINDS
+
+__all__ = ["encode_columns"]
+
+from codes cimport (
+    K_EXEC,
+    K_MUTATE,
+    K_OBSERVE,
+    S_ABSOLUTE,
+    S_ERROR,
+    S_ESTIMATED,
+    S_HAS_OUTCOME,
+    S_NO_OP,
+    S_REJECTED,
+)
+
+cdef enum:
+    N_CALL = 1
+    N_STATE_READ = 2
+    N_STATE_WRITE = 4
+    N_EDIT = 8
+    N_SUBSTANTIAL = 16
+
+cdef enum:
+    NOTHING = -1
+    ANYTHING = -2
+
+cdef tuple _EMPTY = ()
+
+
+cdef inline int _intern(dict ids, list items, object key):
+    cdef object i = ids.get(key)
+    if i is None:
+        n = len(items)
+        ids[key] = n
+        items.append(key)
+        return n
+    return <int>i
+
+
+cdef void _str_size(str value, int64_t* chars, int64_t* lines, int64_t cap):
+    # characters, and the lines of value.split("\n") that strip() leaves non-empty; lines are
+    # counted up to *cap* only (the substantial test asks "at least cap lines")
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(value), i
+    chars[0] += n
+    if lines[0] >= cap:
+        return
+    cdef int kind = PyUnicode_KIND(value)
+    cdef void* data = PyUnicode_DATA(value)
+    cdef Py_UCS4 c
+    cdef bint filled = False
+    cdef int64_t count = lines[0]
+    for i in range(n):
+        c = PyUnicode_READ(kind, data, i)
+        if c == 10:
+            if filled:
+                count += 1
+                if count >= cap:
+                    lines[0] = count
+                    return
+            filled = False
+        elif not filled and not Py_UNICODE_ISSPACE(c):
+            filled = True
+    if filled:
+        count += 1
+    lines[0] = count
+
+
+cdef void _text_size(object value, int depth, int64_t* chars, int64_t* lines, int64_t cap):
+    # loopcore.encoded._text_size, accumulating into chars / lines (lines counted up to cap)
+    if value is None:
+        return
+    if isinstance(value, str):
+        _str_size(<str>value, chars, lines, cap)
+        return
+    if depth < 2 and isinstance(value, dict):
+        for v in (<dict>value).values():
+            _text_size(v, depth + 1, chars, lines, cap)
+        return
+    if depth < 2 and isinstance(value, (list, tuple)):
+        for v in value:
+            _text_size(v, depth + 1, chars, lines, cap)
+        return
+    if isinstance(value, (bool, int, float)):
+        chars[0] += len(repr(value))
+        lines[0] += 1
+
+
+cdef inline object _h(object value):
+    return canonical_hash(value, default=repr)
+
+
+cdef object _norm_args(object args):
+    # loopcore.encoded._norm_command: a shell call's command with its blanks normalised
+    if type(args) is not dict:
+        return args
+    cdef dict d = <dict>args
+    if not ("command" in d or "cmd" in d or "script" in d):
+        return args
+    cdef str cmd, norm
+    cdef Py_ssize_t n
+    for key in _COMMAND_KEYS:
+        value = d.get(key)
+        if type(value) is str:
+            cmd = <str>value
+            n = PyUnicode_GET_LENGTH(cmd)
+            if (
+                "  " in cmd
+                or "\n" in cmd
+                or "\t" in cmd
+                or (n and Py_UNICODE_ISSPACE(cmd[0]))
+                or (n and Py_UNICODE_ISSPACE(cmd[n - 1]))
+            ):
+                norm = " ".join(cmd.split())
+                if norm != cmd:
+                    d = dict(d)
+                    d[key] = norm
+                    return d
+            return args
+    return args
+
+
+cdef bint _reads_content(object name, object args) except -1:
+    # loopcore.encoded._content_read, with the compiled shell lexer (the twin of the pure one)
+    cmd = (<dict>args).get("command", (<dict>args).get("cmd")) if type(args) is dict else None
+    if type(cmd) is str:
+        if cmd == "view":
+            return True
+        parts = [words for words, _r, _h in _lex(cmd) if words and words[0] != "cd"]
+        if len(parts) != 1:
+            return False
+        words = parts[0]
+        prog = words[0].rpartition("/")[2]
+        if prog == "tail":
+            return False  # the end of a file: a region, compared only with the same call
+        if prog == "sed":
+            for w in words[1:]:
+                if _FROM_START.fullmatch(w):
+                    return True
+            return False
+        return prog in _READER_PROGRAMS
+    low = name.lower()
+    for w in _READER_WORDS:
+        if w in low:
+            return True
+    return False
+
+
+cdef dict _path_aliases(set names):
+    # loopcore.encoded._aliases (the order of each alias tuple differs at most; _widen sorts)
+    if len(names) < 2:
+        return {}
+    cdef dict out = {}
+    cdef Py_ssize_t k
+    for name in names:
+        if "/" not in name or name.startswith("git:"):
+            continue
+        k = name.find("/", 1 if name[0] == "/" else 0)
+        while k >= 0:
+            tail = name[k + 1 :]
+            if tail in names:
+                out.setdefault(name, []).append(tail)
+                out.setdefault(tail, []).append(name)
+            k = name.find("/", k + 1)
+    return {n: tuple(v) for n, v in out.items()}
+
+
+cdef inline object _targets_of(object t):
+    # Step.targets
+    if t is None:
+        return _EMPTY
+    if isinstance(t, tuple):
+        return t
+    return (t,)
+
+
+cdef inline object _read_set(object step, int kind):
+    # Step.read_set, the kind already coded
+    cdef object r = step.reads
+    if r is not None:
+        return r
+    if kind == K_OBSERVE or kind == K_MUTATE:
+        r = _targets_of(step.target)
+        return r if r else None
+    return None
+
+
+cdef inline object _write_set(object step, int kind):
+    # Step.write_set, the kind already coded
+    if step.no_op:
+        return _EMPTY
+    cdef object w = step.writes
+    if w is not None:
+        return w
+    if kind == K_MUTATE:
+        w = _targets_of(step.target)
+        return w if w else None
+    if kind == K_EXEC:
+        return None
+    return _EMPTY
+
+
+cdef inline tuple _set(object t):
+    if t is None or len(t) <= 1:
+        return t
+    return tuple(sorted(set(t)))
+
+
+def encode_columns(list traces, settings):
+    """``(columns, trace_offsets, target_offsets, target_members, tools, targets, sizes)`` of
+    *traces*, sizes being ``(n_calls, n_obs, n_skeys, n_svals, n_edits)``; the same values as
+    loopcore._encode_py.encode_columns."""
+    cdef Py_ssize_t total = 0, i = 0, i0, k, j, n_steps
+    for t in traces:
+        total += len(t.steps)
+    cols = {name: np.empty(total, dtype=dtype) for name, dtype in _STEP_COLUMNS}
+    cdef int32_t[::1] c_session = cols["session"]
+    cdef int64_t[::1] c_turn = cols["turn"]
+    cdef uint8_t[::1] c_kind = cols["kind"]
+    cdef int32_t[::1] c_tool = cols["tool"]
+    cdef int32_t[::1] c_target = cols["target"]
+    cdef int32_t[::1] c_reads = cols["reads"]
+    cdef int32_t[::1] c_writes = cols["writes"]
+    cdef uint64_t[::1] c_args = cols["args_hash"]
+    cdef uint64_t[::1] c_result = cols["result_hash"]
+    cdef uint8_t[::1] c_flags = cols["flags"]
+    cdef int64_t[::1] c_tokens = cols["tokens"]
+    cdef int64_t[::1] c_turn_tokens = cols["turn_tokens"]
+    cdef int64_t[::1] c_degen = cols["degen"]
+    cdef int32_t[::1] c_call = cols["call"]
+    cdef int32_t[::1] c_obs = cols["obs"]
+    cdef int32_t[::1] c_skey = cols["skey"]
+    cdef int32_t[::1] c_sval = cols["sval"]
+    cdef int32_t[::1] c_edit = cols["edit"]
+    cdef int32_t[::1] c_undo = cols["undo"]
+    # per-step facts of the first pass, kept in C until the second pass interns them
+    scratch = np.empty((3, total), dtype=np.uint64)
+    cdef uint64_t[:, ::1] c_hash = scratch  # state value, old hash, new hash
+    note = np.empty(total, dtype=np.uint8)
+    cdef uint8_t[::1] c_note = note  # STATE_READ / STATE_WRITE / EDIT / SUBSTANTIAL / CALL bits
+
+    cdef dict tool_ids = {}, target_ids = {}, tset_ids = {}, call_ids = {}, obs_ids = {}
+    cdef dict skey_ids = {}, sval_ids = {}, edit_ids = {}
+    cdef list tools = [], targets = [], tsets = [], calls = [], obs_keys = [], skeys = []
+    cdef list svals = [], edits = []
+    cdef list members = []
+    cdef list set_offsets = [0]
+    offsets = np.empty(len(traces) + 1, dtype=np.int64)
+    cdef int64_t[::1] c_offsets = offsets
+    c_offsets[0] = 0
+
+    cdef int64_t sub_chars = settings.substantial_chars
+    cdef int64_t sub_lines = settings.substantial_lines
+    cdef int kind, flags, tool, tset, call, sk
+    cdef uint8_t nb
+    cdef bint has_outcome, failed, no_op, untargeted
+    cdef uint64_t outcome
+    cdef int64_t chars, lines
+    cdef list l_targets, l_reads, l_writes
+    cdef object name, target, targets_t, result, error, args, reads, writes, deps, h
+    cdef object kind_code, old_h, new_h, step, steps
+    cdef dict alias
+    cdef set names
+
+    for k in range(len(traces)):
+        steps = traces[k].steps
+        n_steps = len(steps)
+        i0 = i
+        l_targets = [None] * n_steps
+        untargeted = False
+        l_reads = [None] * n_steps
+        l_writes = [None] * n_steps
+        # pass 1: the facts of every step (step_facts); write sets are widened over the
+        # trace's path aliases, which need every name of the trace first
+        for j in range(n_steps):
+            step = steps[j]
+            kind_code = _KIND_CODE.get(step.kind)
+            if kind_code is None:
+                raise ValueError(f"unknown step kind {step.kind!r}; expected one of {KINDS}")
+            kind = kind_code
+            target = step.target
+            if target is None:
+                targets_t = _EMPTY
+            elif type(target) is str:
+                targets_t = (target,)
+            else:
+                targets_t = tuple(sorted(set(step.targets)))
+            flags = 0
+            nb = 0
+            result = step.result
+            error = step.error
+            has_outcome = result is not None or error is not None
+            outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
+            failed = error is not None
+            name = step.name
+            c_args[i] = 0
+            if step.rejected is not None:
+                flags = S_REJECTED
+                reads = _EMPTY
+                writes = _EMPTY
+            else:
+                args = _drop_comment_lines(step.args)
+                # blanks are normalised in an observe command only (a heredoc is content)
+                if name:
+                    nb |= N_CALL
+                    c_args[i] = canonical_hash(
+                        _norm_args(args) if kind == K_OBSERVE else args, default=repr
+                    )
+                no_op = step.no_op
+                shell = _shell_command(args)
+                if len(targets_t) == 1:
+                    if kind == K_OBSERVE and has_outcome:
+                        nb |= N_STATE_READ
+                    elif kind == K_MUTATE and not failed and isinstance(args, dict):
+                        for old_key, new_key in _REPLACE_KEYS:
+                            if old_key in args and new_key in args:
+                                old_h = _h(args[old_key])
+                                new_h = _h(args[new_key])
+                                if old_h != new_h:
+                                    nb |= N_EDIT
+                                    c_hash[1, i] = old_h
+                                    c_hash[2, i] = new_h
+                                else:  # changes nothing and undoes nothing
+                                    no_op = True
+                                break
+                        else:
+                            for key in _CONTENT_KEYS:
+                                if key in args:
+                                    nb |= N_STATE_WRITE
+                                    c_hash[0, i] = _h(args[key])
+                                    flags |= S_ABSOLUTE
+                                    break
+                            else:
+                                if _full_write(args) and step.write_set == targets_t:
+                                    flags |= S_ABSOLUTE
+                if no_op:
+                    flags |= S_NO_OP
+                    writes = _EMPTY
+                else:
+                    writes = _set(_write_set(step, kind))
+                reads = _set(_read_set(step, kind))
+                if shell is not None and kind == K_MUTATE and not failed and not no_op:
+                    flags |= _copy_flag(shell, reads, writes)
+                elif reads is None and shell is None and kind == K_OBSERVE and name:
+                    # a tool's read without a target (a search API): see step_facts
+                    reads = _UNTARGETED
+                    untargeted = True
+                if has_outcome and kind == K_OBSERVE and len(targets_t):
+                    chars = lines = 0
+                    _text_size(result, 0, &chars, &lines, sub_lines)
+                    if error is not None and error is not True:
+                        _text_size(error, 0, &chars, &lines, sub_lines)
+                    if chars >= sub_chars and lines >= sub_lines and _reads_content(name, args):
+                        nb |= N_SUBSTANTIAL
+            l_targets[j] = targets_t
+            l_reads[j] = reads
+            l_writes[j] = writes
+            c_note[i] = nb
+            c_session[i] = k
+            c_turn[i] = step.turn
+            c_kind[i] = kind
+            c_result[i] = outcome
+            c_flags[i] = (
+                (S_HAS_OUTCOME if has_outcome else 0)
+                | (S_ERROR if failed else 0)
+                | (S_ESTIMATED if step.tokens_estimated else 0)
+                | flags
+            )
+            c_tokens[i] = step.tokens_in + step.tokens_out
+            c_turn_tokens[i] = step.tokens_turn
+            c_degen[i] = degenerate_tokens(step) if step.text else 0
+            i += 1
+
+        if untargeted:
+            # a trace that writes files: a search tool without a target may read any of them
+            for j in range(n_steps):
+                w = l_writes[j]
+                if w and any(_FILE_LIKE.search(x) for x in w):
+                    for j2 in range(n_steps):
+                        if l_reads[j2] is _UNTARGETED:
+                            l_reads[j2] = None
+                    break
+        names = set()
+        for j in range(n_steps):
+            names.update(<tuple>l_targets[j])
+            w = l_writes[j]
+            if w:
+                names.update(w)
+            r = l_reads[j]
+            if r:
+                names.update(r)
+        alias = _path_aliases(names)
+
+        # pass 2: intern names, sets and keys in the order of the reference
+        i = i0
+        for j in range(n_steps):
+            step = steps[j]
+            targets_t = l_targets[j]
+            reads = l_reads[j]
+            writes = l_writes[j]
+            if alias and writes:
+                writes = _widen(writes, alias)
+            nb = c_note[i]
+            tool = _intern(tool_ids, tools, step.name)
+            if len(targets_t):
+                tset = _tset(tset_ids, tsets, target_ids, targets, members, set_offsets, targets_t)
+            else:
+                tset = -1
+            call = _intern(call_ids, calls, (tool, c_args[i])) if nb & N_CALL else -1
+            c_tool[i] = tool
+            c_target[i] = tset
+            c_call[i] = call
+            # a repeat depends on what the step reads and on what it writes (writing a file
+            # again matters once something else changed it)
+            if reads is None or writes is None:
+                deps = None
+            elif not writes or writes == reads:
+                deps = reads
+            else:
+                deps = tuple(sorted(set(reads) | set(writes)))
+            c_reads[i] = _access(
+                tset_ids, tsets, target_ids, targets, members, set_offsets, deps, targets_t, tset
+            )
+            c_writes[i] = _access(
+                tset_ids, tsets, target_ids, targets, members, set_offsets, writes, targets_t, tset
+            )
+            if c_kind[i] == K_OBSERVE and tset >= 0 and c_flags[i] & S_HAS_OUTCOME:
+                h = c_result[i]
+                c_obs[i] = _intern(
+                    obs_ids, obs_keys, (tset, h) if nb & N_SUBSTANTIAL else (tset, h, call)
+                )
+            else:
+                c_obs[i] = -1
+            if nb & N_STATE_READ:
+                # the domain of a read is its call id, so interned ids replace the name + args
+                sk = _intern(skey_ids, skeys, (tset, ("call", call)))
+                c_skey[i] = sk
+                c_sval[i] = _intern(sval_ids, svals, (sk, c_result[i]))
+            elif nb & N_STATE_WRITE:
+                sk = _intern(skey_ids, skeys, (tset, _WRITE_DOMAIN))
+                c_skey[i] = sk
+                c_sval[i] = _intern(sval_ids, svals, (sk, c_hash[0, i]))
+            else:
+                c_skey[i] = -1
+                c_sval[i] = -1
+            if nb & N_EDIT:
+                old_h = c_hash[1, i]
+                new_h = c_hash[2, i]
+                c_edit[i] = _intern(edit_ids, edits, (tset, old_h, new_h))
+                c_undo[i] = _intern(edit_ids, edits, (tset, new_h, old_h))
+            else:
+                c_edit[i] = -1
+                c_undo[i] = -1
+            i += 1
+        c_offsets[k + 1] = i
+    return (
+        cols,
+        offsets,
+        np.asarray(set_offsets, dtype=np.int64),
+        np.asarray(members, dtype=np.int32),
+        tools,
+        targets,
+        (len(calls), len(obs_keys), len(skeys), len(svals), len(edits)),
+    )
+
+
+cdef int _tset(
+    dict tset_ids, list tsets, dict target_ids, list targets, list members, list set_offsets,
+    tuple ts,
+):
+    cdef object i = tset_ids.get(ts)
+    if i is not None:
+        return <int>i
+    n = len(tsets)
+    tset_ids[ts] = n
+    tsets.append(ts)
+    for t in ts:  # a new set: append its members (CSR)
+        members.append(_intern(target_ids, targets, t))
+    set_offsets.append(len(members))
+    return n
+
+
+cdef int _access(
+    dict tset_ids, list tsets, dict target_ids, list targets, list members, list set_offsets,
+    object ts, tuple own, int own_id,
+):
+    if ts is None:
+        return ANYTHING
+    if not ts:
+        return NOTHING
+    if ts == own:
+        return own_id
+    return _tset(tset_ids, tsets, target_ids, targets, members, set_offsets, ts)
