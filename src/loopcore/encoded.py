@@ -810,7 +810,7 @@ def _encoder() -> Any:
         if NO_EXTENSIONS:
             from . import _encode_py as encoder
         else:
-            from . import _native_encode as encoder  # type: ignore[attr-defined]
+            from . import _native_encode as encoder  # type: ignore[attr-defined,no-redef]
         _ENCODER = encoder
     return _ENCODER
 
