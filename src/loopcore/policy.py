@@ -19,13 +19,80 @@ A threshold of ``None`` switches that level off; ``enabled=False`` switches a de
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from dataclasses import dataclass as _record
+    from dataclasses import field
     from typing import Any
+else:
+    # A hook process builds one Policy per call: importing dataclasses (and the inspect, ast and
+    # dis it pulls in) and generating the class would be a fifth of the hook's start-up. Type
+    # checkers read Policy as the frozen dataclass below; at run time this small equivalent makes
+    # it (keyword or positional construction with defaults and factories, __post_init__,
+    # frozen attributes, field-wise ==, hash and repr).
+
+    class _Factory:
+        __slots__ = ("make",)
+
+        def __init__(self, make):
+            self.make = make
+
+    def field(*, default_factory):
+        return _Factory(default_factory)
+
+    def _record(*, frozen):
+        def build(cls):
+            names = tuple(cls.__annotations__)
+            defaults = {n: cls.__dict__[n] for n in names}
+            for n, v in defaults.items():
+                if isinstance(v, _Factory):
+                    delattr(cls, n)
+            qual = cls.__qualname__
+
+            def __init__(self, *args, **kw):
+                if len(args) > len(names):
+                    raise TypeError(f"{qual}() takes at most {len(names)} positional arguments")
+                for n, v in zip(names, args):
+                    if n in kw:
+                        raise TypeError(f"{qual}() got multiple values for argument {n!r}")
+                    kw[n] = v
+                d = self.__dict__
+                for n in names:
+                    if n in kw:
+                        d[n] = kw.pop(n)
+                    else:
+                        v = defaults[n]
+                        d[n] = v.make() if isinstance(v, _Factory) else v
+                if kw:
+                    raise TypeError(
+                        f"{qual}() got an unexpected keyword argument {next(iter(kw))!r}"
+                    )
+                self.__post_init__()
+
+            def _frozen(self, name, value=None):
+                raise AttributeError(f"cannot assign to field {name!r}: {qual} is frozen")
+
+            def __eq__(self, other):
+                if other.__class__ is not self.__class__:
+                    return NotImplemented
+                return all(getattr(self, n) == getattr(other, n) for n in names)
+
+            def __hash__(self):
+                return hash(tuple(getattr(self, n) for n in names))
+
+            def __repr__(self):
+                return f"{qual}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+
+            cls.__init__ = __init__
+            cls.__setattr__ = cls.__delattr__ = _frozen
+            cls.__eq__, cls.__hash__, cls.__repr__ = __eq__, __hash__, __repr__
+            cls._field_names = names
+            return cls
+
+        return build
+
 
 __all__ = [
     "DEFAULT_BUDGET_TOOLS",
@@ -128,7 +195,7 @@ def _budgets(
     return {t: (warn, block) for t in tools}
 
 
-@dataclass(frozen=True)
+@_record(frozen=True)
 class Policy:
     """Detector switches, thresholds and hashing rules of a :class:`loopcore.Guard`.
 
@@ -359,7 +426,7 @@ class Policy:
         """A copy with *changes* applied (validated again; raises PolicyError like the constructor)."""
         if "name" not in changes:
             changes["name"] = "custom" if self.name == "custom" else f"{self.name}+custom"
-        return dataclasses.replace(self, **changes)
+        return type(self)(**{**{n: getattr(self, n) for n in _FIELD_NAMES}, **changes})
 
     def detector_on(self, detector: str) -> bool:
         """True when *detector* (a name from DETECTORS) is switched on (and the policy enabled);
@@ -371,23 +438,23 @@ class Policy:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (sets as sorted lists); Policy.from_dict inverts it."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
+        for fname in _FIELD_NAMES:
+            v = getattr(self, fname)
             if isinstance(v, frozenset):
                 v = sorted(v)
-            elif f.name == "budgets":
+            elif fname == "budgets":
                 v = {k: list(p) for k, p in v.items()}
-            elif f.name == "poll_actions":
+            elif fname == "poll_actions":
                 v = {k: sorted(a) for k, a in v.items()}
             elif isinstance(v, tuple):
                 v = list(v)
-            out[f.name] = v
+            out[fname] = v
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Policy:
         """Inverse of to_dict; raises PolicyError for unknown fields or invalid values."""
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = set(_FIELD_NAMES)
         unknown = set(data) - names
         if unknown:
             raise PolicyError(f"unknown Policy fields: {', '.join(sorted(unknown))}")
@@ -539,6 +606,10 @@ class Policy:
         return _only(
             cls, "altimate", tool_budget=True, budgets=_budgets(25, 50), budget_warn_once=True
         )
+
+
+#: the fields of Policy, in order (its annotations: every one is a field).
+_FIELD_NAMES: tuple[str, ...] = tuple(Policy.__annotations__)
 
 
 def _only(cls: type[Policy], name: str, **on: Any) -> Policy:
