@@ -296,8 +296,7 @@ def _decide(h: Any, ev: Any, policy: Any, opts: HookOptions, err: IO[str], deadl
     events: list[dict[str, Any]] = []
     action, message, context = "allow", "", None
     try:
-        store.connect()
-        store.begin()
+        store.open()
         try:
             row = store.load(h.name, ev.session)
             guard, pending, created = None, None, None

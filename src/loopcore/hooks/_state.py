@@ -127,6 +127,26 @@ class Store:
 
     # -- one call -------------------------------------------------------------------------
 
+    def open(self) -> None:
+        """Connect and take the write lock, within ``busy`` seconds in all. SQLite answers
+        "database is locked" without waiting in a few cases (several processes creating the file
+        or switching it to WAL at once, a WAL recovery under way), so those are retried here
+        with a short back-off; any other error, or the time running out, is raised."""
+        end = time.monotonic() + self.busy
+        delay = 0.002
+        while True:
+            try:
+                self.connect()
+                self.begin()
+                return
+            except sqlite3.OperationalError as exc:
+                self.close()
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or time.monotonic() + delay > end:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
     def begin(self) -> None:
         """Take the write lock (waits up to ``busy`` seconds; sqlite3.OperationalError after)."""
         assert self.con is not None
