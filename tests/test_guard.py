@@ -888,12 +888,11 @@ def test_warning_events_deduplicated_by_bucket_per_key(make):
 
 def test_guarded_tool_function(make):
     from loopcore import LoopBlocked
-    from loopcore.guard import guarded
 
     g = make(OC)
     ran = []
 
-    @guarded(g, "s")
+    @g.wrap(session="s")
     def read_file(path: str) -> str:
         ran.append(path)
         return "same text"
@@ -904,7 +903,7 @@ def test_guarded_tool_function(make):
     assert outs[20].startswith("BLOCKED") and "identical outcomes" in outs[20]
     assert read_file.__name__ == "read_file"
 
-    strict = guarded(g, "s", name="read_file", on_block="raise")(lambda path: "same text")
+    strict = g.wrap(lambda path: "same text", session="s", name="read_file", on_block="raise")
     with pytest.raises(LoopBlocked) as info:
         strict(path="a")
     assert info.value.decision.detector == "generic_repeat"

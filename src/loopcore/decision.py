@@ -159,7 +159,7 @@ ALLOW = Decision("allow")
 
 
 class LoopBlocked(RuntimeError):
-    """Raised by a ``guarded`` tool with ``on_block="raise"``; ``.decision`` holds the block."""
+    """Raised by a tool wrapped by ``Guard.wrap`` with ``on_block="raise"``; ``.decision`` holds the block."""
 
     def __init__(self, decision: Decision) -> None:
         super().__init__(decision.message)

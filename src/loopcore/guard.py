@@ -45,7 +45,7 @@ else:
     _twin = _native_flag.load_twin("guard")
     _hash_twin = _native_flag.load_twin("hashing")
 
-__all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked", "guarded"]
+__all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked"]
 
 _log: Any = None
 #: Set by processes whose stderr someone else reads (the command hooks): the "loopcore" logger
@@ -628,11 +628,31 @@ class Guard:
             out.append((self._names.get(e[0]), e[1], e[2] if e[3] & 1 else None))
         return out
 
-    def wrap(self, fn: Callable[..., Any] | None = None, **kw: Any) -> Callable[..., Any]:
-        """Guard a plain Python tool function; see :func:`guarded` for the keywords."""
-        if fn is None:
-            return lambda f: guarded(self, **kw)(f)
-        return guarded(self, **kw)(fn)
+    def wrap(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        session: Hashable | Callable[[], Hashable] = "default",
+        name: str | None = None,
+        kind: str | None = None,
+        target: Callable[..., Any] | None = None,
+        run_id: Hashable | None = None,
+        on_block: str = "message",
+    ) -> Callable[..., Any]:
+        """Guard a plain Python tool function: check before each call, record after; used as
+        ``guard.wrap(fn)``, ``@guard.wrap`` or ``@guard.wrap(session=..., on_block=...)``.
+
+        The call's args are the keyword arguments (plus ``"args"`` for positional ones). On block
+        the function does not run and the wrapper returns the block message
+        (``on_block="message"``) or raises :class:`LoopBlocked` (``on_block="raise"``); on warn a
+        str result gets the warning appended. Exceptions of the tool are recorded as errors and
+        re-raised. *session* may be a callable returning the current session id; *name* defaults
+        to the function's name. Raises ValueError for an unknown *on_block*.
+        """
+        deco = _guarded(
+            self, session, name=name, kind=kind, target=target, run_id=run_id, on_block=on_block
+        )
+        return deco if fn is None else deco(fn)
 
     # -- decisions and events ---------------------------------------------------------------
 
@@ -718,7 +738,7 @@ def _restore_guard(
     return g
 
 
-def guarded(
+def _guarded(
     guard: Guard,
     session: Hashable | Callable[[], Hashable] = "default",
     *,
@@ -728,7 +748,8 @@ def guarded(
     run_id: Hashable | None = None,
     on_block: str = "message",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: run a plain tool function under *guard*, check before, record after.
+    """Decorator: run a plain tool function under *guard*, check before, record after
+    (what :meth:`Guard.wrap` returns).
 
     The call's args are the keyword arguments (plus ``"args"`` for positional ones). On block
     the function does not run and the wrapper returns the block message (``on_block="message"``)
