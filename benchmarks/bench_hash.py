@@ -26,7 +26,6 @@ import os
 import random
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -137,28 +136,9 @@ def fmt(x):
 
 
 def cpu_ns_per_op(fns: dict, ops_per_call: int, repeats: int, min_time: float = 0.01) -> dict:
-    """Like _env.interleaved_ns_per_op, on this thread's CPU clock (time spent descheduled on a
-    busy machine is not counted)."""
-    calls = {}
-    for name, fn in fns.items():
-        n = 1
-        while True:
-            t0 = time.thread_time_ns()
-            for _ in range(n):
-                fn()
-            if time.thread_time_ns() - t0 >= min_time * 1e9 or n >= 1 << 20:
-                break
-            n *= 2
-        calls[name] = n
-    samples: dict = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            n = calls[name]
-            t0 = time.thread_time_ns()
-            for _ in range(n):
-                fn()
-            samples[name].append((time.thread_time_ns() - t0) / (n * ops_per_call))
-    return {name: statistics.median(v) for name, v in samples.items()}
+    """interleaved_ns_per_op on this thread's CPU clock (time spent descheduled on a busy
+    machine is not counted)."""
+    return interleaved_ns_per_op(fns, ops_per_call, repeats, min_time, clock=time.thread_time_ns)
 
 
 CORPORA: dict = {}  # label -> values, filled below
