@@ -21,9 +21,9 @@ from loopcore.encoded import (
     _FILE_LIKE,
     _UNTARGETED,
     _copy_flag,
-    _drop_comment_lines,
-    _shell_command,
+    _EDITOR_COMMANDS,
     _KIND_CODE,
+    _LOOP_MIN_CHARS,
     _REPLACE_KEYS,
     _STEP_COLUMNS,
     _WRITE_DOMAIN,
@@ -32,13 +32,13 @@ from loopcore.encoded import (
     _READER_WORDS,
     _full_write,
     _widen,
-    degenerate_tokens,
 )
 from loopcore.taxonomy.shell import lex as _lex
+from loopcore.textloop import repeated_spans as _repeated_spans
 from loopcore.hashing import canonical_hash
 from loopcore.trace import KINDS
 
-__all__ = ["encode_columns"]
+__all__ = ["degenerate_tokens", "drop_comment_lines", "encode_columns", "shell_command"]
 
 from codes cimport (
     K_EXEC,
@@ -244,6 +244,73 @@ cdef inline tuple _set(object t):
     return tuple(sorted(set(t)))
 
 
+cdef object _drop_comments(object args):
+    # loopcore.encoded._drop_comment_lines: the full-line comments that open a shell command
+    if type(args) is not dict:
+        return args
+    cdef dict d = <dict>args
+    cdef list lines
+    cdef Py_ssize_t k, n
+    cdef str line
+    for key in _COMMAND_KEYS:
+        value = d.get(key)
+        if type(value) is str and "#" in <str>value and "\n" in <str>value:
+            lines = (<str>value).split("\n")
+            n = len(lines)
+            k = 0
+            while k < n - 1:
+                line = lines[k]
+                if line.strip() and not line.lstrip().startswith("#"):
+                    break
+                k += 1
+            if k:
+                d = dict(d)
+                d[key] = "\n".join(lines[k:])
+                return d
+            return args
+    return args
+
+
+cdef object _shell_cmd(object args):
+    # loopcore.encoded._shell_command: the shell command a call runs, or None
+    if type(args) is not dict:
+        return None
+    for key in _COMMAND_KEYS:
+        value = (<dict>args).get(key)
+        if type(value) is str:
+            return None if value in _EDITOR_COMMANDS else value
+    return None
+
+
+cdef int64_t _degen(object step) except? -1:
+    # loopcore.encoded.degenerate_tokens
+    text = step.text
+    if not text or len(text) < _LOOP_MIN_CHARS:
+        return 0
+    out = step.tokens_turn or (step.tokens_out if not step.name or step.rejected is not None else 0)
+    if not out:
+        return 0
+    rep = 0
+    for a, b in _repeated_spans(text):
+        rep += b - a
+    return min(out, out * rep // len(text)) if rep else 0
+
+
+def drop_comment_lines(args):
+    """The compiled twin of loopcore.encoded._drop_comment_lines."""
+    return _drop_comments(args)
+
+
+def shell_command(args):
+    """The compiled twin of loopcore.encoded._shell_command."""
+    return _shell_cmd(args)
+
+
+def degenerate_tokens(step):
+    """The compiled twin of loopcore.encoded.degenerate_tokens."""
+    return _degen(step)
+
+
 def encode_columns(list traces, settings):
     """``(columns, trace_offsets, target_offsets, target_members, tools, targets, sizes)`` of
     *traces*, sizes being ``(n_calls, n_obs, n_skeys, n_svals, n_edits)``; the same values as
@@ -337,7 +404,7 @@ def encode_columns(list traces, settings):
                 reads = _EMPTY
                 writes = _EMPTY
             else:
-                args = _drop_comment_lines(step.args)
+                args = _drop_comments(step.args)
                 # blanks are normalised in an observe command only (a heredoc is content)
                 if name:
                     nb |= N_CALL
@@ -345,7 +412,7 @@ def encode_columns(list traces, settings):
                         _norm_args(args) if kind == K_OBSERVE else args, default=repr
                     )
                 no_op = step.no_op
-                shell = _shell_command(args)
+                shell = _shell_cmd(args)
                 if len(targets_t) == 1:
                     if kind == K_OBSERVE and has_outcome:
                         nb |= N_STATE_READ
@@ -406,7 +473,7 @@ def encode_columns(list traces, settings):
             )
             c_tokens[i] = step.tokens_in + step.tokens_out
             c_turn_tokens[i] = step.tokens_turn
-            c_degen[i] = degenerate_tokens(step) if step.text else 0
+            c_degen[i] = _degen(step) if step.text else 0
             i += 1
 
         if untargeted:

@@ -554,16 +554,46 @@ def _parse_one(
     return traces
 
 
+# Values canonical_hash takes without walking far: a scalar, or a container of scalars (a
+# container nested 2 deep with a few members cannot reach MAX_DEPTH or MAX_MEMBERS).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN_MEMBERS = 4096
+
+
+def _plain(value: Any) -> bool:
+    """True when canonical_hash(value) surely raises nothing: a scalar, or a dict (scalar keys)
+    or list of scalars. False means "not known": the caller hashes to find out."""
+    cls = value.__class__
+    if cls in _SCALARS:
+        return True
+    if cls is dict:
+        return (
+            len(value) <= _PLAIN_MEMBERS
+            and _SCALARS.issuperset(map(type, value.values()))
+            and _SCALARS.issuperset(map(type, value))
+        )
+    if cls is list:
+        return len(value) <= _PLAIN_MEMBERS and _SCALARS.issuperset(map(type, value))
+    return False
+
+
 def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
     """A step whose args or outcome the canonical hash refuses (nested deeper than MAX_DEPTH,
     more than MAX_MEMBERS members: JSON parsers accept 1024 levels) is malformed: an error, or
-    with keep_going a counted skip, and the rest of the trace is analysed as usual."""
+    with keep_going a counted skip, and the rest of the trace is analysed as usual.
+
+    Only the values :func:`_plain` cannot vouch for are hashed here (the encoder hashes every
+    step's args and outcome anyway), so a step of plain values is hashed once, not twice."""
     bad: list[int] = []
+    plain = _plain
     for i, step in enumerate(trace.steps):
+        result, error = step.result, step.error
+        if plain(step.args) and plain(result) and plain(error):
+            continue
         try:
             canonical_hash(step.args, default=repr)
-            if step.result is not None or step.error is not None:
-                canonical_hash([step.result, step.error], default=repr)
+            if result is not None or error is not None:
+                canonical_hash([result, error], default=repr)
         except ValueError as exc:
             reason = str(exc).replace("canonical_hash: ", "", 1)
             if len(reason) > 160:
