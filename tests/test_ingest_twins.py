@@ -105,3 +105,193 @@ def test_plain_vouches_only_for_shallow_small_values():
     assert not _plain({"k": [1]}) and not _plain((1, 2)) and not _plain(object())
     big = list(range(MAX_MEMBERS + 1))
     assert not _plain(big) and _hash_fails(big)
+
+
+# ---------------------------------------------------------------- the chat walk
+
+
+@pytest.fixture(scope="module")
+def native_chat():
+    if _native_flag.NO_EXTENSIONS:
+        pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled twin to compare")
+    return _native_flag.load_twin("chat", "c")
+
+
+def _walked(walk, messages, keep_going, on_result=None, offset=0):
+    """What a walk of *messages* gives: the steps and meta of the finished trace and the
+    skips, or the error it raised (type and text)."""
+    from loopcore.adapters._base import Ledger, LoadStats
+    from loopcore.adapters._io import Ctx
+
+    stats = LoadStats()
+    ctx = Ctx("t.jsonl", None, keep_going, stats, None)
+    ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+    try:
+        walk(messages, ctx, ledger, on_result=on_result, index_offset=offset)
+        trace = ledger.trace(source="t.jsonl", fmt="openai-chat")
+    except Exception as exc:  # noqa: BLE001 - the point is to compare
+        return ("raises", type(exc), str(exc))
+    return (
+        [s.to_dict() for s in trace.steps],
+        trace.meta,
+        ctx.skipped,
+        [str(e) for e in stats.errors],
+    )
+
+
+def _hook(step, m, content):
+    """A result hook like the adapters' (an error from the message, meta for the step)."""
+    extra = m.get("extra")
+    if isinstance(extra, dict) and extra.get("exception_info"):
+        return content, extra["exception_info"], {"returncode": extra.get("returncode")}
+    return content, None, None
+
+
+IDS = st.sampled_from([None, "", "c1", "c2"])
+CONTENT = st.one_of(
+    st.none(),
+    st.integers(0, 3),
+    st.sampled_from(["", "ok", "Error: no", "cat a.py\nhi", "THOUGHT: look\n```bash\nls\n```"]),
+    st.lists(
+        st.one_of(
+            st.sampled_from(["x", "y"]),
+            st.fixed_dictionaries(
+                {"type": st.sampled_from(["text", "image"]), "text": st.just("t")}
+            ),
+        ),
+        max_size=3,
+    ),
+)
+USAGE = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {"prompt_tokens": st.integers(0, 5000), "completion_tokens": st.integers(0, 900)}
+    ),
+    st.just({"input_tokens": 10, "output_tokens": 4}),
+    st.just("nonsense"),
+)
+ARGS_RAW = st.one_of(
+    st.sampled_from(['{"command": "ls"}', '{"command": "cat a.py"}', "{bad json", "", '"x"']),
+    st.none(),
+    st.integers(0, 2),
+    st.just({"command": "pwd"}),
+)
+
+
+@st.composite
+def tool_calls(draw):
+    out = []
+    for _ in range(draw(st.integers(0, 3))):
+        shape = draw(st.integers(0, 9))
+        if shape == 0:
+            out.append(draw(st.sampled_from(["junk", 3, None])))
+            continue
+        fn = {"name": draw(st.sampled_from(["bash", "read_file", 7])), "arguments": draw(ARGS_RAW)}
+        if shape == 1:
+            fn = draw(st.sampled_from([None, "fn", {"arguments": "{}"}]))
+        out.append({"id": draw(IDS), "type": "function", "function": fn})
+    return out
+
+
+@st.composite
+def chat_message(draw):
+    role = draw(
+        st.sampled_from(
+            ["assistant", "assistant", "tool", "tool", "user", "system", "function", None]
+        )
+    )
+    m: dict = {"role": role, "content": draw(CONTENT)}
+    if role == "assistant":
+        calls = draw(tool_calls())
+        which = draw(st.integers(0, 6))
+        if which == 0:
+            m["function_call"] = {"name": "bash", "arguments": '{"command": "ls"}'}
+        elif which == 1:
+            m["tool_calls"] = draw(st.sampled_from(["not a list", {"a": 1}]))
+        elif calls or draw(st.booleans()):
+            m["tool_calls"] = calls
+        extra: dict = {}
+        if draw(st.booleans()):
+            extra["response"] = {"usage": draw(USAGE)}
+        if draw(st.booleans()):
+            extra["actions"] = [
+                draw(
+                    st.sampled_from(
+                        [
+                            {"command": "ls -la", "tool_call_id": c.get("id")}
+                            if isinstance(c, dict)
+                            else None,
+                            {"command": 5, "tool_call_id": None},
+                            "x",
+                        ]
+                    )
+                )
+                for c in calls
+            ] + draw(st.sampled_from([[], [{"command": "extra"}]]))
+        if extra or draw(st.booleans()):
+            m["extra"] = extra if draw(st.integers(0, 5)) else "not a dict"
+        if draw(st.booleans()):
+            m["usage"] = draw(USAGE)
+        if draw(st.booleans()):
+            m["reasoning_content"] = draw(st.sampled_from(["", "think", 3]))
+    elif role in ("tool", "function"):
+        m["tool_call_id"] = draw(IDS)
+        if draw(st.booleans()):
+            m["name"] = draw(st.sampled_from(["bash", "read_file"]))
+        if draw(st.booleans()):
+            m["extra"] = {"returncode": 1, "exception_info": draw(st.sampled_from(["", "timeout"]))}
+    elif role == "user" and draw(st.booleans()):
+        m["extra"] = {"interrupt_type": draw(st.sampled_from(["FormatError", "Other"]))}
+    return m
+
+
+MESSAGES = st.lists(
+    st.one_of(chat_message(), chat_message(), chat_message(), st.sampled_from([3, "text", None])),
+    max_size=12,
+)
+
+
+@given(MESSAGES, st.booleans(), st.booleans(), st.sampled_from([0, 5]))
+@hsettings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_chat_walk_gives_the_pure_steps(native_chat, messages, keep_going, hook, offset):
+    from loopcore.adapters.openai_chat import _walk_chat_py
+
+    on_result = _hook if hook else None
+    want = _walked(_walk_chat_py, messages, keep_going, on_result, offset)
+    got = _walked(native_chat.walk_chat, messages, keep_going, on_result, offset)
+    assert got == want
+
+
+def test_compiled_chat_walk_gives_the_pure_steps_on_odd_containers(native_chat):
+    from loopcore.adapters.openai_chat import _walk_chat_py
+
+    for messages in (
+        5,
+        None,
+        {"role": "assistant"},
+        "ab",
+        ({"role": "assistant", "content": "x"},),
+    ):
+        for keep_going in (True, False):
+            want = _walked(_walk_chat_py, messages, keep_going)
+            assert _walked(native_chat.walk_chat, messages, keep_going) == want
+
+
+def test_chat_formats_load_the_same_traces_with_either_walk(
+    native_chat, shared_traces, monkeypatch
+):
+    """The shared mini-swe-agent and tau-bench files through the pure walk and the compiled one."""
+    from loopcore.adapters import load, mini_swe_agent, openai_chat, tau_bench
+
+    def loaded():
+        return [
+            (t.session, t.meta, [s.to_dict() for s in t.steps])
+            for t in load(str(shared_traces), keep_going=True)
+            if t.format in ("mini-swe-agent", "tau-bench", "openai-chat")
+        ]
+
+    got = loaded()
+    for mod in (openai_chat, mini_swe_agent, tau_bench):
+        monkeypatch.setattr(mod, "walk_chat", openai_chat._walk_chat_py)
+    want = loaded()
+    assert len(want) > 300 and got == want

@@ -373,20 +373,29 @@ class Ledger:
             if writes is None:
                 writes = w
             no_op = no_op or nop
+        # every field positionally, in one call (this runs once per tool call loaded)
         step = Step(
-            self.session, len(turns) - 1, kind, name, target, args, None, None, 0, 0, False, call_id
+            self.session,
+            len(turns) - 1,
+            kind,
+            name,
+            target,
+            args,
+            None,
+            None,
+            0,
+            0,
+            False,
+            call_id,
+            meta if meta else {},
+            None if reads is None else tuple(reads),
+            None if writes is None else tuple(writes),
+            turns[-1][_REF] if ref is None else ref,
+            None,
+            None,
+            0,
+            True if no_op else False,
         )
-        if meta:
-            step.meta = meta
-        r = turns[-1][_REF] if ref is None else ref
-        if r is not None:
-            step.ref = r
-        if reads is not None:
-            step.reads = tuple(reads)
-        if writes is not None:
-            step.writes = tuple(writes)
-        if no_op:
-            step.no_op = True
         self.steps.append(step)
         self._args_chars.append(text_len(args) + len(name) if args_len is None else args_len)
         turns[-1][_OPEN].append(step)
@@ -607,6 +616,44 @@ class Ledger:
         results = self._results
         used = estimated = 0
         tchars = len(text) if text else 0
+        if hi - lo == 1:
+            # The common case, one call in the turn: the arithmetic below for one step, without
+            # the per-turn lists (and _split_growth for one answered step)
+            first = steps[lo]
+            first.text = text
+            own0 = args_chars[lo]
+            if completion is not None and completion >= 0:
+                visible = completion - reasoning if completion > reasoning else 0
+                denom = tchars + own0
+                v = visible * own0 // denom if denom else 0
+                if own0:
+                    first.tokens_out = v
+                    first.tokens_turn = completion - v
+                else:
+                    first.tokens_out = completion
+                used = 1
+            else:
+                first.tokens_estimated = True
+                if own0:
+                    first.tokens_out = (own0 + 3) >> 2
+                    first.tokens_turn = (tchars + 3) >> 2
+                else:
+                    first.tokens_out = (tchars + 3) >> 2
+                estimated = 1
+            chars = results.get(id(first))
+            if chars is None:
+                return used, estimated
+            if prompt is not None and nxt is not None:
+                visible = (completion or 0) - reasoning
+                growth = nxt - prompt - (visible if visible > 0 else 0)
+                if growth >= 0:
+                    total = extra + chars
+                    first.tokens_in = growth * chars // total if total else 0
+                    return used + 1, estimated
+            if chars:
+                first.tokens_in = (chars + 3) >> 2
+                first.tokens_estimated = True
+            return used, estimated + 1
         own = args_chars[lo:hi]
         first = steps[lo]
         first.text = text

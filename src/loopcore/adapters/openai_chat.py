@@ -17,8 +17,9 @@ keep.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._native_flag import NO_EXTENSIONS
 from ._base import Ledger, Trace, parse_args, text_len, text_of
 from ._io import Ctx
 from ._walk import call_unparsed
@@ -42,7 +43,7 @@ def message_usage(m: dict) -> Any:
     return None
 
 
-def walk_chat(
+def _walk_chat_py(
     messages: list,
     ctx: Ctx,
     ledger: Ledger,
@@ -50,7 +51,10 @@ def walk_chat(
     on_result: ResultHook | None = None,
     index_offset: int = 0,
 ) -> None:
-    """Feed OpenAI-style chat messages into *ledger* (calls, results, context text)."""
+    """Feed OpenAI-style chat messages into *ledger* (calls, results, context text).
+
+    The pure reference of the compiled ``loopcore._native_chat.walk_chat``; ``walk_chat`` is
+    the live one of the two."""
     # This loop runs once per message of every chat-shaped trace: plain class checks, each
     # field read once, and bound methods in locals keep it cheap next to the JSON parse itself.
     turn = ledger.turn
@@ -151,6 +155,12 @@ def walk_chat(
                 ledger.reject(text if text.__class__ is str and text else "format error")
                 continue
             ledger.context(len(content) if content.__class__ is str else text_len(content))
+
+
+if TYPE_CHECKING or NO_EXTENSIONS:
+    walk_chat = _walk_chat_py
+else:
+    from .._native_chat import walk_chat  # noqa: F401 (re-export)
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
