@@ -295,3 +295,42 @@ def test_chat_formats_load_the_same_traces_with_either_walk(
         monkeypatch.setattr(mod, "walk_chat", openai_chat._walk_chat_py)
     want = loaded()
     assert len(want) > 300 and got == want
+
+
+# ---------------------------------------------------------------- the encoder's field reads
+
+
+def test_compiled_encoder_reads_exact_steps_at_their_slots_and_others_by_name(native):
+    """An exact Step is read at its slots' offsets; a subclass (which may override a field with
+    a property) through getattr; both give the columns of the pure encoder."""
+    import dataclasses
+
+    from loopcore.encoded import DEFAULT_SETTINGS, encode_with
+    from loopcore.trace import Trace
+
+    assert native.SLOT_READS is True
+
+    class Loud(Step):
+        __slots__ = ()
+
+        @property  # type: ignore[misc]
+        def tokens_turn(self):
+            return 7
+
+        @tokens_turn.setter
+        def tokens_turn(self, value):
+            pass
+
+    base = [
+        Step("s", 0, "observe", "bash", "a.py", {"command": "cat a.py"}, "A" * 500, None, 5, 2),
+        Step("s", 1, "mutate", "Edit", "a.py", {"old_string": "x", "new_string": "y"}, "ok"),
+        Step("s", 2, "other", "", text="again and again, the same words; " * 20, tokens_out=40),
+    ]
+    loud = [Loud(**{f.name: getattr(s, f.name) for f in dataclasses.fields(Step)}) for s in base]
+    pure = _native_flag.load_twin("encode", "py")
+    for steps in (base, loud):
+        got = encode_with([Trace(steps)], DEFAULT_SETTINGS, native)
+        want = encode_with([Trace(steps)], DEFAULT_SETTINGS, pure)
+        for name in ("kind", "turn_tokens", "tokens", "degen", "args_hash", "result_hash", "flags"):
+            assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
+    assert encode_with([Trace(loud)], DEFAULT_SETTINGS, native).turn_tokens.tolist() == [7, 7, 7]

@@ -14,6 +14,8 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
 from cpython.unicode cimport Py_UNICODE_ISSPACE
+from cpython.object cimport PyObject
+from types import MemberDescriptorType
 
 from loopcore.encoded import (
     _COMMAND_KEYS,
@@ -36,7 +38,7 @@ from loopcore.encoded import (
 from loopcore.taxonomy.shell import lex as _lex
 from loopcore.textloop import repeated_spans as _repeated_spans
 from loopcore.hashing import canonical_hash
-from loopcore.trace import KINDS
+from loopcore.trace import KINDS, Step
 
 __all__ = ["degenerate_tokens", "drop_comment_lines", "encode_columns", "shell_command"]
 
@@ -64,6 +66,56 @@ cdef enum:
     ANYTHING = -2
 
 cdef tuple _EMPTY = ()
+
+
+# Step is a slots dataclass: a field of an exact Step is read at its slot's offset (the member
+# descriptor's), not through attribute lookup; anything else (a subclass) through getattr.
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        int member_type "type"
+        Py_ssize_t offset
+        int flags
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+cdef enum:
+    F_KIND, F_TARGET, F_ARGS, F_RESULT, F_ERROR, F_NAME, F_REJECTED, F_NO_OP, F_READS, F_WRITES
+    F_TURN, F_ESTIMATED, F_TOKENS_IN, F_TOKENS_OUT, F_TOKENS_TURN, F_TEXT, N_FIELDS
+
+_FIELD_NAMES = (
+    "kind", "target", "args", "result", "error", "name", "rejected", "no_op", "reads", "writes",
+    "turn", "tokens_estimated", "tokens_in", "tokens_out", "tokens_turn", "text",
+)
+cdef Py_ssize_t _OFF[N_FIELDS]
+cdef object _STEP = Step
+
+
+cdef bint _slot_offsets() except -1:
+    # True when every field has a plain object slot (T_OBJECT_EX, writable) to read directly
+    cdef PyMemberDef* md
+    for f in range(N_FIELDS):
+        d = _STEP.__dict__.get(_FIELD_NAMES[f])
+        if type(d) is not MemberDescriptorType:
+            return False
+        md = (<PyMemberDescrObject*><PyObject*>d).d_member
+        if md.member_type != 16 or md.flags != 0 or md.offset <= 0:
+            return False
+        _OFF[f] = md.offset
+    return True
+
+
+cdef bint _SLOTS = _slot_offsets()
+SLOT_READS = _SLOTS  # for the tests: exact Steps are read at their slots
+
+
+cdef inline object _f(object step, bint fast, int f):
+    # getattr(step, _FIELD_NAMES[f]); *fast*: step is an exact Step with slot offsets known
+    cdef PyObject* v
+    if fast:
+        v = (<PyObject**>((<char*><PyObject*>step) + _OFF[f]))[0]
+        if v is not NULL:
+            return <object>v
+    return getattr(step, _FIELD_NAMES[f])
 
 
 cdef inline int _intern(dict ids, list items, object key):
@@ -212,26 +264,26 @@ cdef inline object _targets_of(object t):
     return (t,)
 
 
-cdef inline object _read_set(object step, int kind):
+cdef inline object _read_set(object step, bint fast, int kind):
     # Step.read_set, the kind already coded
-    cdef object r = step.reads
+    cdef object r = _f(step, fast, F_READS)
     if r is not None:
         return r
     if kind == K_OBSERVE or kind == K_MUTATE:
-        r = _targets_of(step.target)
+        r = _targets_of(_f(step, fast, F_TARGET))
         return r if r else None
     return None
 
 
-cdef inline object _write_set(object step, int kind):
+cdef inline object _write_set(object step, bint fast, int kind):
     # Step.write_set, the kind already coded
-    if step.no_op:
+    if _f(step, fast, F_NO_OP):
         return _EMPTY
-    cdef object w = step.writes
+    cdef object w = _f(step, fast, F_WRITES)
     if w is not None:
         return w
     if kind == K_MUTATE:
-        w = _targets_of(step.target)
+        w = _targets_of(_f(step, fast, F_TARGET))
         return w if w else None
     if kind == K_EXEC:
         return None
@@ -282,12 +334,16 @@ cdef object _shell_cmd(object args):
     return None
 
 
-cdef int64_t _degen(object step) except? -1:
+cdef int64_t _degen(object step, bint fast) except? -1:
     # loopcore.encoded.degenerate_tokens
-    text = step.text
+    text = _f(step, fast, F_TEXT)
     if not text or len(text) < _LOOP_MIN_CHARS:
         return 0
-    out = step.tokens_turn or (step.tokens_out if not step.name or step.rejected is not None else 0)
+    out = _f(step, fast, F_TOKENS_TURN) or (
+        _f(step, fast, F_TOKENS_OUT)
+        if not _f(step, fast, F_NAME) or _f(step, fast, F_REJECTED) is not None
+        else 0
+    )
     if not out:
         return 0
     rep = 0
@@ -308,7 +364,7 @@ def shell_command(args):
 
 def degenerate_tokens(step):
     """The compiled twin of loopcore.encoded.degenerate_tokens."""
-    return _degen(step)
+    return _degen(step, type(step) is _STEP and _SLOTS)
 
 
 def encode_columns(list traces, settings):
@@ -358,7 +414,7 @@ def encode_columns(list traces, settings):
     cdef int64_t sub_lines = settings.substantial_lines
     cdef int kind, flags, tool, tset, call, sk
     cdef uint8_t nb
-    cdef bint has_outcome, failed, no_op, untargeted
+    cdef bint has_outcome, failed, no_op, untargeted, fast
     cdef uint64_t outcome
     cdef int64_t chars, lines
     cdef list l_targets, l_reads, l_writes
@@ -379,11 +435,12 @@ def encode_columns(list traces, settings):
         # trace's path aliases, which need every name of the trace first
         for j in range(n_steps):
             step = steps[j]
-            kind_code = _KIND_CODE.get(step.kind)
+            fast = type(step) is _STEP and _SLOTS
+            kind_code = _KIND_CODE.get(_f(step, fast, F_KIND))
             if kind_code is None:
                 raise ValueError(f"unknown step kind {step.kind!r}; expected one of {KINDS}")
             kind = kind_code
-            target = step.target
+            target = _f(step, fast, F_TARGET)
             if target is None:
                 targets_t = _EMPTY
             elif type(target) is str:
@@ -392,26 +449,26 @@ def encode_columns(list traces, settings):
                 targets_t = tuple(sorted(set(step.targets)))
             flags = 0
             nb = 0
-            result = step.result
-            error = step.error
+            result = _f(step, fast, F_RESULT)
+            error = _f(step, fast, F_ERROR)
             has_outcome = result is not None or error is not None
             outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
             failed = error is not None
-            name = step.name
+            name = _f(step, fast, F_NAME)
             c_args[i] = 0
-            if step.rejected is not None:
+            if _f(step, fast, F_REJECTED) is not None:
                 flags = S_REJECTED
                 reads = _EMPTY
                 writes = _EMPTY
             else:
-                args = _drop_comments(step.args)
+                args = _drop_comments(_f(step, fast, F_ARGS))
                 # blanks are normalised in an observe command only (a heredoc is content)
                 if name:
                     nb |= N_CALL
                     c_args[i] = canonical_hash(
                         _norm_args(args) if kind == K_OBSERVE else args, default=repr
                     )
-                no_op = step.no_op
+                no_op = _f(step, fast, F_NO_OP)
                 shell = _shell_cmd(args)
                 if len(targets_t) == 1:
                     if kind == K_OBSERVE and has_outcome:
@@ -442,8 +499,8 @@ def encode_columns(list traces, settings):
                     flags |= S_NO_OP
                     writes = _EMPTY
                 else:
-                    writes = _set(_write_set(step, kind))
-                reads = _set(_read_set(step, kind))
+                    writes = _set(_write_set(step, fast, kind))
+                reads = _set(_read_set(step, fast, kind))
                 if shell is not None and kind == K_MUTATE and not failed and not no_op:
                     flags |= _copy_flag(shell, reads, writes)
                 elif reads is None and shell is None and kind == K_OBSERVE and name:
@@ -462,18 +519,18 @@ def encode_columns(list traces, settings):
             l_writes[j] = writes
             c_note[i] = nb
             c_session[i] = k
-            c_turn[i] = step.turn
+            c_turn[i] = _f(step, fast, F_TURN)
             c_kind[i] = kind
             c_result[i] = outcome
             c_flags[i] = (
                 (S_HAS_OUTCOME if has_outcome else 0)
                 | (S_ERROR if failed else 0)
-                | (S_ESTIMATED if step.tokens_estimated else 0)
+                | (S_ESTIMATED if _f(step, fast, F_ESTIMATED) else 0)
                 | flags
             )
-            c_tokens[i] = step.tokens_in + step.tokens_out
-            c_turn_tokens[i] = step.tokens_turn
-            c_degen[i] = _degen(step) if step.text else 0
+            c_tokens[i] = _f(step, fast, F_TOKENS_IN) + _f(step, fast, F_TOKENS_OUT)
+            c_turn_tokens[i] = _f(step, fast, F_TOKENS_TURN)
+            c_degen[i] = _degen(step, fast) if _f(step, fast, F_TEXT) else 0
             i += 1
 
         if untargeted:
@@ -506,7 +563,7 @@ def encode_columns(list traces, settings):
             if alias and writes:
                 writes = _widen(writes, alias)
             nb = c_note[i]
-            tool = _intern(tool_ids, tools, step.name)
+            tool = _intern(tool_ids, tools, _f(step, type(step) is _STEP and _SLOTS, F_NAME))
             if len(targets_t):
                 tset = _tset(tset_ids, tsets, target_ids, targets, members, set_offsets, targets_t)
             else:
