@@ -40,7 +40,7 @@ from _env import cpu_model  # noqa: E402  (benchmarks/_env.py)
 
 import loopcore  # noqa: E402
 from loopcore.report import collect
-from loopcore.taxonomy.shell import classify_shell
+from loopcore.taxonomy.shell import classify_shell, classify_shell_access
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = ROOT.parent / "shared" / "traces"
@@ -70,9 +70,10 @@ def parse_only(files: list[str]) -> int:
 def end_to_end(traces: str) -> tuple[int, int, int, int]:
     """``collect`` over the folder; returns (traces, steps, total tokens, wasted tokens).
 
-    The shell classifier's per-command cache is emptied first: a real ``loopcore analyse`` runs
+    The shell classifier's per-command caches are emptied first: a real ``loopcore analyse`` runs
     in a fresh process, so every timed run must classify every command again."""
     classify_shell.cache_clear()
+    classify_shell_access.cache_clear()
     rep = collect([traces], keep_going=True)
     return len(rep.traces), rep.steps, rep.overall.total_tokens, rep.overall.wasted_tokens
 
@@ -86,6 +87,7 @@ def phases(traces: str) -> dict[str, float]:
     from loopcore.report import bulk_gc, iter_traces
 
     classify_shell.cache_clear()
+    classify_shell_access.cache_clear()
     with bulk_gc():
         c0 = time.process_time()
         traces_ = [t for _, t in iter_traces([traces], keep_going=True, stats=_load_stats())]

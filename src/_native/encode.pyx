@@ -12,6 +12,7 @@ path aliases) are the reference's own functions.
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from loopcore._native_hashing cimport hash_into
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from cpython.object cimport PyObject
@@ -415,7 +416,7 @@ def encode_columns(list traces, settings):
     cdef int kind, flags, tool, tset, call, sk
     cdef uint8_t nb
     cdef bint has_outcome, failed, no_op, untargeted, fast
-    cdef uint64_t outcome
+    cdef uint64_t outcome, hv
     cdef int64_t chars, lines
     cdef list l_targets, l_reads, l_writes
     cdef object name, target, targets_t, result, error, args, reads, writes, deps, h
@@ -452,7 +453,9 @@ def encode_columns(list traces, settings):
             result = _f(step, fast, F_RESULT)
             error = _f(step, fast, F_ERROR)
             has_outcome = result is not None or error is not None
-            outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
+            outcome = 0
+            if has_outcome:  # canonical_hash([result, error], default=repr), as a C call
+                hash_into([result, error], None, repr, &outcome)
             failed = error is not None
             name = _f(step, fast, F_NAME)
             c_args[i] = 0
@@ -465,9 +468,8 @@ def encode_columns(list traces, settings):
                 # blanks are normalised in an observe command only (a heredoc is content)
                 if name:
                     nb |= N_CALL
-                    c_args[i] = canonical_hash(
-                        _norm_args(args) if kind == K_OBSERVE else args, default=repr
-                    )
+                    hash_into(_norm_args(args) if kind == K_OBSERVE else args, None, repr, &hv)
+                    c_args[i] = hv
                 no_op = _f(step, fast, F_NO_OP)
                 shell = _shell_cmd(args)
                 if len(targets_t) == 1:

@@ -586,12 +586,24 @@ def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
     step's args and outcome anyway), so a step of plain values is hashed once, not twice."""
     bad: list[int] = []
     plain = _plain
+    scalars = _SCALARS.issuperset
     for i, step in enumerate(trace.steps):
-        result, error = step.result, step.error
-        if plain(step.args) and plain(result) and plain(error):
+        args, result, error = step.args, step.result, step.error
+        if error is None and (result is None or result.__class__ is str):
+            # the common step, a text result and a dict of scalars: _plain inline
+            if args.__class__ is dict:
+                if (
+                    len(args) <= _PLAIN_MEMBERS
+                    and scalars(map(type, args.values()))
+                    and scalars(map(type, args))
+                ):
+                    continue
+            elif args.__class__ in _SCALARS:
+                continue
+        if plain(args) and plain(result) and plain(error):
             continue
         try:
-            canonical_hash(step.args, default=repr)
+            canonical_hash(args, default=repr)
             if result is not None or error is not None:
                 canonical_hash([result, error], default=repr)
         except ValueError as exc:
