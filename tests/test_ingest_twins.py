@@ -114,7 +114,7 @@ def test_plain_vouches_only_for_shallow_small_values():
 def native_chat():
     if _native_flag.NO_EXTENSIONS:
         pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled twin to compare")
-    return _native_flag.load_twin("chat", "c")
+    return _native_flag.load_twin("ingest", "c")
 
 
 def _walked(walk, messages, keep_going, on_result=None, offset=0):
@@ -334,3 +334,78 @@ def test_compiled_encoder_reads_exact_steps_at_their_slots_and_others_by_name(na
         for name in ("kind", "turn_tokens", "tokens", "degen", "args_hash", "result_hash", "flags"):
             assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
     assert encode_with([Trace(loud)], DEFAULT_SETTINGS, native).turn_tokens.tolist() == [7, 7, 7]
+
+
+# ---------------------------------------------------------------- the Ledger's Step constructor
+
+FIELD_VALUES = st.tuples(
+    st.sampled_from(["s", "other session"]),
+    st.integers(-1, 5),
+    st.sampled_from(["observe", "mutate", "exec", "ask", "other", "teleport", None]),
+    st.sampled_from(["", "bash", "Read"]),
+    st.one_of(
+        st.none(), st.sampled_from(["a.py", ("a.py", "b.py")]), st.lists(st.just("c"), max_size=2)
+    ),
+    st.one_of(st.none(), st.just({"command": "ls"}), st.just("raw")),
+    st.one_of(st.none(), st.just("out")),
+    st.one_of(st.none(), st.just("boom"), st.just(True)),
+    st.integers(0, 9),
+    st.integers(0, 9),
+    st.booleans(),
+    st.one_of(st.none(), st.just("c1")),
+    st.one_of(st.just({}), st.just({"returncode": 1})),
+    st.one_of(st.none(), st.just(()), st.just(("a.py",)), st.just(["a.py"]), st.just("a.py")),
+    st.one_of(st.none(), st.just(()), st.just(("b.py",)), st.just(["b.py", "c"])),
+    st.one_of(st.none(), st.just({"message": 3})),
+    st.one_of(st.none(), st.just("reply")),
+    st.one_of(st.none(), st.just("bad action")),
+    st.integers(0, 9),
+    st.booleans(),
+)
+
+
+@given(FIELD_VALUES)
+@hsettings(max_examples=500, deadline=None)
+def test_compiled_new_step_is_the_step_constructor(native_chat, fields):
+    try:
+        want = Step(*fields)
+    except Exception as exc:  # noqa: BLE001 - the point is to compare
+        with pytest.raises(type(exc), match="^" + __import__("re").escape(str(exc)) + "$"):
+            native_chat.new_step(*fields)
+        return
+    got = native_chat.new_step(*fields)
+    assert type(got) is Step and got == want and got.to_dict() == want.to_dict()
+    assert repr(got) == repr(want)
+    for name in Step.__dataclass_fields__:  # the same objects in the slots, not copies
+        value = getattr(want, name)
+        if not isinstance(value, (tuple, dict)):
+            assert getattr(got, name) is value or getattr(got, name) == value
+    got.tokens_in = 5  # an ordinary, writable Step
+    assert got.tokens == 5 + got.tokens_out
+
+
+def test_compiled_new_step_fills_the_slots_itself(native_chat):
+    assert native_chat.SLOT_WRITES is True
+    step = native_chat.new_step(
+        "s",
+        0,
+        "observe",
+        "Read",
+        "a.py",
+        {},
+        None,
+        None,
+        1,
+        2,
+        False,
+        None,
+        {},
+        None,
+        None,
+        None,
+        None,
+        None,
+        0,
+        False,
+    )
+    assert step.read_set == ("a.py",) and step.write_set == () and step.meta == {}

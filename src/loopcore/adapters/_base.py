@@ -23,10 +23,11 @@ Token rule (documented in docs/formats.md):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._native_flag import NO_EXTENSIONS
 from ..taxonomy.profiles import Profile
 from ..trace import Step, Trace
 
@@ -374,7 +375,7 @@ class Ledger:
                 writes = w
             no_op = no_op or nop
         # every field positionally, in one call (this runs once per tool call loaded)
-        step = Step(
+        step = _new_step(
             self.session,
             len(turns) - 1,
             kind,
@@ -708,3 +709,11 @@ class Ledger:
         if meta:
             m.update(meta)
         return Trace(steps, session=self.session, source=source, format=fmt, meta=m)
+
+
+# Step(...) with every field in order: the compiled twin fills a new Step's slots in C (the
+# same object); imported last, as it reads this module's helpers
+if TYPE_CHECKING or NO_EXTENSIONS:
+    _new_step: Any = Step
+else:
+    from .._native_ingest import new_step as _new_step

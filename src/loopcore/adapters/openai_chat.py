@@ -53,7 +53,7 @@ def _walk_chat_py(
 ) -> None:
     """Feed OpenAI-style chat messages into *ledger* (calls, results, context text).
 
-    The pure reference of the compiled ``loopcore._native_chat.walk_chat``; ``walk_chat`` is
+    The pure reference of the compiled ``loopcore._native_ingest.walk_chat``; ``walk_chat`` is
     the live one of the two."""
     # This loop runs once per message of every chat-shaped trace: plain class checks, each
     # field read once, and bound methods in locals keep it cheap next to the JSON parse itself.
@@ -160,7 +160,7 @@ def _walk_chat_py(
 if TYPE_CHECKING or NO_EXTENSIONS:
     walk_chat = _walk_chat_py
 else:
-    from .._native_chat import walk_chat  # noqa: F401 (re-export)
+    from .._native_ingest import walk_chat  # noqa: F401 (re-export)
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:

@@ -1,5 +1,8 @@
-"""Compiled walk of OpenAI-style chat messages (loopcore._native_chat): the twin of
-loopcore.adapters.openai_chat._walk_chat_py, message for message.
+"""The compiled parts of the trace loaders (loopcore._native_ingest).
+
+``walk_chat`` is the twin of loopcore.adapters.openai_chat._walk_chat_py, message for message;
+``new_step`` the twin of the Step constructor (loopcore.trace.Step) the Ledger builds its
+steps with.
 
 The walk reads every message of every chat-shaped trace (openai-chat, mini-swe-agent,
 tau-bench) and feeds the Ledger; here each field is read with a C-level dict lookup and the
@@ -8,11 +11,104 @@ hook) is the reference's own code, so both walks give the same steps, errors and
 """
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from types import MemberDescriptorType
 
 from loopcore.adapters._base import parse_args, text_len, text_of
 from loopcore.adapters._walk import call_unparsed
+from loopcore.trace import KINDS, Step
 
-__all__ = ["walk_chat"]
+__all__ = ["new_step", "walk_chat"]
+
+
+# Step is a slots dataclass: new_step fills the slots of a new Step at their offsets (the
+# member descriptors') instead of running the generated __init__ and __post_init__.
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        int member_type "type"
+        Py_ssize_t offset
+        int flags
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+cdef enum:
+    N_FIELDS = 20
+cdef Py_ssize_t _OFF[N_FIELDS]
+cdef object _STEP = Step
+cdef frozenset _KIND_SET = frozenset(KINDS)
+
+
+cdef bint _slot_offsets() except -1:
+    # True when Step's fields are, in order, the 20 of new_step, each a plain object slot
+    cdef PyMemberDef* md
+    fields = tuple(Step.__dataclass_fields__)
+    if fields != (
+        "session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
+        "tokens_out", "tokens_estimated", "call_id", "meta", "reads", "writes", "ref", "text",
+        "rejected", "tokens_turn", "no_op",
+    ):
+        return False
+    for f in range(N_FIELDS):
+        d = _STEP.__dict__.get(fields[f])
+        if type(d) is not MemberDescriptorType:
+            return False
+        md = (<PyMemberDescrObject*><PyObject*>d).d_member
+        if md.member_type != 16 or md.flags != 0 or md.offset <= 0:
+            return False
+        _OFF[f] = md.offset
+    return True
+
+
+cdef bint _SLOTS = _slot_offsets()
+SLOT_WRITES = _SLOTS  # for the tests: new_step fills the slots itself
+
+
+cdef inline void _put(object obj, int f, object value):
+    cdef PyObject** slot = <PyObject**>((<char*><PyObject*>obj) + _OFF[f])
+    Py_INCREF(value)
+    slot[0] = <PyObject*>value  # a new object's slots are empty: nothing to release
+
+
+def new_step(
+    session, turn, kind, name, target, args, result, error, tokens_in, tokens_out,
+    tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn, no_op,
+):
+    """``Step(session, turn, ..., no_op)``, every field given in order: the same object."""
+    if (
+        not _SLOTS
+        or kind not in _KIND_SET
+        or isinstance(target, list)
+        or (reads is not None and not isinstance(reads, tuple))
+        or (writes is not None and not isinstance(writes, tuple))
+    ):
+        # what __post_init__ converts or refuses: the constructor itself
+        return _STEP(
+            session, turn, kind, name, target, args, result, error, tokens_in, tokens_out,
+            tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn,
+            no_op,
+        )
+    obj = _STEP.__new__(_STEP)
+    _put(obj, 0, session)
+    _put(obj, 1, turn)
+    _put(obj, 2, kind)
+    _put(obj, 3, name)
+    _put(obj, 4, target)
+    _put(obj, 5, args)
+    _put(obj, 6, result)
+    _put(obj, 7, error)
+    _put(obj, 8, tokens_in)
+    _put(obj, 9, tokens_out)
+    _put(obj, 10, tokens_estimated)
+    _put(obj, 11, call_id)
+    _put(obj, 12, meta)
+    _put(obj, 13, reads)
+    _put(obj, 14, writes)
+    _put(obj, 15, ref)
+    _put(obj, 16, text)
+    _put(obj, 17, rejected)
+    _put(obj, 18, tokens_turn)
+    _put(obj, 19, no_op)
+    return obj
 
 
 cdef inline object _get(dict d, object key):
