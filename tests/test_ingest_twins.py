@@ -117,15 +117,19 @@ def native_chat():
     return _native_flag.load_twin("ingest", "c")
 
 
-def _walked(walk, messages, keep_going, on_result=None, offset=0):
+def _walked(walk, messages, keep_going, on_result=None, offset=0, sub=False):
     """What a walk of *messages* gives: the steps and meta of the finished trace and the
-    skips, or the error it raised (type and text)."""
+    skips, or the error it raised (type and text). *sub*: into a Ledger subclass (whose
+    methods the compiled walk calls rather than filling the lists itself)."""
     from loopcore.adapters._base import Ledger, LoadStats
     from loopcore.adapters._io import Ctx
 
+    class SubLedger(Ledger):
+        __slots__ = ()
+
     stats = LoadStats()
     ctx = Ctx("t.jsonl", None, keep_going, stats, None)
-    ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+    ledger = (SubLedger if sub else Ledger)("s", ctx.profile("mini-swe-agent"))
     try:
         walk(messages, ctx, ledger, on_result=on_result, index_offset=offset)
         trace = ledger.trace(source="t.jsonl", fmt="openai-chat")
@@ -251,14 +255,16 @@ MESSAGES = st.lists(
 )
 
 
-@given(MESSAGES, st.booleans(), st.booleans(), st.sampled_from([0, 5]))
+@given(MESSAGES, st.booleans(), st.booleans(), st.sampled_from([0, 5]), st.booleans())
 @hsettings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_compiled_chat_walk_gives_the_pure_steps(native_chat, messages, keep_going, hook, offset):
+def test_compiled_chat_walk_gives_the_pure_steps(
+    native_chat, messages, keep_going, hook, offset, sub
+):
     from loopcore.adapters.openai_chat import _walk_chat_py
 
     on_result = _hook if hook else None
     want = _walked(_walk_chat_py, messages, keep_going, on_result, offset)
-    got = _walked(native_chat.walk_chat, messages, keep_going, on_result, offset)
+    got = _walked(native_chat.walk_chat, messages, keep_going, on_result, offset, sub)
     assert got == want
 
 

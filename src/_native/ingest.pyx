@@ -14,7 +14,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from types import MemberDescriptorType
 
-from loopcore.adapters._base import parse_args, text_len, text_of
+from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
 from loopcore.trace import KINDS, Step
 
@@ -74,6 +74,16 @@ def new_step(
     tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn, no_op,
 ):
     """``Step(session, turn, ..., no_op)``, every field given in order: the same object."""
+    return _new_step(
+        session, turn, kind, name, target, args, result, error, tokens_in, tokens_out,
+        tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn, no_op,
+    )
+
+
+cdef object _new_step(
+    session, turn, kind, name, target, args, result, error, tokens_in, tokens_out,
+    tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn, no_op,
+):
     if (
         not _SLOTS
         or kind not in _KIND_SET
@@ -111,6 +121,9 @@ def new_step(
     return obj
 
 
+cdef tuple _NO_USAGE = (None, None, 0)  # loopcore.adapters._base._NO_USAGE
+
+
 cdef inline object _get(dict d, object key):
     # d.get(key) (the keys are str constants: no lookup error can arise)
     cdef PyObject* v = PyDict_GetItem(d, key)
@@ -120,13 +133,24 @@ cdef inline object _get(dict d, object key):
 
 
 def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
-    """Feed OpenAI-style chat messages into *ledger* (calls, results, context text)."""
+    """Feed OpenAI-style chat messages into *ledger* (calls, results, context text).
+
+    For an exact Ledger, a turn and a plain call (no kind, meta, ref or access given) are
+    recorded here the way Ledger.turn and Ledger.call record them (into its lists); any other
+    ledger through its methods."""
     cdef dict m, d_extra, d_tc, d_fn, d_act
     cdef Py_ssize_t i = -1, k, n_calls
     cdef bint ok
-    cdef list l_calls, l_actions
+    cdef bint inline = type(ledger) is Ledger
+    cdef list l_calls, l_actions, turns = None, steps = None, args_chars = None, t_last
     turn = ledger.turn
     call = ledger.call
+    if inline:
+        turns = ledger.turns
+        steps = ledger.steps
+        args_chars = ledger._args_chars
+        access = ledger._access
+        session = ledger.session
     pair = ledger.pair
     result = ledger.result
     for item in messages:
@@ -153,7 +177,11 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
             reasoning = _get(m, "reasoning_content")
             if type(reasoning) is str and reasoning:
                 text = reasoning + "\n" + text if text else reasoning
-            turn(usage, text=text, ref={"message": i + index_offset})
+            if inline:  # Ledger.turn(usage, text=text, ref=...)
+                u = _NO_USAGE if usage is None else (usage_of(usage) or _NO_USAGE)
+                turns.append([u[0], u[1], u[2], len(steps), 0, [], text, {"message": i + index_offset}])
+            else:
+                turn(usage, text=text, ref={"message": i + index_offset})
             calls = _get(m, "tool_calls")
             if not calls:
                 if isinstance(_get(m, "function_call"), dict):
@@ -195,7 +223,19 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 if args is None:
                     args, ok = parse_args(raw)
                 args_len = (len(raw) if type(raw) is str else text_len(args)) + len(<str>name)
-                if ok:
+                if ok and inline and turns:  # Ledger.call(name, args, call_id, args_len=...)
+                    kind, target, reads, writes, no_op = access(name, args)
+                    t_last = turns[len(turns) - 1]
+                    step = _new_step(
+                        session, len(turns) - 1, kind, name, target, args, None, None, 0, 0,
+                        False, call_id, {}, None if reads is None else tuple(reads),
+                        None if writes is None else tuple(writes), t_last[7], None, None, 0,
+                        True if no_op else False,
+                    )
+                    steps.append(step)
+                    args_chars.append(args_len)
+                    (<list>t_last[5]).append(step)
+                elif ok:
                     call(name, args, call_id, args_len=args_len)
                 else:
                     call_unparsed(ledger, name, args, call_id, args_len=args_len)
