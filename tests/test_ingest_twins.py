@@ -415,3 +415,40 @@ def test_compiled_new_step_fills_the_slots_itself(native_chat):
         False,
     )
     assert step.read_set == ("a.py",) and step.write_set == () and step.meta == {}
+
+
+# ---------------------------------------------------------------- the loader's hash check
+
+
+def _nested(depth, leaf, as_dict):
+    value = leaf
+    for _ in range(depth):
+        value = {"k": value} if as_dict else [value]
+    return value
+
+
+NESTED = st.builds(_nested, st.integers(0, 300), st.sampled_from(["x", 1, None]), st.booleans())
+STEP_VALUES = st.one_of(JSONISH, NESTED, st.just(object()), st.just((1, [2])))
+
+
+@given(st.lists(st.tuples(STEP_VALUES, STEP_VALUES, STEP_VALUES), max_size=6))
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_hash_check_refuses_the_pure_steps(native_chat, values):
+    from loopcore.adapters import _refused_steps_py
+
+    steps = [Step("s", 0, "exec", "t", None, a, r, e) for a, r, e in values]
+    want = _refused_steps_py(steps)
+    assert native_chat.refused_steps(steps) == want
+    assert [i for i, _ in want] == [
+        i for i, (a, r, e) in enumerate(values) if _hash_fails(a) or _hash_fails([r, e])
+    ]
+
+
+def test_compiled_hash_check_refuses_too_many_members(native_chat):
+    from loopcore.adapters import _refused_steps_py
+
+    wide = Step("s", 0, "exec", "t", None, {"x": list(range(MAX_MEMBERS + 1))}, "ok")
+    steps = [Step("s", 0, "exec", "t", None, {"command": "ls"}, "ok"), wide]
+    want = _refused_steps_py(steps)
+    assert [i for i, _ in want] == [1] and "members" in want[0][1]
+    assert native_chat.refused_steps(steps) == want

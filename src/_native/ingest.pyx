@@ -2,7 +2,7 @@
 
 ``walk_chat`` is the twin of loopcore.adapters.openai_chat._walk_chat_py, message for message;
 ``new_step`` the twin of the Step constructor (loopcore.trace.Step) the Ledger builds its
-steps with.
+steps with; ``refused_steps`` the twin of loopcore.adapters._refused_steps_py.
 
 The walk reads every message of every chat-shaped trace (openai-chat, mini-swe-agent,
 tau-bench) and feeds the Ledger; here each field is read with a C-level dict lookup and the
@@ -12,13 +12,15 @@ hook) is the reference's own code, so both walks give the same steps, errors and
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
+from libc.stdint cimport uint64_t
+from loopcore._native_hashing cimport hash_into
 from types import MemberDescriptorType
 
 from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
 from loopcore.trace import KINDS, Step
 
-__all__ = ["new_step", "walk_chat"]
+__all__ = ["new_step", "refused_steps", "walk_chat"]
 
 
 # Step is a slots dataclass: new_step fills the slots of a new Step at their offsets (the
@@ -270,3 +272,52 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 ledger.reject(text if type(text) is str and text else "format error")
                 continue
             ledger.context(len(content) if type(content) is str else text_len(content))
+
+
+cdef inline bint _scalar(object v):
+    cdef object t = type(v)
+    return t is str or v is None or t is int or t is float or t is bool
+
+
+cdef bint _plain(object v):
+    # loopcore.adapters._plain: canonical_hash(v) surely raises nothing
+    cdef object t = type(v)
+    if _scalar(v):
+        return True
+    if t is dict:
+        if len(<dict>v) > 4096:
+            return False
+        for key, x in (<dict>v).items():
+            if not (_scalar(key) and _scalar(x)):
+                return False
+        return True
+    if t is list:
+        if len(<list>v) > 4096:
+            return False
+        for x in <list>v:
+            if not _scalar(x):
+                return False
+        return True
+    return False
+
+
+def refused_steps(list steps):
+    """``[(index, message)]`` of the steps whose args or ``[result, error]`` canonical_hash
+    refuses with ValueError, in order; the twin of loopcore.adapters._refused_steps_py."""
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef uint64_t h
+    for i in range(len(steps)):
+        step = steps[i]
+        args = step.args
+        result = step.result
+        error = step.error
+        if _plain(args) and _plain(result) and _plain(error):
+            continue
+        try:
+            hash_into(args, None, repr, &h)
+            if result is not None or error is not None:
+                hash_into([result, error], None, repr, &h)
+        except ValueError as exc:
+            out.append((i, str(exc)))
+    return out

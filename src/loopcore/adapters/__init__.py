@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._native_flag import NO_EXTENSIONS
 from ..hashing import canonical_hash
 from ..taxonomy.profiles import get_profile
 from ..trace import Trace
@@ -577,29 +578,15 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
-    """A step whose args or outcome the canonical hash refuses (nested deeper than MAX_DEPTH,
-    more than MAX_MEMBERS members: JSON parsers accept 1024 levels) is malformed: an error, or
-    with keep_going a counted skip, and the rest of the trace is analysed as usual.
-
-    Only the values :func:`_plain` cannot vouch for are hashed here (the encoder hashes every
-    step's args and outcome anyway), so a step of plain values is hashed once, not twice."""
-    bad: list[int] = []
+def _refused_steps_py(steps: list) -> list[tuple[int, str]]:
+    """``[(index, message)]`` of the steps whose args or ``[result, error]`` canonical_hash
+    refuses with ValueError, in order; only the values :func:`_plain` cannot vouch for are
+    hashed (the encoder hashes every step anyway). The pure twin of
+    ``loopcore._native_ingest.refused_steps``."""
+    out = []
     plain = _plain
-    scalars = _SCALARS.issuperset
-    for i, step in enumerate(trace.steps):
+    for i, step in enumerate(steps):
         args, result, error = step.args, step.result, step.error
-        if error is None and (result is None or result.__class__ is str):
-            # the common step, a text result and a dict of scalars: _plain inline
-            if args.__class__ is dict:
-                if (
-                    len(args) <= _PLAIN_MEMBERS
-                    and scalars(map(type, args.values()))
-                    and scalars(map(type, args))
-                ):
-                    continue
-            elif args.__class__ in _SCALARS:
-                continue
         if plain(args) and plain(result) and plain(error):
             continue
         try:
@@ -607,14 +594,32 @@ def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
             if result is not None or error is not None:
                 canonical_hash([result, error], default=repr)
         except ValueError as exc:
-            reason = str(exc).replace("canonical_hash: ", "", 1)
-            if len(reason) > 160:
-                reason = reason[:157] + "..."
-            ctx.bad(f"step {i} ({step.name}) cannot be analysed: {reason}")
-            bad.append(i)
-    if bad:
-        drop = set(bad)
-        trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
+            out.append((i, str(exc)))
+    return out
+
+
+if TYPE_CHECKING or NO_EXTENSIONS:
+    _refused_steps = _refused_steps_py
+else:
+    from .._native_ingest import refused_steps as _refused_steps
+
+
+def _drop_unhashable_steps(trace: Trace, ctx: Ctx) -> None:
+    """A step whose args or outcome the canonical hash refuses (nested deeper than MAX_DEPTH,
+    more than MAX_MEMBERS members: JSON parsers accept 1024 levels) is malformed: an error, or
+    with keep_going a counted skip, and the rest of the trace is analysed as usual."""
+    refused = _refused_steps(trace.steps)
+    if not refused:
+        return
+    bad: list[int] = []
+    for i, message in refused:
+        reason = message.replace("canonical_hash: ", "", 1)
+        if len(reason) > 160:
+            reason = reason[:157] + "..."
+        ctx.bad(f"step {i} ({trace.steps[i].name}) cannot be analysed: {reason}")
+        bad.append(i)
+    drop = set(bad)
+    trace.steps = [s for i, s in enumerate(trace.steps) if i not in drop]
 
 
 def _load_file(
