@@ -578,7 +578,7 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def _refused_steps_py(steps: list) -> list[tuple[int, str]]:
+def _refused_steps_py(steps: list[Any]) -> list[tuple[int, str]]:
     """``[(index, message)]`` of the steps whose args or ``[result, error]`` canonical_hash
     refuses with ValueError, in order; only the values :func:`_plain` cannot vouch for are
     hashed (the encoder hashes every step anyway). The pure twin of
