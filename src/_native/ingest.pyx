@@ -137,14 +137,15 @@ cdef inline object _get(dict d, object key):
 def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
     """Feed OpenAI-style chat messages into *ledger* (calls, results, context text).
 
-    For an exact Ledger, a turn and a plain call (no kind, meta, ref or access given) are
-    recorded here the way Ledger.turn and Ledger.call record them (into its lists); any other
-    ledger through its methods."""
+    For an exact Ledger, a turn, a plain call (no kind, meta, ref or access given) and a
+    result are recorded here the way Ledger.turn, Ledger.call and Ledger.result record them
+    (into its lists); any other ledger through its methods."""
     cdef dict m, d_extra, d_tc, d_fn, d_act
     cdef Py_ssize_t i = -1, k, n_calls
     cdef bint ok
     cdef bint inline = type(ledger) is Ledger
-    cdef list l_calls, l_actions, turns = None, steps = None, args_chars = None, t_last
+    cdef list l_calls, l_actions, turns = None, steps = None, args_chars = None, t_last, opens
+    cdef dict results = None
     turn = ledger.turn
     call = ledger.call
     if inline:
@@ -153,6 +154,7 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
         args_chars = ledger._args_chars
         access = ledger._access
         session = ledger.session
+        results = ledger._results
     pair = ledger.pair
     result = ledger.result
     for item in messages:
@@ -255,7 +257,23 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 content, error, meta = on_result(step, m, content)
                 if meta:
                     step.meta.update(meta)
-            result(step, content, error)
+            if inline and type(step) is _STEP:  # Ledger.result(step, content, error)
+                step.result = content
+                if error is not None:
+                    step.error = error
+                results[id(step)] = (
+                    len(<str>content) if type(content) is str else text_len(content)
+                )
+                opens = turns.__getitem__(step.turn)[5]  # (Python indexing)
+                if opens and opens[0] is step:
+                    del opens[0]
+                else:
+                    for k in range(len(opens)):
+                        if opens[k] is step:
+                            del opens[k]
+                            break
+            else:
+                result(step, content, error)
             if step.rejected is not None and type(content) is str and content:
                 step.rejected = content  # the harness's own answer
         else:
