@@ -125,7 +125,8 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
     except OSError as exc:
         raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path) from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
+        mode = st.st_mode
         if not stat.S_ISREG(mode):
             raise TraceFormatError(
                 f"{_kind(mode)}, not a regular file: only regular files are read", path
@@ -140,7 +141,12 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
             if head == _GZIP_MAGIC:
                 return gunzip(head, f.read, path, limit)
             f.seek(0)  # a regular file: read it whole in one buffer, no concatenation copy
-            data = f.read(limit + 1)
+            # a buffer of the file's size, not of the limit (read(n) allocates n bytes first);
+            # a file that grew since fstat is read on, up to the limit
+            want = min(st.st_size, limit) + 1
+            data = f.read(want)
+            if len(data) == want and want <= limit:
+                data += f.read(limit + 1 - want)
     except OSError as exc:
         raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path) from None
     if len(data) > limit:
