@@ -134,12 +134,41 @@ cdef inline object _get(dict d, object key):
     return <object>v
 
 
+cdef object _pair(list turns, object call_id, object name):
+    # Ledger.pair: by id within the latest issuing turn, then by id in earlier turns, then the
+    # first open call of the latest turn with open calls (same name preferred)
+    cdef Py_ssize_t latest = len(turns) - 1, t
+    cdef list opens
+    while latest >= 0 and not (<list>turns[latest])[5]:
+        latest -= 1
+    if latest < 0:
+        return None
+    opens = (<list>turns[latest])[5]
+    if call_id:
+        for s in opens:
+            if s.call_id == call_id:
+                return s
+        for t in range(latest - 1, -1, -1):
+            for s in (<list>turns[t])[5]:
+                if s.call_id == call_id:
+                    return s
+        for s in opens:
+            if s.call_id:
+                return None
+    if name:
+        for s in opens:
+            if s.name == name:
+                return s
+    return opens[0]
+
+
 def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
     """Feed OpenAI-style chat messages into *ledger* (calls, results, context text).
 
-    For an exact Ledger, a turn, a plain call (no kind, meta, ref or access given) and a
-    result are recorded here the way Ledger.turn, Ledger.call and Ledger.result record them
-    (into its lists); any other ledger through its methods."""
+    For an exact Ledger, a turn, a plain call (no kind, meta, ref or access given), the pairing
+    of a result with its call and the result are done here the way Ledger.turn, Ledger.call,
+    Ledger.pair and Ledger.result do them (on its lists); any other ledger through its
+    methods."""
     cdef dict m, d_extra, d_tc, d_fn, d_act
     cdef Py_ssize_t i = -1, k, n_calls
     cdef bint ok
@@ -244,7 +273,10 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 else:
                     call_unparsed(ledger, name, args, call_id, args_len=args_len)
         elif role == "tool" or role == "function":
-            step = pair(_get(m, "tool_call_id"), _get(m, "name"))
+            if inline:
+                step = _pair(turns, _get(m, "tool_call_id"), _get(m, "name"))
+            else:
+                step = pair(_get(m, "tool_call_id"), _get(m, "name"))
             content = _get(m, "content")
             if type(content) is not str:
                 content = text_of(content)
