@@ -6,6 +6,7 @@ kills a worker in the middle of the run and checks that nothing is lost or count
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 import signal
@@ -297,3 +298,38 @@ def test_ranges_on_dask(cluster, ranged, corpus):
     _, client = cluster
     paths = [str(ranged), str(corpus)]
     assert _json(fleet.analyse(paths, client=client, range_bytes=1024)) == to_json(collect(paths))
+
+
+# ---------------------------------------------------------------------------------- packing
+
+
+@pytest.mark.parametrize("workers", [1, 2, 7])
+def test_tasks_cover_every_piece_once_largest_first_and_shrink(workers):
+    import random
+
+    rng = random.Random(workers)
+    sizes = [rng.choice([4 << 20, 16 << 20]) for _ in range(9)]
+    sizes += [rng.randrange(1, 200_000) for _ in range(3000)]
+    tasks = fleet._tasks(list(range(len(sizes))), sizes, workers, fleet.TASK_BYTES)
+    assert sorted(i for t in tasks for i in t) == list(range(len(sizes)))
+    weight = [sum(sizes[i] for i in t) for t in tasks]
+    assert max(weight) <= max(fleet.TASK_BYTES, max(sizes))
+    # handed out in this order: large tasks first, the small ones last (the workers finish
+    # together), and few of them (each costs the scheduler and the client)
+    assert weight[0] >= weight[-1]
+    assert max(weight[len(weight) // 2 :]) <= max(weight[: len(weight) // 2])
+    # none but the last is under half the floor (a task closes only when the next, smaller,
+    # piece would overfill it)
+    floor = max(fleet._MIN_TASK_BYTES, sum(sizes) // (workers * fleet.TAIL_TASKS))
+    assert all(w > floor // 2 for w in weight[:-1])
+    # each task takes at least a quarter of a worker's share of what is left: geometric
+    share = 2 * workers * fleet.TASK_SHARE
+    bound = share * (math.log(fleet.TAIL_TASKS / fleet.TASK_SHARE) + 1)
+    assert len(tasks) <= math.ceil(bound) + 2 * sum(sizes) // fleet.TASK_BYTES + 1
+    # the largest piece goes in the first task
+    assert sizes.index(max(sizes)) in tasks[0]
+
+
+def test_tasks_of_one_piece_and_of_none():
+    assert fleet._tasks([], [], 2, fleet.TASK_BYTES) == []
+    assert fleet._tasks(["x"], [10], 2, fleet.TASK_BYTES) == [[0]]

@@ -37,6 +37,8 @@ __all__ = [
     "PARALLEL_MIN_BYTES",
     "RANGE_BYTES",
     "TASK_BYTES",
+    "TASK_SHARE",
+    "TAIL_TASKS",
     "Range",
     "Unit",
     "UnitResult",
@@ -51,10 +53,12 @@ __all__ = [
 PARALLEL_MIN_BYTES = 4 << 20
 #: A loopcore JSONL file larger than 1.5x this is cut into ranges of about this many bytes.
 RANGE_BYTES = 16 << 20
-#: Tasks are packed up to this many input bytes (fewer when the corpus is small: at least
-#: ``TASKS_PER_WORKER`` tasks a worker, so the last ones finish together).
-TASK_BYTES = 16 << 20
-TASKS_PER_WORKER = 16
+#: Tasks are packed up to this many input bytes; smaller as the run nears its end (``_tasks``):
+#: each takes 1/TASK_SHARE of a worker's share of what is left, and none is smaller than
+#: 1/TAIL_TASKS of a worker's share of the whole.
+TASK_BYTES = 64 << 20
+TASK_SHARE = 2
+TAIL_TASKS = 16
 _MIN_TASK_BYTES = 256 << 10
 #: How many leading records tell a JSONL file's format (the format sniffers read at most 200).
 _SNIFF_RECORDS = 256
@@ -451,21 +455,45 @@ def _run_task(task: list[Any], fmt: str, keep_going: bool, html_policy: str | No
     return out
 
 
+def _run_task_packed(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> bytes:
+    """:func:`_run_task`, its results pickled into one bytes object (a Dask task): Dask sends
+    bytes as they are, where a list of results would be serialised, framed and sized element
+    by element on the worker and put back together on the caller's event loop."""
+    import pickle
+
+    return pickle.dumps(_run_task(task, fmt, keep_going, html_policy), pickle.HIGHEST_PROTOCOL)
+
+
 # ---------------------------------------------------------------------------------------------
 # running tasks: local processes or Dask
 
 
 def _tasks(pieces: list[Any], sizes: list[int], workers: int, task_bytes: int) -> list[list[int]]:
-    """Indices of *pieces* packed into tasks of about *task_bytes* (neighbours together)."""
+    """Indices of *pieces* packed into tasks that shrink as the run goes on.
+
+    The sizes are known up front, so the packing is planned, not left to the scheduler: the
+    pieces go largest first, and each task takes about ``1 / (TASK_SHARE x workers)`` of the
+    input still to pack, at most *task_bytes* and at least ``1 / (TAIL_TASKS x workers)`` of
+    the whole. The first tasks are large (few tasks in all: each costs the client, the
+    scheduler and the worker a few milliseconds), the last ones small, so the workers finish
+    together; tasks are handed out in this order, so the workers take the large ones first.
+    A task is never split below one piece, and a killed worker loses at most one task."""
     total = sum(sizes)
-    target = max(_MIN_TASK_BYTES, min(task_bytes, total // max(1, workers * TASKS_PER_WORKER)))
+    w = max(1, workers)
+    floor = max(_MIN_TASK_BYTES, total // (w * TAIL_TASKS))
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
     tasks: list[list[int]] = []
     cur: list[int] = []
     acc = 0
-    for i, s in enumerate(sizes):
+    left = total
+    target = max(floor, min(task_bytes, left // (w * TASK_SHARE)))
+    for i in order:
+        s = sizes[i]
         if cur and acc + s > target:
             tasks.append(cur)
+            left -= acc
             cur, acc = [], 0
+            target = max(floor, min(task_bytes, left // (w * TASK_SHARE)))
         cur.append(i)
         acc += s
     if cur:
@@ -522,9 +550,10 @@ class _Runner:
 
         # pure=False: two tasks with equal arguments are still two pieces of work; retries
         # cover a task whose worker died under it (Dask reschedules those on its own as well).
+        # Results come with their futures (one gather per batch, not one round trip each).
         fmt, keep_going, html_policy = args
         futs = self.client.map(
-            _run_task,
+            _run_task_packed,
             [tasks[i] for i in order],
             fmt=fmt,
             keep_going=keep_going,
@@ -533,10 +562,12 @@ class _Runner:
             retries=3,
         )
         index = {f.key: i for f, i in zip(futs, order)}
+        import pickle
+
         try:
-            for fut in as_completed(futs):
-                yield index[fut.key], fut.result()
+            for fut, got in as_completed(futs, with_results=True):
                 fut.release()
+                yield index[fut.key], pickle.loads(got)
         except BaseException:
             self.client.cancel(futs)
             raise
@@ -756,19 +787,33 @@ def _run_all(
     pieces = [p for ps in layout for p in ps]
     owner = [u for u, ps in enumerate(layout) for _ in ps]
     ranged = [len(ps) > 1 for ps in layout]
+    done: list[UnitResult | None] = [None] * len(layout)
+    fatal: list[Any] = [None] * len(layout)
 
-    def told(i: int, res: _Piece) -> None:
-        if not ranged[owner[i]]:
+    def arrived(i: int, res: _Piece) -> None:
+        u = owner[i]
+        if not ranged[u]:
+            # rebuilt as it arrives, while the workers go on (not all at the end)
+            done[u] = _unit_result([res], None)
+            fatal[u] = res.fatal
+            res.packed = []  # rebuilt: the tuples can go
             _tell(on_unit, res.seen)
 
     got = _run_pieces(
-        runner, pieces, [p.size for p in pieces], task_bytes, (fmt, keep_going, html_policy), told
+        runner,
+        pieces,
+        [p.size for p in pieces],
+        task_bytes,
+        (fmt, keep_going, html_policy),
+        arrived,
     )
-    per_unit: list[list[_Piece]] = [[] for _ in layout]
+    per_unit: dict[int, list[_Piece]] = {}
     for i, res in enumerate(got):
-        per_unit[owner[i]].append(res)
+        if ranged[owner[i]]:
+            per_unit.setdefault(owner[i], []).append(res)
+    del got
     # a ranged file whose ranges could not stand alone is analysed again, whole
-    redo = [u for u, ps in enumerate(per_unit) if ranged[u] and not _ranges_hold(ps)]
+    redo = [u for u, ps in per_unit.items() if not _ranges_hold(ps)]
     if redo:
         again = _run_pieces(
             runner,
@@ -780,17 +825,16 @@ def _run_all(
         for u, res in zip(redo, again):
             per_unit[u] = [res]
             ranged[u] = False
-    for ps in per_unit:
-        for p in ps:
-            if p.fatal is not None:
-                raise p.fatal
-    out = []
-    for u, ps in enumerate(per_unit):
+    for u, ps in per_unit.items():
+        fatal[u] = next((p.fatal for p in ps if p.fatal is not None), None)
+    first = next((f for f in fatal if f is not None), None)
+    if first is not None:
+        raise first  # the first bad input in input order, as one process names it
+    for u, ps in sorted(per_unit.items()):
         res = _unit_result(ps, work[u].item if ranged[u] else None)  # type: ignore[arg-type]
-        if ranged[u] or u in redo:
-            _tell(on_unit, res.seen)
-        out.append(res)
-    return out
+        _tell(on_unit, res.seen)
+        done[u] = res
+    return done  # type: ignore[return-value]
 
 
 def _worth_processes(work: list[Unit], jobs: int | None) -> bool:
