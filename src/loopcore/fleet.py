@@ -438,30 +438,41 @@ def _analyse_unit(unit: Unit, fmt: str, keep_going: bool, html_policy: str | Non
     return out
 
 
-def _run_task(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> list[Any]:
-    """One task: a list of pieces (units, ranges, or ``(path, start, end)`` to count newlines
-    in), run one after another; a result per piece (runs in a worker)."""
+def _run_one(p: Any, fmt: str, keep_going: bool, html_policy: str | None) -> Any:
+    """One piece: a unit, a range, or ``(path, start, end)`` to count newlines in. The cyclic
+    collector is paused for the piece (``report.bulk_gc``) and runs again between pieces, so
+    whatever a piece leaves in cycles does not pile up over a task."""
     from .report import bulk_gc
 
-    out: list[Any] = []
     with bulk_gc():
-        for p in task:
-            if isinstance(p, tuple):
-                out.append(_count_newlines(*p))
-            elif isinstance(p, Range):
-                out.append(_analyse_range(p, fmt, keep_going))
-            else:
-                out.append(_analyse_unit(p, fmt, keep_going, html_policy))
-    return out
+        if isinstance(p, tuple):
+            return _count_newlines(*p)
+        if isinstance(p, Range):
+            return _analyse_range(p, fmt, keep_going)
+        return _analyse_unit(p, fmt, keep_going, html_policy)
+
+
+def _run_task(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> list[Any]:
+    """One task: its pieces run one after another; a result per piece (runs in a worker)."""
+    return [_run_one(p, fmt, keep_going, html_policy) for p in task]
 
 
 def _run_task_packed(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> bytes:
-    """:func:`_run_task`, its results pickled into one bytes object (a Dask task): Dask sends
-    bytes as they are, where a list of results would be serialised, framed and sized element
-    by element on the worker and put back together on the caller's event loop."""
+    """:func:`_run_task` as a task of a worker process (local or Dask): each piece's result is pickled as soon as it is
+    made (a worker holds its task's results as compact bytes, not as objects), and the lot
+    goes back as one bytes object, which Dask sends as it is, where a list of results would
+    be serialised, framed and sized element by element on the worker and put back together
+    on the caller's event loop. :func:`_unpack_task` reads it."""
     import pickle
 
-    return pickle.dumps(_run_task(task, fmt, keep_going, html_policy), pickle.HIGHEST_PROTOCOL)
+    out = [pickle.dumps(_run_one(p, fmt, keep_going, html_policy), 5) for p in task]
+    return pickle.dumps(out, 5)
+
+
+def _unpack_task(blob: bytes) -> list[Any]:
+    import pickle
+
+    return [pickle.loads(b) for b in pickle.loads(blob)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,10 +548,10 @@ class _Runner:
         if self._pool is not None:
             import concurrent.futures as cf
 
-            futs = {self._pool.submit(_run_task, tasks[i], *args): i for i in order}
+            futs = {self._pool.submit(_run_task_packed, tasks[i], *args): i for i in order}
             try:
                 for fut in cf.as_completed(futs):
-                    yield futs[fut], fut.result()
+                    yield futs[fut], _unpack_task(fut.result())
             except BaseException:
                 for f in futs:
                     f.cancel()
@@ -562,12 +573,10 @@ class _Runner:
             retries=3,
         )
         index = {f.key: i for f, i in zip(futs, order)}
-        import pickle
-
         try:
             for fut, got in as_completed(futs, with_results=True):
                 fut.release()
-                yield index[fut.key], pickle.loads(got)
+                yield index[fut.key], _unpack_task(got)
         except BaseException:
             self.client.cancel(futs)
             raise
@@ -587,15 +596,17 @@ def _run_pieces(
     args: tuple,
     on_piece: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
-    """The result of every piece, in order (packed into tasks, run on *runner*)."""
+    """The result of every piece, in order (packed into tasks, run on *runner*); with
+    *on_piece*, each is handed to it as it arrives instead (the list holds None)."""
     tasks = _tasks(pieces, sizes, runner.workers, task_bytes)
     out: list[Any] = [None] * len(pieces)
     weights = [sum(sizes[i] for i in idx) for idx in tasks]
     for t, got in runner.run([[pieces[i] for i in idx] for idx in tasks], weights, *args):
         for i, res in zip(tasks[t], got):
-            out[i] = res
             if on_piece is not None:
                 on_piece(i, res)
+            else:
+                out[i] = res
     return out
 
 
@@ -769,71 +780,73 @@ def _run_all(
     task_bytes: int,
 ) -> list[UnitResult]:
     layout = plan(work, fmt, 0 if html_policy is not None else range_bytes)
-    ranges = [p for ps in layout if len(ps) > 1 for p in ps]
-    if ranges:
-        # first pass: the newlines of every range, so each knows the line it starts on
+    # first pass: the newlines of every range but the last of its file, so each range knows
+    # the line it starts on
+    counted = [p for ps in layout if len(ps) > 1 for p in ps[:-1]]
+    if counted:
         counts = _run_pieces(
             runner,
-            [(r.path, r.start, r.end) for r in ranges],
-            [r.size // 64 for r in ranges],
+            [(r.path, r.start, r.end) for r in counted],
+            [r.size // 64 for r in counted],
             task_bytes,
             (fmt, keep_going, html_policy),
         )
-        before = 0
-        for r, n in zip(ranges, counts):
-            before = 0 if r.index == 0 else before
-            r.line = before
-            before += n
+        it = iter(counts)
+        for ps in layout:
+            if len(ps) > 1:
+                before = 0
+                for r in ps:
+                    r.line = before  # type: ignore[union-attr]
+                    if r is not ps[-1]:
+                        before += next(it)
     pieces = [p for ps in layout for p in ps]
     owner = [u for u, ps in enumerate(layout) for _ in ps]
-    ranged = [len(ps) > 1 for ps in layout]
+    at = [k for ps in layout for k in range(len(ps))]
     done: list[UnitResult | None] = [None] * len(layout)
     fatal: list[Any] = [None] * len(layout)
+    # a ranged file: its ranges' results until the last arrives
+    waiting: dict[int, list[Any]] = {
+        u: [None] * len(ps) for u, ps in enumerate(layout) if len(ps) > 1
+    }
+    left = [len(ps) for ps in layout]
+
+    def whole(u: int, res: _Piece) -> None:
+        # rebuilt as it arrives, while the workers go on (not all at the end)
+        done[u] = _unit_result([res], None)
+        fatal[u] = res.fatal
+        res.packed = []  # rebuilt: the tuples can go
+        _tell(on_unit, res.seen)
 
     def arrived(i: int, res: _Piece) -> None:
         u = owner[i]
-        if not ranged[u]:
-            # rebuilt as it arrives, while the workers go on (not all at the end)
-            done[u] = _unit_result([res], None)
-            fatal[u] = res.fatal
-            res.packed = []  # rebuilt: the tuples can go
-            _tell(on_unit, res.seen)
+        if u not in waiting:
+            whole(u, res)
+            return
+        waiting[u][at[i]] = res
+        left[u] -= 1
+        if not left[u] and _ranges_hold(waiting[u]):
+            ps = waiting.pop(u)
+            done[u] = _unit_result(ps, work[u].item)  # type: ignore[arg-type]
+            _tell(on_unit, done[u].seen)  # type: ignore[union-attr]
 
-    got = _run_pieces(
-        runner,
-        pieces,
-        [p.size for p in pieces],
-        task_bytes,
-        (fmt, keep_going, html_policy),
-        arrived,
-    )
-    per_unit: dict[int, list[_Piece]] = {}
-    for i, res in enumerate(got):
-        if ranged[owner[i]]:
-            per_unit.setdefault(owner[i], []).append(res)
-    del got
+    args = (fmt, keep_going, html_policy)
+    sizes = [p.size for p in pieces]
+    _run_pieces(runner, pieces, sizes, task_bytes, args, arrived)
     # a ranged file whose ranges could not stand alone is analysed again, whole
-    redo = [u for u, ps in per_unit.items() if not _ranges_hold(ps)]
+    redo = sorted(waiting)
     if redo:
-        again = _run_pieces(
+        again = [work[u] for u in redo]
+        _run_pieces(
             runner,
-            [work[u] for u in redo],
-            [work[u].size for u in redo],
+            again,
+            [u.size for u in again],
             task_bytes,
-            (fmt, keep_going, html_policy),
+            args,
+            lambda i, res: whole(redo[i], res),
         )
-        for u, res in zip(redo, again):
-            per_unit[u] = [res]
-            ranged[u] = False
-    for u, ps in per_unit.items():
-        fatal[u] = next((p.fatal for p in ps if p.fatal is not None), None)
     first = next((f for f in fatal if f is not None), None)
     if first is not None:
         raise first  # the first bad input in input order, as one process names it
-    for u, ps in sorted(per_unit.items()):
-        res = _unit_result(ps, work[u].item if ranged[u] else None)  # type: ignore[arg-type]
-        _tell(on_unit, res.seen)
-        done[u] = res
     return done  # type: ignore[return-value]
 
 
