@@ -365,9 +365,8 @@ def _field_names(cls: type) -> list[str]:
 
 
 def _pack(tr: TraceResult) -> tuple:
-    r = tr.report
-    values = [getattr(r, n) for n in _BURN_FIELDS]
-    values[_FINDINGS_AT] = tuple(tuple(getattr(f, n) for n in _FINDING_FIELDS) for f in r.findings)
+    values = list(_burn_values(tr.report))
+    values[_FINDINGS_AT] = tuple(map(_finding_values, values[_FINDINGS_AT]))
     return (tr.source, tr.session, tr.format, tr.steps, tuple(values))
 
 
@@ -383,17 +382,24 @@ def _unpack(t: tuple) -> TraceResult:
 
 
 def _init_fields() -> None:
-    global _BURN_FIELDS, _FINDING_FIELDS, _FINDINGS_AT
+    global _BURN_FIELDS, _FINDING_FIELDS, _FINDINGS_AT, _burn_values, _finding_values
+    from operator import attrgetter
+
     from .burn import BurnReport, Finding
 
     _BURN_FIELDS = _field_names(BurnReport)
     _FINDING_FIELDS = _field_names(Finding)
     _FINDINGS_AT = _BURN_FIELDS.index("findings")
+    # the fields as one tuple, in field order (one C call, not one getattr a field)
+    _burn_values = attrgetter(*_BURN_FIELDS)
+    _finding_values = attrgetter(*_FINDING_FIELDS)
 
 
 _BURN_FIELDS: list[str] = []
 _FINDING_FIELDS: list[str] = []
 _FINDINGS_AT = 0
+_burn_values: Callable[[Any], tuple] = tuple
+_finding_values: Callable[[Any], tuple] = tuple
 
 
 def _fill(out: _Piece, traces: list[Any], label: str) -> None:
