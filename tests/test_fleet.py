@@ -304,12 +304,15 @@ def test_ranges_on_dask(cluster, ranged, corpus):
 
 
 @pytest.mark.parametrize("workers", [1, 2, 7])
-def test_tasks_cover_every_piece_once_largest_first_and_shrink(workers):
+@pytest.mark.parametrize("corpus_mb", [400, 20_000])
+def test_tasks_cover_every_piece_once_largest_first_and_shrink(workers, corpus_mb):
     import random
 
     rng = random.Random(workers)
     sizes = [rng.choice([4 << 20, 16 << 20]) for _ in range(9)]
     sizes += [rng.randrange(1, 200_000) for _ in range(3000)]
+    while sum(sizes) < corpus_mb << 20:  # a large corpus: the size cap decides, not the share
+        sizes += [rng.choice([16 << 20, 5 << 20])] + [rng.randrange(1, 200_000) for _ in range(50)]
     tasks = fleet._tasks(list(range(len(sizes))), sizes, workers, fleet.TASK_BYTES)
     assert sorted(i for t in tasks for i in t) == list(range(len(sizes)))
     weight = [sum(sizes[i] for i in t) for t in tasks]
@@ -320,7 +323,8 @@ def test_tasks_cover_every_piece_once_largest_first_and_shrink(workers):
     assert max(weight[len(weight) // 2 :]) <= max(weight[: len(weight) // 2])
     # none but the last is under half the floor (a task closes only when the next, smaller,
     # piece would overfill it)
-    floor = max(fleet._MIN_TASK_BYTES, sum(sizes) // (workers * fleet.TAIL_TASKS))
+    share_of_all = min(fleet.TASK_BYTES, sum(sizes) // workers)
+    floor = max(fleet._MIN_TASK_BYTES, share_of_all // fleet.TAIL_TASKS)
     assert all(w > floor // 2 for w in weight[:-1])
     # each task takes at least a quarter of a worker's share of what is left: geometric
     share = 2 * workers * fleet.TASK_SHARE
@@ -333,3 +337,17 @@ def test_tasks_cover_every_piece_once_largest_first_and_shrink(workers):
 def test_tasks_of_one_piece_and_of_none():
     assert fleet._tasks([], [], 2, fleet.TASK_BYTES) == []
     assert fleet._tasks(["x"], [10], 2, fleet.TASK_BYTES) == [[0]]
+
+
+def test_packed_task_results_read_back_as_the_results(corpus, ranged):
+    units = [u for u in fleet.units([str(corpus), str(ranged)]) if isinstance(u, fleet.Unit)]
+    task = units[:5] + units[-2:]
+    blob = fleet._run_task_packed(task, "auto", False, None)
+    assert isinstance(blob, bytes)
+    got, want = fleet._unpack_task(blob), fleet._run_task(task, "auto", False, None)
+    assert len(got) == len(want) == len(task)
+    for g, w in zip(got, want):
+        assert g.packed == w.packed and g.seen == w.seen and g.steps == w.steps
+        r1 = fleet._unit_result([g], None).results
+        r2 = fleet._unit_result([w], None).results
+        assert [t.to_dict() for t in r1] == [t.to_dict() for t in r2]

@@ -55,7 +55,7 @@ PARALLEL_MIN_BYTES = 4 << 20
 RANGE_BYTES = 16 << 20
 #: Tasks are packed up to this many input bytes; smaller as the run nears its end (``_tasks``):
 #: each takes 1/TASK_SHARE of a worker's share of what is left, and none is smaller than
-#: 1/TAIL_TASKS of a worker's share of the whole.
+#: 1/TAIL_TASKS of a worker's share of the whole (or of TASK_BYTES, when that is less).
 TASK_BYTES = 64 << 20
 TASK_SHARE = 2
 TAIL_TASKS = 16
@@ -490,14 +490,14 @@ def _tasks(pieces: list[Any], sizes: list[int], workers: int, task_bytes: int) -
 
     The sizes are known up front, so the packing is planned, not left to the scheduler: the
     pieces go largest first, and each task takes about ``1 / (TASK_SHARE x workers)`` of the
-    input still to pack, at most *task_bytes* and at least ``1 / (TAIL_TASKS x workers)`` of
-    the whole. The first tasks are large (few tasks in all: each costs the client, the
+    input still to pack, at most *task_bytes* and at least 1/TAIL_TASKS of a worker's share of
+    the whole (of *task_bytes*, when that is less). The first tasks are large (few tasks in all: each costs the client, the
     scheduler and the worker a few milliseconds), the last ones small, so the workers finish
     together; tasks are handed out in this order, so the workers take the large ones first.
     A task is never split below one piece, and a killed worker loses at most one task."""
     total = sum(sizes)
     w = max(1, workers)
-    floor = max(_MIN_TASK_BYTES, total // (w * TAIL_TASKS))
+    floor = max(_MIN_TASK_BYTES, min(task_bytes, total // w) // TAIL_TASKS)
     order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
     tasks: list[list[int]] = []
     cur: list[int] = []
