@@ -6,6 +6,7 @@ kills a worker in the middle of the run and checks that nothing is lost or count
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 import signal
@@ -297,3 +298,56 @@ def test_ranges_on_dask(cluster, ranged, corpus):
     _, client = cluster
     paths = [str(ranged), str(corpus)]
     assert _json(fleet.analyse(paths, client=client, range_bytes=1024)) == to_json(collect(paths))
+
+
+# ---------------------------------------------------------------------------------- packing
+
+
+@pytest.mark.parametrize("workers", [1, 2, 7])
+@pytest.mark.parametrize("corpus_mb", [400, 20_000])
+def test_tasks_cover_every_piece_once_largest_first_and_shrink(workers, corpus_mb):
+    import random
+
+    rng = random.Random(workers)
+    sizes = [rng.choice([4 << 20, 16 << 20]) for _ in range(9)]
+    sizes += [rng.randrange(1, 200_000) for _ in range(3000)]
+    while sum(sizes) < corpus_mb << 20:  # a large corpus: the size cap decides, not the share
+        sizes += [rng.choice([16 << 20, 5 << 20])] + [rng.randrange(1, 200_000) for _ in range(50)]
+    tasks = fleet._tasks(list(range(len(sizes))), sizes, workers, fleet.TASK_BYTES)
+    assert sorted(i for t in tasks for i in t) == list(range(len(sizes)))
+    weight = [sum(sizes[i] for i in t) for t in tasks]
+    assert max(weight) <= max(fleet.TASK_BYTES, max(sizes))
+    # handed out in this order: large tasks first, the small ones last (the workers finish
+    # together), and few of them (each costs the scheduler and the client)
+    assert weight[0] >= weight[-1]
+    assert max(weight[len(weight) // 2 :]) <= max(weight[: len(weight) // 2])
+    # none but the last is under half the floor (a task closes only when the next, smaller,
+    # piece would overfill it)
+    share_of_all = min(fleet.TASK_BYTES, sum(sizes) // workers)
+    floor = max(fleet._MIN_TASK_BYTES, share_of_all // fleet.TAIL_TASKS)
+    assert all(w > floor // 2 for w in weight[:-1])
+    # each task takes at least a quarter of a worker's share of what is left: geometric
+    share = 2 * workers * fleet.TASK_SHARE
+    bound = share * (math.log(fleet.TAIL_TASKS / fleet.TASK_SHARE) + 1)
+    assert len(tasks) <= math.ceil(bound) + 2 * sum(sizes) // fleet.TASK_BYTES + 1
+    # the largest piece goes in the first task
+    assert sizes.index(max(sizes)) in tasks[0]
+
+
+def test_tasks_of_one_piece_and_of_none():
+    assert fleet._tasks([], [], 2, fleet.TASK_BYTES) == []
+    assert fleet._tasks(["x"], [10], 2, fleet.TASK_BYTES) == [[0]]
+
+
+def test_packed_task_results_read_back_as_the_results(corpus, ranged):
+    units = [u for u in fleet.units([str(corpus), str(ranged)]) if isinstance(u, fleet.Unit)]
+    task = units[:5] + units[-2:]
+    blob = fleet._run_task_packed(task, "auto", False, None)
+    assert isinstance(blob, bytes)
+    got, want = fleet._unpack_task(blob), fleet._run_task(task, "auto", False, None)
+    assert len(got) == len(want) == len(task)
+    for g, w in zip(got, want):
+        assert g.packed == w.packed and g.seen == w.seen and g.steps == w.steps
+        r1 = fleet._unit_result([g], None).results
+        r2 = fleet._unit_result([w], None).results
+        assert [t.to_dict() for t in r1] == [t.to_dict() for t in r2]

@@ -37,6 +37,8 @@ __all__ = [
     "PARALLEL_MIN_BYTES",
     "RANGE_BYTES",
     "TASK_BYTES",
+    "TASK_SHARE",
+    "TAIL_TASKS",
     "Range",
     "Unit",
     "UnitResult",
@@ -51,10 +53,12 @@ __all__ = [
 PARALLEL_MIN_BYTES = 4 << 20
 #: A loopcore JSONL file larger than 1.5x this is cut into ranges of about this many bytes.
 RANGE_BYTES = 16 << 20
-#: Tasks are packed up to this many input bytes (fewer when the corpus is small: at least
-#: ``TASKS_PER_WORKER`` tasks a worker, so the last ones finish together).
-TASK_BYTES = 16 << 20
-TASKS_PER_WORKER = 16
+#: Tasks are packed up to this many input bytes; smaller as the run nears its end (``_tasks``):
+#: each takes 1/TASK_SHARE of a worker's share of what is left, and none is smaller than
+#: 1/TAIL_TASKS of a worker's share of the whole (or of TASK_BYTES, when that is less).
+TASK_BYTES = 64 << 20
+TASK_SHARE = 2
+TAIL_TASKS = 16
 _MIN_TASK_BYTES = 256 << 10
 #: How many leading records tell a JSONL file's format (the format sniffers read at most 200).
 _SNIFF_RECORDS = 256
@@ -361,9 +365,8 @@ def _field_names(cls: type) -> list[str]:
 
 
 def _pack(tr: TraceResult) -> tuple:
-    r = tr.report
-    values = [getattr(r, n) for n in _BURN_FIELDS]
-    values[_FINDINGS_AT] = tuple(tuple(getattr(f, n) for n in _FINDING_FIELDS) for f in r.findings)
+    values = list(_burn_values(tr.report))
+    values[_FINDINGS_AT] = tuple(map(_finding_values, values[_FINDINGS_AT]))
     return (tr.source, tr.session, tr.format, tr.steps, tuple(values))
 
 
@@ -379,17 +382,24 @@ def _unpack(t: tuple) -> TraceResult:
 
 
 def _init_fields() -> None:
-    global _BURN_FIELDS, _FINDING_FIELDS, _FINDINGS_AT
+    global _BURN_FIELDS, _FINDING_FIELDS, _FINDINGS_AT, _burn_values, _finding_values
+    from operator import attrgetter
+
     from .burn import BurnReport, Finding
 
     _BURN_FIELDS = _field_names(BurnReport)
     _FINDING_FIELDS = _field_names(Finding)
     _FINDINGS_AT = _BURN_FIELDS.index("findings")
+    # the fields as one tuple, in field order (one C call, not one getattr a field)
+    _burn_values = attrgetter(*_BURN_FIELDS)
+    _finding_values = attrgetter(*_FINDING_FIELDS)
 
 
 _BURN_FIELDS: list[str] = []
 _FINDING_FIELDS: list[str] = []
 _FINDINGS_AT = 0
+_burn_values: Callable[[Any], tuple] = tuple
+_finding_values: Callable[[Any], tuple] = tuple
 
 
 def _fill(out: _Piece, traces: list[Any], label: str) -> None:
@@ -434,21 +444,41 @@ def _analyse_unit(unit: Unit, fmt: str, keep_going: bool, html_policy: str | Non
     return out
 
 
-def _run_task(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> list[Any]:
-    """One task: a list of pieces (units, ranges, or ``(path, start, end)`` to count newlines
-    in), run one after another; a result per piece (runs in a worker)."""
+def _run_one(p: Any, fmt: str, keep_going: bool, html_policy: str | None) -> Any:
+    """One piece: a unit, a range, or ``(path, start, end)`` to count newlines in. The cyclic
+    collector is paused for the piece (``report.bulk_gc``) and runs again between pieces, so
+    whatever a piece leaves in cycles does not pile up over a task."""
     from .report import bulk_gc
 
-    out: list[Any] = []
     with bulk_gc():
-        for p in task:
-            if isinstance(p, tuple):
-                out.append(_count_newlines(*p))
-            elif isinstance(p, Range):
-                out.append(_analyse_range(p, fmt, keep_going))
-            else:
-                out.append(_analyse_unit(p, fmt, keep_going, html_policy))
-    return out
+        if isinstance(p, tuple):
+            return _count_newlines(*p)
+        if isinstance(p, Range):
+            return _analyse_range(p, fmt, keep_going)
+        return _analyse_unit(p, fmt, keep_going, html_policy)
+
+
+def _run_task(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> list[Any]:
+    """One task: its pieces run one after another; a result per piece (runs in a worker)."""
+    return [_run_one(p, fmt, keep_going, html_policy) for p in task]
+
+
+def _run_task_packed(task: list[Any], fmt: str, keep_going: bool, html_policy: str | None) -> bytes:
+    """:func:`_run_task` as a task of a worker process (local or Dask): each piece's result is pickled as soon as it is
+    made (a worker holds its task's results as compact bytes, not as objects), and the lot
+    goes back as one bytes object, which Dask sends as it is, where a list of results would
+    be serialised, framed and sized element by element on the worker and put back together
+    on the caller's event loop. :func:`_unpack_task` reads it."""
+    import pickle
+
+    out = [pickle.dumps(_run_one(p, fmt, keep_going, html_policy), 5) for p in task]
+    return pickle.dumps(out, 5)
+
+
+def _unpack_task(blob: bytes) -> list[Any]:
+    import pickle
+
+    return [pickle.loads(b) for b in pickle.loads(blob)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,16 +486,31 @@ def _run_task(task: list[Any], fmt: str, keep_going: bool, html_policy: str | No
 
 
 def _tasks(pieces: list[Any], sizes: list[int], workers: int, task_bytes: int) -> list[list[int]]:
-    """Indices of *pieces* packed into tasks of about *task_bytes* (neighbours together)."""
+    """Indices of *pieces* packed into tasks that shrink as the run goes on.
+
+    The sizes are known up front, so the packing is planned, not left to the scheduler: the
+    pieces go largest first, and each task takes about ``1 / (TASK_SHARE x workers)`` of the
+    input still to pack, at most *task_bytes* and at least 1/TAIL_TASKS of a worker's share of
+    the whole (of *task_bytes*, when that is less). The first tasks are large (few tasks in all: each costs the client, the
+    scheduler and the worker a few milliseconds), the last ones small, so the workers finish
+    together; tasks are handed out in this order, so the workers take the large ones first.
+    A task is never split below one piece, and a killed worker loses at most one task."""
     total = sum(sizes)
-    target = max(_MIN_TASK_BYTES, min(task_bytes, total // max(1, workers * TASKS_PER_WORKER)))
+    w = max(1, workers)
+    floor = max(_MIN_TASK_BYTES, min(task_bytes, total // w) // TAIL_TASKS)
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
     tasks: list[list[int]] = []
     cur: list[int] = []
     acc = 0
-    for i, s in enumerate(sizes):
+    left = total
+    target = max(floor, min(task_bytes, left // (w * TASK_SHARE)))
+    for i in order:
+        s = sizes[i]
         if cur and acc + s > target:
             tasks.append(cur)
+            left -= acc
             cur, acc = [], 0
+            target = max(floor, min(task_bytes, left // (w * TASK_SHARE)))
         cur.append(i)
         acc += s
     if cur:
@@ -509,10 +554,10 @@ class _Runner:
         if self._pool is not None:
             import concurrent.futures as cf
 
-            futs = {self._pool.submit(_run_task, tasks[i], *args): i for i in order}
+            futs = {self._pool.submit(_run_task_packed, tasks[i], *args): i for i in order}
             try:
                 for fut in cf.as_completed(futs):
-                    yield futs[fut], fut.result()
+                    yield futs[fut], _unpack_task(fut.result())
             except BaseException:
                 for f in futs:
                     f.cancel()
@@ -522,9 +567,10 @@ class _Runner:
 
         # pure=False: two tasks with equal arguments are still two pieces of work; retries
         # cover a task whose worker died under it (Dask reschedules those on its own as well).
+        # Results come with their futures (one gather per batch, not one round trip each).
         fmt, keep_going, html_policy = args
         futs = self.client.map(
-            _run_task,
+            _run_task_packed,
             [tasks[i] for i in order],
             fmt=fmt,
             keep_going=keep_going,
@@ -534,9 +580,9 @@ class _Runner:
         )
         index = {f.key: i for f, i in zip(futs, order)}
         try:
-            for fut in as_completed(futs):
-                yield index[fut.key], fut.result()
+            for fut, got in as_completed(futs, with_results=True):
                 fut.release()
+                yield index[fut.key], _unpack_task(got)
         except BaseException:
             self.client.cancel(futs)
             raise
@@ -556,15 +602,17 @@ def _run_pieces(
     args: tuple,
     on_piece: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
-    """The result of every piece, in order (packed into tasks, run on *runner*)."""
+    """The result of every piece, in order (packed into tasks, run on *runner*); with
+    *on_piece*, each is handed to it as it arrives instead (the list holds None)."""
     tasks = _tasks(pieces, sizes, runner.workers, task_bytes)
     out: list[Any] = [None] * len(pieces)
     weights = [sum(sizes[i] for i in idx) for idx in tasks]
     for t, got in runner.run([[pieces[i] for i in idx] for idx in tasks], weights, *args):
         for i, res in zip(tasks[t], got):
-            out[i] = res
             if on_piece is not None:
                 on_piece(i, res)
+            else:
+                out[i] = res
     return out
 
 
@@ -738,59 +786,74 @@ def _run_all(
     task_bytes: int,
 ) -> list[UnitResult]:
     layout = plan(work, fmt, 0 if html_policy is not None else range_bytes)
-    ranges = [p for ps in layout if len(ps) > 1 for p in ps]
-    if ranges:
-        # first pass: the newlines of every range, so each knows the line it starts on
+    # first pass: the newlines of every range but the last of its file, so each range knows
+    # the line it starts on
+    counted = [p for ps in layout if len(ps) > 1 for p in ps[:-1]]
+    if counted:
         counts = _run_pieces(
             runner,
-            [(r.path, r.start, r.end) for r in ranges],
-            [r.size // 64 for r in ranges],
+            [(r.path, r.start, r.end) for r in counted],
+            [r.size // 64 for r in counted],
             task_bytes,
             (fmt, keep_going, html_policy),
         )
-        before = 0
-        for r, n in zip(ranges, counts):
-            before = 0 if r.index == 0 else before
-            r.line = before
-            before += n
+        it = iter(counts)
+        for ps in layout:
+            if len(ps) > 1:
+                before = 0
+                for r in ps:
+                    r.line = before  # type: ignore[union-attr]
+                    if r is not ps[-1]:
+                        before += next(it)
     pieces = [p for ps in layout for p in ps]
     owner = [u for u, ps in enumerate(layout) for _ in ps]
-    ranged = [len(ps) > 1 for ps in layout]
+    at = [k for ps in layout for k in range(len(ps))]
+    done: list[UnitResult | None] = [None] * len(layout)
+    fatal: list[Any] = [None] * len(layout)
+    # a ranged file: its ranges' results until the last arrives
+    waiting: dict[int, list[Any]] = {
+        u: [None] * len(ps) for u, ps in enumerate(layout) if len(ps) > 1
+    }
+    left = [len(ps) for ps in layout]
 
-    def told(i: int, res: _Piece) -> None:
-        if not ranged[owner[i]]:
-            _tell(on_unit, res.seen)
+    def whole(u: int, res: _Piece) -> None:
+        # rebuilt as it arrives, while the workers go on (not all at the end)
+        done[u] = _unit_result([res], None)
+        fatal[u] = res.fatal
+        res.packed = []  # rebuilt: the tuples can go
+        _tell(on_unit, res.seen)
 
-    got = _run_pieces(
-        runner, pieces, [p.size for p in pieces], task_bytes, (fmt, keep_going, html_policy), told
-    )
-    per_unit: list[list[_Piece]] = [[] for _ in layout]
-    for i, res in enumerate(got):
-        per_unit[owner[i]].append(res)
+    def arrived(i: int, res: _Piece) -> None:
+        u = owner[i]
+        if u not in waiting:
+            whole(u, res)
+            return
+        waiting[u][at[i]] = res
+        left[u] -= 1
+        if not left[u] and _ranges_hold(waiting[u]):
+            ps = waiting.pop(u)
+            done[u] = _unit_result(ps, work[u].item)  # type: ignore[arg-type]
+            _tell(on_unit, done[u].seen)  # type: ignore[union-attr]
+
+    args = (fmt, keep_going, html_policy)
+    sizes = [p.size for p in pieces]
+    _run_pieces(runner, pieces, sizes, task_bytes, args, arrived)
     # a ranged file whose ranges could not stand alone is analysed again, whole
-    redo = [u for u, ps in enumerate(per_unit) if ranged[u] and not _ranges_hold(ps)]
+    redo = sorted(waiting)
     if redo:
-        again = _run_pieces(
+        again = [work[u] for u in redo]
+        _run_pieces(
             runner,
-            [work[u] for u in redo],
-            [work[u].size for u in redo],
+            again,
+            [u.size for u in again],
             task_bytes,
-            (fmt, keep_going, html_policy),
+            args,
+            lambda i, res: whole(redo[i], res),
         )
-        for u, res in zip(redo, again):
-            per_unit[u] = [res]
-            ranged[u] = False
-    for ps in per_unit:
-        for p in ps:
-            if p.fatal is not None:
-                raise p.fatal
-    out = []
-    for u, ps in enumerate(per_unit):
-        res = _unit_result(ps, work[u].item if ranged[u] else None)  # type: ignore[arg-type]
-        if ranged[u] or u in redo:
-            _tell(on_unit, res.seen)
-        out.append(res)
-    return out
+    first = next((f for f in fatal if f is not None), None)
+    if first is not None:
+        raise first  # the first bad input in input order, as one process names it
+    return done  # type: ignore[return-value]
 
 
 def _worth_processes(work: list[Unit], jobs: int | None) -> bool:
