@@ -446,15 +446,27 @@ cdef extern from *:
         w->members += size;
         if (w->members > w->max_members) return 1;
         ents = loopcore_dict_entries(d, &nent);
-        for (;;) {
+        if (ents == NULL) {
+            /* the same pairs in the same order, through PyDict_Next, into e[] first */
+            PyObject* k2;
+            PyObject* v2;
+            while (PyDict_Next(d, &pos, &k2, &v2)) {
+                if (n == LOOPCORE_FLAT_KEYS) return 1;
+                e[n].k = (const char*)k2;  /* the key object for now */
+                e[n].v = v2;
+                n++;
+            }
+            nent = n;
+            n = 0;
+        }
+        for (i = 0; i < nent; i++) {
             if (ents != NULL) {
-                if (pos == nent) break;
-                k = ents[2 * pos];
-                v = ents[2 * pos + 1];
-                pos++;
+                k = ents[2 * i];
+                v = ents[2 * i + 1];
                 if (v == NULL) continue;
-            } else if (!PyDict_Next(d, &pos, &k, &v)) {
-                break;
+            } else {
+                k = (PyObject*)e[i].k;
+                v = e[i].v;
             }
             if (Py_TYPE(k) != &PyUnicode_Type || !PyUnicode_IS_COMPACT_ASCII(k)
                 || PyUnicode_GET_LENGTH(k) > LOOPCORE_FLAT_INLINE || n == LOOPCORE_FLAT_KEYS)
@@ -524,6 +536,8 @@ cdef extern from *:
      * nothing), -1 an error is set. *budget*: how many containers deep the walk may go. */
     static int loopcore_fw_value(loopcore_fw* w, PyObject* v, int budget) {
         unsigned char* q;
+        if (Py_TYPE(v) == &PyDict_Type && w->nopen == 0 && w->nanc == 0 && budget > 0)
+            return loopcore_fw_dict(w, v, budget - 1);  /* the usual call: an args dict */
         if (LOOPCORE_IS_CONTAINER(Py_TYPE(v))) return loopcore_fw_container(w, v, budget);
         LOOPCORE_FW_ROOM(w, LOOPCORE_FLAT_ROOM);
         q = loopcore_put_leaf(w->buf + w->len, v);
