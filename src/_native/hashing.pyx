@@ -347,7 +347,7 @@ cdef extern from *:
             if (nb != NULL) memcpy(nb, w->buf, (size_t)w->len);
         }
         if (nb == NULL) {
-            PyErr_NoMemory();  /* a preallocated instance: no Python code runs */
+            PyErr_NoMemory();  /* the walk ends here: nothing borrowed is read again */
             return -1;
         }
         w->buf = nb;
