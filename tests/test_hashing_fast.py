@@ -155,6 +155,30 @@ def test_values_the_fast_walk_leaves_to_the_general_path():
         _check(v)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "é",
+        "ü" * 64,  # 128 bytes of UTF-8: inline
+        "ü" * 65,  # 130: digested
+        "€" * 42,
+        "€" * 43,
+        "\U0001f600" * 32,
+        "\U0001f600" * 33,
+        "\ud800",
+        "a\udcffb\udbff\udfff",  # lone and paired surrogates: passed through one by one
+        "\x80" * 200,
+        "ä" * ((1 << 18) - 1),  # the longest the fast walk encodes itself
+        "ä" * (1 << 18),  # could reach the GIL-release size: the general path's
+    ],
+    ids=lambda s: f"{len(s)}-chars-{len(s.encode('utf-8', 'surrogatepass'))}-bytes",
+)
+def test_non_ascii_values_around_the_inline_limit(text):
+    _check(text)
+    _check({"text": text, "n": 1})
+    _check({"parts": [text, "ascii", text[:3]], "d": {"t": text}})
+
+
 def test_strip_with_only_str_and_with_other_members():
     v = {"path": "a", "id": 7, "nested": [{"id": 1, "x": 2}, {"y": {"id": 3}}]}
     c, py = _twins()

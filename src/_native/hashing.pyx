@@ -393,6 +393,74 @@ cdef extern from *:
 
     static int loopcore_fw_container(loopcore_fw* w, PyObject* v, int budget);
 
+    /* a str that is not ASCII (else 1): its UTF-8, lone surrogates passed through (the
+     * general path's "surrogatepass"), encoded here rather than with PyUnicode_AsUTF8AndSize,
+     * which may allocate and, on a surrogate, raise. Strings that could reach the GIL-release
+     * size in UTF-8 are left to the general path. */
+    static int loopcore_fw_utf8(loopcore_fw* w, PyObject* s) {
+        Py_ssize_t len, i, n;
+        int kind;
+        const void* data;
+        unsigned char* out;
+        unsigned char* q;
+        unsigned char* p;
+        uint64_t h;
+        if (Py_TYPE(s) != &PyUnicode_Type || !PyUnicode_IS_COMPACT(s)) return 1;
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_LIMITED_API) && !defined(PYPY_VERSION)
+        if (((PyCompactUnicodeObject*)s)->utf8 != NULL) {
+            /* the UTF-8 CPython keeps once asked for it (no surrogates in it) */
+            const char* u = ((PyCompactUnicodeObject*)s)->utf8;
+            n = ((PyCompactUnicodeObject*)s)->utf8_length;
+            if (n >= LOOPCORE_FLAT_NOGIL) return 1;
+            LOOPCORE_FW_ROOM(w, LOOPCORE_FLAT_ROOM);
+            p = w->buf + w->len;
+            q = n <= LOOPCORE_FLAT_INLINE ? (loopcore_put_blob(p, 's', u, (size_t)n), p + 5 + n)
+                                          : loopcore_put_digest(p, 'S', u, n);
+            w->len = q - w->buf;
+            return 0;
+        }
+    #endif
+        len = PyUnicode_GET_LENGTH(s);
+        if (len >= LOOPCORE_FLAT_NOGIL / 4) return 1;
+        LOOPCORE_FW_ROOM(w, 22 + 4 * len);
+        kind = PyUnicode_KIND(s);
+        data = PyUnicode_DATA(s);
+        out = w->buf + w->len + 22;  /* past the longest header: the bytes, then moved */
+        q = out;
+        for (i = 0; i < len; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c < 0x80) {
+                *q++ = (unsigned char)c;
+            } else if (c < 0x800) {
+                *q++ = (unsigned char)(0xC0 | (c >> 6));
+                *q++ = (unsigned char)(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                *q++ = (unsigned char)(0xE0 | (c >> 12));
+                *q++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                *q++ = (unsigned char)(0x80 | (c & 0x3F));
+            } else {
+                *q++ = (unsigned char)(0xF0 | (c >> 18));
+                *q++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+                *q++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                *q++ = (unsigned char)(0x80 | (c & 0x3F));
+            }
+        }
+        n = q - out;
+        p = w->buf + w->len;
+        if (n <= LOOPCORE_FLAT_INLINE) {
+            loopcore_put_u32(p, 's', n);
+            memmove(p + 5, out, (size_t)n);
+            w->len += 5 + n;
+        } else {
+            h = loopcore_xxh3_digest(out, (size_t)n);
+            p = loopcore_put_u64(p, 'S', (uint64_t)n);
+            h = XXH_readLE64(&h);
+            memcpy(p, &h, 8);
+            w->len += 17;
+        }
+        return 0;
+    }
+
     #define LOOPCORE_IS_CONTAINER(t) \
         ((t) == &PyDict_Type || (t) == &PyList_Type || (t) == &PyTuple_Type)
 
@@ -418,8 +486,14 @@ cdef extern from *:
             }
             if (!LOOPCORE_IS_CONTAINER(Py_TYPE(x))) {
                 q = loopcore_put_leaf(p, x);
-                if (q == NULL) return 1;
-                p = q;
+                if (q != NULL) {
+                    p = q;
+                    continue;
+                }
+                w->len = p - w->buf;
+                r = loopcore_fw_utf8(w, x);
+                if (r) return r;
+                p = w->buf + w->len;
                 continue;
             }
             w->len = p - w->buf;
@@ -506,8 +580,14 @@ cdef extern from *:
             v = e[i].v;
             if (!LOOPCORE_IS_CONTAINER(Py_TYPE(v))) {
                 q = loopcore_put_leaf(p, v);
-                if (q == NULL) return 1;
-                p = q;
+                if (q != NULL) {
+                    p = q;
+                    continue;
+                }
+                w->len = p - w->buf;
+                r = loopcore_fw_utf8(w, v);
+                if (r) return r;
+                p = w->buf + w->len;
                 continue;
             }
             w->len = p - w->buf;
@@ -541,7 +621,7 @@ cdef extern from *:
         if (LOOPCORE_IS_CONTAINER(Py_TYPE(v))) return loopcore_fw_container(w, v, budget);
         LOOPCORE_FW_ROOM(w, LOOPCORE_FLAT_ROOM);
         q = loopcore_put_leaf(w->buf + w->len, v);
-        if (q == NULL) return 1;
+        if (q == NULL) return loopcore_fw_utf8(w, v);
         w->len = q - w->buf;
         return 0;
     }
