@@ -5,7 +5,7 @@ must produce the same bytes for every input (the tests cross the twins with hypo
 
 How it stays fast and safe:
 - a JSON-like value (dicts of at most 32 short ASCII str keys, lists, tuples, and scalars: None,
-  bool, int64 ints, floats, ASCII str and bytes below the GIL-release size; no subclasses) is
+  bool, int64 ints, floats, str and bytes below the GIL-release size; no subclasses) is
   encoded by one C walk (``loopcore_fw_value``) that runs no Python code at all, so it reads
   every container through borrowed pointers: no snapshot, no reference counting, keys sorted
   on the stack. The first value it cannot take abandons the walk (nothing is kept) and the
@@ -202,8 +202,8 @@ cdef extern from *:
 cdef extern from *:
     """
     /* The fast walk: JSON-like values - dicts of exact short ASCII str keys, lists, tuples,
-     * and scalars (None, bool, an int that fits int64, a float, an ASCII str or bytes below
-     * the GIL-release size) - as nearly every tool payload is ({"path", "offset", "limit"},
+     * and scalars (None, bool, an int that fits int64, a float, a str or bytes below the
+     * GIL-release size) - as nearly every tool payload is ({"path", "offset", "limit"},
      * {"command", "timeout"}...). Encoding one runs no Python code at all: no converter (no
      * value needs one), no strip test that can call __hash__/__eq__ (strip is NULL or a
      * frozenset of exact str, whose membership test is C), no allocation of a Python object,
