@@ -1586,17 +1586,25 @@ cdef object _top(object value, object strip, object default, uint64_t* out, bint
     return result
 
 
+cdef bint _short_str(object s, uint64_t* out) noexcept:
+    """A short ASCII str alone (a call id): its 's' encoding on the stack, digested."""
+    cdef unsigned char small[5 + C_INLINE_MAX]
+    cdef Py_ssize_t n
+    if not PyUnicode_IS_COMPACT_ASCII(s):
+        return False
+    n = PyUnicode_GET_LENGTH(s)
+    if n > C_INLINE_MAX:
+        return False
+    loopcore_put_blob(small, b"s", <const char*>PyUnicode_1BYTE_DATA(s), <size_t>n)
+    out[0] = loopcore_xxh3_digest(small, <size_t>(5 + n))
+    return True
+
+
 cdef inline object _compute(object value, object strip, object default, uint64_t* out, bint want_bytes):
     # the two paths are separate functions so that a nested call's frame holds no Ctx
-    cdef Py_ssize_t base, n
-    cdef unsigned char small[5 + C_INLINE_MAX]
-    if not want_bytes and PyUnicode_CheckExact(value) and PyUnicode_IS_COMPACT_ASCII(value):
-        # a short str alone (a call id): its 's' encoding on the stack, digested, nothing else
-        n = PyUnicode_GET_LENGTH(value)
-        if n <= C_INLINE_MAX:
-            loopcore_put_blob(small, b"s", <const char*>PyUnicode_1BYTE_DATA(value), <size_t>n)
-            out[0] = loopcore_xxh3_digest(small, <size_t>(5 + n))
-            return None
+    cdef Py_ssize_t base
+    if not want_bytes and PyUnicode_CheckExact(value) and _short_str(value, out):
+        return None
     base = loopcore_hash_base if loopcore_hash_callbacks else 0
     if base:
         return _nested(value, strip, default, out, want_bytes, base)
