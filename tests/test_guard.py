@@ -874,6 +874,56 @@ def test_events_go_to_the_logger_with_levels(make, caplog):
     )
 
 
+def test_events_build_no_log_record_when_only_null_handlers_would_get_it(make, monkeypatch):
+    # A LogRecord nobody can read is not made; on_event still gets every event, and a real
+    # handler (or a filter, or none at all: the last resort) gets the records again.
+    made = []
+    factory = logging.getLogRecordFactory()
+    lg = logging.getLogger("loopcore")
+    monkeypatch.setattr(lg, "handlers", [logging.NullHandler()])
+    monkeypatch.setattr(lg, "propagate", False)
+    monkeypatch.setattr(lg, "level", logging.WARNING)
+    events = []
+    g = make(OC, on_event=events.append)
+    calls(g, "s", "read", {"p": 1}, "same", n=21)
+    assert [e["level"] for e in events] == ["warn", "block"]
+
+    def counting(*a, **kw):
+        made.append(a[4])
+        return factory(*a, **kw)
+
+    monkeypatch.setattr(logging, "_logRecordFactory", counting)  # a custom factory: records made
+    calls(g, "t", "read", {"p": 1}, "same", n=11)
+    assert made == ["doom_loop_detected: %s %s on %s in session %r (count %d)"]
+    monkeypatch.setattr(logging, "_logRecordFactory", factory)
+    seen = []
+    h = logging.Handler()
+    h.emit = seen.append
+    for extra in ([h], []):  # a real handler; no handler at all (logging's last resort)
+        seen.clear()
+        monkeypatch.setattr(lg, "handlers", extra)
+        monkeypatch.setattr(logging, "lastResort", h)
+        calls(g, f"u{len(extra)}", "read", {"p": 1}, "same", n=11)
+        assert [r.levelno for r in seen] == [logging.WARNING]
+    monkeypatch.setattr(lg, "handlers", [logging.NullHandler()])
+    seen.clear()
+    lg.addFilter(f := lambda r: seen.append(r) or True)
+    try:
+        calls(g, "v", "read", {"p": 1}, "same", n=11)
+    finally:
+        lg.removeFilter(f)
+    assert len(seen) == 1
+    real_make = lg.makeRecord
+    monkeypatch.setattr(lg, "makeRecord", lambda *a, **kw: made.append(a) or real_make(*a, **kw))
+    made.clear()
+    n_events = len(events)
+    calls(g, "w", "read", {"p": 1}, "same", n=11)  # NullHandler only: no record made
+    assert len(events) == n_events + 1 and not made
+    monkeypatch.setattr(lg, "handlers", [logging.NullHandler(), h])
+    calls(g, "x", "read", {"p": 1}, "same", n=11)
+    assert len(events) == n_events + 2 and len(made) == 1
+
+
 def test_warning_events_deduplicated_by_bucket_per_key(make):
     events = []
     g = make(OC, on_event=events.append)
