@@ -330,6 +330,14 @@ def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
         ),  # kept text restates the id
         ({"message": {"id": "m-1", "text": "hi", "direction": "out"}}, True),  # a delivery object
         (None, False),
+        ({"ok": True, "ts": 1_700_000_123, "text": "at 1700000123"}, True),  # an int id restated
+        ({"ok": True, "ts": -4711, "note": "n-4711"}, True),
+        ({"ok": True, "ts": 1_700_000_123, "note": "170000012"}, False),  # shorter than the id
+        ({"ok": True, "messageId": "m-47110000", "note": "m-4711"}, False),
+        ({"ok": True, "ts": 10**30, "note": "x" * 40}, False),  # past 64 bits
+        ({"ok": True, "ts": 10**30, "note": f"n{10**30}"}, True),
+        ({"ok": True, "messageIds": [["id-1234"]], "note": ["new id-1234"]}, True),  # in lists
+        ({"ok": True, "messageIds": [["id-1234"]], "note": ["id-12"]}, False),
     ],
 )
 def test_send_results_take_the_in_place_hash_unless_a_copy_is_needed(result, copied):
@@ -392,6 +400,28 @@ def test_cyclic_send_results_never_crash(impl):
     assert g.result_hash("message", {"action": "send"}, removed) == g.result_hash(
         "message", {"action": "send"}, {"ok": True}
     )
+
+
+def _shared(depth):
+    v: list = []
+    for _ in range(depth):
+        v = [v, v]  # 2**depth paths through depth + 1 lists
+    return v
+
+
+@pytest.mark.parametrize("key", ["x", "messageId"])
+def test_send_results_that_would_take_exponential_walks_raise(impl, key):
+    # kept or stripped, a result whose walk would follow 2**40 references is refused at once
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
+    with pytest.raises(ValueError, match="nested containers"):
+        g.record("s", "message", {"action": "send", "text": "hi"}, {"ok": True, key: _shared(40)})
+    g.record("s", "message", {"action": "send", "text": "hi"}, {"ok": True, key: _shared(12)})
+
+
+def test_send_results_with_ints_too_long_for_text_raise_in_both_twins(impl):
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
+    with pytest.raises(ValueError):
+        g.record("s", "message", {"action": "send"}, {"ok": True, "ts": 10**5000, "x": "ab"})
 
 
 def test_the_table_decides_and_announces_without_a_guard(impl):

@@ -11,6 +11,7 @@ from cpython.object cimport PyTypeObject
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.object cimport PyObject
 from cpython.set cimport PySet_Contains
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
@@ -265,26 +266,97 @@ cdef object _strip_send_result(result, frozenset keys):
     return stripped
 
 
-cdef int _scan_send(v, frozenset keys, list removed, int depth) except -1:
+cdef struct SendScan:
+    int64_t seen  # containers visited (the walk gives up past MAX_SEND_NODES)
+    Py_ssize_t kept_max  # the length of the longest str the strip would keep
+
+
+cdef int _scan_removed(v, list removed, int depth, SendScan* sc) except -1:
+    # _collect_scalars, counting the containers it walks (1 past MAX_SEND_NODES): exact ints of
+    # 64 bits go into *removed* as ints, turned into text only if some kept text is long enough
+    # to hold them (a longer int becomes text at once: str() may refuse it, as the strip would).
+    cdef int overflow
+    if isinstance(v, str):
+        if PyUnicode_GET_LENGTH(v) >= 4:
+            removed.append(v)
+    elif type(v) is int:
+        if v >= 1000 or v <= -1000:
+            PyLong_AsLongLongAndOverflow(v, &overflow)
+            removed.append(v if overflow == 0 else str(v))
+    elif isinstance(v, int) and not isinstance(v, bool):
+        if v >= 1000 or v <= -1000:
+            removed.append(str(v))
+    elif depth >= MAX_DEPTH:
+        return 0
+    elif isinstance(v, dict):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES:
+            return 1
+        for x in (<dict>v).values():
+            if _scan_removed(x, removed, depth + 1, sc):
+                return 1
+    elif isinstance(v, (list, tuple)):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES:
+            return 1
+        for x in v:
+            if _scan_removed(x, removed, depth + 1, sc):
+                return 1
+    return 0
+
+
+cdef int _scan_send(v, frozenset keys, list removed, int depth, SendScan* sc) except -1:
     # _strip_send's walk without building anything: collects what it would remove into
-    # *removed*; 1 when the strip needs the full path (a delivery object, whose bare id goes
-    # too, or a value deeper than MAX_DEPTH), else 0.
-    cdef int found = 0
+    # *removed* and the longest text it would keep; 1 when the strip needs the full path (a
+    # delivery object, whose bare id goes too, a value deeper than MAX_DEPTH, or more than
+    # MAX_SEND_NODES containers, which the full path refuses), else 0.
+    cdef Py_ssize_t n
     if depth >= MAX_DEPTH:
         return 1
     if isinstance(v, dict):
-        if _is_delivery_object(<dict>v):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES or _is_delivery_object(<dict>v):
             return 1
         for k, x in (<dict>v).items():
             if PySet_Contains(keys, k):
-                _collect_scalars(x, removed, depth + 1)
-            elif not (x is None or type(x) is str or type(x) is bool or type(x) is int or type(x) is float):
-                found |= _scan_send(x, keys, removed, depth + 1)
-        return found
+                if _scan_removed(x, removed, depth + 1, sc):
+                    return 1
+            elif type(x) is str:
+                n = PyUnicode_GET_LENGTH(x)
+                if n > sc.kept_max:
+                    sc.kept_max = n
+            elif not (x is None or type(x) is bool or type(x) is int or type(x) is float):
+                if _scan_send(x, keys, removed, depth + 1, sc):
+                    return 1
+        return 0
     if isinstance(v, (list, tuple)):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES:
+            return 1
         for x in v:
-            found |= _scan_send(x, keys, removed, depth + 1)
-    return found
+            if _scan_send(x, keys, removed, depth + 1, sc):
+                return 1
+        return 0
+    if isinstance(v, str):
+        n = PyUnicode_GET_LENGTH(v)
+        if n > sc.kept_max:
+            sc.kept_max = n
+    return 0
+
+
+cdef inline Py_ssize_t _decimal_len(int64_t x) noexcept:
+    # len(str(x))
+    cdef Py_ssize_t n = 1
+    cdef uint64_t u
+    if x < 0:
+        n = 2
+        u = <uint64_t>0 - <uint64_t>x
+    else:
+        u = <uint64_t>x
+    while u >= 10:
+        u //= 10
+        n += 1
+    return n
 
 
 cdef bint _mentions_kept(v, frozenset keys, list removed, int depth) except -1:
@@ -318,12 +390,30 @@ cdef inline object _send_body(result):
 
 cdef bint _send_needs_copy(body, frozenset keys) except -1:
     # Whether _strip_send_result must build its copy for the send result *body* (_send_body):
-    # a delivery object (its bare id goes), a value deeper than MAX_DEPTH, or kept text that
-    # restates a stripped id.
+    # a delivery object (its bare id goes), a value deeper than MAX_DEPTH, more containers than
+    # it strips (it raises), or kept text that restates a stripped id. One walk; a stripped id
+    # longer than every kept text cannot be restated, so it is not looked for.
     cdef list removed = []
-    if _scan_send(body, keys, removed, 0):
+    cdef list texts
+    cdef SendScan sc
+    cdef int overflow
+    cdef long long x
+    sc.seen = 0
+    sc.kept_max = 0
+    if _scan_send(body, keys, removed, 0, &sc):
         return True
-    return bool(removed) and _mentions_kept(body, keys, removed, 0)
+    if not removed or sc.kept_max < 4:
+        return False
+    texts = []
+    for r in removed:
+        if type(r) is int:  # 64 bits (_scan_removed)
+            x = PyLong_AsLongLongAndOverflow(r, &overflow)
+            if _decimal_len(x) > sc.kept_max:
+                continue
+            r = str(r)
+        if PyUnicode_GET_LENGTH(r) <= sc.kept_max:
+            texts.append(r)
+    return bool(texts) and _mentions_kept(body, keys, texts, 0)
 
 
 cdef bint _mentions(v, list removed, int depth) except -1:
@@ -1480,7 +1570,6 @@ cdef class Table:
         # the hash gives the same bytes.
         cdef uint64_t h = 0
         body = _send_body(result)
-        _check_send_size(body)
         if self.c_hash == NULL or _send_needs_copy(body, self.volatile_keys):
             return self._hash(_strip_send_result(result, self.volatile_keys))
         try:
