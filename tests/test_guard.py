@@ -1017,3 +1017,54 @@ def test_taxonomy_classify_plugs_in(make):
     g.record("s", "Read", {"file_path": "a.ts"}, "body")
     calls(g, "s", "bash", {"command": "sed -i s/a/b/ a.ts"}, "")
     assert g.check("s", "Read", {"file_path": "a.ts"}) is ALLOW
+
+
+def test_check_and_record_bind_every_argument_form_alike(make):
+    # The compiled entries bind the common forms themselves and hand every other one to the
+    # Guard's own methods: all forms give the same decisions, counters and errors on both twins.
+    g = make(Policy.default())
+    kw = {"".join(["call", "_id"]): "c-1"}  # a keyword name that is not the interned constant
+    out = []
+    for _ in range(3):
+        out.append(g.check("s", "read", {"p": 1}, call_id="c-0").action)
+        g.record("s", "read", {"p": 1}, "same", call_id="c-0", tokens=7)
+        out.append(g.check("s", tool="read", args={"p": 1}).action)
+        g.record("s", "read", args={"p": 1}, result="same", run_id=None, kind=None, target=None)
+        out.append(g.check("s", "read", {"p": 1}, kind=None, target=None, **kw).action)
+        g.record("s", "read", {"p": 1}, result="same", error=None, tokens=None, **kw)
+        out.append(g.check(session="s", tool="read", args={"p": 1}, run_id="r").action)
+        g.record(session="s", tool="read", args={"p": 1}, result="same", run_id="r")
+    assert out == ["allow", "allow", "warn", "allow", "warn", "block"] + [
+        "block",
+        "allow",
+        "block",
+        "block",
+        "block",
+        "warn",
+    ]
+    assert g.stats()["tokens"] == 21 and g.stats()["records"] == 12
+    for bad in (
+        lambda: g.check("s"),
+        lambda: g.check("s", "read", {}, {}),
+        lambda: g.check("s", "read", {}, args={}),
+        lambda: g.check("s", "read", bogus=1),
+        lambda: g.record("s", "read", {}, "r", {}),
+        lambda: g.record("s", "read", {}, "r", result="r"),
+        lambda: g.record("s", "read", {}, "r", bogus=1),
+        lambda: g.record("s", "read", {}, "r", tokens=-1),
+        lambda: g.record("s", "read", {}, "r", tokens=True),
+        lambda: g.check("s", 5, {}),
+    ):
+        with pytest.raises((TypeError, ValueError)) as exc:
+            bad()
+        assert "Guard." in str(exc.value) or "tokens" in str(exc.value) or "tool" in str(exc.value)
+
+
+def test_check_and_record_have_the_guards_signatures(make):
+    import inspect
+
+    g = make(Policy.default())
+    for mine, ref in ((g.check, Guard.check), (g.record, Guard.record)):
+        got = [(p.name, p.kind, p.default) for p in inspect.signature(mine).parameters.values()]
+        want = [(p.name, p.kind, p.default) for p in inspect.signature(ref).parameters.values()]
+        assert got == want[1:]  # without self

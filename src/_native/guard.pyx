@@ -1711,15 +1711,35 @@ cdef object _new_decision(type cls, str action, str detector, int64_t count, int
     return d
 
 
+cdef extern from "Python.h":
+    """
+    /* Guard.check / Guard.record as METH_FASTCALL | METH_KEYWORDS builtins bound to a _Fast:
+       CPython calls them with the caller's argument array and keyword names as they are (no
+       bound-method layer, no argument tuple, no keyword dict). */
+    #define LOOPCORE_FASTCALL_KW (METH_FASTCALL | METH_KEYWORDS)
+    """
+    ctypedef struct PyMethodDef:
+        const char* ml_name
+        void* ml_meth
+        int ml_flags
+        const char* ml_doc
+    int LOOPCORE_FASTCALL_KW
+    object PyCFunction_NewEx(PyMethodDef* ml, object self, object module)
+    object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
+    Py_ssize_t PyTuple_GET_SIZE(PyObject* p)
+    PyObject* PyTuple_GET_ITEM(PyObject* p, Py_ssize_t i)
+
+
 @cython.final
 cdef class _Fast:
     """Guard.check and Guard.record for a guard without ``classify``: the common case in C.
 
-    Its bound ``check``/``record`` methods replace the Guard's (bound methods of a compiled
-    class take the vectorcall path, so a call builds no argument tuple). Same signatures and
-    results as ``Guard.check``/``Guard.record``: the table answers a plain call (its decision
-    and event included); anything else goes to the Guard's own methods, so behaviour is
-    identical by construction.
+    ``bind_fast`` makes its ``check``/``record`` builtins (``_fast_check_kw``/``_fast_record_kw``
+    bound to it), which replace the Guard's. Same signatures and results as
+    ``Guard.check``/``Guard.record``: the table answers a plain call (its decision and event
+    included); anything else (kind, target, error, an unusual token count, an unregistered tool,
+    arguments these entries do not bind) goes to the Guard's own methods with the very arguments
+    it was given, so behaviour and errors are identical by construction.
     """
 
     cdef Table table
@@ -1733,32 +1753,110 @@ cdef class _Fast:
         self.slow_check = slow_check
         self.slow_record = slow_record
 
-    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
-        """Guard.check (see there)."""
-        cdef int code
-        cdef Table tb
-        if kind is None and target is None:  # call ids ride the fast path too
-            tb = self.table
-            code = tb._fast_check(session, tool, args, run_id, call_id)
-            if code == 0:
-                return self.allow
-            if code > 0:
-                return tb._decide(code, tb.cur_state, tool, tb.cur_info.tid, tb.cur_ah, session, run_id)
-        return self.slow_check(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
 
-    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
-               tokens=None, kind=None, target=None):
-        """Guard.record (see there)."""
-        if error is None and kind is None and target is None and (
-                tokens is None or (type(tokens) is int and 0 <= tokens <= INT64_MAX)):
-            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0, call_id) >= 0:
-                return None
-        return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
-                                tokens=tokens, kind=kind, target=target)
+# The keyword names the entries bind by identity: the compiler interns the keywords of a call
+# site and Cython these constants (any other object goes to the Guard's method, which binds by
+# equality).
+cdef str _KW_ARGS = "args"
+cdef str _KW_RESULT = "result"
+cdef str _KW_RUN_ID = "run_id"
+cdef str _KW_CALL_ID = "call_id"
+cdef str _KW_TOKENS = "tokens"
+cdef str _KW_KIND = "kind"
+cdef str _KW_TARGET = "target"
+cdef str _KW_ERROR = "error"
+
+
+cdef object _fast_check_kw(object fast, PyObject** argv, Py_ssize_t nargs, PyObject* kwnames):
+    # check(session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None)
+    cdef _Fast f = <_Fast>fast
+    cdef Table tb = f.table
+    cdef Py_ssize_t i, nkw
+    cdef PyObject* name
+    cdef int code
+    if nargs < 2 or nargs > 3:
+        return PyObject_Vectorcall(f.slow_check, argv, <size_t>nargs, kwnames)
+    args = <object>argv[2] if nargs == 3 else None
+    run_id = None
+    call_id = None
+    if kwnames != NULL:
+        nkw = PyTuple_GET_SIZE(kwnames)
+        for i in range(nkw):
+            name = PyTuple_GET_ITEM(kwnames, i)
+            if name == <PyObject*>_KW_CALL_ID:
+                call_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_RUN_ID:
+                run_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_ARGS and nargs == 2:
+                args = <object>argv[nargs + i]
+            elif not ((name == <PyObject*>_KW_KIND or name == <PyObject*>_KW_TARGET)
+                      and argv[nargs + i] == <PyObject*>None):
+                return PyObject_Vectorcall(f.slow_check, argv, <size_t>nargs, kwnames)
+    session = <object>argv[0]
+    tool = <object>argv[1]
+    code = tb._fast_check(session, tool, args, run_id, call_id)
+    if code == 0:
+        return f.allow
+    if code > 0:
+        return tb._decide(code, tb.cur_state, tool, tb.cur_info.tid, tb.cur_ah, session, run_id)
+    return PyObject_Vectorcall(f.slow_check, argv, <size_t>nargs, kwnames)
+
+
+cdef object _fast_record_kw(object fast, PyObject** argv, Py_ssize_t nargs, PyObject* kwnames):
+    # record(session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
+    #        tokens=None, kind=None, target=None)
+    cdef _Fast f = <_Fast>fast
+    cdef Py_ssize_t i, nkw
+    cdef PyObject* name
+    cdef int64_t ntok = 0
+    if nargs < 2 or nargs > 4:
+        return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+    args = <object>argv[2] if nargs >= 3 else None
+    result = <object>argv[3] if nargs == 4 else None
+    run_id = None
+    call_id = None
+    if kwnames != NULL:
+        nkw = PyTuple_GET_SIZE(kwnames)
+        for i in range(nkw):
+            name = PyTuple_GET_ITEM(kwnames, i)
+            if name == <PyObject*>_KW_CALL_ID:
+                call_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_RUN_ID:
+                run_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_RESULT and nargs <= 3:
+                result = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_ARGS and nargs == 2:
+                args = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_TOKENS:
+                tokens = <object>argv[nargs + i]
+                if tokens is not None:
+                    if not (type(tokens) is int and 0 <= tokens <= INT64_MAX):
+                        return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+                    ntok = tokens
+            elif not ((name == <PyObject*>_KW_KIND or name == <PyObject*>_KW_TARGET
+                       or name == <PyObject*>_KW_ERROR) and argv[nargs + i] == <PyObject*>None):
+                return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+    if f.table._fast_record(<object>argv[0], <object>argv[1], args, result, run_id, ntok, call_id) >= 0:
+        return None
+    return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+
+
+cdef PyMethodDef _CHECK_DEF
+_CHECK_DEF.ml_name = "check"
+_CHECK_DEF.ml_meth = <void*>_fast_check_kw
+_CHECK_DEF.ml_flags = LOOPCORE_FASTCALL_KW
+_CHECK_DEF.ml_doc = (b"check(session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None)\n"
+                     b"--\n\nGuard.check (see there).")
+cdef PyMethodDef _RECORD_DEF
+_RECORD_DEF.ml_name = "record"
+_RECORD_DEF.ml_meth = <void*>_fast_record_kw
+_RECORD_DEF.ml_flags = LOOPCORE_FASTCALL_KW
+_RECORD_DEF.ml_doc = (b"record(session, tool, args=None, result=None, *, error=None, run_id=None, "
+                      b"call_id=None, tokens=None, kind=None, target=None)\n--\n\nGuard.record (see there).")
 
 
 def bind_fast(Table table, check, record):
     """(check, record) callables with Guard.check/record's signatures that run the common case in
     C on *table* and hand everything else to *check*/*record* (the Guard's own methods)."""
     fast = _Fast(table, check, record)
-    return fast.check, fast.record
+    return PyCFunction_NewEx(&_CHECK_DEF, fast, None), PyCFunction_NewEx(&_RECORD_DEF, fast, None)
