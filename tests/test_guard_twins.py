@@ -502,3 +502,52 @@ def test_a_subclass_override_is_respected():
     g = Counting(Policy.openclaw())
     g.check("s", "read", {"p": 1})
     assert Counting.calls == 1
+
+
+def _marker_script(g, steps):
+    out = []
+    for what, arg in steps:
+        if what == "user":
+            g.note_message("s", "go on", role="user")
+        elif what == "compaction":
+            g.note_compaction("s")
+        else:
+            d = g.check("s", "read", {"p": arg})
+            g.record("s", "read", {"p": arg}, "same")
+            out.append((d.action, d.detector, d.count))
+    return out
+
+
+_MARKER_STEPS = (
+    [("call", 1)] * 8
+    + [("user", 0)]
+    + [("call", 1)] * 4  # counted from the user message on: no generic_repeat warning yet
+    + [("compaction", 0)]
+    + [("call", 2)] * 4  # the loop a compaction restarts
+    + [("call", i) for i in range(10, 18)]
+    + [("call", 3)] * 3
+    + [("user", 0), ("compaction", 0)]
+    + [("call", 3)] * 5
+)
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "pol",
+    [Policy.openclaw(), Policy.default().replace(window=4), Policy.default().replace(window=6)],
+)
+def test_marker_counts_survive_the_ring_wrapping_and_a_snapshot(pol):
+    # The compiled ring counts its user and compaction markers to skip scanning for them: the
+    # count must follow markers leaving the window and come back from a snapshot.
+    from loopcore.guard import _restore_guard
+
+    want = _marker_script(_make_guard(pol, impl="py"), _MARKER_STEPS)
+    for cut in range(len(_MARKER_STEPS) + 1):
+        for impl in ("c", "py"):
+            g = _make_guard(pol, impl=impl)
+            head = _marker_script(g, _MARKER_STEPS[:cut])
+            g = _restore_guard(g.snapshot(), impl=impl)
+            assert head + _marker_script(g, _MARKER_STEPS[cut:]) == want, (impl, cut)
+    if pol.name == "openclaw":
+        assert [d[0] for d in want[8:12]] == ["allow"] * 4
+        assert ("block", "compaction_loop", 3) in want

@@ -455,6 +455,8 @@ cdef class State:
     cdef int n
     cdef int head
     cdef int nbudget
+    cdef int n_user  # user-message markers in the ring (most sessions have none: scans skip them)
+    cdef int n_compaction  # compaction markers in the ring
     cdef public int64_t n_steps
     cdef public uint64_t veto_tool
     cdef public uint64_t veto_args
@@ -487,6 +489,8 @@ cdef class State:
         self.nbudget = nbudget
         self.n = 0
         self.head = 0
+        self.n_user = 0
+        self.n_compaction = 0
         self.out_of_step = -1
         self.extra = None
 
@@ -497,6 +501,13 @@ cdef class State:
 
     def __len__(self):
         return self.n
+
+    cdef inline void _unmark(self, uint8_t kind) noexcept nogil:
+        # an entry of *kind* leaves the ring
+        if kind == K_USER:
+            self.n_user -= 1
+        elif kind == K_COMPACTION:
+            self.n_compaction -= 1
 
     cdef inline int ph(self, int i) noexcept nogil:
         cdef int j = self.head + i
@@ -515,6 +526,11 @@ cdef class State:
             self.head += 1
             if self.head == self.cap:
                 self.head = 0
+            self._unmark(self.kind[j])
+        if kind == K_USER:
+            self.n_user += 1
+        elif kind == K_COMPACTION:
+            self.n_compaction += 1
         self.tool[j] = tool
         self.args[j] = args
         self.res[j] = res
@@ -682,6 +698,10 @@ cdef class Engine:
                 st.flags[j] = e[3]
                 st.kind[j] = e[4]
                 st.kind[j] = kind_from_stored(st.kind[j])
+                if st.kind[j] == K_USER:
+                    st.n_user += 1
+                elif st.kind[j] == K_COMPACTION:
+                    st.n_compaction += 1
                 st.tgt[j] = e[5] & MASK64
                 st.cid[j] = e[6] & MASK64
                 st.seq[j] = e[7]
@@ -829,7 +849,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     cdef uint64_t b_aux = 0, w_aux = 0, b_aux2 = 0, w_aux2 = 0
     cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of, nt = 0
     cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
-    cdef bint np_done = False, es_done = False, distinct, ev, best_ev
+    cdef bint np_done = False, es_done = False, distinct, ev, best_ev, users
     cdef uint8_t f, ki
     cdef int variants = 0
 
@@ -855,18 +875,23 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
 
     # identical-call streaks over calls with an outcome (other calls are skipped); nt counts
     # this tool's calls with an outcome over the same stretch (what argument churn counts)
+    users = st.n_user != 0
     for i in range(n - 1, -1, -1):
         j = st.ph(i)
-        if st.tool[j] != tool or st.args[j] != args:
-            if st.kind[j] == K_USER:
+        if st.tool[j] != tool:
+            if users and st.kind[j] == K_USER:
                 break
-            if st.tool[j] == tool and st.flags[j] & F_HAS:
+            continue
+        f = st.flags[j]
+        if st.args[j] != args:
+            if users and st.kind[j] == K_USER:
+                break
+            if f & F_HAS:
                 nt += 1
             continue
         rc += 1
         if rc_of < 0:
             rc_of = st.seq[j]
-        f = st.flags[j]
         if not f & F_HAS:
             continue
         nt += 1
@@ -904,7 +929,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             b_of = of
             b_aux = <uint64_t>variants
 
-    if not block and p.compaction_window and n >= p.compaction_window:
+    if not block and p.compaction_window and st.n_compaction and n >= p.compaction_window:
         c = _after_compaction(st, tool, args, <int>p.compaction_window)
         if c:
             block = D_COMPACTION
@@ -931,6 +956,9 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         for k in range(2, 6):
             if not p.cycle_periods_mask & (1 << k) or n < k:
                 continue
+            j = st.ph(n - k)
+            if st.tool[j] != tool or st.args[j] != args:
+                continue  # the call k back differs: no period-k repetition ends here (t == 0)
             # how far the period-k repetition reaches back (the call k back must equal this one;
             # most calls stop here, so this runs before the distinctness test below)
             t = 0
