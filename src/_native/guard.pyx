@@ -1556,14 +1556,17 @@ cdef class Table:
             if info is None:
                 return -1
         t = <ToolInfo>info
-        veto = _block_veto(result, self.veto_type)
-        if veto == 2:
-            return -1  # the block message as the tool's output: Guard.record decides on it
-        if not veto and t.exec and isinstance(result, dict):
+        if isinstance(result, dict):
+            # _block_veto's lookups, kept for the exec projection
             d = (<dict>result).get("details")
             if not isinstance(d, dict):
                 d = result
             status = (<dict>d).get("status")
+            veto = _dict_veto(<dict>d, status)
+        else:
+            veto = _block_veto(result, self.veto_type)
+            if veto == 2:
+                return -1  # the block message as the tool's output: Guard.record decides on it
         if call_id is not None:
             cid = self._cid_hash(call_id)
         if args is self.last_args and args is not None:
@@ -1575,7 +1578,7 @@ cdef class Table:
                 # the projection _outcome would make, reusing the lookups above
                 rh = self._hash(_project_exec_d(<dict>result, <dict>d, status))
             else:
-                rh = self._outcome_hash(t, args, result)
+                rh = self._outcome_hash(t, args, result, d)  # d: _send_body(result) or None
         if t.bslot >= self.engine.nbudget:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
@@ -1591,13 +1594,14 @@ cdef class Table:
         cdef int code = self._fast_record(session, tool, args, result, run_id, tokens, call_id)
         return None if code < 0 else code
 
-    cdef uint64_t _send_hash(self, result) except? 0:
+    cdef uint64_t _send_hash(self, result, body) except? 0:
         # == self._hash(_strip_send_result(result, self.volatile_keys)), without building the
         # stripped copy when it is not needed: the usual send result has no delivery object and
         # no text restating a stripped id, so hashing it with the volatile keys stripped inside
-        # the hash gives the same bytes.
+        # the hash gives the same bytes. *body* is _send_body(result) when the caller has it.
         cdef uint64_t h = 0
-        body = _send_body(result)
+        if body is None:
+            body = _send_body(result)
         if self.c_hash == NULL or _send_needs_copy(body, self.volatile_keys):
             return self._hash(_strip_send_result(result, self.volatile_keys))
         try:
@@ -1608,7 +1612,7 @@ cdef class Table:
 
     def send_hash(self, result):
         """The hash record() gives a send-like *result* (tests cross it with the full strip)."""
-        return self._send_hash(result)
+        return self._send_hash(result, None)
 
     def send_needs_copy(self, result):
         """True when record() hashes a stripped copy of the send-like *result*, False when it
@@ -1617,14 +1621,15 @@ cdef class Table:
         _check_send_size(_send_body(result))
         return _send_needs_copy(_send_body(result), self.volatile_keys)
 
-    cdef uint64_t _outcome_hash(self, ToolInfo t, args, result) except? 0:
-        # == self._hash(self._outcome(t, args, result)), with the send strip done in the hash
+    cdef uint64_t _outcome_hash(self, ToolInfo t, args, result, body) except? 0:
+        # == self._hash(self._outcome(t, args, result)), with the send strip done in the hash;
+        # *body* is _send_body(result) when the caller has it, else None
         if t.exec or (t.poll_actions is not None and isinstance(args, dict)
                       and (<dict>args).get("action") in t.poll_actions):
             return self._hash(_project_exec(result))
         if t.send or (t.send_actions is not None and isinstance(args, dict)
                       and (<dict>args).get("action") in t.send_actions):
-            return self._send_hash(result)
+            return self._send_hash(result, body)
         return self._hash(result)
 
     cdef object _outcome(self, ToolInfo t, args, result):
@@ -1707,11 +1712,18 @@ cdef int _block_veto(result, veto_type) except -1:
         d = (<dict>result).get("details")
         if not isinstance(d, dict):
             d = result
-        if (<dict>d).get("status") == "blocked" and (<dict>d).get("deniedReason") == "tool-loop":
-            return 1
-        return 0
+        return _dict_veto(<dict>d, (<dict>d).get("status"))
     if isinstance(result, veto_type):
         return 1 if result.action == "block" else 0
+    return 0
+
+
+cdef inline int _dict_veto(dict d, status) except -1:
+    # _block_veto of a dict result whose details (or itself) are *d*, d.get("status") *status*
+    if status is None:  # the usual result: None never equals "blocked"
+        return 0
+    if status == "blocked" and d.get("deniedReason") == "tool-loop":
+        return 1
     return 0
 
 
