@@ -1068,3 +1068,23 @@ def test_check_and_record_have_the_guards_signatures(make):
         got = [(p.name, p.kind, p.default) for p in inspect.signature(mine).parameters.values()]
         want = [(p.name, p.kind, p.default) for p in inspect.signature(ref).parameters.values()]
         assert got == want[1:]  # without self
+
+
+def test_tool_registry_overflow_keeps_decisions(make):
+    # The tool registry is a cache cleared past 4,096 names (the compiled side also remembers
+    # the last name objects by identity): a name seen before the clear decides as before.
+    g = make(Policy.default())
+    name = "todo_write"
+    for i in range(2):
+        assert g.check("s", "read", {"p": 1}) is ALLOW
+        g.record("s", "read", {"p": 1}, "same")
+    for i in range(24):
+        g.check("t", name, {"i": i})
+        g.record("t", name, {"i": i}, "ok")
+    for i in range(4100):
+        g.check("u", f"tool-{i}", {})
+    d = g.check("s", "read", {"p": 1})
+    assert (d.action, d.detector, d.count) == ("warn", "consecutive_repeat", 3)
+    d = g.check("t", name, {"i": 99})
+    assert (d.action, d.detector, d.count) == ("warn", "tool_budget", 25)
+    assert g.check("t", "Todo" + "Write", {"i": 0}) is ALLOW  # another budgeted name, own count

@@ -10,6 +10,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.object cimport PyObject
+from cpython.list cimport PyList_GET_ITEM
 from cpython.set cimport PySet_Contains
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
@@ -69,6 +70,7 @@ cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
 cdef object _REPR = repr
 cdef enum:
     MAX_EVENT_KEYS = 256  # event buckets kept per session (OpenClaw's bound on its warning map)
+    TOOL_CACHE = 8  # tool name objects the fast paths recognise by identity
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
 
@@ -1231,6 +1233,9 @@ cdef class Table:
     cdef State cur_state  # the last _fast_check's state, tool and args hash (read at once)
     cdef ToolInfo cur_info
     cdef object cur_tool  # the tool name of the last _fast_check (record() passes the same one)
+    cdef list tc_names  # the tool name objects looked up last (a harness passes the same ones)
+    cdef list tc_infos  # ... and their ToolInfo
+    cdef int tc_next
     cdef uint64_t cur_ah
     cdef uint64_t ops
     cdef readonly object policy
@@ -1270,6 +1275,9 @@ cdef class Table:
         self._get_fn = self.sessions.get
         self._move_fn = self.sessions.move_to_end
         self.tools = {}
+        self.tc_names = [None] * TOOL_CACHE
+        self.tc_infos = [None] * TOOL_CACHE
+        self.tc_next = 0
         self.hash_fn = hash_fn
         self.c_hash = NULL
         if hash_fn is not None:
@@ -1495,13 +1503,37 @@ cdef class Table:
     def register(self, str name, ToolInfo info):
         """Make *name* known to the fast paths (the registry is a cache: clear_tools() may drop it)."""
         self.tools[name] = info
+        self._forget_tool_objects()
         self.names[info.tid] = name
 
     def clear_tools(self):
         """Forget every registered tool (they are registered again on their next call)."""
         self.tools.clear()
+        self._forget_tool_objects()
         self.names.clear()
         self.cur_tool = None
+
+    cdef void _forget_tool_objects(self) noexcept:
+        cdef int i
+        for i in range(TOOL_CACHE):
+            self.tc_names[i] = None
+            self.tc_infos[i] = None
+
+    cdef inline object _tool_info(self, tool):
+        # self.tools.get(tool), first by identity among the last TOOL_CACHE name objects (the
+        # names are immutable exact strs; the cache holds them, so an identity cannot be reused)
+        cdef int i
+        cdef list names = self.tc_names
+        for i in range(TOOL_CACHE):
+            if PyList_GET_ITEM(names, i) == <PyObject*>tool:
+                return self.tc_infos[i]
+        info = self.tools.get(tool)
+        if info is not None and type(tool) is str:
+            i = self.tc_next
+            self.tc_names[i] = tool
+            self.tc_infos[i] = info
+            self.tc_next = (i + 1) % TOOL_CACHE
+        return info
 
     cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
@@ -1511,7 +1543,7 @@ cdef class Table:
         cdef uint64_t ah, cid = 0
         cdef State st
         cdef int code
-        info = self.tools.get(tool)
+        info = self._tool_info(tool)
         if info is None:
             return -1
         t = <ToolInfo>info
@@ -1552,7 +1584,7 @@ cdef class Table:
         if tool is self.cur_tool and self.cur_info is not None:
             info = self.cur_info  # the call just checked (the registry maps its name to it)
         else:
-            info = self.tools.get(tool)
+            info = self._tool_info(tool)
             if info is None:
                 return -1
         t = <ToolInfo>info
