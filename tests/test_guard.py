@@ -1075,7 +1075,7 @@ def test_tool_registry_overflow_keeps_decisions(make):
     # the last name objects by identity): a name seen before the clear decides as before.
     g = make(Policy.default())
     name = "todo_write"
-    for i in range(2):
+    for _ in range(2):
         assert g.check("s", "read", {"p": 1}) is ALLOW
         g.record("s", "read", {"p": 1}, "same")
     for i in range(24):
