@@ -551,3 +551,52 @@ def test_marker_counts_survive_the_ring_wrapping_and_a_snapshot(pol):
     if pol.name == "openclaw":
         assert [d[0] for d in want[8:12]] == ["allow"] * 4
         assert ("block", "compaction_loop", 3) in want
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+session_op = st.tuples(
+    st.sampled_from(["call", "call", "call", "reset", "forget", "wait", "snapshot"]),
+    st.sampled_from(["a", "b", "c", "d", 7]),
+    st.sampled_from([None, None, "r1", "r2"]),
+    st.integers(0, 1),
+)
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(session_op, max_size=80))
+def test_twins_keep_the_same_sessions_through_eviction_expiry_and_restore(ops):
+    # The session table (LRU cap, idle expiry, run ids, reset/forget, snapshots) holds the same
+    # sessions in the same order in both twins, with the same decisions and counters.
+    from loopcore.guard import _restore_guard
+
+    seen = {}
+    for impl in ("c", "py"):
+        clock = _Clock()
+        kw = {"max_sessions": 3, "ttl": 5.0, "clock": clock}
+        g = _make_guard(Policy.openclaw().replace(generic_warn=3), impl=impl, **kw)
+        out = []
+        for what, s, run, v in ops:
+            if what == "call":
+                d = g.check(s, "read", {"p": v}, run_id=run)
+                g.record(s, "read", {"p": v}, "same", run_id=run)
+                out.append((d.action, d.count))
+            elif what == "reset":
+                g.reset(s)
+            elif what == "forget":
+                g.forget(s)
+            elif what == "wait":
+                clock.t += 2.0 + 4 * v
+            else:
+                g = _restore_guard(g.snapshot(), impl=impl, **kw)
+            out.append((list(g.sessions()), len(g), s in g))
+        out.append(g.stats())
+        seen[impl] = out
+    assert seen["c"] == seen["py"]

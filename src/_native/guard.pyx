@@ -468,6 +468,7 @@ cdef class State:
     cdef public uint64_t out_aux2
     cdef public double touched
     cdef public object extra
+    cdef object key  # its (session, run_id) key in its Table (the very object stored there)
 
     def __cinit__(self, int cap, int nbudget):
         cdef size_t size = <size_t>cap * (5 * 8 + 8 + 2) + <size_t>nbudget * 8 + 8
@@ -1215,6 +1216,7 @@ cdef class Table:
     cdef readonly double ttl
     cdef readonly object clock
     cdef readonly object sessions
+    cdef dict plain  # session -> its state under run id None: the same states as in sessions
     cdef readonly dict runs
     cdef object _get_fn
     cdef object _move_fn
@@ -1271,6 +1273,7 @@ cdef class Table:
         self.ttl = ttl  # 0: never expire
         self.clock = clock
         self.sessions = OrderedDict()
+        self.plain = {}
         self.runs = {}
         self._get_fn = self.sessions.get
         self._move_fn = self.sessions.move_to_end
@@ -1321,16 +1324,28 @@ cdef class Table:
         cdef State st
         cdef double now
         cdef PyObject* found
-        key = (session, run_id)
-        # the OrderedDict's own dict part: the lookup without a method call
-        found = PyDict_GetItemWithError(self.sessions, key)
+        if run_id is None:
+            # most sessions have no run ids: found by the session alone, no key tuple built
+            key = None
+            found = PyDict_GetItemWithError(self.plain, session)
+        else:
+            key = (session, run_id)
+            # the OrderedDict's own dict part: the lookup without a method call
+            found = PyDict_GetItemWithError(self.sessions, key)
         obj = <object>found if found != NULL else None
         now = self._now()
         if obj is None or (self.ttl > 0 and now - (<State>obj).touched > self.ttl):
+            if obj is not None:
+                key = (<State>obj).key  # expired: its key object stays in the OrderedDict
+            elif key is None:
+                key = (session, None)
             st = State(self.engine.window, self.engine.nbudget)
+            st.key = key
             self.sessions[key] = st
             self._move_fn(key)
-            if run_id is not None:
+            if run_id is None:
+                self.plain[session] = st
+            else:
                 runs = self.runs.get(session)
                 if runs is None:
                     self.runs[session] = runs = set()
@@ -1339,7 +1354,7 @@ cdef class Table:
                 self._evict()
         else:
             st = <State>obj
-            self._move_fn(key)
+            self._move_fn(st.key)  # the stored key object: found by identity
         st.touched = now
         self.ops += 1
         if self.ttl > 0 and (self.ops & 1023) == 0:
@@ -1352,7 +1367,10 @@ cdef class Table:
             self.last_state = None
         session, run_id = key
         self.evicted += 1
-        if run_id is not None:
+        if run_id is None:
+            if self.plain.get(session) is st:
+                del self.plain[session]
+        else:
             runs = self.runs.get(session)
             if runs is not None:
                 runs.discard(run_id)
@@ -1681,6 +1699,7 @@ cdef class Table:
         """Remove every state of *session* (all run ids)."""
         self.last_state = None
         self.sessions.pop((session, None), None)
+        self.plain.pop(session, None)
         for run_id in self.runs.pop(session, ()):
             self.sessions.pop((session, run_id), None)
 
@@ -1693,9 +1712,13 @@ cdef class Table:
         ValueError for a state of another engine's size."""
         self.engine._fits(st)
         self.last_state = None
-        self.sessions[(session, run_id)] = st
-        self._move_fn((session, run_id))
-        if run_id is not None:
+        key = (session, run_id)
+        st.key = key
+        self.sessions[key] = st
+        self._move_fn(key)
+        if run_id is None:
+            self.plain[session] = st
+        else:
             self.runs.setdefault(session, set()).add(run_id)
         while len(self.sessions) > self.max_sessions:
             self._evict()
