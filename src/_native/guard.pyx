@@ -111,10 +111,12 @@ cdef object _project_exec(result):
 cdef object _project_exec_d(dict result, dict d, status):
     # *d* is result's details (or result) and *status* d.get("status"): the fast record path
     # has looked both up already to spot a veto.
+    cdef PyObject* found
     exit_code = None
     for k in _EXIT_KEYS:
-        if k in d:
-            exit_code = d[k]
+        found = PyDict_GetItemWithError(d, k)  # `k in d` and `d[k]` in one lookup
+        if found != NULL:
+            exit_code = <object>found
             break
     output = None
     for k in _OUT_KEYS:
