@@ -398,7 +398,7 @@ cdef bint _send_needs_copy(body, frozenset keys) except -1:
     # it strips (it raises), or kept text that restates a stripped id. One walk; a stripped id
     # longer than every kept text cannot be restated, so it is not looked for.
     cdef list removed = []
-    cdef list texts
+    cdef list texts = None
     cdef SendScan sc
     cdef int overflow
     cdef long long x
@@ -408,7 +408,6 @@ cdef bint _send_needs_copy(body, frozenset keys) except -1:
         return True
     if not removed or sc.kept_max < 4:
         return False
-    texts = []
     for r in removed:
         if type(r) is int:  # 64 bits (_scan_removed)
             x = PyLong_AsLongLongAndOverflow(r, &overflow)
@@ -416,8 +415,10 @@ cdef bint _send_needs_copy(body, frozenset keys) except -1:
                 continue
             r = str(r)
         if PyUnicode_GET_LENGTH(r) <= sc.kept_max:
+            if texts is None:
+                texts = []
             texts.append(r)
-    return bool(texts) and _mentions_kept(body, keys, texts, 0)
+    return texts is not None and _mentions_kept(body, keys, texts, 0)
 
 
 cdef bint _mentions(v, list removed, int depth) except -1:
@@ -1504,8 +1505,12 @@ cdef class Table:
     cdef uint64_t _args_hash(self, args) except? 0:
         # a dict's top-level keys in policy.ignored_args are left out (cline's task_progress)
         cdef frozenset ign = self.ignored_args
+        cdef uint64_t h = 0
         if ign is not None and type(args) is dict and not ign.isdisjoint(<dict>args):
             args = {k: v for k, v in (<dict>args).items() if k not in ign}
+        if self.c_hash != NULL:  # self._hash(args), without the call
+            self.c_hash(args, None, _REPR, &h)
+            return h
         return self._hash(args)
 
     def args_hash(self, args):
