@@ -600,3 +600,37 @@ def test_twins_keep_the_same_sessions_through_eviction_expiry_and_restore(ops):
         out.append(g.stats())
         seen[impl] = out
     assert seen["c"] == seen["py"]
+
+
+class _SubDecision(__import__("loopcore").Decision):
+    __slots__ = ("extra",)
+
+
+@pytest.mark.parametrize("cls_name", ["Decision", "_SubDecision"])
+def test_table_decisions_fill_every_slot_of_their_class(impl, cls_name):
+    # The compiled table fills a Decision's slots by their offsets when the class is Decision's
+    # plain shape, and by attribute otherwise: both give the same complete objects.
+    import gc
+
+    from loopcore import ALLOW, Decision
+    from loopcore.decision import _DET_NAMES
+
+    cls = Decision if cls_name == "Decision" else _SubDecision
+    pol = Policy.default()
+    eng = impl.guard.Engine(_engine_params(pol), [], [])
+    table = impl.guard.Table(
+        eng, pol, 10, 0.0, None, impl.hashing.canonical_hash, cls, ALLOW,
+        tuple(_DET_NAMES.get(i) for i in range(16)), None,
+    )  # fmt: skip
+    table.register("read", impl.guard.ToolInfo(7, -1, False, None, False, False, False, None))
+    out = []
+    for _ in range(6):
+        d = table.fast_check("s", "read", {"path": "a"}, None, None)
+        table.fast_record("s", "read", {"path": "a"}, d if d.blocked else "same", None, 0, None)
+        out.append(d)
+    gc.collect()
+    warn, block = out[2], out[4]
+    assert type(warn) is cls and type(block) is cls
+    assert warn.to_dict()["message"].startswith("WARNING:") and warn.of_step == 1
+    assert (block.action, block.detector, block.count) == ("block", "consecutive_repeat", 5)
+    assert block.key.startswith("consecutive_repeat:read:")

@@ -50,6 +50,7 @@ from guard_params cimport Params
 from loopcore._native_hashing cimport hash_into, hash_into_t
 
 from collections.abc import Mapping
+from types import MemberDescriptorType
 
 from loopcore._guard_params import PARAM_NAMES
 
@@ -1246,6 +1247,7 @@ cdef class Table:
     cdef readonly object policy
     cdef readonly dict names  # tool id -> name (a cycle's message names its pair)
     cdef type decision
+    cdef Py_ssize_t slot_off[7]  # the Decision class's slot offsets (slot_off[0] == 0: not known)
     cdef readonly object allow
     cdef tuple det_names
     cdef object emit
@@ -1265,6 +1267,9 @@ cdef class Table:
             raise TypeError("Table needs a Decision class built by object.__new__ with plain slots")
         self.engine = engine
         self.policy = policy
+        self.slot_off[0] = 0
+        if decision is not None:
+            _slot_offsets(decision, self.slot_off)
         self.names = {}
         self.decision = decision
         self.allow = allow
@@ -1427,8 +1432,12 @@ cdef class Table:
             # the global breaker's aux is the number of argument variants when it counted churn
             why = (self.policy, name, ah, aux if det == D_GLOBAL and aux else None)
             dk = (code, tid, 0 if det == D_BUDGET else ah)
-        d = _new_decision(self.decision, "block" if code >> 4 == L_BLOCK else "warn", self.det_names[det],
-                          count, of_step, why)
+        if self.slot_off[0]:
+            d = _fill_decision(self.decision, self.slot_off, "block" if code >> 4 == L_BLOCK else "warn",
+                               self.det_names[det], count, of_step, why)
+        else:
+            d = _new_decision(self.decision, "block" if code >> 4 == L_BLOCK else "warn", self.det_names[det],
+                              count, of_step, why)
         bucket_obj = bucket
         if st.extra is None:
             fresh = {}
@@ -1797,6 +1806,59 @@ def block_veto(result, veto_type):
 
 cdef extern from "Python.h":
     object PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t nitems)
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+        int flags
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    int T_OBJECT_EX
+    void Py_INCREF(object o)
+
+
+cdef tuple _DECISION_SLOTS = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
+
+
+cdef int _slot_offsets(type cls, Py_ssize_t* out) except -1:
+    # The offsets of *cls*'s seven slots in an instance, so a Decision is filled with plain
+    # stores; 0 (and out[0] = 0) unless every one is a writable object slot of *cls* itself.
+    cdef int i
+    cdef PyMemberDef* m
+    out[0] = 0
+    for i in range(7):
+        descr = cls.__dict__.get(_DECISION_SLOTS[i])
+        if type(descr) is not MemberDescriptorType or descr.__objclass__ is not cls:
+            out[0] = 0
+            return 0
+        m = (<PyMemberDescrObject*>descr).d_member
+        if m.type != T_OBJECT_EX or m.flags != 0 or m.offset < <Py_ssize_t>sizeof(PyObject):
+            out[0] = 0
+            return 0
+        out[i] = m.offset
+    return 1
+
+
+cdef inline void _put_slot(object d, Py_ssize_t off, object v) noexcept:
+    # a slot of a fresh instance (NULL until now) takes a new reference to *v*
+    Py_INCREF(v)
+    (<PyObject**>((<char*><PyObject*>d) + off))[0] = <PyObject*>v
+
+
+cdef object _fill_decision(type cls, Py_ssize_t* off, str action, str detector, int64_t count,
+                           int64_t of_step, tuple why):
+    # _new_decision with the slot offsets _slot_offsets found
+    d = PyType_GenericAlloc(<PyTypeObject*>cls, 0)
+    _put_slot(d, off[0], action)
+    _put_slot(d, off[1], detector)
+    _put_slot(d, off[2], count)
+    _put_slot(d, off[3], of_step if of_step >= 0 else None)
+    _put_slot(d, off[4], None)
+    _put_slot(d, off[5], None)
+    _put_slot(d, off[6], why)
+    return d
 
 
 cdef object _new_decision(type cls, str action, str detector, int64_t count, int64_t of_step, tuple why):
