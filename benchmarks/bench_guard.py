@@ -386,7 +386,9 @@ def main(argv=None) -> int:
             f"(call ids: {'yes' if opts.call_ids else 'no'}): {ir:,.0f} instructions/call"
         )
         return 0
-    # Events still go to the logger (that cost is measured); printing them to stderr is not.
+    # The "loopcore" logger gets a NullHandler and does not propagate, as in an application that
+    # shows no library logs: an event then builds no LogRecord (loopcore.guard._log_reaches),
+    # and printing events to stderr is not measured. The event buckets are still kept.
     logging.getLogger("loopcore").addHandler(logging.NullHandler())
     logging.getLogger("loopcore").propagate = False
     impls = ["py"] if _native_flag.NO_EXTENSIONS else ["c", "py"]
