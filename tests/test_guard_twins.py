@@ -634,3 +634,20 @@ def test_table_decisions_fill_every_slot_of_their_class(impl, cls_name):
     assert warn.to_dict()["message"].startswith("WARNING:") and warn.of_step == 1
     assert (block.action, block.detector, block.count) == ("block", "consecutive_repeat", 5)
     assert block.key.startswith("consecutive_repeat:read:")
+
+
+@needs_c
+def test_event_buckets_past_their_cap_announce_again_in_both_twins():
+    # A session keeps 256 event keys; the oldest goes first and, seen again, is announced again
+    # (the compiled table also remembers the key it looked up last: it must not outlive this).
+    names = [f"t{i}" for i in range(300)]
+    pol = Policy.default().replace(budgets={n: (1, None) for n in names})
+    seen = {}
+    for impl in ("c", "py"):
+        events = []
+        g = _make_guard(pol, impl=impl, on_event=events.append)
+        for n in names + names[:3] + names[-3:] + names[:1]:
+            g.check("s", n, {"i": 1})
+        seen[impl] = [(e["tool"], e["count"]) for e in events]
+    assert seen["c"] == seen["py"]
+    assert seen["c"][300:] == [("t0", 2), ("t1", 2), ("t2", 2)]  # the rest inside their bucket

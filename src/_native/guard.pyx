@@ -473,6 +473,12 @@ cdef class State:
     cdef public double touched
     cdef public object extra
     cdef object key  # its (session, run_id) key in its Table (the very object stored there)
+    # the event bucket last looked up or set in ``extra`` (the dict itself, its key, its value)
+    cdef object bk_dict
+    cdef int bk_code
+    cdef uint64_t bk_tid
+    cdef uint64_t bk_x
+    cdef int64_t bk_bucket
 
     def __cinit__(self, int cap, int nbudget):
         cdef size_t size = <size_t>cap * (5 * 8 + 8 + 2) + <size_t>nbudget * 8 + 8
@@ -1425,13 +1431,16 @@ cdef class Table:
         cdef int64_t bucket = count // self.bucket_size
         cdef PyObject* last
         cdef dict buckets
+        cdef uint64_t k_tid, k_x
         if det == D_CYCLE:
             why = (self.policy, name, aux2, self.names.get(aux, "another tool"))
-            dk = (code, 0, aux2)
+            k_tid = 0
+            k_x = aux2
         else:
             # the global breaker's aux is the number of argument variants when it counted churn
             why = (self.policy, name, ah, aux if det == D_GLOBAL and aux else None)
-            dk = (code, tid, 0 if det == D_BUDGET else ah)
+            k_tid = tid
+            k_x = 0 if det == D_BUDGET else ah
         if self.slot_off[0]:
             d = _fill_decision(self.decision, self.slot_off, "block" if code >> 4 == L_BLOCK else "warn",
                                self.det_names[det], count, of_step, why)
@@ -1444,14 +1453,20 @@ cdef class Table:
             if st.extra is None:
                 st.extra = fresh
         buckets = <dict>st.extra
+        if (st.bk_dict is buckets and st.bk_code == code and st.bk_tid == k_tid and st.bk_x == k_x
+                and bucket <= st.bk_bucket):
+            return d  # the very bucket looked up last: inside it, nothing to emit
+        dk = (code, k_tid, k_x)
         last = PyDict_GetItemWithError(buckets, dk)
         if last != NULL and bucket <= <int64_t><object>last:
+            _remember_bucket(st, buckets, code, k_tid, k_x, <int64_t><object>last)
             return d  # most warnings repeat inside their bucket and emit nothing
         if last != NULL:
             del buckets[dk]  # re-inserted last: the oldest pattern is evicted first
         buckets[dk] = bucket_obj
         if len(buckets) > MAX_EVENT_KEYS:
-            del buckets[next(iter(buckets))]
+            del buckets[next(iter(buckets))]  # the oldest: never the key just set
+        _remember_bucket(st, buckets, code, k_tid, k_x, bucket)
         if self.emit is not None:
             self.emit(session, run_id, name, d)
         return d
@@ -1764,6 +1779,17 @@ cdef class Table:
 
     def __len__(self):
         return len(self.sessions)
+
+
+cdef inline void _remember_bucket(State st, dict buckets, int code, uint64_t tid, uint64_t x,
+                                  int64_t bucket) noexcept:
+    # buckets[(code, tid, x)] == bucket now; only _decide changes a state's buckets, and the next
+    # change either sets this again or is this key's (an eviction takes the oldest key)
+    st.bk_dict = buckets
+    st.bk_code = code
+    st.bk_tid = tid
+    st.bk_x = x
+    st.bk_bucket = bucket
 
 
 cdef int _block_veto(result, veto_type) except -1:
