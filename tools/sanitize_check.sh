@@ -33,7 +33,8 @@ export PYTHONMALLOC=malloc
 export PYTHONPATH=src
 set +e
 "$PY" -m pytest -q -p no:cacheprovider \
-    tests/test_hashing.py tests/test_hostile_hashing.py tests/test_guard.py tests/test_guard_state.py \
+    tests/test_hashing.py tests/test_hostile_hashing.py tests/test_hashing_fast.py tests/test_guard.py \
+    tests/test_guard_state.py \
     tests/test_guard_twins.py tests/test_shell_twins.py >test.log 2>&1
 rc=$?
 set -e

@@ -4,6 +4,13 @@ The byte format and every rule are defined by the pure-Python twin's docstring; 
 must produce the same bytes for every input (the tests cross the twins with hypothesis).
 
 How it stays fast and safe:
+- a JSON-like value (dicts of at most 32 short ASCII str keys, lists, tuples, and scalars: None,
+  bool, int64 ints, floats, str and bytes below the GIL-release size; no subclasses) is
+  encoded by one C walk (``loopcore_fw_value``) that runs no Python code at all, so it reads
+  every container through borrowed pointers: no snapshot, no reference counting, keys sorted
+  on the stack. The first value it cannot take abandons the walk (nothing is kept) and the
+  general path below encodes the value; inside the general path each dict tries the walk
+  again a few levels deep (GENERAL_FAST_DEPTH), so no member is walked more than a few times;
 - one per-call arena (starts on the C stack, grows on the heap) receives the canonical bytes;
   dicts with short str keys (nearly every tool payload) are streamed in key order after a
   small on-stack sort of their keys; other dicts and sets are encoded in place and their
@@ -16,6 +23,11 @@ How it stays fast and safe:
 
 Memory-safety audit (every call into Python code and every GIL release; the pure twin's module
 doc states the same rules as behaviour):
+- The fast walk calls no Python code and releases no GIL: its values need no converter, its
+  ``strip`` is None or an exact frozenset of exact str (membership compares str to str in C;
+  any other strip turns the walk off for the call), it allocates no Python object (only the
+  arena, with malloc) and leaves big strings (>= NOGIL_MIN) to the general path. Nothing can
+  change a container between reading it and writing its bytes, so borrowed pointers hold.
 - Python code can run in the middle of a hash only through (a) ``strip`` membership tests
   (``PySet_Contains`` calls the key's ``__hash__`` and, on a hash collision, a member's
   ``__eq__``), (b) the ``default=`` converter, (c) building an error message (``repr``). No
@@ -78,16 +90,25 @@ cdef extern from "xxh_inline.h":
 
 cdef extern from *:
     """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define LOOPCORE_HOT static inline __attribute__((always_inline))
+    #else
+    #define LOOPCORE_HOT static inline
+    #endif
     /* The arena's one hot write: tag + u32 LE length + the bytes. Short copies (nearly every
      * key and short value) are a few fixed-size moves, not a call into libc's memcpy. */
-    static inline void loopcore_put_blob(unsigned char* p, unsigned char tag,
+    LOOPCORE_HOT void loopcore_put_blob(unsigned char* p, unsigned char tag,
                                          const char* data, size_t n) {
         uint32_t len = (uint32_t)n;
         p[0] = tag;
         len = XXH_readLE32(&len);
         memcpy(p + 1, &len, 4);
         p += 5;
-        if (n >= 16 && n <= 32) {
+        if (n > 32) {  /* at most INLINE_MAX: a few 32-byte moves, the last one overlapping */
+            size_t i;
+            for (i = 0; i + 32 < n; i += 32) memcpy(p + i, data + i, 32);
+            memcpy(p + n - 32, data + n - 32, 32);
+        } else if (n >= 16) {
             memcpy(p, data, 16);
             memcpy(p + n - 16, data + n - 16, 16);
         } else if (n >= 8 && n < 16) {
@@ -96,11 +117,9 @@ cdef extern from *:
         } else if (n >= 4 && n < 8) {
             memcpy(p, data, 4);
             memcpy(p + n - 4, data + n - 4, 4);
-        } else if (n < 4) {
+        } else {
             size_t i;
             for (i = 0; i < n; i++) p[i] = (unsigned char)data[i];
-        } else {
-            memcpy(p, data, n);
         }
     }
     /* The digest of the whole encoding: one-shot XXH3-64 (seed 0) either way; short inputs
@@ -182,6 +201,450 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* The fast walk: JSON-like values - dicts of exact short ASCII str keys, lists, tuples,
+     * and scalars (None, bool, an int that fits int64, a float, a str or bytes below the
+     * GIL-release size) - as nearly every tool payload is ({"path", "offset", "limit"},
+     * {"command", "timeout"}...). Encoding one runs no Python code at all: no converter (no
+     * value needs one), no strip test that can call __hash__/__eq__ (strip is NULL or a
+     * frozenset of exact str, whose membership test is C), no allocation of a Python object,
+     * no GIL release. So containers are read through borrowed pointers, with no snapshot and
+     * no reference counting: nothing can change them while they are read. A dict's keys are
+     * sorted on the stack first, then each pair is written in key order. The first value the
+     * walk cannot take abandons it (the caller keeps nothing) and the general path encodes the
+     * value. The bytes are the general path's. */
+    #include <math.h>
+    #define LOOPCORE_FLAT_KEYS 32
+    #define LOOPCORE_FLAT_INLINE 128
+    #define LOOPCORE_FLAT_NOGIL (1 << 20)
+    #define LOOPCORE_FLAT_ROOM (5 + LOOPCORE_FLAT_INLINE)  /* the most a scalar takes */
+    #define LOOPCORE_FAST_DEPTH 12  /* containers deep, from where the walk starts */
+
+    typedef struct {
+        const char* k;
+        Py_ssize_t kn;
+        PyObject* v;
+    } loopcore_fkey;
+
+    /* the order of the encoded keys 's' + u32 LE length + bytes: lengths <= 128 < 256, so
+     * the length decides first, then the bytes (distinct keys: never equal) */
+    LOOPCORE_HOT int loopcore_key_after(const loopcore_fkey* a, const loopcore_fkey* b) {
+        Py_ssize_t i;
+        if (a->kn != b->kn) return a->kn > b->kn;
+        for (i = 0; i < a->kn; i++)
+            if (a->k[i] != b->k[i]) return (unsigned char)a->k[i] > (unsigned char)b->k[i];
+        return 0;
+    }
+
+    /* an exact int that fits int64: 1 and its value in *x, else 0 (never an error) */
+    LOOPCORE_HOT int loopcore_small_int(PyObject* v, int64_t* x) {
+        int overflow = 0;
+        long long r;
+    #if PY_VERSION_HEX >= 0x030C0000 && !defined(Py_LIMITED_API) && !defined(PYPY_VERSION)
+        if (PyUnstable_Long_IsCompact((PyLongObject*)v)) {
+            *x = (int64_t)PyUnstable_Long_CompactValue((PyLongObject*)v);
+            return 1;
+        }
+    #elif !defined(Py_LIMITED_API) && !defined(PYPY_VERSION)
+        Py_ssize_t size = Py_SIZE(v);
+        if (size == 0) { *x = 0; return 1; }
+        if (size == 1) { *x = (int64_t)((PyLongObject*)v)->ob_digit[0]; return 1; }
+        if (size == -1) { *x = -(int64_t)((PyLongObject*)v)->ob_digit[0]; return 1; }
+    #endif
+        r = PyLong_AsLongLongAndOverflow(v, &overflow);
+        *x = (int64_t)r;
+        return !overflow;
+    }
+
+    LOOPCORE_HOT unsigned char* loopcore_put_u64(unsigned char* p, unsigned char tag, uint64_t v) {
+        p[0] = tag;
+        v = XXH_readLE64(&v);
+        memcpy(p + 1, &v, 8);
+        return p + 9;
+    }
+
+    static inline unsigned char* loopcore_put_digest(unsigned char* p, unsigned char tag,
+                                                     const char* data, Py_ssize_t n) {
+        uint64_t h = loopcore_xxh3_digest(data, (size_t)n);
+        p = loopcore_put_u64(p, tag, (uint64_t)n);
+        h = XXH_readLE64(&h);
+        memcpy(p, &h, 8);
+        return p + 8;
+    }
+
+    /* write scalar *v* at p (LOOPCORE_FLAT_ROOM bytes free) and return the end, or NULL when
+     * it is not a flat scalar */
+    LOOPCORE_HOT unsigned char* loopcore_put_scalar(unsigned char* p, PyObject* v) {
+        PyTypeObject* t = Py_TYPE(v);
+        Py_ssize_t n;
+        int64_t x;
+        if (t == &PyUnicode_Type) {
+            if (!PyUnicode_IS_COMPACT_ASCII(v)) return NULL;
+            n = PyUnicode_GET_LENGTH(v);
+            if (n <= LOOPCORE_FLAT_INLINE) {
+                loopcore_put_blob(p, 's', (const char*)PyUnicode_1BYTE_DATA(v), (size_t)n);
+                return p + 5 + n;
+            }
+            if (n >= LOOPCORE_FLAT_NOGIL) return NULL;
+            return loopcore_put_digest(p, 'S', (const char*)PyUnicode_1BYTE_DATA(v), n);
+        }
+        if (t == &PyLong_Type) {
+            if (!loopcore_small_int(v, &x)) return NULL;
+            return loopcore_put_u64(p, 'i', (uint64_t)x);
+        }
+        if (v == Py_True) { p[0] = 't'; return p + 1; }
+        if (v == Py_False) { p[0] = 'f'; return p + 1; }
+        if (v == Py_None) { p[0] = 'n'; return p + 1; }
+        if (t == &PyFloat_Type) {
+            double d = PyFloat_AS_DOUBLE(v);
+            uint64_t bits;
+            if (isnan(d)) {
+                bits = 0x7ff8000000000000ULL;
+            } else if (isinf(d) || floor(d) != d) {
+                memcpy(&bits, &d, 8);
+            } else if (-9223372036854775808.0 <= d && d < 9223372036854775808.0) {
+                return loopcore_put_u64(p, 'i', (uint64_t)(int64_t)d);
+            } else {
+                return NULL;  /* an integral double past int64: the big-int encoding */
+            }
+            return loopcore_put_u64(p, 'd', bits);
+        }
+        if (t == &PyBytes_Type) {
+            n = PyBytes_GET_SIZE(v);
+            if (n <= LOOPCORE_FLAT_INLINE) {
+                loopcore_put_blob(p, 'b', PyBytes_AS_STRING(v), (size_t)n);
+                return p + 5 + n;
+            }
+            if (n >= LOOPCORE_FLAT_NOGIL) return NULL;
+            return loopcore_put_digest(p, 'B', PyBytes_AS_STRING(v), n);
+        }
+        return NULL;
+    }
+
+    /* The walk's state. The output starts in the caller's buffer and grows on the heap; the
+     * caller takes buf/cap/heap back whatever the result (the buffer may have moved). */
+    typedef struct {
+        unsigned char* buf;
+        Py_ssize_t len;
+        Py_ssize_t cap;
+        int heap;
+        PyObject* strip;            /* NULL or a frozenset of exact str */
+        PyObject* const* anc;       /* the general path's open containers (a cycle: 'c') */
+        Py_ssize_t nanc;
+        Py_ssize_t members;         /* container members walked (the general path's count) */
+        Py_ssize_t max_members;     /* past this the general path raises: give up */
+        int nopen;
+        PyObject* open[LOOPCORE_FAST_DEPTH];
+    } loopcore_fw;
+
+    static int loopcore_fw_grow(loopcore_fw* w, Py_ssize_t need) {
+        Py_ssize_t cap = w->cap * 2;
+        unsigned char* nb;
+        while (cap < w->len + need) cap *= 2;
+        if (w->heap) {
+            nb = (unsigned char*)realloc(w->buf, (size_t)cap);
+        } else {
+            nb = (unsigned char*)malloc((size_t)cap);
+            if (nb != NULL) memcpy(nb, w->buf, (size_t)w->len);
+        }
+        if (nb == NULL) {
+            PyErr_NoMemory();  /* the walk ends here: nothing borrowed is read again */
+            return -1;
+        }
+        w->buf = nb;
+        w->cap = cap;
+        w->heap = 1;
+        return 0;
+    }
+
+    #define LOOPCORE_FW_ROOM(w, need) \
+        if ((w)->cap - (w)->len < (need) && loopcore_fw_grow((w), (need)) < 0) return -1
+
+    LOOPCORE_HOT void loopcore_put_u32(unsigned char* p, unsigned char tag, Py_ssize_t n) {
+        uint32_t n32 = (uint32_t)n;
+        p[0] = tag;
+        n32 = XXH_readLE32(&n32);
+        memcpy(p + 1, &n32, 4);
+    }
+
+    /* a container met again while it is being encoded: the cycle marker */
+    static inline int loopcore_fw_is_open(const loopcore_fw* w, PyObject* v) {
+        Py_ssize_t i;
+        for (i = 0; i < w->nopen; i++)
+            if (w->open[i] == v) return 1;
+        for (i = 0; i < w->nanc; i++)
+            if (w->anc[i] == v) return 1;
+        return 0;
+    }
+
+    /* write a value that is no container at p (LOOPCORE_FLAT_ROOM bytes free): the end, or
+     * NULL when it is not a fast-walk scalar. The common kinds are tested first. */
+    LOOPCORE_HOT unsigned char* loopcore_put_leaf(unsigned char* p, PyObject* v) {
+        Py_ssize_t n;
+        int64_t x;
+        if (Py_TYPE(v) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(v)
+            && (n = PyUnicode_GET_LENGTH(v)) <= LOOPCORE_FLAT_INLINE) {
+            loopcore_put_blob(p, 's', (const char*)PyUnicode_1BYTE_DATA(v), (size_t)n);
+            return p + 5 + n;
+        }
+        if (Py_TYPE(v) == &PyLong_Type && loopcore_small_int(v, &x))
+            return loopcore_put_u64(p, 'i', (uint64_t)x);
+        return loopcore_put_scalar(p, v);
+    }
+
+    static int loopcore_fw_container(loopcore_fw* w, PyObject* v, int budget);
+
+    /* a str that is not ASCII (else 1): its UTF-8, lone surrogates passed through (the
+     * general path's "surrogatepass"), encoded here rather than with PyUnicode_AsUTF8AndSize,
+     * which may allocate and, on a surrogate, raise. Strings that could reach the GIL-release
+     * size in UTF-8 are left to the general path. */
+    static int loopcore_fw_utf8(loopcore_fw* w, PyObject* s) {
+        Py_ssize_t len, i, n;
+        int kind;
+        const void* data;
+        unsigned char* out;
+        unsigned char* q;
+        unsigned char* p;
+        uint64_t h;
+        if (Py_TYPE(s) != &PyUnicode_Type || !PyUnicode_IS_COMPACT(s)) return 1;
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_LIMITED_API) && !defined(PYPY_VERSION)
+        if (((PyCompactUnicodeObject*)s)->utf8 != NULL) {
+            /* the UTF-8 CPython keeps once asked for it (no surrogates in it) */
+            const char* u = ((PyCompactUnicodeObject*)s)->utf8;
+            n = ((PyCompactUnicodeObject*)s)->utf8_length;
+            if (n >= LOOPCORE_FLAT_NOGIL) return 1;
+            LOOPCORE_FW_ROOM(w, LOOPCORE_FLAT_ROOM);
+            p = w->buf + w->len;
+            q = n <= LOOPCORE_FLAT_INLINE ? (loopcore_put_blob(p, 's', u, (size_t)n), p + 5 + n)
+                                          : loopcore_put_digest(p, 'S', u, n);
+            w->len = q - w->buf;
+            return 0;
+        }
+    #endif
+        len = PyUnicode_GET_LENGTH(s);
+        if (len >= LOOPCORE_FLAT_NOGIL / 4) return 1;
+        LOOPCORE_FW_ROOM(w, 22 + 4 * len);
+        kind = PyUnicode_KIND(s);
+        data = PyUnicode_DATA(s);
+        out = w->buf + w->len + 22;  /* past the longest header: the bytes, then moved */
+        q = out;
+        for (i = 0; i < len; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c < 0x80) {
+                *q++ = (unsigned char)c;
+            } else if (c < 0x800) {
+                *q++ = (unsigned char)(0xC0 | (c >> 6));
+                *q++ = (unsigned char)(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                *q++ = (unsigned char)(0xE0 | (c >> 12));
+                *q++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                *q++ = (unsigned char)(0x80 | (c & 0x3F));
+            } else {
+                *q++ = (unsigned char)(0xF0 | (c >> 18));
+                *q++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+                *q++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                *q++ = (unsigned char)(0x80 | (c & 0x3F));
+            }
+        }
+        n = q - out;
+        p = w->buf + w->len;
+        if (n <= LOOPCORE_FLAT_INLINE) {
+            loopcore_put_u32(p, 's', n);
+            memmove(p + 5, out, (size_t)n);
+            w->len += 5 + n;
+        } else {
+            h = loopcore_xxh3_digest(out, (size_t)n);
+            p = loopcore_put_u64(p, 'S', (uint64_t)n);
+            h = XXH_readLE64(&h);
+            memcpy(p, &h, 8);
+            w->len += 17;
+        }
+        return 0;
+    }
+
+    #define LOOPCORE_IS_CONTAINER(t) \
+        ((t) == &PyDict_Type || (t) == &PyList_Type || (t) == &PyTuple_Type)
+
+    static int loopcore_fw_list(loopcore_fw* w, PyObject* v, int budget) {
+        Py_ssize_t i, n = Py_SIZE(v);
+        PyObject** items = PySequence_Fast_ITEMS(v);
+        unsigned char* p;
+        unsigned char* q;
+        int r;
+        w->members += n;
+        if (w->members > w->max_members) return 1;
+        LOOPCORE_FW_ROOM(w, 5);
+        p = w->buf + w->len;
+        loopcore_put_u32(p, 'l', n);
+        p += 5;
+        w->open[w->nopen++] = v;
+        for (i = 0; i < n; i++) {
+            PyObject* x = items[i];
+            if (w->buf + w->cap - p < LOOPCORE_FLAT_ROOM) {
+                w->len = p - w->buf;
+                if (loopcore_fw_grow(w, LOOPCORE_FLAT_ROOM) < 0) return -1;
+                p = w->buf + w->len;
+            }
+            if (!LOOPCORE_IS_CONTAINER(Py_TYPE(x))) {
+                q = loopcore_put_leaf(p, x);
+                if (q != NULL) {
+                    p = q;
+                    continue;
+                }
+                w->len = p - w->buf;
+                r = loopcore_fw_utf8(w, x);
+                if (r) return r;
+                p = w->buf + w->len;
+                continue;
+            }
+            w->len = p - w->buf;
+            r = loopcore_fw_container(w, x, budget);
+            if (r) return r;
+            p = w->buf + w->len;
+        }
+        w->len = p - w->buf;
+        w->nopen--;
+        return 0;
+    }
+
+    static int loopcore_fw_dict(loopcore_fw* w, PyObject* d, int budget) {
+        loopcore_fkey e[LOOPCORE_FLAT_KEYS];
+        loopcore_fkey t;
+        Py_ssize_t size = PyDict_GET_SIZE(d), n = 0, nent = 0, pos = 0, i, j;
+        PyObject** ents;
+        PyObject* k;
+        PyObject* v;
+        unsigned char* p;
+        unsigned char* q;
+        int r;
+        if (size > LOOPCORE_FLAT_KEYS) return 1;
+        w->members += size;
+        if (w->members > w->max_members) return 1;
+        ents = loopcore_dict_entries(d, &nent);
+        if (ents == NULL) {
+            /* the same pairs in the same order, through PyDict_Next, into e[] first */
+            PyObject* k2;
+            PyObject* v2;
+            while (PyDict_Next(d, &pos, &k2, &v2)) {
+                if (n == LOOPCORE_FLAT_KEYS) return 1;
+                e[n].k = (const char*)k2;  /* the key object for now */
+                e[n].v = v2;
+                n++;
+            }
+            nent = n;
+            n = 0;
+        }
+        for (i = 0; i < nent; i++) {
+            if (ents != NULL) {
+                k = ents[2 * i];
+                v = ents[2 * i + 1];
+                if (v == NULL) continue;
+            } else {
+                k = (PyObject*)e[i].k;
+                v = e[i].v;
+            }
+            if (Py_TYPE(k) != &PyUnicode_Type || !PyUnicode_IS_COMPACT_ASCII(k)
+                || PyUnicode_GET_LENGTH(k) > LOOPCORE_FLAT_INLINE || n == LOOPCORE_FLAT_KEYS)
+                return 1;
+            if (w->strip != NULL) {
+                r = PySet_Contains(w->strip, k);
+                if (r < 0) return -1;
+                if (r) continue;
+            }
+            e[n].k = (const char*)PyUnicode_1BYTE_DATA(k);
+            e[n].kn = PyUnicode_GET_LENGTH(k);
+            e[n].v = v;
+            n++;
+        }
+        for (i = 1; i < n; i++) {
+            t = e[i];
+            j = i - 1;
+            while (j >= 0 && loopcore_key_after(&e[j], &t)) {
+                e[j + 1] = e[j];
+                j--;
+            }
+            e[j + 1] = t;
+        }
+        LOOPCORE_FW_ROOM(w, 5);
+        p = w->buf + w->len;
+        loopcore_put_u32(p, 'm', n);
+        p += 5;
+        w->open[w->nopen++] = d;
+        for (i = 0; i < n; i++) {
+            if (w->buf + w->cap - p < 5 + e[i].kn + LOOPCORE_FLAT_ROOM) {
+                w->len = p - w->buf;
+                if (loopcore_fw_grow(w, 5 + e[i].kn + LOOPCORE_FLAT_ROOM) < 0) return -1;
+                p = w->buf + w->len;
+            }
+            loopcore_put_blob(p, 's', e[i].k, (size_t)e[i].kn);
+            p += 5 + e[i].kn;
+            v = e[i].v;
+            if (!LOOPCORE_IS_CONTAINER(Py_TYPE(v))) {
+                q = loopcore_put_leaf(p, v);
+                if (q != NULL) {
+                    p = q;
+                    continue;
+                }
+                w->len = p - w->buf;
+                r = loopcore_fw_utf8(w, v);
+                if (r) return r;
+                p = w->buf + w->len;
+                continue;
+            }
+            w->len = p - w->buf;
+            r = loopcore_fw_container(w, v, budget);
+            if (r) return r;
+            p = w->buf + w->len;
+        }
+        w->len = p - w->buf;
+        w->nopen--;
+        return 0;
+    }
+
+    /* a dict, list or tuple (LOOPCORE_IS_CONTAINER): its encoding, or the cycle marker */
+    static int loopcore_fw_container(loopcore_fw* w, PyObject* v, int budget) {
+        if (loopcore_fw_is_open(w, v)) {
+            LOOPCORE_FW_ROOM(w, 1);
+            w->buf[w->len++] = 'c';
+            return 0;
+        }
+        if (budget <= 0 || w->nopen == LOOPCORE_FAST_DEPTH) return 1;
+        if (Py_TYPE(v) == &PyDict_Type) return loopcore_fw_dict(w, v, budget - 1);
+        return loopcore_fw_list(w, v, budget - 1);
+    }
+
+    /* encode *v* at the end of the output: 0 done, 1 not for this walk (the caller keeps
+     * nothing), -1 an error is set. *budget*: how many containers deep the walk may go. */
+    static int loopcore_fw_value(loopcore_fw* w, PyObject* v, int budget) {
+        unsigned char* q;
+        if (Py_TYPE(v) == &PyDict_Type && w->nopen == 0 && w->nanc == 0 && budget > 0)
+            return loopcore_fw_dict(w, v, budget - 1);  /* the usual call: an args dict */
+        if (LOOPCORE_IS_CONTAINER(Py_TYPE(v))) return loopcore_fw_container(w, v, budget);
+        LOOPCORE_FW_ROOM(w, LOOPCORE_FLAT_ROOM);
+        q = loopcore_put_leaf(w->buf + w->len, v);
+        if (q == NULL) return loopcore_fw_utf8(w, v);
+        w->len = q - w->buf;
+        return 0;
+    }
+    """
+    ctypedef struct loopcore_fw:
+        unsigned char* buf
+        Py_ssize_t len
+        Py_ssize_t cap
+        int heap
+        PyObject* strip
+        PyObject** anc
+        Py_ssize_t nanc
+        Py_ssize_t members
+        Py_ssize_t max_members
+        int nopen
+    int loopcore_fw_value(loopcore_fw* w, object v, int budget) except -1
+    enum:
+        LOOPCORE_FLAT_INLINE
+        LOOPCORE_FLAT_NOGIL
+        LOOPCORE_FAST_DEPTH
+
+cdef extern from *:
+    """
     #if defined(_MSC_VER)
     #define LOOPCORE_TLS __declspec(thread)
     #else
@@ -253,6 +716,7 @@ ctypedef struct Ctx:
     bint buf_heap
     PyObject* strip          # borrowed; NULL when nothing is stripped
     PyObject* default        # borrowed; NULL when no converter
+    bint fast_ok             # strip is NULL or a frozenset of exact str: the fast walk applies
     Py_ssize_t nopen         # containers currently being encoded
     Py_ssize_t members       # container members walked so far (bounded by MAX_MEMBERS)
     PyObject* anc[C_MAX_DEPTH]
@@ -809,16 +1273,55 @@ cdef int _enc_pair(Ctx* c, _RangeList members, Py_ssize_t slot, object key, obje
     return 0
 
 
+cdef enum:
+    GENERAL_FAST_DEPTH = 3
+
+
+cdef int _fast(Ctx* c, object v, int budget) except -1:
+    """1 when the fast walk (see loopcore_fw_value) encoded *v* at the arena's end, 0 when
+    *v* is not for it (nothing written). *budget*: containers deep it may go."""
+    cdef loopcore_fw w
+    cdef int r
+    w.buf = c.buf
+    w.len = c.len
+    w.cap = c.cap
+    w.heap = c.buf_heap
+    w.strip = c.strip
+    w.anc = c.anc
+    w.nanc = c.nopen
+    w.members = 0
+    w.max_members = C_MAX_MEMBERS - c.members  # past it the general path raises, naming it
+    w.nopen = 0
+    try:
+        r = loopcore_fw_value(&w, v, budget)
+    finally:
+        c.buf = w.buf  # grown or not, the arena is the walk's now
+        c.cap = w.cap
+        c.buf_heap = w.heap
+    if r:
+        return 0
+    c.len = w.len
+    c.members += w.members
+    return 1
+
+
 cdef int _enc_dict(Ctx* c, object v, Py_ssize_t depth) except -1:
     cdef Py_ssize_t slot, count_at
     cdef _RangeList members
     cdef list items
     cdef bint all_str = True
-    cdef Py_ssize_t saved
+    cdef Py_ssize_t saved, budget
     global loopcore_hash_base, loopcore_hash_callbacks
     if _open(c, v, depth):
         _reserve(c, 1)
         _u8(c, b"c")
+        return 0
+    # a few levels at most from here: a subtree that is not for the fast walk is walked
+    # again below, so each member is walked at most GENERAL_FAST_DEPTH + 1 times
+    budget = C_MAX_DEPTH - depth  # containers nested from here that the limit allows
+    if budget > GENERAL_FAST_DEPTH:
+        budget = GENERAL_FAST_DEPTH
+    if c.fast_ok and _fast(c, v, <int>budget):
         return 0
     slot = c.nopen  # the slot _push will fill
     if _enc_dict_str_keys(c, v, depth, slot) == 0:
@@ -965,6 +1468,26 @@ cdef int _enc(Ctx* c, object v, Py_ssize_t depth) except -1:
     return _fail(c, TypeError, f"unsupported type {type(v).__name__!r}")
 
 
+cdef object _str_strip = None    # the last strip found to hold only exact str (kept alive,
+cdef object _other_strip = None  # so its id is not reused) and the last found not to
+
+
+cdef bint _str_only(object strip):
+    """True when *strip* is a frozenset of exact str: testing a str key against it runs no
+    Python code (str hashing and equality are C), so the fast walk may run."""
+    global _str_strip, _other_strip
+    if strip is _str_strip:
+        return True
+    if strip is _other_strip or type(strip) is not frozenset:
+        return False
+    for k in strip:
+        if type(k) is not str:
+            _other_strip = strip
+            return False
+    _str_strip = strip
+    return True
+
+
 cdef object _strip_set(object strip):
     if strip is None:
         return None
@@ -984,6 +1507,7 @@ cdef int _run(Ctx* c, object value, object strip, object default, Py_ssize_t bas
     c.members = 0
     c.strip = NULL if strip is None else <PyObject*>strip
     c.default = NULL if default is None else <PyObject*>default
+    c.fast_ok = strip is None or _str_only(strip)
     return _enc(c, value, base)
 
 
@@ -1023,7 +1547,31 @@ cdef object _top(object value, object strip, object default, uint64_t* out, bint
     """A top-level call: the Ctx and the first arena block live on the C stack."""
     cdef Ctx c
     cdef unsigned char stack_buf[STACK_BUF]
+    cdef loopcore_fw w
     result = None
+    if strip is None or _str_only(strip):
+        # a JSON-like value of short ASCII keys (nearly every tool payload) needs none of the
+        # general machinery: the fast walk (see loopcore_fw_value); anything else, or deeper
+        # than LOOPCORE_FAST_DEPTH, takes the general path from the start
+        w.buf = stack_buf
+        w.len = 0
+        w.cap = STACK_BUF
+        w.heap = False
+        w.strip = NULL if strip is None else <PyObject*>strip
+        w.anc = NULL
+        w.nanc = 0
+        w.members = 0
+        w.max_members = C_MAX_MEMBERS
+        w.nopen = 0
+        try:
+            if loopcore_fw_value(&w, value, LOOPCORE_FAST_DEPTH) == 0:
+                if want_bytes:
+                    return PyBytes_FromStringAndSize(<char*>w.buf, w.len)
+                out[0] = loopcore_xxh3_digest(w.buf, w.len)
+                return None
+        finally:
+            if w.heap:
+                free(w.buf)
     c.buf = stack_buf
     c.cap = STACK_BUF
     c.buf_heap = False
@@ -1038,9 +1586,26 @@ cdef object _top(object value, object strip, object default, uint64_t* out, bint
     return result
 
 
+cdef bint _short_str(object s, uint64_t* out) noexcept:
+    """A short ASCII str alone (a call id): its 's' encoding on the stack, digested."""
+    cdef unsigned char small[5 + C_INLINE_MAX]
+    cdef Py_ssize_t n
+    if not PyUnicode_IS_COMPACT_ASCII(s):
+        return False
+    n = PyUnicode_GET_LENGTH(s)
+    if n > C_INLINE_MAX:
+        return False
+    loopcore_put_blob(small, b"s", <const char*>PyUnicode_1BYTE_DATA(s), <size_t>n)
+    out[0] = loopcore_xxh3_digest(small, <size_t>(5 + n))
+    return True
+
+
 cdef inline object _compute(object value, object strip, object default, uint64_t* out, bint want_bytes):
     # the two paths are separate functions so that a nested call's frame holds no Ctx
-    cdef Py_ssize_t base = loopcore_hash_base if loopcore_hash_callbacks else 0
+    cdef Py_ssize_t base
+    if not want_bytes and PyUnicode_CheckExact(value) and _short_str(value, out):
+        return None
+    base = loopcore_hash_base if loopcore_hash_callbacks else 0
     if base:
         return _nested(value, strip, default, out, want_bytes, base)
     return _top(value, strip, default, out, want_bytes)
@@ -1058,6 +1623,8 @@ cdef int hash_into(object value, object strip, object default, uint64_t* out) ex
 # The in-place dict walk is switched on only if a dict built here reads as the layout it
 # expects (see loopcore_dict_selfcheck); otherwise every dict is walked with PyDict_Next.
 _k0, _k1, _v0, _v1 = "selfcheck_a", "selfcheck_b", object(), object()
+if LOOPCORE_FLAT_INLINE != C_INLINE_MAX or LOOPCORE_FLAT_NOGIL != NOGIL_MIN:
+    raise ImportError("loopcore._native_hashing: the flat-dict constants disagree")
 _DICT_IN_PLACE = bool(loopcore_dict_selfcheck({_k0: _v0, _k1: _v1}, _k0, _v0, _k1, _v1))
 del _k0, _k1, _v0, _v1
 
