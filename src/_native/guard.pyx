@@ -9,6 +9,7 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.dict cimport PyDict_GetItemWithError
+from cpython.exc cimport PyErr_Occurred
 from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM
 from cpython.set cimport PySet_Contains
@@ -142,14 +143,23 @@ cdef object _project_exec_d(dict result, dict d, status):
     )
 
 
-cdef bint _is_delivery_object(dict d):
+cdef inline bint _has_str(dict d, str key) except -1:
+    # isinstance(d.get(key), str): the borrowed value is only type-tested, before anything
+    # else can run
+    cdef PyObject* v = PyDict_GetItemWithError(d, key)
+    if v == NULL:
+        return -1 if PyErr_Occurred() else 0
+    return isinstance(<object>v, str)
+
+
+cdef bint _is_delivery_object(dict d) except -1:
     # A message object's own `id` is its fresh per-send id; a bare `id` elsewhere (a route or
     # conversation) is a stable fact and stays (docs/guard.md, Result hashing).
     return (
-        isinstance(d.get("id"), str)
-        and isinstance(d.get("text"), str)
-        and (isinstance(d.get("direction"), str) or isinstance(d.get("senderId"), str)
-             or isinstance(d.get("accountId"), str) or isinstance(d.get("conversation"), dict))
+        _has_str(d, "id")
+        and _has_str(d, "text")
+        and (_has_str(d, "direction") or _has_str(d, "senderId")
+             or _has_str(d, "accountId") or isinstance(d.get("conversation"), dict))
     )
 
 
