@@ -291,13 +291,16 @@ cdef int _scan_removed(v, list removed, int depth, SendScan* sc) except -1:
     # 64 bits go into *removed* as ints, turned into text only if some kept text is long enough
     # to hold them (a longer int becomes text at once: str() may refuse it, as the strip would).
     cdef int overflow
+    cdef long long iv
     if isinstance(v, str):
         if PyUnicode_GET_LENGTH(v) >= 4:
             removed.append(v)
     elif type(v) is int:
-        if v >= 1000 or v <= -1000:
-            PyLong_AsLongLongAndOverflow(v, &overflow)
-            removed.append(v if overflow == 0 else str(v))
+        iv = PyLong_AsLongLongAndOverflow(v, &overflow)  # an exact int: this cannot fail
+        if overflow:  # beyond 64 bits: far past +-1000
+            removed.append(str(v))
+        elif iv >= 1000 or iv <= -1000:
+            removed.append(v)
     elif isinstance(v, int) and not isinstance(v, bool):
         if v >= 1000 or v <= -1000:
             removed.append(str(v))
