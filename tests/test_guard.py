@@ -874,6 +874,56 @@ def test_events_go_to_the_logger_with_levels(make, caplog):
     )
 
 
+def test_events_build_no_log_record_when_only_null_handlers_would_get_it(make, monkeypatch):
+    # A LogRecord nobody can read is not made; on_event still gets every event, and a real
+    # handler (or a filter, or none at all: the last resort) gets the records again.
+    made = []
+    factory = logging.getLogRecordFactory()
+    lg = logging.getLogger("loopcore")
+    monkeypatch.setattr(lg, "handlers", [logging.NullHandler()])
+    monkeypatch.setattr(lg, "propagate", False)
+    monkeypatch.setattr(lg, "level", logging.WARNING)
+    events = []
+    g = make(OC, on_event=events.append)
+    calls(g, "s", "read", {"p": 1}, "same", n=21)
+    assert [e["level"] for e in events] == ["warn", "block"]
+
+    def counting(*a, **kw):
+        made.append(a[4])
+        return factory(*a, **kw)
+
+    monkeypatch.setattr(logging, "_logRecordFactory", counting)  # a custom factory: records made
+    calls(g, "t", "read", {"p": 1}, "same", n=11)
+    assert made == ["doom_loop_detected: %s %s on %s in session %r (count %d)"]
+    monkeypatch.setattr(logging, "_logRecordFactory", factory)
+    seen = []
+    h = logging.Handler()
+    h.emit = seen.append
+    for extra in ([h], []):  # a real handler; no handler at all (logging's last resort)
+        seen.clear()
+        monkeypatch.setattr(lg, "handlers", extra)
+        monkeypatch.setattr(logging, "lastResort", h)
+        calls(g, f"u{len(extra)}", "read", {"p": 1}, "same", n=11)
+        assert [r.levelno for r in seen] == [logging.WARNING]
+    monkeypatch.setattr(lg, "handlers", [logging.NullHandler()])
+    seen.clear()
+    lg.addFilter(f := lambda r: seen.append(r) or True)
+    try:
+        calls(g, "v", "read", {"p": 1}, "same", n=11)
+    finally:
+        lg.removeFilter(f)
+    assert len(seen) == 1
+    real_make = lg.makeRecord
+    monkeypatch.setattr(lg, "makeRecord", lambda *a, **kw: made.append(a) or real_make(*a, **kw))
+    made.clear()
+    n_events = len(events)
+    calls(g, "w", "read", {"p": 1}, "same", n=11)  # NullHandler only: no record made
+    assert len(events) == n_events + 1 and not made
+    monkeypatch.setattr(lg, "handlers", [logging.NullHandler(), h])
+    calls(g, "x", "read", {"p": 1}, "same", n=11)
+    assert len(events) == n_events + 2 and len(made) == 1
+
+
 def test_warning_events_deduplicated_by_bucket_per_key(make):
     events = []
     g = make(OC, on_event=events.append)
@@ -967,3 +1017,74 @@ def test_taxonomy_classify_plugs_in(make):
     g.record("s", "Read", {"file_path": "a.ts"}, "body")
     calls(g, "s", "bash", {"command": "sed -i s/a/b/ a.ts"}, "")
     assert g.check("s", "Read", {"file_path": "a.ts"}) is ALLOW
+
+
+def test_check_and_record_bind_every_argument_form_alike(make):
+    # The compiled entries bind the common forms themselves and hand every other one to the
+    # Guard's own methods: all forms give the same decisions, counters and errors on both twins.
+    g = make(Policy.default())
+    kw = {"".join(["call", "_id"]): "c-1"}  # a keyword name that is not the interned constant
+    out = []
+    for _ in range(3):
+        out.append(g.check("s", "read", {"p": 1}, call_id="c-0").action)
+        g.record("s", "read", {"p": 1}, "same", call_id="c-0", tokens=7)
+        out.append(g.check("s", tool="read", args={"p": 1}).action)
+        g.record("s", "read", args={"p": 1}, result="same", run_id=None, kind=None, target=None)
+        out.append(g.check("s", "read", {"p": 1}, kind=None, target=None, **kw).action)
+        g.record("s", "read", {"p": 1}, result="same", error=None, tokens=None, **kw)
+        out.append(g.check(session="s", tool="read", args={"p": 1}, run_id="r").action)
+        g.record(session="s", tool="read", args={"p": 1}, result="same", run_id="r")
+    assert out == ["allow", "allow", "warn", "allow", "warn", "block"] + [
+        "block",
+        "allow",
+        "block",
+        "block",
+        "block",
+        "warn",
+    ]
+    assert g.stats()["tokens"] == 21 and g.stats()["records"] == 12
+    for bad in (
+        lambda: g.check("s"),
+        lambda: g.check("s", "read", {}, {}),
+        lambda: g.check("s", "read", {}, args={}),
+        lambda: g.check("s", "read", bogus=1),
+        lambda: g.record("s", "read", {}, "r", {}),
+        lambda: g.record("s", "read", {}, "r", result="r"),
+        lambda: g.record("s", "read", {}, "r", bogus=1),
+        lambda: g.record("s", "read", {}, "r", tokens=-1),
+        lambda: g.record("s", "read", {}, "r", tokens=True),
+        lambda: g.check("s", 5, {}),
+    ):
+        with pytest.raises((TypeError, ValueError)) as exc:
+            bad()
+        assert "Guard." in str(exc.value) or "tokens" in str(exc.value) or "tool" in str(exc.value)
+
+
+def test_check_and_record_have_the_guards_signatures(make):
+    import inspect
+
+    g = make(Policy.default())
+    for mine, ref in ((g.check, Guard.check), (g.record, Guard.record)):
+        got = [(p.name, p.kind, p.default) for p in inspect.signature(mine).parameters.values()]
+        want = [(p.name, p.kind, p.default) for p in inspect.signature(ref).parameters.values()]
+        assert got == want[1:]  # without self
+
+
+def test_tool_registry_overflow_keeps_decisions(make):
+    # The tool registry is a cache cleared past 4,096 names (the compiled side also remembers
+    # the last name objects by identity): a name seen before the clear decides as before.
+    g = make(Policy.default())
+    name = "todo_write"
+    for _ in range(2):
+        assert g.check("s", "read", {"p": 1}) is ALLOW
+        g.record("s", "read", {"p": 1}, "same")
+    for i in range(24):
+        g.check("t", name, {"i": i})
+        g.record("t", name, {"i": i}, "ok")
+    for i in range(4100):
+        g.check("u", f"tool-{i}", {})
+    d = g.check("s", "read", {"p": 1})
+    assert (d.action, d.detector, d.count) == ("warn", "consecutive_repeat", 3)
+    d = g.check("t", name, {"i": 99})
+    assert (d.action, d.detector, d.count) == ("warn", "tool_budget", 25)
+    assert g.check("t", "Todo" + "Write", {"i": 0}) is ALLOW  # another budgeted name, own count

@@ -330,6 +330,14 @@ def test_fused_send_hash_equals_hashing_the_stripped_copy(value):
         ),  # kept text restates the id
         ({"message": {"id": "m-1", "text": "hi", "direction": "out"}}, True),  # a delivery object
         (None, False),
+        ({"ok": True, "ts": 1_700_000_123, "text": "at 1700000123"}, True),  # an int id restated
+        ({"ok": True, "ts": -4711, "note": "n-4711"}, True),
+        ({"ok": True, "ts": 1_700_000_123, "note": "170000012"}, False),  # shorter than the id
+        ({"ok": True, "messageId": "m-47110000", "note": "m-4711"}, False),
+        ({"ok": True, "ts": 10**30, "note": "x" * 40}, False),  # past 64 bits
+        ({"ok": True, "ts": 10**30, "note": f"n{10**30}"}, True),
+        ({"ok": True, "messageIds": [["id-1234"]], "note": ["new id-1234"]}, True),  # in lists
+        ({"ok": True, "messageIds": [["id-1234"]], "note": ["id-12"]}, False),
     ],
 )
 def test_send_results_take_the_in_place_hash_unless_a_copy_is_needed(result, copied):
@@ -392,6 +400,28 @@ def test_cyclic_send_results_never_crash(impl):
     assert g.result_hash("message", {"action": "send"}, removed) == g.result_hash(
         "message", {"action": "send"}, {"ok": True}
     )
+
+
+def _shared(depth):
+    v: list = []
+    for _ in range(depth):
+        v = [v, v]  # 2**depth paths through depth + 1 lists
+    return v
+
+
+@pytest.mark.parametrize("key", ["x", "messageId"])
+def test_send_results_that_would_take_exponential_walks_raise(impl, key):
+    # kept or stripped, a result whose walk would follow 2**40 references is refused at once
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
+    with pytest.raises(ValueError, match="nested containers"):
+        g.record("s", "message", {"action": "send", "text": "hi"}, {"ok": True, key: _shared(40)})
+    g.record("s", "message", {"action": "send", "text": "hi"}, {"ok": True, key: _shared(12)})
+
+
+def test_send_results_with_ints_too_long_for_text_raise_in_both_twins(impl):
+    g = _make_guard(Policy.openclaw(), impl=impl.name)
+    with pytest.raises(ValueError):
+        g.record("s", "message", {"action": "send"}, {"ok": True, "ts": 10**5000, "x": "ab"})
 
 
 def test_the_table_decides_and_announces_without_a_guard(impl):
@@ -472,3 +502,152 @@ def test_a_subclass_override_is_respected():
     g = Counting(Policy.openclaw())
     g.check("s", "read", {"p": 1})
     assert Counting.calls == 1
+
+
+def _marker_script(g, steps):
+    out = []
+    for what, arg in steps:
+        if what == "user":
+            g.note_message("s", "go on", role="user")
+        elif what == "compaction":
+            g.note_compaction("s")
+        else:
+            d = g.check("s", "read", {"p": arg})
+            g.record("s", "read", {"p": arg}, "same")
+            out.append((d.action, d.detector, d.count))
+    return out
+
+
+_MARKER_STEPS = (
+    [("call", 1)] * 8
+    + [("user", 0)]
+    + [("call", 1)] * 4  # counted from the user message on: no generic_repeat warning yet
+    + [("compaction", 0)]
+    + [("call", 2)] * 4  # the loop a compaction restarts
+    + [("call", i) for i in range(10, 18)]
+    + [("call", 3)] * 3
+    + [("user", 0), ("compaction", 0)]
+    + [("call", 3)] * 5
+)
+
+
+@needs_c
+@pytest.mark.parametrize(
+    "pol",
+    [Policy.openclaw(), Policy.default().replace(window=4), Policy.default().replace(window=6)],
+)
+def test_marker_counts_survive_the_ring_wrapping_and_a_snapshot(pol):
+    # The compiled ring counts its user and compaction markers to skip scanning for them: the
+    # count must follow markers leaving the window and come back from a snapshot.
+    from loopcore.guard import _restore_guard
+
+    want = _marker_script(_make_guard(pol, impl="py"), _MARKER_STEPS)
+    for cut in range(len(_MARKER_STEPS) + 1):
+        for impl in ("c", "py"):
+            g = _make_guard(pol, impl=impl)
+            head = _marker_script(g, _MARKER_STEPS[:cut])
+            g = _restore_guard(g.snapshot(), impl=impl)
+            assert head + _marker_script(g, _MARKER_STEPS[cut:]) == want, (impl, cut)
+    if pol.name == "openclaw":
+        assert [d[0] for d in want[8:12]] == ["allow"] * 4
+        assert ("block", "compaction_loop", 3) in want
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+session_op = st.tuples(
+    st.sampled_from(["call", "call", "call", "reset", "forget", "wait", "snapshot"]),
+    st.sampled_from(["a", "b", "c", "d", 7]),
+    st.sampled_from([None, None, "r1", "r2"]),
+    st.integers(0, 1),
+)
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(session_op, max_size=80))
+def test_twins_keep_the_same_sessions_through_eviction_expiry_and_restore(ops):
+    # The session table (LRU cap, idle expiry, run ids, reset/forget, snapshots) holds the same
+    # sessions in the same order in both twins, with the same decisions and counters.
+    from loopcore.guard import _restore_guard
+
+    seen = {}
+    for impl in ("c", "py"):
+        clock = _Clock()
+        kw = {"max_sessions": 3, "ttl": 5.0, "clock": clock}
+        g = _make_guard(Policy.openclaw().replace(generic_warn=3), impl=impl, **kw)
+        out = []
+        for what, s, run, v in ops:
+            if what == "call":
+                d = g.check(s, "read", {"p": v}, run_id=run)
+                g.record(s, "read", {"p": v}, "same", run_id=run)
+                out.append((d.action, d.count))
+            elif what == "reset":
+                g.reset(s)
+            elif what == "forget":
+                g.forget(s)
+            elif what == "wait":
+                clock.t += 2.0 + 4 * v
+            else:
+                g = _restore_guard(g.snapshot(), impl=impl, **kw)
+            out.append((list(g.sessions()), len(g), s in g))
+        out.append(g.stats())
+        seen[impl] = out
+    assert seen["c"] == seen["py"]
+
+
+class _SubDecision(__import__("loopcore").Decision):
+    __slots__ = ("extra",)
+
+
+@pytest.mark.parametrize("cls_name", ["Decision", "_SubDecision"])
+def test_table_decisions_fill_every_slot_of_their_class(impl, cls_name):
+    # The compiled table fills a Decision's slots by their offsets when the class is Decision's
+    # plain shape, and by attribute otherwise: both give the same complete objects.
+    import gc
+
+    from loopcore import ALLOW, Decision
+    from loopcore.decision import _DET_NAMES
+
+    cls = Decision if cls_name == "Decision" else _SubDecision
+    pol = Policy.default()
+    eng = impl.guard.Engine(_engine_params(pol), [], [])
+    table = impl.guard.Table(
+        eng, pol, 10, 0.0, None, impl.hashing.canonical_hash, cls, ALLOW,
+        tuple(_DET_NAMES.get(i) for i in range(16)), None,
+    )  # fmt: skip
+    table.register("read", impl.guard.ToolInfo(7, -1, False, None, False, False, False, None))
+    out = []
+    for _ in range(6):
+        d = table.fast_check("s", "read", {"path": "a"}, None, None)
+        table.fast_record("s", "read", {"path": "a"}, d if d.blocked else "same", None, 0, None)
+        out.append(d)
+    gc.collect()
+    warn, block = out[2], out[4]
+    assert type(warn) is cls and type(block) is cls
+    assert warn.to_dict()["message"].startswith("WARNING:") and warn.of_step == 1
+    assert (block.action, block.detector, block.count) == ("block", "consecutive_repeat", 5)
+    assert block.key.startswith("consecutive_repeat:read:")
+
+
+@needs_c
+def test_event_buckets_past_their_cap_announce_again_in_both_twins():
+    # A session keeps 256 event keys; the oldest goes first and, seen again, is announced again
+    # (the compiled table also remembers the key it looked up last: it must not outlive this).
+    names = [f"t{i}" for i in range(300)]
+    pol = Policy.default().replace(budgets={n: (1, None) for n in names})
+    seen = {}
+    for impl in ("c", "py"):
+        events = []
+        g = _make_guard(pol, impl=impl, on_event=events.append)
+        for n in names + names[:3] + names[-3:] + names[:1]:
+            g.check("s", n, {"i": 1})
+        seen[impl] = [(e["tool"], e["count"]) for e in events]
+    assert seen["c"] == seen["py"]
+    assert seen["c"][300:] == [("t0", 2), ("t1", 2), ("t2", 2)]  # the rest inside their bucket

@@ -9,8 +9,11 @@ cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.dict cimport PyDict_GetItemWithError
+from cpython.exc cimport PyErr_Occurred
 from cpython.object cimport PyObject
+from cpython.list cimport PyList_GET_ITEM
 from cpython.set cimport PySet_Contains
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memset
@@ -48,6 +51,7 @@ from guard_params cimport Params
 from loopcore._native_hashing cimport hash_into, hash_into_t
 
 from collections.abc import Mapping
+from types import MemberDescriptorType
 
 from loopcore._guard_params import PARAM_NAMES
 
@@ -68,6 +72,7 @@ cdef uint64_t MASK64 = 0xFFFFFFFFFFFFFFFF
 cdef object _REPR = repr
 cdef enum:
     MAX_EVENT_KEYS = 256  # event buckets kept per session (OpenClaw's bound on its warning map)
+    TOOL_CACHE = 8  # tool name objects the fast paths recognise by identity
 cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
 
@@ -108,10 +113,12 @@ cdef object _project_exec(result):
 cdef object _project_exec_d(dict result, dict d, status):
     # *d* is result's details (or result) and *status* d.get("status"): the fast record path
     # has looked both up already to spot a veto.
+    cdef PyObject* found
     exit_code = None
     for k in _EXIT_KEYS:
-        if k in d:
-            exit_code = d[k]
+        found = PyDict_GetItemWithError(d, k)  # `k in d` and `d[k]` in one lookup
+        if found != NULL:
+            exit_code = <object>found
             break
     output = None
     for k in _OUT_KEYS:
@@ -136,14 +143,23 @@ cdef object _project_exec_d(dict result, dict d, status):
     )
 
 
-cdef bint _is_delivery_object(dict d):
+cdef inline bint _has_str(dict d, str key) except -1:
+    # isinstance(d.get(key), str): the borrowed value is only type-tested, before anything
+    # else can run
+    cdef PyObject* v = PyDict_GetItemWithError(d, key)
+    if v == NULL:
+        return -1 if PyErr_Occurred() else 0
+    return isinstance(<object>v, str)
+
+
+cdef bint _is_delivery_object(dict d) except -1:
     # A message object's own `id` is its fresh per-send id; a bare `id` elsewhere (a route or
     # conversation) is a stable fact and stays (docs/guard.md, Result hashing).
     return (
-        isinstance(d.get("id"), str)
-        and isinstance(d.get("text"), str)
-        and (isinstance(d.get("direction"), str) or isinstance(d.get("senderId"), str)
-             or isinstance(d.get("accountId"), str) or isinstance(d.get("conversation"), dict))
+        _has_str(d, "id")
+        and _has_str(d, "text")
+        and (_has_str(d, "direction") or _has_str(d, "senderId")
+             or _has_str(d, "accountId") or isinstance(d.get("conversation"), dict))
     )
 
 
@@ -265,26 +281,100 @@ cdef object _strip_send_result(result, frozenset keys):
     return stripped
 
 
-cdef int _scan_send(v, frozenset keys, list removed, int depth) except -1:
+cdef struct SendScan:
+    int64_t seen  # containers visited (the walk gives up past MAX_SEND_NODES)
+    Py_ssize_t kept_max  # the length of the longest str the strip would keep
+
+
+cdef int _scan_removed(v, list removed, int depth, SendScan* sc) except -1:
+    # _collect_scalars, counting the containers it walks (1 past MAX_SEND_NODES): exact ints of
+    # 64 bits go into *removed* as ints, turned into text only if some kept text is long enough
+    # to hold them (a longer int becomes text at once: str() may refuse it, as the strip would).
+    cdef int overflow
+    cdef long long iv
+    if isinstance(v, str):
+        if PyUnicode_GET_LENGTH(v) >= 4:
+            removed.append(v)
+    elif type(v) is int:
+        iv = PyLong_AsLongLongAndOverflow(v, &overflow)  # an exact int: this cannot fail
+        if overflow:  # beyond 64 bits: far past +-1000
+            removed.append(str(v))
+        elif iv >= 1000 or iv <= -1000:
+            removed.append(v)
+    elif isinstance(v, int) and not isinstance(v, bool):
+        if v >= 1000 or v <= -1000:
+            removed.append(str(v))
+    elif depth >= MAX_DEPTH:
+        return 0
+    elif isinstance(v, dict):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES:
+            return 1
+        for x in (<dict>v).values():
+            if _scan_removed(x, removed, depth + 1, sc):
+                return 1
+    elif isinstance(v, (list, tuple)):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES:
+            return 1
+        for x in v:
+            if _scan_removed(x, removed, depth + 1, sc):
+                return 1
+    return 0
+
+
+cdef int _scan_send(v, frozenset keys, list removed, int depth, SendScan* sc) except -1:
     # _strip_send's walk without building anything: collects what it would remove into
-    # *removed*; 1 when the strip needs the full path (a delivery object, whose bare id goes
-    # too, or a value deeper than MAX_DEPTH), else 0.
-    cdef int found = 0
+    # *removed* and the longest text it would keep; 1 when the strip needs the full path (a
+    # delivery object, whose bare id goes too, a value deeper than MAX_DEPTH, or more than
+    # MAX_SEND_NODES containers, which the full path refuses), else 0.
+    cdef Py_ssize_t n
     if depth >= MAX_DEPTH:
         return 1
     if isinstance(v, dict):
-        if _is_delivery_object(<dict>v):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES or _is_delivery_object(<dict>v):
             return 1
         for k, x in (<dict>v).items():
             if PySet_Contains(keys, k):
-                _collect_scalars(x, removed, depth + 1)
-            elif not (x is None or type(x) is str or type(x) is bool or type(x) is int or type(x) is float):
-                found |= _scan_send(x, keys, removed, depth + 1)
-        return found
+                if _scan_removed(x, removed, depth + 1, sc):
+                    return 1
+            elif type(x) is str:
+                n = PyUnicode_GET_LENGTH(x)
+                if n > sc.kept_max:
+                    sc.kept_max = n
+            elif not (x is None or type(x) is bool or type(x) is int or type(x) is float):
+                if _scan_send(x, keys, removed, depth + 1, sc):
+                    return 1
+        return 0
     if isinstance(v, (list, tuple)):
+        sc.seen += 1
+        if sc.seen > MAX_SEND_NODES:
+            return 1
         for x in v:
-            found |= _scan_send(x, keys, removed, depth + 1)
-    return found
+            if _scan_send(x, keys, removed, depth + 1, sc):
+                return 1
+        return 0
+    if isinstance(v, str):
+        n = PyUnicode_GET_LENGTH(v)
+        if n > sc.kept_max:
+            sc.kept_max = n
+    return 0
+
+
+cdef inline Py_ssize_t _decimal_len(int64_t x) noexcept:
+    # len(str(x))
+    cdef Py_ssize_t n = 1
+    cdef uint64_t u
+    if x < 0:
+        n = 2
+        u = <uint64_t>0 - <uint64_t>x
+    else:
+        u = <uint64_t>x
+    while u >= 10:
+        u //= 10
+        n += 1
+    return n
 
 
 cdef bint _mentions_kept(v, frozenset keys, list removed, int depth) except -1:
@@ -318,12 +408,31 @@ cdef inline object _send_body(result):
 
 cdef bint _send_needs_copy(body, frozenset keys) except -1:
     # Whether _strip_send_result must build its copy for the send result *body* (_send_body):
-    # a delivery object (its bare id goes), a value deeper than MAX_DEPTH, or kept text that
-    # restates a stripped id.
+    # a delivery object (its bare id goes), a value deeper than MAX_DEPTH, more containers than
+    # it strips (it raises), or kept text that restates a stripped id. One walk; a stripped id
+    # longer than every kept text cannot be restated, so it is not looked for.
     cdef list removed = []
-    if _scan_send(body, keys, removed, 0):
+    cdef list texts = None
+    cdef SendScan sc
+    cdef int overflow
+    cdef long long x
+    sc.seen = 0
+    sc.kept_max = 0
+    if _scan_send(body, keys, removed, 0, &sc):
         return True
-    return bool(removed) and _mentions_kept(body, keys, removed, 0)
+    if not removed or sc.kept_max < 4:
+        return False
+    for r in removed:
+        if type(r) is int:  # 64 bits (_scan_removed)
+            x = PyLong_AsLongLongAndOverflow(r, &overflow)
+            if _decimal_len(x) > sc.kept_max:
+                continue
+            r = str(r)
+        if PyUnicode_GET_LENGTH(r) <= sc.kept_max:
+            if texts is None:
+                texts = []
+            texts.append(r)
+    return texts is not None and _mentions_kept(body, keys, texts, 0)
 
 
 cdef bint _mentions(v, list removed, int depth) except -1:
@@ -365,6 +474,8 @@ cdef class State:
     cdef int n
     cdef int head
     cdef int nbudget
+    cdef int n_user  # user-message markers in the ring (most sessions have none: scans skip them)
+    cdef int n_compaction  # compaction markers in the ring
     cdef public int64_t n_steps
     cdef public uint64_t veto_tool
     cdef public uint64_t veto_args
@@ -374,6 +485,13 @@ cdef class State:
     cdef public uint64_t out_aux2
     cdef public double touched
     cdef public object extra
+    cdef object key  # its (session, run_id) key in its Table (the very object stored there)
+    # the event bucket last looked up or set in ``extra`` (the dict itself, its key, its value)
+    cdef object bk_dict
+    cdef int bk_code
+    cdef uint64_t bk_tid
+    cdef uint64_t bk_x
+    cdef int64_t bk_bucket
 
     def __cinit__(self, int cap, int nbudget):
         cdef size_t size = <size_t>cap * (5 * 8 + 8 + 2) + <size_t>nbudget * 8 + 8
@@ -397,6 +515,8 @@ cdef class State:
         self.nbudget = nbudget
         self.n = 0
         self.head = 0
+        self.n_user = 0
+        self.n_compaction = 0
         self.out_of_step = -1
         self.extra = None
 
@@ -407,6 +527,13 @@ cdef class State:
 
     def __len__(self):
         return self.n
+
+    cdef inline void _unmark(self, uint8_t kind) noexcept nogil:
+        # an entry of *kind* leaves the ring
+        if kind == K_USER:
+            self.n_user -= 1
+        elif kind == K_COMPACTION:
+            self.n_compaction -= 1
 
     cdef inline int ph(self, int i) noexcept nogil:
         cdef int j = self.head + i
@@ -425,6 +552,11 @@ cdef class State:
             self.head += 1
             if self.head == self.cap:
                 self.head = 0
+            self._unmark(self.kind[j])
+        if kind == K_USER:
+            self.n_user += 1
+        elif kind == K_COMPACTION:
+            self.n_compaction += 1
         self.tool[j] = tool
         self.args[j] = args
         self.res[j] = res
@@ -592,6 +724,10 @@ cdef class Engine:
                 st.flags[j] = e[3]
                 st.kind[j] = e[4]
                 st.kind[j] = kind_from_stored(st.kind[j])
+                if st.kind[j] == K_USER:
+                    st.n_user += 1
+                elif st.kind[j] == K_COMPACTION:
+                    st.n_compaction += 1
                 st.tgt[j] = e[5] & MASK64
                 st.cid[j] = e[6] & MASK64
                 st.seq[j] = e[7]
@@ -739,7 +875,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
     cdef uint64_t b_aux = 0, w_aux = 0, b_aux2 = 0, w_aux2 = 0
     cdef int64_t bcount = 0, s, np_ = 0, np_of = -1, es = 0, rc = 0, rc_of = -1, c, best_c, of, nt = 0
     cdef uint64_t np_res = 0, es_res = 0, combo, ta, aa, tb, ab, tq, aq
-    cdef bint np_done = False, es_done = False, distinct, ev, best_ev
+    cdef bint np_done = False, es_done = False, distinct, ev, best_ev, users
     cdef uint8_t f, ki
     cdef int variants = 0
 
@@ -765,18 +901,23 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
 
     # identical-call streaks over calls with an outcome (other calls are skipped); nt counts
     # this tool's calls with an outcome over the same stretch (what argument churn counts)
+    users = st.n_user != 0
     for i in range(n - 1, -1, -1):
         j = st.ph(i)
-        if st.tool[j] != tool or st.args[j] != args:
-            if st.kind[j] == K_USER:
+        if st.tool[j] != tool:
+            if users and st.kind[j] == K_USER:
                 break
-            if st.tool[j] == tool and st.flags[j] & F_HAS:
+            continue
+        f = st.flags[j]
+        if st.args[j] != args:
+            if users and st.kind[j] == K_USER:
+                break
+            if f & F_HAS:
                 nt += 1
             continue
         rc += 1
         if rc_of < 0:
             rc_of = st.seq[j]
-        f = st.flags[j]
         if not f & F_HAS:
             continue
         nt += 1
@@ -814,7 +955,7 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
             b_of = of
             b_aux = <uint64_t>variants
 
-    if not block and p.compaction_window and n >= p.compaction_window:
+    if not block and p.compaction_window and st.n_compaction and n >= p.compaction_window:
         c = _after_compaction(st, tool, args, <int>p.compaction_window)
         if c:
             block = D_COMPACTION
@@ -841,6 +982,9 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
         for k in range(2, 6):
             if not p.cycle_periods_mask & (1 << k) or n < k:
                 continue
+            j = st.ph(n - k)
+            if st.tool[j] != tool or st.args[j] != args:
+                continue  # the call k back differs: no period-k repetition ends here (t == 0)
             # how far the period-k repetition reaches back (the call k back must equal this one;
             # most calls stop here, so this runs before the distinctness test below)
             t = 0
@@ -1095,6 +1239,7 @@ cdef class Table:
     cdef readonly double ttl
     cdef readonly object clock
     cdef readonly object sessions
+    cdef dict plain  # session -> its state under run id None: the same states as in sessions
     cdef readonly dict runs
     cdef object _get_fn
     cdef object _move_fn
@@ -1113,11 +1258,15 @@ cdef class Table:
     cdef State cur_state  # the last _fast_check's state, tool and args hash (read at once)
     cdef ToolInfo cur_info
     cdef object cur_tool  # the tool name of the last _fast_check (record() passes the same one)
+    cdef list tc_names  # the tool name objects looked up last (a harness passes the same ones)
+    cdef list tc_infos  # ... and their ToolInfo
+    cdef int tc_next
     cdef uint64_t cur_ah
     cdef uint64_t ops
     cdef readonly object policy
     cdef readonly dict names  # tool id -> name (a cycle's message names its pair)
     cdef type decision
+    cdef Py_ssize_t slot_off[7]  # the Decision class's slot offsets (slot_off[0] == 0: not known)
     cdef readonly object allow
     cdef tuple det_names
     cdef object emit
@@ -1137,6 +1286,9 @@ cdef class Table:
             raise TypeError("Table needs a Decision class built by object.__new__ with plain slots")
         self.engine = engine
         self.policy = policy
+        self.slot_off[0] = 0
+        if decision is not None:
+            _slot_offsets(decision, self.slot_off)
         self.names = {}
         self.decision = decision
         self.allow = allow
@@ -1148,10 +1300,14 @@ cdef class Table:
         self.ttl = ttl  # 0: never expire
         self.clock = clock
         self.sessions = OrderedDict()
+        self.plain = {}
         self.runs = {}
         self._get_fn = self.sessions.get
         self._move_fn = self.sessions.move_to_end
         self.tools = {}
+        self.tc_names = [None] * TOOL_CACHE
+        self.tc_infos = [None] * TOOL_CACHE
+        self.tc_next = 0
         self.hash_fn = hash_fn
         self.c_hash = NULL
         if hash_fn is not None:
@@ -1195,16 +1351,28 @@ cdef class Table:
         cdef State st
         cdef double now
         cdef PyObject* found
-        key = (session, run_id)
-        # the OrderedDict's own dict part: the lookup without a method call
-        found = PyDict_GetItemWithError(self.sessions, key)
+        if run_id is None:
+            # most sessions have no run ids: found by the session alone, no key tuple built
+            key = None
+            found = PyDict_GetItemWithError(self.plain, session)
+        else:
+            key = (session, run_id)
+            # the OrderedDict's own dict part: the lookup without a method call
+            found = PyDict_GetItemWithError(self.sessions, key)
         obj = <object>found if found != NULL else None
         now = self._now()
         if obj is None or (self.ttl > 0 and now - (<State>obj).touched > self.ttl):
+            if obj is not None:
+                key = (<State>obj).key  # expired: its key object stays in the OrderedDict
+            elif key is None:
+                key = (session, None)
             st = State(self.engine.window, self.engine.nbudget)
+            st.key = key
             self.sessions[key] = st
             self._move_fn(key)
-            if run_id is not None:
+            if run_id is None:
+                self.plain[session] = st
+            else:
                 runs = self.runs.get(session)
                 if runs is None:
                     self.runs[session] = runs = set()
@@ -1213,7 +1381,7 @@ cdef class Table:
                 self._evict()
         else:
             st = <State>obj
-            self._move_fn(key)
+            self._move_fn(st.key)  # the stored key object: found by identity
         st.touched = now
         self.ops += 1
         if self.ttl > 0 and (self.ops & 1023) == 0:
@@ -1226,7 +1394,10 @@ cdef class Table:
             self.last_state = None
         session, run_id = key
         self.evicted += 1
-        if run_id is not None:
+        if run_id is None:
+            if self.plain.get(session) is st:
+                del self.plain[session]
+        else:
             runs = self.runs.get(session)
             if runs is not None:
                 runs.discard(run_id)
@@ -1273,29 +1444,42 @@ cdef class Table:
         cdef int64_t bucket = count // self.bucket_size
         cdef PyObject* last
         cdef dict buckets
+        cdef uint64_t k_tid, k_x
         if det == D_CYCLE:
             why = (self.policy, name, aux2, self.names.get(aux, "another tool"))
-            dk = (code, 0, aux2)
+            k_tid = 0
+            k_x = aux2
         else:
             # the global breaker's aux is the number of argument variants when it counted churn
             why = (self.policy, name, ah, aux if det == D_GLOBAL and aux else None)
-            dk = (code, tid, 0 if det == D_BUDGET else ah)
-        d = _new_decision(self.decision, "block" if code >> 4 == L_BLOCK else "warn", self.det_names[det],
-                          count, of_step, why)
+            k_tid = tid
+            k_x = 0 if det == D_BUDGET else ah
+        if self.slot_off[0]:
+            d = _fill_decision(self.decision, self.slot_off, "block" if code >> 4 == L_BLOCK else "warn",
+                               self.det_names[det], count, of_step, why)
+        else:
+            d = _new_decision(self.decision, "block" if code >> 4 == L_BLOCK else "warn", self.det_names[det],
+                              count, of_step, why)
         bucket_obj = bucket
         if st.extra is None:
             fresh = {}
             if st.extra is None:
                 st.extra = fresh
         buckets = <dict>st.extra
+        if (st.bk_dict is buckets and st.bk_code == code and st.bk_tid == k_tid and st.bk_x == k_x
+                and bucket <= st.bk_bucket):
+            return d  # the very bucket looked up last: inside it, nothing to emit
+        dk = (code, k_tid, k_x)
         last = PyDict_GetItemWithError(buckets, dk)
         if last != NULL and bucket <= <int64_t><object>last:
+            _remember_bucket(st, buckets, code, k_tid, k_x, <int64_t><object>last)
             return d  # most warnings repeat inside their bucket and emit nothing
         if last != NULL:
             del buckets[dk]  # re-inserted last: the oldest pattern is evicted first
         buckets[dk] = bucket_obj
         if len(buckets) > MAX_EVENT_KEYS:
-            del buckets[next(iter(buckets))]
+            del buckets[next(iter(buckets))]  # the oldest: never the key just set
+        _remember_bucket(st, buckets, code, k_tid, k_x, bucket)
         if self.emit is not None:
             self.emit(session, run_id, name, d)
         return d
@@ -1358,8 +1542,12 @@ cdef class Table:
     cdef uint64_t _args_hash(self, args) except? 0:
         # a dict's top-level keys in policy.ignored_args are left out (cline's task_progress)
         cdef frozenset ign = self.ignored_args
+        cdef uint64_t h = 0
         if ign is not None and type(args) is dict and not ign.isdisjoint(<dict>args):
             args = {k: v for k, v in (<dict>args).items() if k not in ign}
+        if self.c_hash != NULL:  # self._hash(args), without the call
+            self.c_hash(args, None, _REPR, &h)
+            return h
         return self._hash(args)
 
     def args_hash(self, args):
@@ -1377,13 +1565,37 @@ cdef class Table:
     def register(self, str name, ToolInfo info):
         """Make *name* known to the fast paths (the registry is a cache: clear_tools() may drop it)."""
         self.tools[name] = info
+        self._forget_tool_objects()
         self.names[info.tid] = name
 
     def clear_tools(self):
         """Forget every registered tool (they are registered again on their next call)."""
         self.tools.clear()
+        self._forget_tool_objects()
         self.names.clear()
         self.cur_tool = None
+
+    cdef void _forget_tool_objects(self) noexcept:
+        cdef int i
+        for i in range(TOOL_CACHE):
+            self.tc_names[i] = None
+            self.tc_infos[i] = None
+
+    cdef inline object _tool_info(self, tool):
+        # self.tools.get(tool), first by identity among the last TOOL_CACHE name objects (the
+        # names are immutable exact strs; the cache holds them, so an identity cannot be reused)
+        cdef int i
+        cdef list names = self.tc_names
+        for i in range(TOOL_CACHE):
+            if PyList_GET_ITEM(names, i) == <PyObject*>tool:
+                return self.tc_infos[i]
+        info = self.tools.get(tool)
+        if info is not None and type(tool) is str:
+            i = self.tc_next
+            self.tc_names[i] = tool
+            self.tc_infos[i] = info
+            self.tc_next = (i + 1) % TOOL_CACHE
+        return info
 
     cdef int _fast_check(self, session, tool, args, run_id, call_id=None) except -2:
         # -1: *tool* is not registered; else the engine's code, with cur_state, cur_info and
@@ -1393,7 +1605,7 @@ cdef class Table:
         cdef uint64_t ah, cid = 0
         cdef State st
         cdef int code
-        info = self.tools.get(tool)
+        info = self._tool_info(tool)
         if info is None:
             return -1
         t = <ToolInfo>info
@@ -1434,18 +1646,21 @@ cdef class Table:
         if tool is self.cur_tool and self.cur_info is not None:
             info = self.cur_info  # the call just checked (the registry maps its name to it)
         else:
-            info = self.tools.get(tool)
+            info = self._tool_info(tool)
             if info is None:
                 return -1
         t = <ToolInfo>info
-        veto = _block_veto(result, self.veto_type)
-        if veto == 2:
-            return -1  # the block message as the tool's output: Guard.record decides on it
-        if not veto and t.exec and isinstance(result, dict):
+        if isinstance(result, dict):
+            # _block_veto's lookups, kept for the exec projection
             d = (<dict>result).get("details")
             if not isinstance(d, dict):
                 d = result
             status = (<dict>d).get("status")
+            veto = _dict_veto(<dict>d, status)
+        else:
+            veto = _block_veto(result, self.veto_type)
+            if veto == 2:
+                return -1  # the block message as the tool's output: Guard.record decides on it
         if call_id is not None:
             cid = self._cid_hash(call_id)
         if args is self.last_args and args is not None:
@@ -1457,7 +1672,7 @@ cdef class Table:
                 # the projection _outcome would make, reusing the lookups above
                 rh = self._hash(_project_exec_d(<dict>result, <dict>d, status))
             else:
-                rh = self._outcome_hash(t, args, result)
+                rh = self._outcome_hash(t, args, result, d)  # d: _send_body(result) or None
         if t.bslot >= self.engine.nbudget:
             raise IndexError("budget slot out of range")
         cdef State st = self._get(session, run_id)
@@ -1473,14 +1688,14 @@ cdef class Table:
         cdef int code = self._fast_record(session, tool, args, result, run_id, tokens, call_id)
         return None if code < 0 else code
 
-    cdef uint64_t _send_hash(self, result) except? 0:
+    cdef uint64_t _send_hash(self, result, body) except? 0:
         # == self._hash(_strip_send_result(result, self.volatile_keys)), without building the
         # stripped copy when it is not needed: the usual send result has no delivery object and
         # no text restating a stripped id, so hashing it with the volatile keys stripped inside
-        # the hash gives the same bytes.
+        # the hash gives the same bytes. *body* is _send_body(result) when the caller has it.
         cdef uint64_t h = 0
-        body = _send_body(result)
-        _check_send_size(body)
+        if body is None:
+            body = _send_body(result)
         if self.c_hash == NULL or _send_needs_copy(body, self.volatile_keys):
             return self._hash(_strip_send_result(result, self.volatile_keys))
         try:
@@ -1491,7 +1706,7 @@ cdef class Table:
 
     def send_hash(self, result):
         """The hash record() gives a send-like *result* (tests cross it with the full strip)."""
-        return self._send_hash(result)
+        return self._send_hash(result, None)
 
     def send_needs_copy(self, result):
         """True when record() hashes a stripped copy of the send-like *result*, False when it
@@ -1500,14 +1715,15 @@ cdef class Table:
         _check_send_size(_send_body(result))
         return _send_needs_copy(_send_body(result), self.volatile_keys)
 
-    cdef uint64_t _outcome_hash(self, ToolInfo t, args, result) except? 0:
-        # == self._hash(self._outcome(t, args, result)), with the send strip done in the hash
+    cdef uint64_t _outcome_hash(self, ToolInfo t, args, result, body) except? 0:
+        # == self._hash(self._outcome(t, args, result)), with the send strip done in the hash;
+        # *body* is _send_body(result) when the caller has it, else None
         if t.exec or (t.poll_actions is not None and isinstance(args, dict)
                       and (<dict>args).get("action") in t.poll_actions):
             return self._hash(_project_exec(result))
         if t.send or (t.send_actions is not None and isinstance(args, dict)
                       and (<dict>args).get("action") in t.send_actions):
-            return self._send_hash(result)
+            return self._send_hash(result, body)
         return self._hash(result)
 
     cdef object _outcome(self, ToolInfo t, args, result):
@@ -1527,6 +1743,7 @@ cdef class Table:
         """Remove every state of *session* (all run ids)."""
         self.last_state = None
         self.sessions.pop((session, None), None)
+        self.plain.pop(session, None)
         for run_id in self.runs.pop(session, ()):
             self.sessions.pop((session, run_id), None)
 
@@ -1539,9 +1756,13 @@ cdef class Table:
         ValueError for a state of another engine's size."""
         self.engine._fits(st)
         self.last_state = None
-        self.sessions[(session, run_id)] = st
-        self._move_fn((session, run_id))
-        if run_id is not None:
+        key = (session, run_id)
+        st.key = key
+        self.sessions[key] = st
+        self._move_fn(key)
+        if run_id is None:
+            self.plain[session] = st
+        else:
             self.runs.setdefault(session, set()).add(run_id)
         while len(self.sessions) > self.max_sessions:
             self._evict()
@@ -1573,6 +1794,17 @@ cdef class Table:
         return len(self.sessions)
 
 
+cdef inline void _remember_bucket(State st, dict buckets, int code, uint64_t tid, uint64_t x,
+                                  int64_t bucket) noexcept:
+    # buckets[(code, tid, x)] == bucket now; only _decide changes a state's buckets, and the next
+    # change either sets this again or is this key's (an eviction takes the oldest key)
+    st.bk_dict = buckets
+    st.bk_code = code
+    st.bk_tid = tid
+    st.bk_x = x
+    st.bk_bucket = bucket
+
+
 cdef int _block_veto(result, veto_type) except -1:
     # The one place the compiled twin recognises a block handed back as a call's result:
     # 1 the guard's own veto (a block Decision, or OpenClaw's tool-loop denial), 2 text that
@@ -1590,11 +1822,18 @@ cdef int _block_veto(result, veto_type) except -1:
         d = (<dict>result).get("details")
         if not isinstance(d, dict):
             d = result
-        if (<dict>d).get("status") == "blocked" and (<dict>d).get("deniedReason") == "tool-loop":
-            return 1
-        return 0
+        return _dict_veto(<dict>d, (<dict>d).get("status"))
     if isinstance(result, veto_type):
         return 1 if result.action == "block" else 0
+    return 0
+
+
+cdef inline int _dict_veto(dict d, status) except -1:
+    # _block_veto of a dict result whose details (or itself) are *d*, d.get("status") *status*
+    if status is None:  # the usual result: None never equals "blocked"
+        return 0
+    if status == "blocked" and d.get("deniedReason") == "tool-loop":
+        return 1
     return 0
 
 
@@ -1606,6 +1845,59 @@ def block_veto(result, veto_type):
 
 cdef extern from "Python.h":
     object PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t nitems)
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+        int flags
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    int T_OBJECT_EX
+    void Py_INCREF(object o)
+
+
+cdef tuple _DECISION_SLOTS = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
+
+
+cdef int _slot_offsets(type cls, Py_ssize_t* out) except -1:
+    # The offsets of *cls*'s seven slots in an instance, so a Decision is filled with plain
+    # stores; 0 (and out[0] = 0) unless every one is a writable object slot of *cls* itself.
+    cdef int i
+    cdef PyMemberDef* m
+    out[0] = 0
+    for i in range(7):
+        descr = cls.__dict__.get(_DECISION_SLOTS[i])
+        if type(descr) is not MemberDescriptorType or descr.__objclass__ is not cls:
+            out[0] = 0
+            return 0
+        m = (<PyMemberDescrObject*>descr).d_member
+        if m.type != T_OBJECT_EX or m.flags != 0 or m.offset < <Py_ssize_t>sizeof(PyObject):
+            out[0] = 0
+            return 0
+        out[i] = m.offset
+    return 1
+
+
+cdef inline void _put_slot(object d, Py_ssize_t off, object v) noexcept:
+    # a slot of a fresh instance (NULL until now) takes a new reference to *v*
+    Py_INCREF(v)
+    (<PyObject**>((<char*><PyObject*>d) + off))[0] = <PyObject*>v
+
+
+cdef object _fill_decision(type cls, Py_ssize_t* off, str action, str detector, int64_t count,
+                           int64_t of_step, tuple why):
+    # _new_decision with the slot offsets _slot_offsets found
+    d = PyType_GenericAlloc(<PyTypeObject*>cls, 0)
+    _put_slot(d, off[0], action)
+    _put_slot(d, off[1], detector)
+    _put_slot(d, off[2], count)
+    _put_slot(d, off[3], of_step if of_step >= 0 else None)
+    _put_slot(d, off[4], None)
+    _put_slot(d, off[5], None)
+    _put_slot(d, off[6], why)
+    return d
 
 
 cdef object _new_decision(type cls, str action, str detector, int64_t count, int64_t of_step, tuple why):
@@ -1622,15 +1914,35 @@ cdef object _new_decision(type cls, str action, str detector, int64_t count, int
     return d
 
 
+cdef extern from "Python.h":
+    """
+    /* Guard.check / Guard.record as METH_FASTCALL | METH_KEYWORDS builtins bound to a _Fast:
+       CPython calls them with the caller's argument array and keyword names as they are (no
+       bound-method layer, no argument tuple, no keyword dict). */
+    #define LOOPCORE_FASTCALL_KW (METH_FASTCALL | METH_KEYWORDS)
+    """
+    ctypedef struct PyMethodDef:
+        const char* ml_name
+        void* ml_meth
+        int ml_flags
+        const char* ml_doc
+    int LOOPCORE_FASTCALL_KW
+    object PyCFunction_NewEx(PyMethodDef* ml, object self, object module)
+    object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
+    Py_ssize_t PyTuple_GET_SIZE(PyObject* p)
+    PyObject* PyTuple_GET_ITEM(PyObject* p, Py_ssize_t i)
+
+
 @cython.final
 cdef class _Fast:
     """Guard.check and Guard.record for a guard without ``classify``: the common case in C.
 
-    Its bound ``check``/``record`` methods replace the Guard's (bound methods of a compiled
-    class take the vectorcall path, so a call builds no argument tuple). Same signatures and
-    results as ``Guard.check``/``Guard.record``: the table answers a plain call (its decision
-    and event included); anything else goes to the Guard's own methods, so behaviour is
-    identical by construction.
+    ``bind_fast`` makes its ``check``/``record`` builtins (``_fast_check_kw``/``_fast_record_kw``
+    bound to it), which replace the Guard's. Same signatures and results as
+    ``Guard.check``/``Guard.record``: the table answers a plain call (its decision and event
+    included); anything else (kind, target, error, an unusual token count, an unregistered tool,
+    arguments these entries do not bind) goes to the Guard's own methods with the very arguments
+    it was given, so behaviour and errors are identical by construction.
     """
 
     cdef Table table
@@ -1644,32 +1956,110 @@ cdef class _Fast:
         self.slow_check = slow_check
         self.slow_record = slow_record
 
-    def check(self, session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None):
-        """Guard.check (see there)."""
-        cdef int code
-        cdef Table tb
-        if kind is None and target is None:  # call ids ride the fast path too
-            tb = self.table
-            code = tb._fast_check(session, tool, args, run_id, call_id)
-            if code == 0:
-                return self.allow
-            if code > 0:
-                return tb._decide(code, tb.cur_state, tool, tb.cur_info.tid, tb.cur_ah, session, run_id)
-        return self.slow_check(session, tool, args, run_id=run_id, kind=kind, target=target, call_id=call_id)
 
-    def record(self, session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
-               tokens=None, kind=None, target=None):
-        """Guard.record (see there)."""
-        if error is None and kind is None and target is None and (
-                tokens is None or (type(tokens) is int and 0 <= tokens <= INT64_MAX)):
-            if self.table._fast_record(session, tool, args, result, run_id, tokens or 0, call_id) >= 0:
-                return None
-        return self.slow_record(session, tool, args, result, error=error, run_id=run_id, call_id=call_id,
-                                tokens=tokens, kind=kind, target=target)
+# The keyword names the entries bind by identity: the compiler interns the keywords of a call
+# site and Cython these constants (any other object goes to the Guard's method, which binds by
+# equality).
+cdef str _KW_ARGS = "args"
+cdef str _KW_RESULT = "result"
+cdef str _KW_RUN_ID = "run_id"
+cdef str _KW_CALL_ID = "call_id"
+cdef str _KW_TOKENS = "tokens"
+cdef str _KW_KIND = "kind"
+cdef str _KW_TARGET = "target"
+cdef str _KW_ERROR = "error"
+
+
+cdef object _fast_check_kw(object fast, PyObject** argv, Py_ssize_t nargs, PyObject* kwnames):
+    # check(session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None)
+    cdef _Fast f = <_Fast>fast
+    cdef Table tb = f.table
+    cdef Py_ssize_t i, nkw
+    cdef PyObject* name
+    cdef int code
+    if nargs < 2 or nargs > 3:
+        return PyObject_Vectorcall(f.slow_check, argv, <size_t>nargs, kwnames)
+    args = <object>argv[2] if nargs == 3 else None
+    run_id = None
+    call_id = None
+    if kwnames != NULL:
+        nkw = PyTuple_GET_SIZE(kwnames)
+        for i in range(nkw):
+            name = PyTuple_GET_ITEM(kwnames, i)
+            if name == <PyObject*>_KW_CALL_ID:
+                call_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_RUN_ID:
+                run_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_ARGS and nargs == 2:
+                args = <object>argv[nargs + i]
+            elif not ((name == <PyObject*>_KW_KIND or name == <PyObject*>_KW_TARGET)
+                      and argv[nargs + i] == <PyObject*>None):
+                return PyObject_Vectorcall(f.slow_check, argv, <size_t>nargs, kwnames)
+    session = <object>argv[0]
+    tool = <object>argv[1]
+    code = tb._fast_check(session, tool, args, run_id, call_id)
+    if code == 0:
+        return f.allow
+    if code > 0:
+        return tb._decide(code, tb.cur_state, tool, tb.cur_info.tid, tb.cur_ah, session, run_id)
+    return PyObject_Vectorcall(f.slow_check, argv, <size_t>nargs, kwnames)
+
+
+cdef object _fast_record_kw(object fast, PyObject** argv, Py_ssize_t nargs, PyObject* kwnames):
+    # record(session, tool, args=None, result=None, *, error=None, run_id=None, call_id=None,
+    #        tokens=None, kind=None, target=None)
+    cdef _Fast f = <_Fast>fast
+    cdef Py_ssize_t i, nkw
+    cdef PyObject* name
+    cdef int64_t ntok = 0
+    if nargs < 2 or nargs > 4:
+        return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+    args = <object>argv[2] if nargs >= 3 else None
+    result = <object>argv[3] if nargs == 4 else None
+    run_id = None
+    call_id = None
+    if kwnames != NULL:
+        nkw = PyTuple_GET_SIZE(kwnames)
+        for i in range(nkw):
+            name = PyTuple_GET_ITEM(kwnames, i)
+            if name == <PyObject*>_KW_CALL_ID:
+                call_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_RUN_ID:
+                run_id = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_RESULT and nargs <= 3:
+                result = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_ARGS and nargs == 2:
+                args = <object>argv[nargs + i]
+            elif name == <PyObject*>_KW_TOKENS:
+                tokens = <object>argv[nargs + i]
+                if tokens is not None:
+                    if not (type(tokens) is int and 0 <= tokens <= INT64_MAX):
+                        return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+                    ntok = tokens
+            elif not ((name == <PyObject*>_KW_KIND or name == <PyObject*>_KW_TARGET
+                       or name == <PyObject*>_KW_ERROR) and argv[nargs + i] == <PyObject*>None):
+                return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+    if f.table._fast_record(<object>argv[0], <object>argv[1], args, result, run_id, ntok, call_id) >= 0:
+        return None
+    return PyObject_Vectorcall(f.slow_record, argv, <size_t>nargs, kwnames)
+
+
+cdef PyMethodDef _CHECK_DEF
+_CHECK_DEF.ml_name = "check"
+_CHECK_DEF.ml_meth = <void*>_fast_check_kw
+_CHECK_DEF.ml_flags = LOOPCORE_FASTCALL_KW
+_CHECK_DEF.ml_doc = (b"check(session, tool, args=None, *, run_id=None, kind=None, target=None, call_id=None)\n"
+                     b"--\n\nGuard.check (see there).")
+cdef PyMethodDef _RECORD_DEF
+_RECORD_DEF.ml_name = "record"
+_RECORD_DEF.ml_meth = <void*>_fast_record_kw
+_RECORD_DEF.ml_flags = LOOPCORE_FASTCALL_KW
+_RECORD_DEF.ml_doc = (b"record(session, tool, args=None, result=None, *, error=None, run_id=None, "
+                      b"call_id=None, tokens=None, kind=None, target=None)\n--\n\nGuard.record (see there).")
 
 
 def bind_fast(Table table, check, record):
     """(check, record) callables with Guard.check/record's signatures that run the common case in
     C on *table* and hand everything else to *check*/*record* (the Guard's own methods)."""
     fast = _Fast(table, check, record)
-    return fast.check, fast.record
+    return PyCFunction_NewEx(&_CHECK_DEF, fast, None), PyCFunction_NewEx(&_RECORD_DEF, fast, None)

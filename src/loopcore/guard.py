@@ -48,6 +48,7 @@ else:
 __all__ = ["ALLOW", "Decision", "Guard", "LoopBlocked"]
 
 _log: Any = None
+_logging: Any = None  # the logging module, imported with the logger
 #: Set by processes whose stderr someone else reads (the command hooks): the "loopcore" logger
 #: then gets a NullHandler when it is first made, so an unconfigured logging module never prints
 #: an event on stderr through its last-resort handler.
@@ -57,15 +58,40 @@ _QUIET_LOGGER = False
 def _logger() -> Any:
     """The "loopcore" logger, made on the first event: logging costs a hook process ~7 ms to
     import, and a process that emits no event never needs it."""
-    global _log
+    global _log, _logging
     if _log is None:
         import logging
 
         lg = logging.getLogger("loopcore")
         if _QUIET_LOGGER:
             lg.addHandler(logging.NullHandler())
+        _logging = logging
         _log = lg
     return _log
+
+
+def _log_reaches(log: Any, level: int) -> bool:
+    """Whether a record of *level* logged on *log* could be seen by anything: False when the
+    logger is off for the level, or when every handler the record would reach is a plain
+    ``logging.NullHandler`` (which drops it unread) and no logger filter, logger subclass or
+    record factory could see it being made. The record then is not built at all: a LogRecord
+    costs more than the rest of a warn decision."""
+    if not log.isEnabledFor(level):
+        return False
+    lg = _logging
+    if log.filters or type(log) is not lg.Logger or lg.getLogRecordFactory() is not lg.LogRecord:
+        return True
+    found = False
+    c = log
+    while c is not None:
+        for h in c.handlers:
+            if type(h) is not lg.NullHandler:
+                return True
+            found = True
+        if not c.propagate:
+            break
+        c = c.parent
+    return not found  # no handler at all: logging's last resort prints it
 
 
 _KINDS: dict[str | None, int] = {None: _codes.K_OTHER}
@@ -336,6 +362,8 @@ class Guard:
     ) -> None:
         # The table calls this when a decision crosses into a new event bucket (a warning is
         # announced once per bucket of counts, a block likewise: OpenClaw's warning buckets).
+        if self.on_event is None and not _log_reaches(_logger(), 40 if d.action == "block" else 30):
+            return  # nobody would see the event: build nothing
         self._emit(
             {
                 "event": "doom_loop_detected",
@@ -659,7 +687,7 @@ class Guard:
     def _emit(self, event: dict[str, Any]) -> None:
         log = _logger()
         level = 40 if event["level"] == "block" else 30  # logging.ERROR / logging.WARNING
-        if log.isEnabledFor(level):
+        if _log_reaches(log, level):
             # What log.log() does, minus its stack walk (findCaller), which cost more than the rest
             # of the event: the caller is always this very line.
             log.handle(
