@@ -13,10 +13,10 @@ import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from loopcore._native_hashing cimport hash_into
+from slots cimport slot_offsets
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from cpython.object cimport PyObject
-from types import MemberDescriptorType
 
 from loopcore.encoded import (
     _COMMAND_KEYS,
@@ -71,14 +71,6 @@ cdef tuple _EMPTY = ()
 
 # Step is a slots dataclass: a field of an exact Step is read at its slot's offset (the member
 # descriptor's), not through attribute lookup; anything else (a subclass) through getattr.
-cdef extern from "Python.h":
-    ctypedef struct PyMemberDef:
-        int member_type "type"
-        Py_ssize_t offset
-        int flags
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-
 cdef enum:
     F_KIND, F_TARGET, F_ARGS, F_RESULT, F_ERROR, F_NAME, F_REJECTED, F_NO_OP, F_READS, F_WRITES
     F_TURN, F_ESTIMATED, F_TOKENS_IN, F_TOKENS_OUT, F_TOKENS_TURN, F_TEXT, N_FIELDS
@@ -91,21 +83,7 @@ cdef Py_ssize_t _OFF[N_FIELDS]
 cdef object _STEP = Step
 
 
-cdef bint _slot_offsets() except -1:
-    # True when every field has a plain object slot (T_OBJECT_EX, writable) to read directly
-    cdef PyMemberDef* md
-    for f in range(N_FIELDS):
-        d = _STEP.__dict__.get(_FIELD_NAMES[f])
-        if type(d) is not MemberDescriptorType:
-            return False
-        md = (<PyMemberDescrObject*><PyObject*>d).d_member
-        if md.member_type != 16 or md.flags != 0 or md.offset <= 0:
-            return False
-        _OFF[f] = md.offset
-    return True
-
-
-cdef bint _SLOTS = _slot_offsets()
+cdef bint _SLOTS = slot_offsets(_STEP, _FIELD_NAMES, _OFF)
 SLOT_READS = _SLOTS  # for the tests: exact Steps are read at their slots
 
 

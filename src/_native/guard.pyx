@@ -48,10 +48,10 @@ from codes cimport (
     kind_to_stored,
 )
 from guard_params cimport Params
+from slots cimport slot_offsets
 from loopcore._native_hashing cimport hash_into, hash_into_t
 
 from collections.abc import Mapping
-from types import MemberDescriptorType
 
 from loopcore._guard_params import PARAM_NAMES
 
@@ -1287,8 +1287,8 @@ cdef class Table:
         self.engine = engine
         self.policy = policy
         self.slot_off[0] = 0
-        if decision is not None:
-            _slot_offsets(decision, self.slot_off)
+        if decision is not None and not slot_offsets(decision, _DECISION_SLOTS, self.slot_off):
+            self.slot_off[0] = 0
         self.names = {}
         self.decision = decision
         self.allow = allow
@@ -1848,36 +1848,10 @@ cdef extern from "Python.h":
 
 
 cdef extern from "Python.h":
-    ctypedef struct PyMemberDef:
-        int type
-        Py_ssize_t offset
-        int flags
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-    int T_OBJECT_EX
     void Py_INCREF(object o)
 
 
 cdef tuple _DECISION_SLOTS = ("action", "detector", "count", "of_step", "_message", "_key", "_why")
-
-
-cdef int _slot_offsets(type cls, Py_ssize_t* out) except -1:
-    # The offsets of *cls*'s seven slots in an instance, so a Decision is filled with plain
-    # stores; 0 (and out[0] = 0) unless every one is a writable object slot of *cls* itself.
-    cdef int i
-    cdef PyMemberDef* m
-    out[0] = 0
-    for i in range(7):
-        descr = cls.__dict__.get(_DECISION_SLOTS[i])
-        if type(descr) is not MemberDescriptorType or descr.__objclass__ is not cls:
-            out[0] = 0
-            return 0
-        m = (<PyMemberDescrObject*>descr).d_member
-        if m.type != T_OBJECT_EX or m.flags != 0 or m.offset < <Py_ssize_t>sizeof(PyObject):
-            out[0] = 0
-            return 0
-        out[i] = m.offset
-    return 1
 
 
 cdef inline void _put_slot(object d, Py_ssize_t off, object v) noexcept:

@@ -14,7 +14,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport uint64_t
 from loopcore._native_hashing cimport hash_into
-from types import MemberDescriptorType
+from slots cimport slot_offsets
 
 from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
@@ -25,14 +25,6 @@ __all__ = ["new_step", "refused_steps", "walk_chat"]
 
 # Step is a slots dataclass: new_step fills the slots of a new Step at their offsets (the
 # member descriptors') instead of running the generated __init__ and __post_init__.
-cdef extern from "Python.h":
-    ctypedef struct PyMemberDef:
-        int member_type "type"
-        Py_ssize_t offset
-        int flags
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-
 cdef enum:
     N_FIELDS = 20
 cdef Py_ssize_t _OFF[N_FIELDS]
@@ -40,28 +32,19 @@ cdef object _STEP = Step
 cdef frozenset _KIND_SET = frozenset(KINDS)
 
 
-cdef bint _slot_offsets() except -1:
+_FIELDS = (
+    "session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
+    "tokens_out", "tokens_estimated", "call_id", "meta", "reads", "writes", "ref", "text",
+    "rejected", "tokens_turn", "no_op",
+)
+
+
+cdef bint _step_slots() except -1:
     # True when Step's fields are, in order, the 20 of new_step, each a plain object slot
-    cdef PyMemberDef* md
-    fields = tuple(Step.__dataclass_fields__)
-    if fields != (
-        "session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
-        "tokens_out", "tokens_estimated", "call_id", "meta", "reads", "writes", "ref", "text",
-        "rejected", "tokens_turn", "no_op",
-    ):
-        return False
-    for f in range(N_FIELDS):
-        d = _STEP.__dict__.get(fields[f])
-        if type(d) is not MemberDescriptorType:
-            return False
-        md = (<PyMemberDescrObject*><PyObject*>d).d_member
-        if md.member_type != 16 or md.flags != 0 or md.offset <= 0:
-            return False
-        _OFF[f] = md.offset
-    return True
+    return tuple(Step.__dataclass_fields__) == _FIELDS and slot_offsets(_STEP, _FIELDS, _OFF)
 
 
-cdef bint _SLOTS = _slot_offsets()
+cdef bint _SLOTS = _step_slots()
 SLOT_WRITES = _SLOTS  # for the tests: new_step fills the slots itself
 
 
