@@ -29,6 +29,9 @@ LINES = st.sampled_from(
 COMMANDS = st.one_of(
     st.lists(LINES, max_size=6).map("\n".join),
     st.text(alphabet="# \n\tab\u2028\x0c", max_size=12),
+    # other blanks str.strip() drops (no-break and ideographic spaces, \r), in every str kind
+    st.text(alphabet="#\n \r\u00a0\u3000é\U0001d11ea", max_size=16),
+    st.lists(LINES, min_size=1, max_size=4).map(lambda ls: "\n".join(ls) + "\n\u3000# é\n𝄞"),
     st.sampled_from(["view", "str_replace", "create", "undo_edit", "write", "insert", "cat a"]),
 )
 VALUES = st.one_of(st.none(), st.integers(-2, 2), COMMANDS, st.lists(COMMANDS, max_size=2))
@@ -173,9 +176,29 @@ USAGE = st.one_of(
     ),
     st.just({"input_tokens": 10, "output_tokens": 4}),
     st.just("nonsense"),
+    # the common case's edges: bools and floats are no ints, reasoning details of any shape
+    st.fixed_dictionaries(
+        {
+            "prompt_tokens": st.sampled_from([7, True, 7.0, "7"]),
+            "completion_tokens": st.sampled_from([3, False, 3.5]),
+            "completion_tokens_details": st.sampled_from(
+                [None, {}, {"reasoning_tokens": 2}, {"reasoning_tokens": True}, "x"]
+            ),
+        }
+    ),
 )
 ARGS_RAW = st.one_of(
     st.sampled_from(['{"command": "ls"}', '{"command": "cat a.py"}', "{bad json", "", '"x"']),
+    # the other keys a shell command may sit under, and commands that are no str
+    st.sampled_from(
+        [
+            '{"cmd": "cat a.py"}',
+            '{"script": "echo hi > b.txt"}',
+            '{"command": null, "cmd": "sed -n 1,5p a.py"}',
+            '{"command": ["cat", "a.py"]}',
+            '{"command": 5}',
+        ]
+    ),
     st.none(),
     st.integers(0, 2),
     st.just({"command": "pwd"}),
@@ -190,7 +213,10 @@ def tool_calls(draw):
         if shape == 0:
             out.append(draw(st.sampled_from(["junk", 3, None])))
             continue
-        fn = {"name": draw(st.sampled_from(["bash", "read_file", 7])), "arguments": draw(ARGS_RAW)}
+        fn = {
+            "name": draw(st.sampled_from(["bash", "read_file", 7, "shell", "Bash"])),
+            "arguments": draw(ARGS_RAW),
+        }
         if shape == 1:
             fn = draw(st.sampled_from([None, "fn", {"arguments": "{}"}]))
         out.append({"id": draw(IDS), "type": "function", "function": fn})
@@ -281,6 +307,52 @@ def test_compiled_chat_walk_gives_the_pure_steps_on_odd_containers(native_chat):
         for keep_going in (True, False):
             want = _walked(_walk_chat_py, messages, keep_going)
             assert _walked(native_chat.walk_chat, messages, keep_going) == want
+
+
+def test_compiled_chat_walk_asks_a_profile_it_does_not_know(native_chat, monkeypatch):
+    """The compiled walk classifies a shell command itself only for an exact Profile whose rule
+    is shell_rule with its own access: a Profile subclass, or a shell rule whose access was
+    replaced, is asked through its methods, as the pure walk asks it."""
+    from loopcore.adapters._base import Ledger, LoadStats
+    from loopcore.adapters._io import Ctx
+    from loopcore.adapters.openai_chat import _walk_chat_py
+    from loopcore.taxonomy import profiles
+
+    messages = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "bash", "arguments": '{"command": "cat a.py"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1\n"},
+    ]
+
+    class Mine(profiles.Profile):
+        __slots__ = ()
+
+        def access(self, name, args=None):
+            return ("mutate", "mine.txt", None, ("mine.txt",), False)
+
+    def walked(walk, profile):
+        ctx = Ctx("t.json", None, False, LoadStats(), None)
+        ledger = Ledger("s", profile)
+        walk(messages, ctx, ledger)
+        return [s.to_dict() for s in ledger.trace(source="t.json", fmt="openai-chat").steps]
+
+    base = profiles.get_profile("mini-swe-agent")
+    mine = Mine(base.name, base.rules)
+    want = walked(_walk_chat_py, mine)
+    assert want[0]["kind"] == "mutate" and walked(native_chat.walk_chat, mine) == want
+    assert walked(native_chat.walk_chat, base)[0]["kind"] == "observe"
+
+    monkeypatch.setattr(
+        profiles.shell_rule, "access", lambda args: ("exec", None, None, None, False)
+    )
+    fresh = profiles.Profile(base.name, base.rules)
+    want = walked(_walk_chat_py, fresh)
+    assert want[0]["kind"] == "exec" and walked(native_chat.walk_chat, fresh) == want
 
 
 def test_chat_formats_load_the_same_traces_with_either_walk(
@@ -452,3 +524,142 @@ def test_compiled_hash_check_refuses_too_many_members(native_chat):
     want = _refused_steps_py(steps)
     assert [i for i, _ in want] == [1] and "members" in want[0][1]
     assert native_chat.refused_steps(steps) == want
+
+
+# ---------------------------------------------------------------- the Ledger's token accounting
+
+BIG = 2**70  # usage fields are unbounded ints: no C integer may carry them
+TOKENS = st.one_of(st.none(), st.integers(-5, 5000), st.sampled_from([BIG, -BIG, 0]))
+LEDGER_OPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("turn"),
+            st.one_of(
+                st.none(),
+                st.fixed_dictionaries(
+                    {"prompt_tokens": TOKENS, "completion_tokens": TOKENS},
+                    optional={
+                        "completion_tokens_details": st.fixed_dictionaries(
+                            {"reasoning_tokens": st.one_of(TOKENS, st.just(BIG))}
+                        )
+                    },
+                ),
+                st.fixed_dictionaries({"input_tokens": TOKENS, "output_tokens": TOKENS}),
+            ),
+            st.one_of(st.none(), st.sampled_from(["", "ok", "let me look at the file " * 3])),
+        ),
+        st.tuples(st.just("call"), st.sampled_from(["bash", "read_file"]), st.integers(0, 301)),
+        st.tuples(st.just("call"), st.just("bash"), st.just(0)),
+        st.tuples(
+            st.just("result"),
+            st.integers(0, 5),
+            st.sampled_from(["", "z", "x" * 41, "out\n" * 9 + "!", "y" * 50]),
+        ),
+        st.tuples(st.just("hidden"), st.integers(0, 5), st.just("never seen")),
+        st.tuples(st.just("reject"), st.sampled_from(["bad", ""]), st.integers(0, 50)),
+        st.tuples(st.just("context"), st.integers(0, 900)),
+    ),
+    max_size=24,
+)
+
+
+def _ledger_of(ops, cls):
+    from loopcore.adapters._base import Ledger
+    from loopcore.taxonomy import get_profile
+
+    ledger = (Ledger if cls is None else cls)("s", get_profile("mini-swe-agent"))
+    calls = []
+    for op in ops:
+        if op[0] == "turn":
+            ledger.turn(op[1], text=op[2], ref={"message": len(ledger.turns)})
+        elif op[0] == "call" and ledger.turns:
+            calls.append(ledger.call(op[1], {"command": "ls"}, f"c{len(calls)}", args_len=op[2]))
+        elif op[0] in ("result", "hidden") and calls:
+            step = calls[op[1] % len(calls)]
+            ledger.result(step, op[2], in_context=op[0] == "result")
+        elif op[0] == "reject":
+            ledger.reject(op[1] or "format error", "bash" if op[2] else "", args_len=op[2])
+        elif op[0] == "context":
+            ledger.context(op[1])
+    return ledger
+
+
+@given(LEDGER_OPS)
+@hsettings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_token_accounting_is_the_pure_one(native_chat, ops):
+    """Ledger.finish of an exact Ledger (the compiled twin) against Ledger._finish_py, the
+    reference, on the same calls, results, rejections and usage, huge and negative ints too."""
+    compiled = _ledger_of(ops, None)
+    pure = _ledger_of(ops, None)
+    got_steps, got_source = native_chat.finish(compiled)
+    want_steps, want_source = pure._finish_py()
+    assert got_source == want_source
+    assert [s.to_dict() for s in got_steps] == [s.to_dict() for s in want_steps]
+    assert [type(s) for s in got_steps] == [type(s) for s in want_steps]
+    assert compiled._replies == pure._replies
+
+
+def test_a_ledger_subclass_keeps_its_own_accounting(native_chat):
+    """A subclass may override _split_turn: its finish is the Python one, which calls it."""
+    from loopcore.adapters._base import Ledger
+
+    seen = []
+
+    class Mine(Ledger):
+        __slots__ = ()
+
+        def _split_turn(self, lo, hi, *rest):
+            seen.append((lo, hi))
+            return super()._split_turn(lo, hi, *rest)
+
+    ledger = _ledger_of(
+        [("turn", {"prompt_tokens": 10, "completion_tokens": 4}, "hi"), ("call", "bash", 9)],
+        Mine,
+    )
+    ledger.finish()
+    assert seen == [(0, 1)]
+
+
+RESULT_EXTRA = st.one_of(
+    st.none(),
+    st.just("not a dict"),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "returncode": st.sampled_from([0, 1, -9, None, "2", True]),
+            "exception_info": st.sampled_from(["", None, "timed out", {"type": "X"}, 0]),
+        },
+    ),
+)
+RESULT_CONTENT = st.one_of(
+    st.none(),
+    st.integers(0, 2),
+    st.sampled_from(
+        [
+            "",
+            "<returncode>0</returncode>\nok",
+            "<returncode>-1</returncode>",
+            "<returncode>١٢</returncode>",  # str.isdigit digits that int() reads
+            "x" * 200 + "<returncode>3</returncode>",  # past the first 200 characters
+            "<returncode>3</returncode" + ">" * 3,
+        ]
+    ),
+)
+
+
+@given(RESULT_EXTRA, RESULT_CONTENT, st.booleans())
+@hsettings(max_examples=300, deadline=None)
+def test_compiled_mini_swe_agent_result_hook_is_the_pure_one(native_chat, extra, content, sub):
+    from loopcore.adapters.mini_swe_agent import _v2_result
+
+    class Sub(dict):
+        pass
+
+    m = {"role": "tool", "content": content}
+    if extra is not None:
+        m["extra"] = extra
+    if sub:
+        m = Sub(m)
+    a, b = Step("s", 0, "exec", "bash"), Step("s", 0, "exec", "bash")
+    assert native_chat.v2_result(a, m, content) == _v2_result(b, m, content)
+    assert a.meta == b.meta

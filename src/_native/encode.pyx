@@ -275,28 +275,48 @@ cdef inline tuple _set(object t):
     return tuple(sorted(set(t)))
 
 
+cdef Py_ssize_t _comment_prefix(str cmd):
+    # The length of the lines that open *cmd* and are blank or full-line comments, each with its
+    # "\n" (0: none): ``cmd.split("\n")`` read in place, where a line is skipped when
+    # ``strip()`` leaves nothing or ``lstrip()`` leaves a "#", and the last line never is.
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(cmd), i = 0, start = 0
+    cdef int kind = PyUnicode_KIND(cmd)
+    cdef void* data = PyUnicode_DATA(cmd)
+    cdef Py_UCS4 c
+    while True:
+        # start is the first character of a line; its leading blanks (never the newline)
+        i = start
+        while i < n:
+            c = PyUnicode_READ(kind, data, i)
+            if c == 10 or not Py_UNICODE_ISSPACE(c):
+                break
+            i += 1
+        if i == n:
+            return start  # the last line, blank: kept
+        c = PyUnicode_READ(kind, data, i)
+        if c != 10:
+            if c != 35:  # "#"
+                return start  # a line that runs something
+            while i < n and PyUnicode_READ(kind, data, i) != 10:
+                i += 1
+            if i == n:
+                return start  # the last line, a comment: kept
+        start = i + 1  # past this line's newline: the next line exists (maybe empty)
+
+
 cdef object _drop_comments(object args):
     # loopcore.encoded._drop_comment_lines: the full-line comments that open a shell command
     if type(args) is not dict:
         return args
     cdef dict d = <dict>args
-    cdef list lines
-    cdef Py_ssize_t k, n
-    cdef str line
+    cdef Py_ssize_t k
     for key in _COMMAND_KEYS:
         value = d.get(key)
         if type(value) is str and "#" in <str>value and "\n" in <str>value:
-            lines = (<str>value).split("\n")
-            n = len(lines)
-            k = 0
-            while k < n - 1:
-                line = lines[k]
-                if line.strip() and not line.lstrip().startswith("#"):
-                    break
-                k += 1
+            k = _comment_prefix(<str>value)
             if k:
                 d = dict(d)
-                d[key] = "\n".join(lines[k:])
+                d[key] = (<str>value)[k:]
                 return d
             return args
     return args

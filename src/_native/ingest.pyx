@@ -2,7 +2,8 @@
 
 ``walk_chat`` is the twin of loopcore.adapters.openai_chat._walk_chat_py, message for message;
 ``new_step`` the twin of the Step constructor (loopcore.trace.Step) the Ledger builds its
-steps with; ``refused_steps`` the twin of loopcore.adapters._refused_steps_py.
+steps with; ``finish`` the twin of the Ledger's token accounting (Ledger._finish_py);
+``refused_steps`` the twin of loopcore.adapters._refused_steps_py.
 
 The walk reads every message of every chat-shaped trace (openai-chat, mini-swe-agent,
 tau-bench) and feeds the Ledger; here each field is read with a C-level dict lookup and the
@@ -11,16 +12,18 @@ hook) is the reference's own code, so both walks give the same steps, errors and
 """
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
+from cpython.long cimport PyLong_FromVoidPtr
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport uint64_t
 from loopcore._native_hashing cimport hash_into
 from slots cimport slot_offsets
 
 from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
+from loopcore.taxonomy import profiles as _profiles
 from loopcore.trace import KINDS, Step
 
-__all__ = ["new_step", "refused_steps", "walk_chat"]
+__all__ = ["finish", "new_step", "refused_steps", "walk_chat"]
 
 
 # Step is a slots dataclass: new_step fills the slots of a new Step at their offsets (the
@@ -108,6 +111,57 @@ cdef object _new_step(
 
 cdef tuple _NO_USAGE = (None, None, 0)  # loopcore.adapters._base._NO_USAGE
 
+# Profile.access for a shell tool is its rule's access, profiles._shell_access, which reads the
+# command and classifies it (cached per command): done here for an exact Profile whose rule for
+# the name is shell_rule and whose args hold the command as a str; anything else (other tools,
+# a Profile subclass, a rule whose access was replaced) through the method itself.
+cdef object _PROFILE = _profiles.Profile
+cdef object _PROFILE_ACCESS = _profiles.Profile.access
+cdef object _SHELL_RULE = _profiles.shell_rule
+cdef object _METHOD = type(_profiles.Profile("_").access)
+
+
+cdef object _profile_of(object access):
+    # the exact Profile whose own access method *access* is, else None
+    if type(access) is _METHOD and access.__func__ is _PROFILE_ACCESS:
+        prof = access.__self__
+        if type(prof) is _PROFILE and type(prof._cache) is dict:
+            return prof
+    return None
+
+
+cdef tuple _access(object prof, object access, object name, object args):
+    # Profile.access(name, args), as a 5-tuple (kind, target, reads, writes, no_op)
+    cdef object cmd
+    if (
+        prof is not None
+        and type(args) is dict
+        and _get(<dict>prof._cache, name) is _SHELL_RULE
+        and getattr(_SHELL_RULE, "access", None) is _profiles._shell_access
+    ):
+        cmd = _get(<dict>args, "command")
+        if cmd is None:
+            cmd = (<dict>args).get("cmd", (<dict>args).get("script"))
+        if type(cmd) is str:
+            # the name profiles._shell_access calls, looked up as it looks it up
+            return <tuple?>_profiles.classify_shell_access(cmd)
+    kind, target, reads, writes, no_op = access(name, args)
+    return (kind, target, reads, writes, no_op)
+
+
+cdef tuple _usage(object usage):
+    # usage_of(usage) or _NO_USAGE; its common case (int prompt_tokens and completion_tokens)
+    # read here, the rest by usage_of itself
+    cdef object p, c, d, r
+    if type(usage) is dict:
+        p = _get(<dict>usage, "prompt_tokens")
+        c = _get(<dict>usage, "completion_tokens")
+        if type(p) is int and type(c) is int:
+            d = _get(<dict>usage, "completion_tokens_details")
+            r = _get(<dict>d, "reasoning_tokens") if type(d) is dict else None
+            return (p, c, r if type(r) is int else 0)
+    return usage_of(usage) or _NO_USAGE
+
 
 cdef inline object _get(dict d, object key):
     # d.get(key) (the keys are str constants: no lookup error can arise)
@@ -160,11 +214,13 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
     cdef dict results = None
     turn = ledger.turn
     call = ledger.call
+    prof = None
     if inline:
         turns = ledger.turns
         steps = ledger.steps
         args_chars = ledger._args_chars
         access = ledger._access
+        prof = _profile_of(access)
         session = ledger.session
         results = ledger._results
     pair = ledger.pair
@@ -194,7 +250,7 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
             if type(reasoning) is str and reasoning:
                 text = reasoning + "\n" + text if text else reasoning
             if inline:  # Ledger.turn(usage, text=text, ref=...)
-                u = _NO_USAGE if usage is None else (usage_of(usage) or _NO_USAGE)
+                u = _NO_USAGE if usage is None else _usage(usage)
                 turns.append([u[0], u[1], u[2], len(steps), 0, [], text, {"message": i + index_offset}])
             else:
                 turn(usage, text=text, ref={"message": i + index_offset})
@@ -240,7 +296,7 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                     args, ok = parse_args(raw)
                 args_len = (len(raw) if type(raw) is str else text_len(args)) + len(<str>name)
                 if ok and inline and turns:  # Ledger.call(name, args, call_id, args_len=...)
-                    kind, target, reads, writes, no_op = access(name, args)
+                    kind, target, reads, writes, no_op = _access(prof, access, name, args)
                     t_last = turns[len(turns) - 1]
                     step = _new_step(
                         session, len(turns) - 1, kind, name, target, args, None, None, 0, 0,
@@ -354,3 +410,297 @@ def refused_steps(list steps):
         except ValueError as exc:
             out.append((i, str(exc)))
     return out
+
+
+# ------------------------------------------------------------------ the Ledger's token accounting
+# finish is the twin of loopcore.adapters._base._finish_py (Ledger.finish): the same
+# arithmetic on the same Python ints (no C integer can overflow: usage fields are unbounded),
+# statement for statement, with the turn rows and steps read from the lists in C and an exact
+# Step's token fields written at their slots (anything else through setattr).
+
+cdef enum:
+    S_TOKENS_IN = 8
+    S_TOKENS_OUT = 9
+    S_TOKENS_ESTIMATED = 10
+    S_TEXT = 16
+    S_TOKENS_TURN = 18
+
+_SET_NAMES = {
+    S_TOKENS_IN: "tokens_in",
+    S_TOKENS_OUT: "tokens_out",
+    S_TOKENS_ESTIMATED: "tokens_estimated",
+    S_TEXT: "text",
+    S_TOKENS_TURN: "tokens_turn",
+}
+
+
+cdef inline void _set(object step, int f, object value) except *:
+    # step.<field f> = value
+    cdef PyObject** slot
+    cdef PyObject* old
+    if _SLOTS and type(step) is _STEP:
+        slot = <PyObject**>((<char*><PyObject*>step) + _OFF[f])
+        old = slot[0]
+        Py_INCREF(value)
+        slot[0] = <PyObject*>value
+        Py_XDECREF(old)  # last: the old value's release may run any code
+    else:
+        setattr(step, _SET_NAMES[f], value)
+
+
+cdef inline object _chars_of(dict results, object step):
+    # results.get(id(step))
+    cdef PyObject* v = PyDict_GetItem(results, PyLong_FromVoidPtr(<void*>step))
+    if v is NULL:
+        return None
+    return <object>v
+
+
+cdef object _growth(list answered, prompt, nxt, completion, reasoning, extra):
+    # loopcore.adapters._base._split_growth: True / False
+    if prompt is not None and nxt is not None:
+        visible = (completion or 0) - reasoning
+        growth = nxt - prompt - (visible if visible > 0 else 0)
+        if growth >= 0:
+            total = extra
+            for pair in answered:
+                total += (<tuple>pair)[1]
+            for pair in answered:
+                chars = (<tuple>pair)[1]
+                _set((<tuple>pair)[0], S_TOKENS_IN, growth * chars // total if total else 0)
+            return True
+    for pair in answered:
+        chars = (<tuple>pair)[1]
+        if chars:
+            s = (<tuple>pair)[0]
+            _set(s, S_TOKENS_IN, (chars + 3) >> 2)
+            _set(s, S_TOKENS_ESTIMATED, True)
+    return False
+
+
+cdef list _answered(list steps, dict results, Py_ssize_t lo, Py_ssize_t hi):
+    cdef list out = []
+    cdef Py_ssize_t i
+    for i in range(lo, hi):
+        s = steps[i]
+        chars = _chars_of(results, s)
+        if chars is not None:
+            out.append((s, chars))
+    return out
+
+
+cdef tuple _split_turn(
+    list steps, list args_chars, dict results, Py_ssize_t lo, Py_ssize_t hi,
+    prompt, completion, reasoning, extra, text, nxt,
+):
+    # loopcore.adapters._base.Ledger._split_turn: (used, estimated)
+    cdef int used = 0, estimated = 0
+    cdef Py_ssize_t k
+    tchars = len(text) if text else 0
+    if hi - lo == 1:
+        first = steps[lo]
+        _set(first, S_TEXT, text)
+        own0 = args_chars[lo]
+        if completion is not None and completion >= 0:
+            visible = completion - reasoning if completion > reasoning else 0
+            denom = tchars + own0
+            v = visible * own0 // denom if denom else 0
+            if own0:
+                _set(first, S_TOKENS_OUT, v)
+                _set(first, S_TOKENS_TURN, completion - v)
+            else:
+                _set(first, S_TOKENS_OUT, completion)
+            used = 1
+        else:
+            _set(first, S_TOKENS_ESTIMATED, True)
+            if own0:
+                _set(first, S_TOKENS_OUT, (own0 + 3) >> 2)
+                _set(first, S_TOKENS_TURN, (tchars + 3) >> 2)
+            else:
+                _set(first, S_TOKENS_OUT, (tchars + 3) >> 2)
+            estimated = 1
+        chars = _chars_of(results, first)
+        if chars is None:
+            return used, estimated
+        if prompt is not None and nxt is not None:
+            visible = (completion or 0) - reasoning
+            growth = nxt - prompt - (visible if visible > 0 else 0)
+            if growth >= 0:
+                total = extra + chars
+                _set(first, S_TOKENS_IN, growth * chars // total if total else 0)
+                return used + 1, estimated
+        if chars:
+            _set(first, S_TOKENS_IN, (chars + 3) >> 2)
+            _set(first, S_TOKENS_ESTIMATED, True)
+        return used, estimated + 1
+    own = args_chars[lo:hi]
+    first = steps[lo]
+    _set(first, S_TEXT, text)
+    if completion is not None and completion >= 0:
+        visible = completion - reasoning if completion > reasoning else 0
+        denom = tchars + sum(own)
+        given = 0
+        for k in range(hi - lo):
+            v = visible * own[k] // denom if denom else 0
+            _set(steps[lo + k], S_TOKENS_OUT, v)
+            given += v
+        rest = completion - given
+        if any(own):
+            _set(first, S_TOKENS_TURN, rest)
+        else:
+            _set(first, S_TOKENS_OUT, first.tokens_out + rest)
+        used += 1
+    else:
+        for k in range(hi - lo):
+            s = steps[lo + k]
+            _set(s, S_TOKENS_OUT, (own[k] + 3) >> 2)
+            _set(s, S_TOKENS_ESTIMATED, True)
+        rest = (tchars + 3) >> 2
+        if any(own):
+            _set(first, S_TOKENS_TURN, rest)
+        else:
+            _set(first, S_TOKENS_OUT, first.tokens_out + rest)
+        estimated += 1
+    answered = _answered(steps, results, lo, hi)
+    if not answered:
+        return used, estimated
+    if _growth(answered, prompt, nxt, completion, reasoning, extra):
+        used += 1
+    else:
+        estimated += 1
+    return used, estimated
+
+
+def finish(ledger):
+    """The twin of loopcore.adapters._base._finish_py: (steps, tokens_source)."""
+    cdef list steps = ledger.steps
+    cdef list turns = ledger.turns
+    cdef list args_chars = ledger._args_chars
+    cdef dict results = ledger._results
+    cdef int used = 0, estimated = 0, u, e
+    cdef Py_ssize_t t, n_turns = len(turns), lo, hi, prev, k
+    cdef list row, after, replies = [], merged
+    cdef list sentinel = [None, None, 0, len(steps), 0, [], None, None]
+    for t in range(n_turns):
+        row = turns[t]
+        after = turns[t + 1] if t + 1 < n_turns else sentinel
+        prompt, completion, reasoning, lo_o, extra, _open, text, ref = row
+        lo = lo_o
+        hi = after[3]
+        if text is not None or lo == hi:
+            if lo == hi:
+                if text is None:
+                    continue
+                s = _new_step(
+                    ledger.session, t, "other", "", None, None, None, None, 0, 0, False, None,
+                    {}, None, None, ref, text, None, 0, False,
+                )
+                if completion is not None and completion >= 0:
+                    _set(s, S_TOKENS_OUT, completion)
+                    used += 1
+                else:
+                    _set(s, S_TOKENS_OUT, (len(text) + 3) >> 2 if text else 0)
+                    _set(s, S_TOKENS_ESTIMATED, True)
+                    estimated += 1
+                replies.append((lo, s))
+                continue
+            u, e = _split_turn(
+                steps, args_chars, results, lo, hi, prompt, completion, reasoning, extra, text,
+                after[0],
+            )
+            used += u
+            estimated += e
+            continue
+        if hi - lo == 1:
+            s = steps[lo]
+            if completion is not None and completion >= 0:
+                _set(s, S_TOKENS_OUT, completion)
+                used += 1
+            else:
+                _set(s, S_TOKENS_OUT, (args_chars[lo] + 3) >> 2)
+                _set(s, S_TOKENS_ESTIMATED, True)
+                estimated += 1
+            chars = _chars_of(results, s)
+            if chars is None:
+                continue
+            nxt = after[0]
+            if prompt is not None and nxt is not None:
+                visible = (completion or 0) - reasoning
+                growth = nxt - prompt - (visible if visible > 0 else 0)
+                if growth >= 0:
+                    total = extra + chars
+                    _set(s, S_TOKENS_IN, growth * chars // total if total else 0)
+                    used += 1
+                    continue
+            if chars:
+                _set(s, S_TOKENS_IN, (chars + 3) >> 2)
+                _set(s, S_TOKENS_ESTIMATED, True)
+            estimated += 1
+            continue
+        if lo == hi:
+            continue
+        if completion is not None and completion >= 0:
+            q, r = divmod(completion, hi - lo)
+            for k in range(hi - lo):
+                _set(steps[lo + k], S_TOKENS_OUT, q + (1 if k < r else 0))
+            used += 1
+        else:
+            for k in range(lo, hi):
+                s = steps[k]
+                _set(s, S_TOKENS_OUT, (args_chars[k] + 3) >> 2)
+                _set(s, S_TOKENS_ESTIMATED, True)
+            estimated += 1
+        answered = _answered(steps, results, lo, hi)
+        if not answered:
+            continue
+        if _growth(answered, prompt, after[0], completion, reasoning, extra):
+            used += 1
+        else:
+            estimated += 1
+    if replies:
+        merged = []
+        prev = 0
+        for pair in replies:
+            pos = (<tuple>pair)[0]
+            merged.extend(steps[prev:pos])
+            merged.append((<tuple>pair)[1])
+            prev = pos
+        merged.extend(steps[prev:])
+        steps[:] = merged
+        ledger._replies = len(replies)
+    if not steps:
+        source = "none"
+    elif used and estimated:
+        source = "mixed"
+    elif used:
+        source = "usage"
+    else:
+        source = "estimate"
+    return steps, source
+
+
+# ------------------------------------------------------------------ mini-swe-agent 2.x results
+
+cdef object _RETURNCODE = None  # loopcore.adapters.mini_swe_agent._returncode, on first use
+
+
+def v2_result(step, m, content):
+    """The twin of loopcore.adapters.mini_swe_agent._v2_result, the result hook of its 2.x
+    walk: (content, error, None), the exit code into ``step.meta["returncode"]``."""
+    global _RETURNCODE
+    cdef object extra = _get(<dict>m, "extra") if type(m) is dict else m.get("extra")
+    error = None
+    if type(extra) is dict:
+        rc = _get(<dict>extra, "returncode")
+        exc = _get(<dict>extra, "exception_info")
+        if exc:
+            error = exc  # a time-out or a crash of the command runner, not a non-zero exit
+    else:
+        if _RETURNCODE is None:
+            from loopcore.adapters.mini_swe_agent import _returncode
+
+            _RETURNCODE = _returncode
+        rc = _RETURNCODE(content)
+    if rc is not None:
+        step.meta["returncode"] = rc
+    return content, error, None

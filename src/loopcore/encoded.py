@@ -64,6 +64,7 @@ import numpy as np
 from . import _codes
 from ._native_flag import NO_EXTENSIONS
 from .hashing import canonical_hash
+from .taxonomy.shell import lex
 from .textloop import repeated_spans
 from .trace import KINDS, Step, Trace
 
@@ -236,8 +237,6 @@ def _full_write(args: Any) -> bool:
 
 
 def _shell_full_write(cmd: str) -> bool:
-    from .taxonomy.shell import lex
-
     segs = lex(cmd)
     if len(segs) != 1:
         return False
@@ -302,8 +301,6 @@ def _copy_flag(cmd: str, reads: tuple | None, writes: tuple | None) -> int:
     ``cd``) and the classifier must have read it as reading the source and writing only F."""
     if not writes or len(writes) != 1:
         return 0
-    from .taxonomy.shell import lex
-
     # the copy itself, beside any cd and any echo of a message (``cp a b && echo done``)
     segs = [
         seg
@@ -362,8 +359,6 @@ def _content_read(name: str, args: Any) -> bool:
     if cmd.__class__ is str:
         if cmd == "view":
             return True
-        from .taxonomy.shell import lex
-
         parts = [words for words, _r, _h in lex(cmd) if words and words[0] != "cd"]
         if len(parts) != 1:
             return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import add, attrgetter
 from typing import Any
 
@@ -251,9 +252,11 @@ class Trace:
     @property
     def estimated_tokens(self) -> int:
         """The part of :attr:`total_tokens` that rests on estimates from text length."""
-        return sum(
-            s.tokens_in + s.tokens_out + s.tokens_turn for s in self.steps if s.tokens_estimated
+        est = list(compress(self.steps, map(_tokens_estimated, self.steps)))
+        total: int = sum(map(add, map(_tokens_in, est), map(_tokens_out, est))) + sum(
+            map(_tokens_turn, est)
         )
+        return total
 
     @property
     def tokens_estimated(self) -> bool:

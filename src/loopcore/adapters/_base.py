@@ -464,6 +464,14 @@ class Ledger:
         """Calls still waiting for a result, oldest first."""
         return [s for t in self.turns for s in t[_OPEN]]
 
+    def last_open_call(self) -> Step | None:
+        """The newest call still waiting for a result (``open_calls()[-1]``), or None."""
+        for t in reversed(self.turns):
+            if t[_OPEN]:
+                opens: list[Step] = t[_OPEN]
+                return opens[-1]
+        return None
+
     def context(self, chars: int) -> None:
         """Other text that entered the context after the current turn (user messages...)."""
         if self.turns:
@@ -472,7 +480,15 @@ class Ledger:
     # -- accounting ---------------------------------------------------------------------
     def finish(self) -> tuple[list[Step], str]:
         """Fill in the tokens; returns (steps, tokens_source): usage / estimate / mixed, or none
-        for a trace without steps."""
+        for a trace without steps. The accounting is :meth:`_finish_py` (the reference); an
+        exact Ledger runs its compiled twin, ``loopcore._native_ingest.finish``."""
+        if _native_finish is not None and self.__class__ is Ledger:
+            result: tuple[list[Step], str] = _native_finish(self)
+            return result
+        return self._finish_py()
+
+    def _finish_py(self) -> tuple[list[Step], str]:
+        # Ledger.finish, the pure twin: a subclass may override _split_turn
         steps = self.steps
         turns = self.turns
         args_chars = self._args_chars
@@ -715,5 +731,7 @@ class Ledger:
 # same object); imported last, as it reads this module's helpers
 if TYPE_CHECKING or NO_EXTENSIONS:
     _new_step: Any = Step
+    _native_finish: Any = None
 else:
+    from .._native_ingest import finish as _native_finish
     from .._native_ingest import new_step as _new_step

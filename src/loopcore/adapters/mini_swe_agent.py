@@ -27,8 +27,9 @@ step of each turn carries the assistant message's text.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._native_flag import NO_EXTENSIONS
 from ._base import Ledger, Trace, text_len, text_of
 from ._io import Ctx
 from .openai_chat import message_usage, walk_chat
@@ -51,6 +52,9 @@ def _returncode(text: Any) -> int | None:
 
 
 def _v2_result(step: Any, m: dict, content: Any) -> tuple[Any, Any, dict | None]:
+    # the result hook of the 2.x walk (the reference; its compiled twin is
+    # loopcore._native_ingest.v2_result): the exit code into the step's meta, a crash of the
+    # command runner as its error
     extra = m.get("extra")
     error = None
     if extra.__class__ is dict:
@@ -83,11 +87,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     else:
         # The exit message passes through as context (nothing follows it, so it moves no
         # token count) and then answers the submitting call.
-        walk_chat(messages, ctx, ledger, on_result=_v2_result)
+        walk_chat(messages, ctx, ledger, on_result=_on_result)
         for m in messages[-3:]:
             if isinstance(m, dict) and m.get("role") == "exit":
                 # The submission answers the submitting call; no later prompt ever contains it.
-                for step in ledger.open_calls()[-1:]:
+                step = ledger.last_open_call()
+                if step is not None:
                     ledger.result(step, text_of(m.get("content")), in_context=False)
                     step.meta["final"] = True
     if info.get("exit_status") is not None:
@@ -194,6 +199,12 @@ def _walk_text(messages: list, ctx: Ctx, ledger: Ledger) -> int:
         else:
             ledger.context(text_len(content))
     return format_errors
+
+
+if TYPE_CHECKING or NO_EXTENSIONS:
+    _on_result = _v2_result
+else:
+    from .._native_ingest import v2_result as _on_result
 
 
 def sniff(doc: Any) -> bool:
