@@ -663,3 +663,64 @@ def test_compiled_mini_swe_agent_result_hook_is_the_pure_one(native_chat, extra,
     a, b = Step("s", 0, "exec", "bash"), Step("s", 0, "exec", "bash")
     assert native_chat.v2_result(a, m, content) == _v2_result(b, m, content)
     assert a.meta == b.meta
+
+
+# ---------------------------------------------------------------- the encoder's copy rules
+
+WORD = st.sampled_from(
+    [
+        "cp", "cat", "git", "checkout", "restore", "HEAD", "--", "--worktree", "-p", "-f", "-r",
+        "a.py", "a.py.orig", "a.py.bak", "/tmp/a.py", "b_backup.py", "x~", "F.OLD", "echo",
+        "printf", "cd", "/testbed", "'a b'", '"$X"', "`pwd`", "hi",
+    ]
+)  # fmt: skip
+JOIN = st.sampled_from([" ", " && ", "; ", " | ", " > ", " >> ", " 2>&1 ", " 2>/dev/null ", " < "])
+
+
+@st.composite
+def copy_commands(draw):
+    parts = [draw(WORD)]
+    for _ in range(draw(st.integers(0, 6))):
+        parts.append(draw(JOIN))
+        parts.append(draw(WORD))
+    cmd = "".join(parts)
+    if draw(st.booleans()):
+        cmd += " <<'EOF'\nbody $HOME\nEOF" if draw(st.booleans()) else " <<EOF\nplain\nEOF"
+    return cmd
+
+
+TARGETS = st.one_of(
+    st.none(),
+    st.just(()),
+    st.lists(st.sampled_from(["a.py", "a.py.orig", "b.txt"]), min_size=1, max_size=2).map(tuple),
+)
+
+
+@given(copy_commands(), TARGETS, TARGETS)
+@hsettings(max_examples=1500, deadline=None)
+def test_compiled_copy_and_full_write_rules_are_the_pure_ones(native, cmd, reads, writes):
+    from loopcore.encoded import _copy_flag, _full_write
+
+    assert native.copy_flag(cmd, reads, writes) == _copy_flag(cmd, reads, writes)
+    for key in ("command", "cmd", "script"):
+        args = {key: cmd}
+        assert native.full_write(args) == _full_write(args)
+    assert native.full_write(cmd) == _full_write(cmd)
+    assert native.full_write({"command": 3, "cmd": cmd}) == _full_write({"command": 3, "cmd": cmd})
+
+
+def test_the_copy_rules_cover_what_they_name(native):
+    """The strategy above reaches every answer of both rules (so the crossing means something)."""
+    cases = {
+        ("cp a.py a.py.orig", ("a.py",), ("a.py.orig",)): 1,
+        ("cp a.py.orig a.py", ("a.py.orig",), ("a.py",)): 2,
+        ("cd /testbed && git checkout -- a.py", None, ("a.py",)): 2,
+    }
+    from loopcore.encoded import BACKUP, RESTORE, _copy_flag
+
+    flag = {1: BACKUP, 2: RESTORE}
+    for (cmd, reads, writes), want in cases.items():
+        assert native.copy_flag(cmd, reads, writes) == _copy_flag(cmd, reads, writes) == flag[want]
+    assert native.full_write({"command": "echo hi > b.txt"}) is True
+    assert native.full_write({"command": "cat > b.txt <<'EOF'\nx\nEOF"}) is True
+    assert native.full_write({"command": "echo $HOME > b.txt"}) is False

@@ -23,7 +23,10 @@ from loopcore.encoded import (
     _CONTENT_KEYS,
     _FILE_LIKE,
     _UNTARGETED,
-    _copy_flag,
+    _BACKUP_NAME,
+    _CP_OPTIONS,
+    BACKUP,
+    RESTORE,
     _EDITOR_COMMANDS,
     _KIND_CODE,
     _LOOP_MIN_CHARS,
@@ -33,7 +36,6 @@ from loopcore.encoded import (
     _FROM_START,
     _READER_PROGRAMS,
     _READER_WORDS,
-    _full_write,
     _widen,
 )
 from loopcore.taxonomy.shell import lex as _lex
@@ -41,7 +43,14 @@ from loopcore.textloop import repeated_spans as _repeated_spans
 from loopcore.hashing import canonical_hash
 from loopcore.trace import KINDS, Step
 
-__all__ = ["degenerate_tokens", "drop_comment_lines", "encode_columns", "shell_command"]
+__all__ = [
+    "copy_flag",
+    "degenerate_tokens",
+    "drop_comment_lines",
+    "encode_columns",
+    "full_write",
+    "shell_command",
+]
 
 from codes cimport (
     K_EXEC,
@@ -331,6 +340,88 @@ cdef object _shell_cmd(object args):
         if type(value) is str:
             return None if value in _EDITOR_COMMANDS else value
     return None
+
+
+cdef bint _full_write(object args) except -1:
+    # loopcore.encoded._full_write: echo/printf/cat-heredoc of a known text into one file
+    if type(args) is not dict:
+        return False
+    cmd = (<dict>args).get("command", (<dict>args).get("cmd"))
+    if type(cmd) is not str or ">" not in <str>cmd:
+        return False
+    cdef list segs = _lex(cmd)
+    if len(segs) != 1:
+        return False
+    words, redirs, heredocs = segs[0]
+    if (
+        not words
+        or words[0] not in ("echo", "printf", "cat")
+        or len(redirs) != 1
+        or redirs[0][0] != ">"
+    ):
+        return False
+    if words[0] == "cat" and (len(words) != 1 or len(heredocs) != 1):
+        return False
+    text = " ".join(words[1:]) + "".join(heredocs)
+    return "$" not in text and "`" not in text
+
+
+cdef int _copy_flag(str cmd, object reads, object writes) except -1:
+    # loopcore.encoded._copy_flag: BACKUP / RESTORE / 0
+    if not writes or len(writes) != 1:
+        return 0
+    cdef list segs = []
+    for seg in _lex(cmd):
+        w = seg[0]
+        if w and not (w[0] == "cd" or (w[0] == "echo" and not seg[1])):
+            segs.append(seg)
+    if len(segs) != 1:
+        return 0
+    words, redirs, heredocs = segs[0]
+    if heredocs:
+        return 0
+    redirs = [r for r in redirs if r[0] != "dup" and r[1] != "/dev/null"]
+    if words[0] == "git" and len(words) >= 3:
+        rest = words[2:]
+        if words[1] == "checkout" and rest[:1] == ["HEAD"]:
+            rest = rest[1:]
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        elif words[1] == "restore" and rest[:1] == ["--worktree"]:
+            rest = rest[1:]
+        ok = words[1] in ("checkout", "restore") and len(rest) == 1 and not redirs
+        return RESTORE if ok and not rest[0].startswith("-") and reads in ((), None, writes) else 0
+    if words[0] == "cp" and not redirs:
+        ops = [w for w in words[1:] if w not in _CP_OPTIONS]
+        if len(ops) != 2:
+            return 0
+        for w in ops:
+            if w.startswith("-"):
+                return 0
+        src, dst = ops
+    elif words[0] == "cat" and len(words) == 2 and len(redirs) == 1 and redirs[0][0] == ">":
+        src, dst = words[1], redirs[0][1]
+    else:
+        return 0
+    if not reads or len(reads) != 1 or reads == writes:
+        return 0
+    src_backup = _BACKUP_NAME.search(src) is not None
+    dst_backup = _BACKUP_NAME.search(dst) is not None
+    if dst_backup and not src_backup:
+        return BACKUP
+    if src_backup and not dst_backup:
+        return RESTORE
+    return 0
+
+
+def full_write(args):
+    """The compiled twin of loopcore.encoded._full_write."""
+    return _full_write(args)
+
+
+def copy_flag(cmd, reads, writes):
+    """The compiled twin of loopcore.encoded._copy_flag."""
+    return _copy_flag(cmd, reads, writes)
 
 
 cdef int64_t _degen(object step, bint fast) except? -1:

@@ -10,7 +10,7 @@ tau-bench) and feeds the Ledger; here each field is read with a C-level dict loo
 loop keeps its state in C locals. What it calls (the Ledger, text_of, parse_args, the result
 hook) is the reference's own code, so both walks give the same steps, errors and order.
 """
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItemWithError
 from cpython.object cimport PyObject
 from cpython.long cimport PyLong_FromVoidPtr
 from cpython.ref cimport Py_INCREF, Py_XDECREF
@@ -164,8 +164,9 @@ cdef tuple _usage(object usage):
 
 
 cdef inline object _get(dict d, object key):
-    # d.get(key) (the keys are str constants: no lookup error can arise)
-    cdef PyObject* v = PyDict_GetItem(d, key)
+    # d.get(key) (the keys are str constants: their hash and equality cannot fail; the lookup
+    # that does not save and restore the error state around itself)
+    cdef PyObject* v = PyDict_GetItemWithError(d, key)
     if v is NULL:
         return None
     return <object>v
@@ -450,7 +451,7 @@ cdef inline void _set(object step, int f, object value) except *:
 
 cdef inline object _chars_of(dict results, object step):
     # results.get(id(step))
-    cdef PyObject* v = PyDict_GetItem(results, PyLong_FromVoidPtr(<void*>step))
+    cdef PyObject* v = PyDict_GetItemWithError(results, PyLong_FromVoidPtr(<void*>step))
     if v is NULL:
         return None
     return <object>v
