@@ -391,3 +391,26 @@ def test_narrow_output_keeps_every_number_whole(tmp_path, capsys, monkeypatch):
     assert max(len(line) for line in out.splitlines()) <= 80
     row = next(line for line in out.splitlines() if "45,300" in line)
     assert "30,000" in row and "66.2%" in row
+
+
+def test_the_cli_starts_numpy_with_one_blas_thread_unless_told_otherwise():
+    """loopcore runs no linear algebra: the CLI asks OpenBLAS for one thread (its idle pool
+    spins for ~0.1 s of CPU after numpy's import), and a number the user set is kept."""
+    import subprocess
+    import sys
+
+    from conftest import package_env
+
+    probe = (
+        "import os, sys, loopcore.cli as c; c._quiet_blas(); import numpy; "
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)"
+    )
+    for given, want in ((None, "1 True"), ("3", "3 True")):
+        env = package_env()
+        env.pop("OPENBLAS_NUM_THREADS", None)
+        if given is not None:
+            env["OPENBLAS_NUM_THREADS"] = given
+        out = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.split() == want.split()

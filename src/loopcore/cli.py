@@ -318,6 +318,17 @@ def _run_formats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _quiet_blas() -> None:
+    """One BLAS thread for this process and its workers, unless the user chose a number.
+
+    loopcore runs no linear algebra, but importing numpy starts OpenBLAS's thread pool, whose
+    threads spin for about 0.1 s of CPU looking for work: more than a small ``loopcore
+    analyse`` itself costs. Only an environment variable read at numpy's import can stop it.
+    """
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with *argv* (default ``sys.argv[1:]``); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -326,6 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .hooks import main as hook_main
 
         return hook_main(argv[1:])
+    _quiet_blas()
     parser = build_parser()
     args = parser.parse_args(argv)  # SystemExit(2) on usage errors, as argparse does
     try:
