@@ -152,6 +152,33 @@ def test_gunzip_never_holds_more_than_the_limit():
         _io.gunzip(two[:-5], lambda n: b"", None, 10)
 
 
+def test_read_bytes_inflates_gzip_files_of_every_shape(tmp_path):
+    """One member (read in one go), concatenated members, an empty member, a stream fed in
+    pieces, trailing bytes that are no gzip, a truncated file: the bytes gzip gives, or the
+    error."""
+    body = bytes(range(256)) * 4000  # ~1 MB out of more than one compressed chunk's worth
+    cases = {
+        "one": gzip.compress(body),
+        "two": gzip.compress(b"1") + gzip.compress(b"2"),
+        "empty_member": gzip.compress(b"") + gzip.compress(b"x"),
+        "big": b"".join(gzip.compress(body[i : i + 4096], 0) for i in range(0, len(body), 4096)),
+    }
+    for name, raw in cases.items():
+        path = tmp_path / f"{name}.json.gz"
+        path.write_bytes(raw)
+        assert _io.read_bytes(str(path)) == gzip.decompress(raw), name
+    pieces = iter([cases["two"][5:12], cases["two"][12:], b""])
+    assert _io.gunzip(cases["two"][:5], lambda n: next(pieces), None, 10) == b"12"
+    bad = tmp_path / "trailing.json.gz"
+    bad.write_bytes(cases["one"] + b"not gzip")
+    with pytest.raises(TraceFormatError, match="not a readable gzip"):
+        _io.read_bytes(str(bad))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(cases["one"][:-9])
+    with pytest.raises(TraceFormatError, match="truncated gzip"):
+        _io.read_bytes(str(cut))
+
+
 def test_a_plain_file_over_the_limit_and_a_bad_limit_value(impl, tmp_path):
     big = good_trace(tmp_path / "a.jsonl")
     res = cli(impl, "analyse", str(big), LOOPCORE_MAX_FILE_BYTES="100")

@@ -101,7 +101,8 @@ def gunzip(first: bytes, read: Callable[[int], bytes], path: str | None, limit: 
             total += len(out)
             if total > limit:
                 raise _too_big(path, limit, True)
-            parts.append(out)
+            if out:  # a lone part is returned as it is: b"".join copies only for 2 or more
+                parts.append(out)
             pending = d.unconsumed_tail
             if d.eof:
                 pending = d.unused_data
@@ -139,7 +140,11 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
         with f:
             head = f.read(2)
             if head == _GZIP_MAGIC:
-                return gunzip(head, f.read, path, limit)
+                # the compressed bytes in one read (at most the limit, as for a plain file; more
+                # in pieces if the file grew), so a one-member file inflates into one buffer,
+                # never joined from pieces
+                first = head + f.read(min(max(st.st_size - 2, 0), limit) + 1)
+                return gunzip(first, f.read, path, limit)
             f.seek(0)  # a regular file: read it whole in one buffer, no concatenation copy
             # a buffer of the file's size, not of the limit (read(n) allocates n bytes first);
             # a file that grew since fstat is read on, up to the limit
