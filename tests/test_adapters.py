@@ -863,3 +863,128 @@ def test_any_json_loads_or_raises_trace_format_error(obj, fmt):
     for t in traces:
         for s in t:
             assert s.kind in loopcore.trace.KINDS and s.tokens_in >= 0 and s.tokens_out >= 0
+
+
+_ANY_FIELD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.sampled_from(["", "t", "a.py"]),
+    st.lists(st.sampled_from(["a.py", "b.py"]), max_size=2),
+    st.lists(st.integers(0, 2), min_size=1, max_size=2),
+    st.just({"line": 3}),
+)
+_STEP_RECORD = st.fixed_dictionaries(
+    {"name": st.sampled_from(["bash", "Read", "", "x"])},
+    optional={
+        name: _ANY_FIELD
+        for name in (
+            "session",
+            "turn",
+            "kind",
+            "target",
+            "args",
+            "result",
+            "error",
+            "tokens_in",
+            "tokens_out",
+            "tokens_estimated",
+            "call_id",
+            "meta",
+            "reads",
+            "writes",
+            "ref",
+            "text",
+            "rejected",
+            "tokens_turn",
+            "no_op",
+        )
+    },  # fmt: skip
+).map(lambda r: dict(r, kind="observe") if r.get("kind") == "t" else r)
+
+
+def _from_dict_reference(records, path):
+    """The loopcore JSONL reader as it was written first, with Step.from_dict: what the faster
+    reader must give, step for step, with the same errors."""
+    from loopcore.adapters import _base, loopcore_steps
+
+    out, bad = [], []
+    profile = loopcore.taxonomy.get_profile(None, loopcore_steps.PROFILE)
+    counts: dict = {}
+    for i, r in enumerate(records):
+        name = r.get("name")
+        if not isinstance(name, str) or (
+            not name and r.get("text") is None and r.get("rejected") is None
+        ):
+            bad.append(i)
+            continue
+        kind, target, args = r.get("kind"), r.get("target"), r.get("args")
+        if kind is None:
+            kind, classified = profile.classify(name, args)
+            target = classified if target is None else target
+        elif not isinstance(kind, str) or kind not in loopcore.trace.KINDS:
+            bad.append(i)
+            continue
+        if target is not None and not isinstance(target, (str, list)):
+            bad.append(i)
+            continue
+        session = "s" if r.get("session") is None else str(r.get("session"))
+        n = counts.setdefault(session, 0)  # a session's place: its first record that gets here
+        turn = r.get("turn", n)
+        if not loopcore_steps._count(turn):
+            bad.append(i)
+            continue
+        tin, tout = r.get("tokens_in"), r.get("tokens_out")
+        flag = bool(r.get("tokens_estimated", False))
+        if tin is None and tout is None:
+            tin = _base.estimate_tokens(_base.text_len(r.get("result")))
+            tout = _base.estimate_tokens(_base.text_len(args) + len(name))
+            flag = True
+        else:
+            tin, tout = (0 if tin is None else tin), (0 if tout is None else tout)
+            if not (loopcore_steps._count(tin) and loopcore_steps._count(tout)):
+                bad.append(i)
+                continue
+        extra = {k: r[k] for k in ("reads", "writes", "ref", "text", "rejected", "tokens_turn", "no_op") if k in r}  # fmt: skip
+        extra.setdefault("ref", {"record": i})
+        meta = r.get("meta")
+        try:
+            step = loopcore.trace.Step.from_dict(
+                extra, session=session, turn=turn, kind=kind, name=name, target=target,
+                args=args, result=r.get("result"), error=r.get("error"), tokens_in=tin,
+                tokens_out=tout, tokens_estimated=flag, call_id=r.get("call_id"),
+                meta=dict(meta) if isinstance(meta, dict) else {},
+            )  # fmt: skip
+        except ValueError:
+            bad.append(i)
+            continue
+        counts[session] = n + 1
+        out.append(step)
+    return out, bad, list(counts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_STEP_RECORD, min_size=1, max_size=10))
+def test_loopcore_jsonl_reader_gives_what_step_from_dict_gives(impl, tmp_path_factory, records):
+    """Every field checked and converted as Step.from_dict does it (lists of str to tuples,
+    flags to bools, a fresh meta), the same records refused, on both twins."""
+    path = tmp_path_factory.mktemp("steps") / "s.json"
+    path.write_bytes(orjson.dumps(records))
+    stats = LoadStats()
+    traces = list(load(str(path), format="loopcore", keep_going=True, stats=stats))
+    want, bad, order = _from_dict_reference(records, str(path))
+    got = [s for t in traces for s in t.steps]
+    by_session = {session: [] for session in order}
+    for s in want:
+        by_session.setdefault(s.session, []).append(s)
+    want = [s for steps in by_session.values() for s in steps]
+    assert [s.to_dict() for s in got] == [s.to_dict() for s in want]
+
+    def exact(s):
+        return (s.target, s.reads, s.writes, s.meta, s.no_op, s.tokens_estimated, s.tokens_turn)
+
+    assert [exact(s) for s in got] == [exact(s) for s in want]
+    assert [[type(v) for v in exact(s)] for s in got] == [[type(v) for v in exact(s)] for s in want]
+    assert [str(e).rsplit("(item ", 1)[-1].rstrip(")") for e in stats.errors] == [
+        str(i) for i in bad
+    ]

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..trace import KINDS, Step, Trace
-from ._base import estimate_tokens, text_len
+from ._base import _new_step, estimate_tokens, text_len
 from ._io import Ctx
 
 NAME = "loopcore"
@@ -64,11 +64,41 @@ FIELDS = frozenset(
         "no_op",
     }
 )
-_EXTRA = ("reads", "writes", "ref", "text", "rejected", "tokens_turn", "no_op")
 
 
 def _count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _own_fields(r: dict) -> tuple:
+    """(reads, writes, ref, text, rejected, tokens_turn, no_op) of a record, checked and
+    converted as ``Step.from_dict`` and the Step constructor check and convert them (lists of
+    str become tuples); raises ValueError with from_dict's message."""
+    reads = r.get("reads")
+    writes = r.get("writes")
+    for name, v in (("reads", reads), ("writes", writes)):
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise ValueError(f"{name} must be a list of strings or null")
+    text = r.get("text")
+    rejected = r.get("rejected")
+    for name, v in (("text", text), ("rejected", rejected)):
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"{name} must be a string or null")
+    ref = r.get("ref")
+    if ref is not None and not isinstance(ref, dict):
+        raise ValueError("ref must be an object or null")
+    tokens_turn = r.get("tokens_turn", 0)
+    if not _count(tokens_turn):
+        raise ValueError("tokens_turn must be an integer >= 0")
+    return (
+        None if reads is None else tuple(reads),
+        None if writes is None else tuple(writes),
+        ref,
+        text,
+        rejected,
+        tokens_turn,
+        bool(r["no_op"]) if "no_op" in r else False,
+    )
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -101,7 +131,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             kind, classified = profile.classify(name, args)
             if target is None:
                 target = classified
-        elif kind not in _KINDS:
+        elif not isinstance(kind, str) or kind not in _KINDS:  # (a list is no kind: unhashable)
             ctx.bad(f"kind must be one of {', '.join(KINDS)}; got {kind!r}", i)
             continue
         if target is not None and not isinstance(target, (str, list)):
@@ -128,29 +158,37 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 ctx.bad("tokens_in and tokens_out must be integers >= 0", i)
                 continue
         meta = r.get("meta")
-        extra = {k: r[k] for k in _EXTRA if k in r}
-        if "ref" not in extra:
+        try:
+            reads, writes, ref, text, rejected, tokens_turn, no_op = _own_fields(r)
+        except ValueError as exc:
+            ctx.bad(str(exc), i)
+            continue
+        if "ref" not in r:
             # a step written without a coordinate of its own is cited by its place in this file
             lines = ctx.lines
-            extra["ref"] = (
-                {"line": lines[i]} if lines is not None and i < len(lines) else {"record": i}
-            )
-        try:
-            step = Step.from_dict(
-                extra,
-                session=session,
-                turn=turn,
-                kind=kind,
-                name=name,
-                target=target,
-                args=args,
-                result=r.get("result"),
-                error=r.get("error"),
-                tokens_in=tin,
-                tokens_out=tout,
-                tokens_estimated=flag,
-                call_id=r.get("call_id"),
-                meta=dict(meta) if isinstance(meta, dict) else {},
+            ref = {"line": lines[i]} if lines is not None and i < len(lines) else {"record": i}
+        try:  # the Step's own checks (a profile's rule may give a kind that is none)
+            step = _new_step(
+                session,
+                turn,
+                kind,
+                name,
+                tuple(target) if target.__class__ is list else target,
+                args,
+                r.get("result"),
+                r.get("error"),
+                tin,
+                tout,
+                flag,
+                r.get("call_id"),
+                dict(meta) if isinstance(meta, dict) else {},
+                reads,
+                writes,
+                ref,
+                text,
+                rejected,
+                tokens_turn,
+                no_op,
             )
         except ValueError as exc:
             ctx.bad(str(exc), i)
