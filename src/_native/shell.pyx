@@ -22,6 +22,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from cpython.unicode cimport (
     Py_UNICODE_ISSPACE,
+    PyUnicode_1BYTE_DATA,
     PyUnicode_4BYTE_KIND,
     PyUnicode_DATA,
     PyUnicode_Find,
@@ -33,8 +34,9 @@ from cpython.unicode cimport (
     PyUnicode_Substring,
 )
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdint cimport uint16_t
-from libc.stdlib cimport free, realloc
+from libc.stdint cimport uint16_t, uint32_t
+from libc.stdlib cimport calloc, free, realloc
+from libc.string cimport memcmp
 
 from codes cimport K_EXEC, K_MUTATE, K_OBSERVE, K_OTHER
 
@@ -134,9 +136,161 @@ for _name in _PREFIX_WORDS:
     _CATEGORY[_name] = _CATEGORY.get(_name, C_EXEC) | C_PREFIX
 
 
-cdef inline int _category(str name):
-    cdef PyObject* v = PyDict_GetItem(_CATEGORY, name)
-    return C_EXEC if v == NULL else <int><object>v
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+
+
+cdef struct _Slot:
+    const unsigned char* chars  # NULL: an empty slot
+    Py_ssize_t n
+    uint32_t hash
+    int value
+
+
+cdef inline uint32_t _fnv(const unsigned char* p, Py_ssize_t n) noexcept:
+    cdef uint32_t h = 2166136261u
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ p[i]) * 16777619u
+    return h
+
+
+@cython.final
+@cython.no_gc  # holds bytes only
+cdef class _Names:
+    """A read-only map from str keys to ints >= 0, looked up without hashing the key the way
+    Python does (siphash over every fresh word is much of the classifier's cost): an
+    open-addressing table over the keys' ASCII bytes. Keys that are not ASCII (the tables have
+    none) go to a dict instead, so the answer is a dict's in every case."""
+
+    cdef _Slot* slots
+    cdef size_t mask
+    cdef Py_ssize_t max_len
+    cdef int empty_value  # the value of the key "", -1 when it is not a key
+    cdef list keep  # the keys' bytes, which the slots point into
+    cdef dict other  # the keys that are not ASCII, None when there are none
+
+    def __dealloc__(self):
+        free(self.slots)
+
+    cdef inline int get(self, str w) noexcept:
+        """The value of *w*, -1 when it is not a key."""
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(w)
+        cdef const unsigned char* p
+        cdef uint32_t h
+        cdef size_t i
+        cdef _Slot* slot
+        cdef PyObject* v
+        if not PyUnicode_IS_ASCII(w):
+            if self.other is None:
+                return -1
+            v = PyDict_GetItem(self.other, w)
+            return -1 if v == NULL else <int><object>v
+        if n > self.max_len:
+            return -1
+        if n == 0:
+            return self.empty_value
+        p = PyUnicode_1BYTE_DATA(w)
+        h = _fnv(p, n)
+        i = h & self.mask
+        while True:
+            slot = &self.slots[i]
+            if slot.chars == NULL:
+                return -1
+            if slot.hash == h and slot.n == n and memcmp(slot.chars, p, n) == 0:
+                return slot.value
+            i = (i + 1) & self.mask
+
+
+cdef _Names _name_table(object items):
+    """A _Names of *items*: a dict of str -> int >= 0, or a set of str (each then maps to 1)."""
+    cdef _Names t = _Names.__new__(_Names)
+    cdef dict d = dict(items) if isinstance(items, dict) else dict.fromkeys(items, 1)
+    cdef size_t size = 8, i
+    cdef bytes b
+    cdef uint32_t h
+    cdef _Slot* slot
+    while size < 2 * len(d) + 2:
+        size *= 2
+    t.slots = <_Slot*>calloc(size, sizeof(_Slot))
+    if t.slots == NULL:
+        raise MemoryError()
+    t.mask = size - 1
+    t.max_len = 0
+    t.empty_value = -1
+    t.keep = []
+    t.other = None
+    for key, value in d.items():
+        if not isinstance(key, str) or type(value) is not int or value < 0:
+            raise TypeError("_Names maps str keys to ints >= 0")
+        if not (<str>key).isascii():
+            if t.other is None:
+                t.other = {}
+            t.other[key] = value
+            continue
+        if not key:
+            t.empty_value = value
+            continue
+        b = (<str>key).encode("ascii")
+        t.keep.append(b)
+        h = _fnv(<const unsigned char*><char*>b, len(b))
+        i = h & t.mask
+        while t.slots[i].chars != NULL:
+            i = (i + 1) & t.mask
+        slot = &t.slots[i]
+        slot.chars = <const unsigned char*><char*>b
+        slot.n = len(b)
+        slot.hash = h
+        slot.value = value
+        t.max_len = max(t.max_len, len(b))
+    return t
+
+
+# The program names: category (C_* | C_PREFIX) in the low 16 bits, and above them 1 + the index in
+# _OPTS of the program's options that take a value (0: none listed).
+cdef list _OPTS = []
+cdef dict _INFO = dict(_CATEGORY)
+for _name, _opts in _VALUE_OPTS.items():
+    _INFO[_name] = _INFO.get(_name, C_EXEC) | (len(_OPTS) + 1) << 16
+    _OPTS.append(_name_table(_opts))
+cdef _Names _PROGRAMS = _name_table(_INFO)
+
+
+cdef inline int _info(str name) noexcept:
+    # the program's _PROGRAMS value (C_EXEC, no options, when it is not listed)
+    cdef int v = _PROGRAMS.get(name)
+    return C_EXEC if v < 0 else v
+
+
+cdef inline int _category(str name) noexcept:
+    return _info(name) & 0xffff
+
+
+cdef inline _Names _opts_of(int info, _Names default):
+    # the options that take a value of the program whose _info is *info*
+    cdef int k = info >> 16
+    return default if k == 0 else <_Names>_OPTS[k - 1]
+
+
+cdef inline _Names _opts_named(str cmd):
+    return _opts_of(_info(cmd), None)
+
+
+# The sets the per-word tests read, as _Names.
+cdef _Names _NO_OPTS_N = _name_table(_NO_OPTS)
+cdef _Names _COPIER_OPTS_N = _name_table(_COPIER_OPTS)
+cdef _Names _PERL_OPTS_N = _name_table(_PERL_OPTS)
+cdef _Names _PATTERN_OPTS_N = _name_table(_PATTERN_OPTS)
+cdef _Names _SED_SCRIPT_OPTS_N = _name_table(_SED_SCRIPT_OPTS)
+cdef _Names _DEV_NULL_N = _name_table(_DEV_NULL)
+cdef _Names _DIR_READERS_N = _name_table(_DIR_READERS)
+cdef _Names _FIND_EXEC_N = _name_table(_FIND_EXEC)
+cdef _Names _FIND_EXEC_END_N = _name_table(_FIND_EXEC_END)
+cdef _Names _NEUTRAL_SEGMENTS_N = _name_table(_NEUTRAL_SEGMENTS)
+cdef _Names _SED_OPTS_N = _opts_named(u"sed")
+cdef _Names _AWK_OPTS_N = _opts_named(u"awk")
+cdef _Names _SORT_OPTS_N = _opts_named(u"sort")
+cdef _Names _PATCH_OPTS_N = _opts_named(u"patch")
 
 
 cdef inline bint _has(str w, Py_UCS4 c, Py_ssize_t start=0) noexcept:
@@ -356,6 +510,10 @@ cdef class _Lexer:
     cdef list segs
     cdef list pending  # (delimiter, strip tabs, owner) of heredocs whose body starts at the next
                        # newline, None when there are none
+    # With stop_exec set, the lexer stops at the first word that names a program the classifier
+    # cannot read (see _runs_unknown_code), setting found_exec: the whole script is exec then.
+    # cmd_seen: the current command's words so far hold more than reserved words and assignments.
+    cdef bint stop_exec, cmd_seen, found_exec
 
     cdef void init(self, str s):
         self.s = s
@@ -369,6 +527,9 @@ cdef class _Lexer:
         self.seg = _new_seg()
         self.segs = []
         self.pending = None
+        self.stop_exec = False
+        self.cmd_seen = False
+        self.found_exec = False
 
     def __dealloc__(self):
         free(self.buf)
@@ -430,6 +591,8 @@ cdef class _Lexer:
         op = self.redir
         if op == R_NONE:
             self.seg.words.append(w)
+            if self.stop_exec and not self.cmd_seen:
+                self.command_word(w)
             return 0
         self.redir = R_NONE
         if op == R_HEREDOC or op == R_HEREDOC_TABS:
@@ -446,6 +609,16 @@ cdef class _Lexer:
         if self.seg.filled():
             self.segs.append(self.seg)
             self.seg = _new_seg()
+            self.cmd_seen = False
+
+    cdef void command_word(self, str w):
+        """*w* joins a command with no word yet but reserved words and assignments."""
+        cdef int code = _category(w)
+        if code & C_PREFIX or (_has(w, u'=') and _is_assignment(w)):
+            return  # _classify_words skips it
+        self.cmd_seen = True
+        if _runs_unknown_code(w, code):
+            self.found_exec = True
 
     cdef Py_ssize_t substitution_end(self, Py_ssize_t p) noexcept:
         """End of the ``$(...)`` token at *p*: the pure twin's regex
@@ -657,7 +830,7 @@ cdef class _Lexer:
                 p = self.operator(p)
             else:
                 p += 1  # a blank other than space, tab, CR and newline: it splits nothing
-            if len(self.segs) > before and self.pending is None:
+            if (len(self.segs) > before and self.pending is None) or self.found_exec:
                 self.pos = p
                 return True
         self.pos = n
@@ -673,9 +846,10 @@ cdef class _Lexer:
         return p < n and (self.at(p) == u'<' or self.at(p) == u'>')
 
 
-cdef inline _Lexer _new_lexer(str s):
+cdef inline _Lexer _new_lexer(str s, bint stop_exec=False):
     cdef _Lexer lx = _Lexer.__new__(_Lexer)
     lx.init(s)
+    lx.stop_exec = stop_exec
     return lx
 
 
@@ -772,12 +946,7 @@ cdef bint _is_assignment(str w) noexcept:
     return i < n and PyUnicode_READ(kind, data, i) == u'='
 
 
-cdef inline frozenset _value_opts(str cmd, frozenset default):
-    cdef object v = _VALUE_OPTS.get(cmd)
-    return default if v is None else <frozenset>v
-
-
-cdef list _operands(list words, frozenset value_opts, Py_ssize_t drop=0):
+cdef list _operands(list words, _Names value_opts, Py_ssize_t drop=0):
     """The non-option arguments of a command line (``--`` ends the options), but the first *drop*."""
     cdef list out = []
     cdef Py_ssize_t i = 1, n = len(words)
@@ -790,7 +959,7 @@ cdef list _operands(list words, frozenset value_opts, Py_ssize_t drop=0):
                 out.extend(words[i:])
             break
         if _is_option(w) and PyUnicode_GET_LENGTH(w) > 1:
-            if w in value_opts:
+            if value_opts.get(w) >= 0:
                 i += 1
         elif drop:
             drop -= 1
@@ -800,9 +969,10 @@ cdef list _operands(list words, frozenset value_opts, Py_ssize_t drop=0):
     return out
 
 
-cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd) except -2:
-    """Where the command run by the wrapper *cmd* at ``words[b]`` starts; -1 when it runs none."""
-    cdef frozenset value_opts = _value_opts(cmd, _NO_OPTS)
+cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd, int info) except -2:
+    """Where the command run by the wrapper *cmd* (of _info *info*) at ``words[b]`` starts; -1
+    when it runs none."""
+    cdef _Names value_opts = _opts_of(info, _NO_OPTS_N)
     cdef bint skip_duration = cmd == u"timeout", env = cmd == u"env", options = True
     cdef Py_ssize_t i = b + 1, n = len(words)
     cdef str w
@@ -814,7 +984,7 @@ cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd) except -2:
                 options = False
                 continue
             if _is_option(w) and PyUnicode_GET_LENGTH(w) > 1:
-                if w in value_opts:
+                if value_opts.get(w) >= 0:
                     i += 1
                 continue
         if skip_duration:
@@ -824,13 +994,13 @@ cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd) except -2:
     return -1
 
 
-cdef bint _any_opt(list words, frozenset exact, str prefix1, str prefix2):
+cdef bint _any_opt(list words, _Names exact, str prefix1, str prefix2):
     # any(w[:1] == "-" and (w in exact or w.startswith((prefix1, prefix2))) for w in words[1:])
     cdef Py_ssize_t j
     cdef str w
     for j in range(1, len(words)):
         w = <str>words[j]
-        if _is_option(w) and (w in exact or w.startswith(prefix1) or w.startswith(prefix2)):
+        if _is_option(w) and (exact.get(w) >= 0 or w.startswith(prefix1) or w.startswith(prefix2)):
             return True
     return False
 
@@ -840,13 +1010,14 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
     cdef Py_ssize_t b = 0, n = len(words), j, slash
     cdef str cmd, w, tdir
     cdef list ops, targets, reads
-    cdef frozenset opts
+    cdef _Names opts
     cdef bint inplace, explicit
-    cdef int code
+    cdef int code, info
     while True:
         while b < n:
             w = <str>words[b]
-            code = _category(w)
+            info = _info(w)
+            code = info & 0xffff
             if code & C_PREFIX or (_has(w, u'=') and _is_assignment(w)):
                 b += 1
                 continue
@@ -856,16 +1027,17 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
         cmd = w
         slash = PyUnicode_FindChar(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
         if slash >= 0:
-            if w in _NEUTRAL_SEGMENTS:
+            if _NEUTRAL_SEGMENTS_N.get(w) >= 0:
                 return _OTHER
             cmd = w[slash + 1:]  # the program's name
-            code = _category(cmd)
+            info = _info(cmd)
+            code = info & 0xffff
         code &= C_MASK
         if code == C_NEUTRAL_SEGMENT:
             return _OTHER
         if code != C_WRAPPER:
             break
-        b = _wrapped_command(words, b, cmd)
+        b = _wrapped_command(words, b, cmd, info)
         if b < 0:
             return _OBSERVE_NOTHING if cmd == u"env" else _OTHER
     if b:
@@ -885,36 +1057,36 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
             return _classify_script(<str>heredocs[0], depth + 1)
         return _EXEC
     if code == C_READER:
-        ops = _operands(words, _value_opts(cmd, _NO_OPTS))
-        if not ops and cmd in _DIR_READERS:
+        ops = _operands(words, _opts_of(info, _NO_OPTS_N))
+        if not ops and _DIR_READERS_N.get(cmd) >= 0:
             ops = [u"."]
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_PATTERN_READER:
-        explicit = _any_opt(words, _PATTERN_OPTS, u"--regexp=", u"--file=")
+        explicit = _any_opt(words, _PATTERN_OPTS_N, u"--regexp=", u"--file=")
         if cmd == u"rg" and u"--files" in words:
             explicit = True
-        ops = _operands(words, _value_opts(cmd, _NO_OPTS), 0 if explicit else 1)  # else the pattern
+        ops = _operands(words, _opts_of(info, _NO_OPTS_N), 0 if explicit else 1)  # else the pattern
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_SYSTEM:
         return _OBSERVE_NOTHING
     if code == C_SED:
-        opts = <frozenset>_VALUE_OPTS[u"sed"]
+        opts = _SED_OPTS_N
         inplace = False
         for j in range(1, n):
             w = <str>words[j]
             if (_is_option(w) and w != u"--"
                     and (w.startswith(u"-i") or w.startswith(u"--in-place")
-                         or (_is_short_option(w) and _has(w, u'i', 1) and w not in opts))):
+                         or (_is_short_option(w) and _has(w, u'i', 1) and opts.get(w) < 0))):
                 inplace = True
                 break
         # the first operand is the script, unless -e/-f gave it
-        ops = _operands(words, opts, 0 if _any_opt(words, _SED_SCRIPT_OPTS, u"--expression=", u"--file=") else 1)
+        ops = _operands(words, opts, 0 if _any_opt(words, _SED_SCRIPT_OPTS_N, u"--expression=", u"--file=") else 1)
         if inplace:
             return _part(K_MUTATE, ops, ops, not ops)  # an in-place edit reads what it rewrites
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_AWK:
         inplace = u"inplace" in words and u"-i" in words
-        ops = _operands(words, <frozenset>_VALUE_OPTS[u"awk"], 0 if u"-f" in words else 1)  # else the program
+        ops = _operands(words, _AWK_OPTS_N, 0 if u"-f" in words else 1)  # else the program
         if inplace:
             return _part(K_MUTATE, _EMPTY, [o for o in ops if o != u"inplace"], not ops)
         return _part(K_OBSERVE, ops, _EMPTY, False)
@@ -926,23 +1098,23 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
                 out = words[j + 1]
             elif w.startswith(u"--output="):
                 out = w.split(u"=", 1)[1]
-        ops = _operands(words, <frozenset>_VALUE_OPTS[u"sort"])
+        ops = _operands(words, _SORT_OPTS_N)
         if out:
             return _part(K_MUTATE, _EMPTY, [out], False)
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_TR:
         return _OTHER
     if code == C_TEE:
-        ops = [o for o in _operands(words, _NO_OPTS) if o not in _DEV_NULL]
+        ops = [o for o in _operands(words, _NO_OPTS_N) if _DEV_NULL_N.get(<str>o) < 0]
         return _part(K_MUTATE, _EMPTY, ops, False) if ops else _OTHER
     if code == C_WRITER:
-        ops = _operands(words, _value_opts(cmd, _NO_OPTS))
+        ops = _operands(words, _opts_of(info, _NO_OPTS_N))
         return _part(K_MUTATE, _EMPTY, ops, not ops)
     if code == C_CHMOD:
-        ops = _operands(words, _value_opts(cmd, _NO_OPTS), 1)  # after the mode or owner
+        ops = _operands(words, _opts_of(info, _NO_OPTS_N), 1)  # after the mode or owner
         return _part(K_MUTATE, _EMPTY, ops, not ops)
     if code == C_COPIER:
-        ops = _operands(words, _value_opts(cmd, _COPIER_OPTS))
+        ops = _operands(words, _opts_of(info, _COPIER_OPTS_N))
         tdir = None
         for j in range(n - 1):
             w = <str>words[j]
@@ -962,7 +1134,7 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
         ins = [w[3:] for w in words[1:] if w.startswith(u"if=")]
         return _part(K_MUTATE, ins, outs, False) if outs else _part(K_OBSERVE, ins, _EMPTY, False)
     if code == C_PATCH:
-        ops = _operands(words, <frozenset>_VALUE_OPTS[u"patch"])
+        ops = _operands(words, _PATCH_OPTS_N)
         if u"--dry-run" in words:
             return _part(K_OBSERVE, ops, _EMPTY, False)
         return _part(K_MUTATE, _EMPTY, ops[:1], not ops)
@@ -973,7 +1145,7 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
         for j in range(1, n):
             w = <str>words[j]
             if _is_short_option(w) and _has(w, u'i', 1):
-                ops = _operands(words, _PERL_OPTS)
+                ops = _operands(words, _PERL_OPTS_N)
                 return _part(K_MUTATE, _EMPTY, ops, not ops)
     if code == C_FIND:
         return _classify_find(words, depth)
@@ -1001,10 +1173,10 @@ cdef _Part _classify_find(list words, int depth):
         # Which files go is only known at run time.
         return _UNKNOWN_MUTATION
     for k in range(n):
-        if words[k] in _FIND_EXEC:
+        if _FIND_EXEC_N.get(<str>words[k]) >= 0:
             inner = []
             j = k + 1
-            while j < n and words[j] not in _FIND_EXEC_END:
+            while j < n and _FIND_EXEC_END_N.get(<str>words[j]) < 0:
                 if words[j] != u"{}":
                     inner.append(words[j])
                 j += 1
@@ -1143,6 +1315,17 @@ cdef str _join_norm(str cwd, str t):
     return _normpath(path) if _target_flags(path) & T_NORM else path
 
 
+cdef inline bint _runs_unknown_code(str w, int code):
+    """Whether a command whose program word is *w* (of category *code*) runs code the
+    classifier cannot read: _classify_words returns _EXEC for it, whatever its other words."""
+    cdef Py_ssize_t slash = PyUnicode_FindChar(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
+    if slash >= 0:
+        if _NEUTRAL_SEGMENTS_N.get(w) >= 0:
+            return False
+        code = _category(w[slash + 1:])
+    return (code & C_MASK) == C_EXEC
+
+
 cdef str _join(str cwd, str t):
     cdef Py_UCS4 c = _first(t)
     if c == u'/' or c == u'~' or c == u'$' or t.startswith(u"git:"):
@@ -1151,6 +1334,11 @@ cdef str _join(str cwd, str t):
 
 
 cdef _Part _classify_script(str script, int depth):
+    return _classify_lexed(_new_lexer(script, True), depth)
+
+
+cdef _Part _classify_lexed(_Lexer lx, int depth):
+    """Classify the script *lx* lexes (a lexer that stops at unknown code, see _Lexer)."""
     # The targets so far. A part's lists are never changed once built, so the script borrows
     # them (most scripts have one part with targets) and copies only to change them.
     cdef list observed = _EMPTY, mutated = _EMPTY, words, segs
@@ -1158,12 +1346,13 @@ cdef _Part _classify_script(str script, int depth):
     cdef bint unknown_mutation = False
     cdef int kinds = 0, kind
     cdef str cwd = u"", dest, op, target
-    cdef _Lexer lx = _new_lexer(script)
     cdef _Seg seg
     cdef _Part part
     cdef Py_ssize_t i, done = 0, o0, m0
     cdef tuple redir
     while lx.advance():
+        if lx.found_exec:
+            return _EXEC  # a command that runs unknown code: the whole script is exec
         segs = lx.segs
         while done < len(segs):
             seg = <_Seg>segs[done]
@@ -1203,7 +1392,7 @@ cdef _Part _classify_script(str script, int depth):
             for redir in seg.redirs or ():
                 op = <str>redir[0]
                 target = <str>redir[1]
-                if op == _DUP or target in _DEV_NULL:
+                if op == _DUP or _DEV_NULL_N.get(target) >= 0:
                     continue
                 if op == _OUT or op == _APPEND:
                     if not own_mut:
@@ -1304,16 +1493,20 @@ def classify_shell(command):
     return (_KIND_NAMES[part.kind], None)
 
 
-cdef tuple _access_tuple(list targets):
-    cdef object packed = _pack(targets)
+cdef inline tuple _as_access(object packed):
+    # the pure twin's _access_tuple of targets whose _pack is *packed*
     if packed is None:
         return ()
     return <tuple>packed if isinstance(packed, tuple) else (packed,)
 
 
-cdef bint _no_op_command(str command):
-    # one simple "sed -i" part whose scripts replace a literal text by itself
-    cdef list segs = _lex_all(command)
+cdef tuple _access_tuple(list targets):
+    return _as_access(_pack(targets))
+
+
+cdef bint _no_op_command(list segs):
+    # one simple "sed -i" part whose scripts replace a literal text by itself (segs: the
+    # command's simple commands, all of them)
     cdef _Seg seg
     cdef list words
     if len(segs) != 1:
@@ -1334,27 +1527,30 @@ def classify_shell_access(command):
     ``loopcore.taxonomy.shell.classify_shell_access`` is the cached one.
     """
     cdef _Part part
-    cdef bint unknown
+    cdef bint unknown, resolved = True
     cdef str t
-    cdef object reads
-    cdef tuple writes
+    cdef object reads, packed
+    cdef _Lexer lx
     if not isinstance(command, str):
         return ("exec", None, None, None, False)
-    part = _classify_script(<str>command, 0)
+    lx = _new_lexer(<str>command, True)
+    part = _classify_lexed(lx, 0)
     if part.kind == K_EXEC:
         return ("exec", None, None, None, False)
     if part.kind == K_OTHER:
         return ("other", None, (), (), False)
-    reads = None
     for t in part.obs:
         if _unresolved(t):
+            resolved = False
             break
-    else:
-        reads = _access_tuple(part.obs)
-        if part.kind == K_OBSERVE and not reads:
-            reads = None
     if part.kind == K_OBSERVE:
-        return ("observe", _pack([t for t in part.obs if not _unresolved(t)]), reads, (), False)
+        if resolved:
+            # the target and the reads are one packing of the same list
+            packed = _pack(part.obs)
+            reads = _as_access(packed)
+            return ("observe", packed, reads if reads else None, (), False)
+        return ("observe", _pack([t for t in part.obs if not _unresolved(t)]), None, (), False)
+    reads = _access_tuple(part.obs) if resolved else None
     unknown = part.unk
     if not unknown:
         for t in part.mut:
@@ -1363,5 +1559,6 @@ def classify_shell_access(command):
                 break
     if unknown:
         return ("mutate", None, reads, None, False)
-    writes = _access_tuple(part.mut)
-    return ("mutate", _pack(part.mut), reads, writes, _no_op_command(<str>command))
+    packed = _pack(part.mut)
+    # a mutate result read the whole script: lx.segs holds all its simple commands
+    return ("mutate", packed, reads, _as_access(packed), _no_op_command(lx.segs))
