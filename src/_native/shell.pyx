@@ -23,6 +23,8 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport (
     Py_UNICODE_ISSPACE,
     PyUnicode_1BYTE_DATA,
+    Py_UCS1,
+    PyUnicode_1BYTE_KIND,
     PyUnicode_4BYTE_KIND,
     PyUnicode_DATA,
     PyUnicode_Find,
@@ -30,13 +32,14 @@ from cpython.unicode cimport (
     PyUnicode_FromKindAndData,
     PyUnicode_GET_LENGTH,
     PyUnicode_KIND,
+    PyUnicode_New,
     PyUnicode_READ,
     PyUnicode_Substring,
 )
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint16_t, uint32_t
 from libc.stdlib cimport calloc, free, realloc
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 
 from codes cimport K_EXEC, K_MUTATE, K_OBSERVE, K_OTHER
 
@@ -298,10 +301,32 @@ cdef inline bint _has(str w, Py_UCS4 c, Py_ssize_t start=0) noexcept:
     cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(w)
     cdef int kind = PyUnicode_KIND(w)
     cdef void* data = PyUnicode_DATA(w)
+    cdef const Py_UCS1* b
+    if kind == PyUnicode_1BYTE_KIND:
+        b = <const Py_UCS1*>data
+        for i in range(start, n):
+            if b[i] == c:
+                return True
+        return False
     for i in range(start, n):
         if PyUnicode_READ(kind, data, i) == c:
             return True
     return False
+
+cdef inline bint _starts(str w, str prefix) noexcept:
+    """``w.startswith(prefix)`` for an ASCII *prefix*."""
+    cdef Py_ssize_t i, m = PyUnicode_GET_LENGTH(prefix)
+    cdef int kind
+    cdef void* data
+    if PyUnicode_GET_LENGTH(w) < m:
+        return False
+    kind = PyUnicode_KIND(w)
+    data = PyUnicode_DATA(w)
+    for i in range(m):
+        if PyUnicode_READ(kind, data, i) != (<const Py_UCS1*>PyUnicode_DATA(prefix))[i]:
+            return False
+    return True
+
 
 cdef tuple _KIND_NAMES = _codes.KIND_NAMES  # indexed by the K_* codes
 
@@ -322,15 +347,15 @@ cdef str _APPEND = ">>"
 cdef str _IN = "<"
 cdef str _DUP = "dup"
 
-# ASCII characters a plain word run may contain: not a blank (Python's str.isspace()) and not
-# one of \ ' " $ ` < > | & ; ( ) #. Beyond ASCII, everything but a blank.
-cdef unsigned char _PLAIN[128]
-for _c in range(128):
+# The characters below 256 a plain word run may contain: not a blank (Python's str.isspace())
+# and not one of \ ' " $ ` < > | & ; ( ) #. Beyond, everything but a blank.
+cdef unsigned char _PLAIN[256]
+for _c in range(256):
     _PLAIN[_c] = not (chr(_c).isspace() or chr(_c) in "\\'\"$`<>|&;()#")
 
 
 cdef inline bint _is_plain(Py_UCS4 c) noexcept:
-    if c < 128:
+    if c < 256:
         return _PLAIN[c]
     return not Py_UNICODE_ISSPACE(c)
 
@@ -353,21 +378,42 @@ cdef inline bint _is_paren(Py_UCS4 c) noexcept:
 cdef class _Seg:
     """One simple command: its words, redirections ((op, target) tuples) and heredoc bodies.
 
-    ``redirs`` and ``heredocs`` stay None until the command has one (most have none).
+    ``redirs`` stays None until the command has one (most have none). A heredoc body is kept as
+    its range of the script (*src*) and made a str only when a rule reads it (a shell fed a
+    script, apply_patch): most bodies are files written by ``cat > f <<EOF``, never read.
     """
 
     cdef list words
     cdef list redirs
-    cdef list heredocs
+    cdef str src  # the script the heredoc ranges index, None until the command has a heredoc
+    cdef Py_ssize_t hd_n  # how many heredocs
+    cdef Py_ssize_t hd_start, hd_end  # the first one's body, src[hd_start:hd_end]
+    cdef list hd_more  # the others' (start, end), None until there are others
 
     cdef inline bint filled(self):
-        return len(self.words) > 0 or self.redirs is not None or self.heredocs is not None
+        return len(self.words) > 0 or self.redirs is not None or self.hd_n > 0
 
-    cdef inline void add_heredoc(self, str body):
-        if self.heredocs is None:
-            self.heredocs = [body]
+    cdef int add_heredoc(self, str src, Py_ssize_t start, Py_ssize_t end) except -1:
+        self.src = src
+        if self.hd_n == 0:
+            self.hd_start = start
+            self.hd_end = end
+        elif self.hd_more is None:
+            self.hd_more = [(start, end)]
         else:
-            self.heredocs.append(body)
+            self.hd_more.append((start, end))
+        self.hd_n += 1
+        return 0
+
+    cdef str heredoc(self, Py_ssize_t i):
+        # the body of heredoc i < hd_n
+        if i == 0:
+            return PyUnicode_Substring(self.src, self.hd_start, self.hd_end)
+        start, end = self.hd_more[i - 1]
+        return PyUnicode_Substring(self.src, start, end)
+
+    cdef list heredocs(self):
+        return [self.heredoc(i) for i in range(self.hd_n)]
 
 
 cdef inline _Seg _new_seg():
@@ -754,10 +800,10 @@ cdef class _Lexer:
             start = p
             end = _heredoc_end(self.s, p, delim, strip_tabs)
             if end < 0:
-                owner.add_heredoc(PyUnicode_Substring(self.s, start, n))
+                owner.add_heredoc(self.s, start, n)
                 p = n
             else:
-                owner.add_heredoc(PyUnicode_Substring(self.s, start, max(end - 1, start)))
+                owner.add_heredoc(self.s, start, max(end - 1, start))
                 j = PyUnicode_FindChar(self.s, u'\n', end, n, 1)
                 p = n if j < 0 else j + 1
         self.pending = None
@@ -786,8 +832,12 @@ cdef class _Lexer:
                 self.end_word()
             elif _is_plain(c) and not (_is_digit(c) and self._digits_redirect(p)):
                 q = p + 1
-                while q < n and _is_plain(self.at(q)):
-                    q += 1
+                if self.kind == PyUnicode_1BYTE_KIND:
+                    while q < n and _PLAIN[(<const Py_UCS1*>self.data)[q]]:
+                        q += 1
+                else:
+                    while q < n and _is_plain(self.at(q)):
+                        q += 1
                 self.append(p, q)
                 p = q
             elif c == u'\n':
@@ -869,7 +919,7 @@ def lex(s):
     cdef _Seg seg
     if not isinstance(s, str):
         raise TypeError(f"lex() takes a str, not {type(s).__name__}")
-    return [(seg.words, seg.redirs or [], seg.heredocs or []) for seg in _lex_all(<str>s)]
+    return [(seg.words, seg.redirs or [], seg.heredocs()) for seg in _lex_all(<str>s)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1000,16 +1050,17 @@ cdef bint _any_opt(list words, _Names exact, str prefix1, str prefix2):
     cdef str w
     for j in range(1, len(words)):
         w = <str>words[j]
-        if _is_option(w) and (exact.get(w) >= 0 or w.startswith(prefix1) or w.startswith(prefix2)):
+        if _is_option(w) and (exact.get(w) >= 0 or _starts(w, prefix1) or _starts(w, prefix2)):
             return True
     return False
 
 
-cdef _Part _classify_words(list words, list heredocs, int depth):
-    """Classify one simple command given as words (after redirections were taken out)."""
+cdef _Part _classify_words(list words, _Seg seg, int depth):
+    """Classify one simple command given as words (after redirections were taken out); *seg*
+    holds its heredoc bodies (None: it has none)."""
     cdef Py_ssize_t b = 0, n = len(words), j, slash
     cdef str cmd, w, tdir
-    cdef list ops, targets, reads
+    cdef list ops, targets, reads, heredocs
     cdef _Names opts
     cdef bint inplace, explicit
     cdef int code, info
@@ -1053,8 +1104,8 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
                 if depth < _MAX_DEPTH:
                     return _classify_script(<str>words[j + 1], depth + 1)
                 return _EXEC
-        if n == 1 and heredocs and depth < _MAX_DEPTH:
-            return _classify_script(<str>heredocs[0], depth + 1)
+        if n == 1 and seg is not None and seg.hd_n and depth < _MAX_DEPTH:
+            return _classify_script(seg.heredoc(0), depth + 1)
         return _EXEC
     if code == C_READER:
         ops = _operands(words, _opts_of(info, _NO_OPTS_N))
@@ -1075,7 +1126,7 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
         for j in range(1, n):
             w = <str>words[j]
             if (_is_option(w) and w != u"--"
-                    and (w.startswith(u"-i") or w.startswith(u"--in-place")
+                    and (_starts(w, u"-i") or _starts(w, u"--in-place")
                          or (_is_short_option(w) and _has(w, u'i', 1) and opts.get(w) < 0))):
                 inplace = True
                 break
@@ -1139,6 +1190,7 @@ cdef _Part _classify_words(list words, list heredocs, int depth):
             return _part(K_OBSERVE, ops, _EMPTY, False)
         return _part(K_MUTATE, _EMPTY, ops[:1], not ops)
     if code == C_APPLY_PATCH:
+        heredocs = seg.heredocs() if seg is not None else []
         targets = list(parse_patch_targets(u"\n".join(heredocs) + u"\n" + u"\n".join(words[1:])))
         return _part(K_MUTATE, _EMPTY, targets, not targets)
     if code == C_PERL:
@@ -1185,7 +1237,7 @@ cdef _Part _classify_find(list words, int depth):
             if depth >= _MAX_DEPTH:
                 part = _EXEC  # "find -exec find -exec ...": too deep to read
             else:
-                part = _classify_words(inner, _EMPTY, depth + 1)
+                part = _classify_words(inner, None, depth + 1)
             if part.kind == K_OBSERVE or part.kind == K_OTHER:
                 continue
             # The files an -exec writes are only known at run time.
@@ -1266,11 +1318,65 @@ cdef bint _is_tree(str p):
     return p == u"." or p == u"./" or p == u"*" or p == u":/" or p.endswith(u"/")
 
 
+cdef enum:
+    _NORM_MAX = 1024  # the longest path _normpath_ascii takes
+    _NORM_PARTS = 513  # the most parts it can keep: each is a character and a "/" but the first
+
+
 cdef str _normpath(str path):
-    """``posixpath.normpath(path)``."""
+    """``posixpath.normpath(path)``: by _normpath_ascii for an ASCII path with no NUL of up to
+    _NORM_MAX characters (the targets of agents' commands), by Python's otherwise."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(path)
+    if 0 < n <= _NORM_MAX and PyUnicode_IS_ASCII(path) and not _has(path, 0):
+        return _normpath_ascii(<const Py_UCS1*>PyUnicode_DATA(path), n)
     if _path_normpath is None:
         return posixpath.normpath(path)
     return _path_normpath(path) or u"."
+
+
+cdef str _normpath_ascii(const Py_UCS1* p, Py_ssize_t n):
+    """posixpath.normpath of the n > 0 ASCII characters at *p*, the pure-Python algorithm of
+    posixpath (the C one of CPython gives the same for these paths, which the tests check
+    exhaustively on short paths of "/", "." and "a"): drop empty and "." parts, let ".." remove
+    the part before it (but not a "..", and not past the start of a relative path, which keeps
+    it); keep one leading "/", or two but not three."""
+    cdef char out[_NORM_MAX]
+    cdef Py_ssize_t starts[_NORM_PARTS]  # where each kept part (its "/" first) starts
+    cdef bint dotdot[_NORM_PARTS]  # the kept part is ".."
+    cdef Py_ssize_t initial = 0, o = 0, parts = 0, i = 0, a, m
+    cdef bint dd
+    cdef str r
+    if p[0] == b'/':
+        initial = 2 if n > 1 and p[1] == b'/' and not (n > 2 and p[2] == b'/') else 1
+    for o in range(initial):
+        out[o] = b'/'
+    o = initial
+    while i <= n:
+        a = i
+        while i < n and p[i] != b'/':
+            i += 1
+        m = i - a  # the part p[a:i]
+        i += 1
+        if m == 0 or (m == 1 and p[a] == b'.'):
+            continue
+        dd = m == 2 and p[a] == b'.' and p[a + 1] == b'.'
+        if not dd or (initial == 0 and parts == 0) or (parts > 0 and dotdot[parts - 1]):
+            starts[parts] = o
+            dotdot[parts] = dd
+            if parts > 0:
+                out[o] = b'/'
+                o += 1
+            memcpy(&out[o], &p[a], m)
+            o += m
+            parts += 1
+        elif parts > 0:
+            parts -= 1
+            o = starts[parts]
+    if o == 0:
+        return u"."
+    r = PyUnicode_New(o, 127)
+    memcpy(PyUnicode_DATA(r), out, o)
+    return r
 
 
 cdef enum:
@@ -1285,12 +1391,24 @@ cdef int _target_flags(str t) noexcept:
     cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(t)
     cdef int kind = PyUnicode_KIND(t)
     cdef void* data = PyUnicode_DATA(t)
+    cdef const Py_UCS1* b
     cdef Py_UCS4 c, nxt
     cdef int flags = 0
     if n == 0:
         return T_NORM
     if PyUnicode_READ(kind, data, 0) == u'.' or PyUnicode_READ(kind, data, n - 1) == u'/':
         flags = T_NORM
+    if kind == PyUnicode_1BYTE_KIND:  # the same loop over bytes
+        b = <const Py_UCS1*>data
+        for i in range(n - 1):
+            c = b[i]
+            if c == u'/':
+                nxt = b[i + 1]
+                if nxt == u'.' or nxt == u'/':
+                    flags |= T_NORM
+            elif c == u':' and i + 2 < n and b[i + 1] == u'/' and b[i + 2] == u'/':
+                flags |= T_SCHEME
+        return flags
     for i in range(n - 1):
         c = PyUnicode_READ(kind, data, i)
         if c == u'/':
@@ -1328,7 +1446,7 @@ cdef inline bint _runs_unknown_code(str w, int code):
 
 cdef str _join(str cwd, str t):
     cdef Py_UCS4 c = _first(t)
-    if c == u'/' or c == u'~' or c == u'$' or t.startswith(u"git:"):
+    if c == u'/' or c == u'~' or c == u'$' or _starts(t, u"git:"):
         return t
     return _join_norm(cwd, t)
 
@@ -1360,12 +1478,12 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
             words = seg.words
             if words and words[0] == u"cd":
                 dest = <str>words[1] if len(words) > 1 else u"~"
-                if dest == u"-" or dest.startswith((u"~", u"$")):
+                if dest == u"-" or _first(dest) == u'~' or _first(dest) == u'$':
                     cwd = u""
                 else:
                     cwd = _join_norm(cwd, dest) if cwd else dest
                 continue
-            part = _classify_words(words, seg.heredocs or _EMPTY, depth) if words else _OTHER
+            part = _classify_words(words, seg, depth) if words else _OTHER
             if part.kind == K_EXEC:
                 # One part that runs unknown code makes the whole script exec, whatever the other
                 # parts do, and an exec result carries no targets: the rest need not be read.
@@ -1438,7 +1556,7 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
 cdef str _norm(str t):
     # "./a.py", "a.py" and "src/../a.py" name one file; "src/" and "src" one folder.
     cdef int flags
-    if PyUnicode_GET_LENGTH(t) == 0 or t.startswith(u"git:"):
+    if PyUnicode_GET_LENGTH(t) == 0 or _starts(t, u"git:"):
         return t
     flags = _target_flags(t)
     return _normpath(t) if flags == T_NORM else t  # not a URL, and normpath may change it
@@ -1446,17 +1564,46 @@ cdef str _norm(str t):
 
 cdef object _pack(list targets):
     cdef tuple uniq
-    if len(targets) == 1:
+    cdef list seen
+    cdef str t, u
+    cdef Py_ssize_t n = len(targets), i
+    if n == 1:
         return _norm(<str>targets[0])
-    uniq = tuple(dict.fromkeys([_norm(<str>t) for t in targets]))
-    if not uniq:
+    if n == 0:
         return None
+    if n > 16:
+        uniq = tuple(dict.fromkeys([_norm(<str>t) for t in targets]))
+    else:  # dict.fromkeys by comparisons: a few targets, each compared with those kept
+        seen = []
+        for i in range(n):
+            t = _norm(<str>targets[i])
+            for u in seen:
+                if u == t:
+                    break
+            else:
+                seen.append(t)
+        uniq = tuple(seen)
     return uniq[0] if len(uniq) == 1 else uniq
 
 
 cdef inline bint _unresolved(str t) noexcept:
     # a target built from a variable or a substitution ($f, $(...)) names nothing we can track
-    return _has(t, u'$') or _has(t, u'`')
+    cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(t)
+    cdef int kind = PyUnicode_KIND(t)
+    cdef void* data = PyUnicode_DATA(t)
+    cdef const Py_UCS1* b
+    cdef Py_UCS4 c
+    if kind == PyUnicode_1BYTE_KIND:
+        b = <const Py_UCS1*>data
+        for i in range(n):
+            if b[i] == u'$' or b[i] == u'`':
+                return True
+        return False
+    for i in range(n):
+        c = PyUnicode_READ(kind, data, i)
+        if c == u'$' or c == u'`':
+            return True
+    return False
 
 
 def classify_shell(command):
