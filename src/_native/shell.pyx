@@ -39,7 +39,7 @@ from cpython.unicode cimport (
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint16_t, uint32_t
 from libc.stdlib cimport calloc, free, realloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcpy
 
 from codes cimport K_EXEC, K_MUTATE, K_OBSERVE, K_OTHER
 
@@ -150,12 +150,11 @@ cdef struct _Slot:
     int value
 
 
-cdef inline uint32_t _fnv(const unsigned char* p, Py_ssize_t n) noexcept:
-    cdef uint32_t h = 2166136261u
-    cdef Py_ssize_t i
-    for i in range(n):
-        h = (h ^ p[i]) * 16777619u
-    return h
+cdef inline uint32_t _key_hash(const unsigned char* p, Py_ssize_t n) noexcept:
+    # of n >= 1 characters: the length and three of them, which tell the table's keys apart well
+    # enough (a collision costs a probe, never a wrong answer)
+    return ((<uint32_t>n * 2654435761u) ^ (p[0] * 16777619u) ^ (p[n - 1] * 40503u)
+            ^ (p[n >> 1] * 97u))
 
 
 @cython.final
@@ -182,6 +181,7 @@ cdef class _Names:
         cdef const unsigned char* p
         cdef uint32_t h
         cdef size_t i
+        cdef Py_ssize_t k
         cdef _Slot* slot
         cdef PyObject* v
         if not PyUnicode_IS_ASCII(w):
@@ -194,14 +194,18 @@ cdef class _Names:
         if n == 0:
             return self.empty_value
         p = PyUnicode_1BYTE_DATA(w)
-        h = _fnv(p, n)
+        h = _key_hash(p, n)
         i = h & self.mask
         while True:
             slot = &self.slots[i]
             if slot.chars == NULL:
                 return -1
-            if slot.hash == h and slot.n == n and memcmp(slot.chars, p, n) == 0:
-                return slot.value
+            if slot.hash == h and slot.n == n:
+                k = 0
+                while k < n and slot.chars[k] == p[k]:
+                    k += 1
+                if k == n:
+                    return slot.value
             i = (i + 1) & self.mask
 
 
@@ -236,7 +240,7 @@ cdef _Names _name_table(object items):
             continue
         b = (<str>key).encode("ascii")
         t.keep.append(b)
-        h = _fnv(<const unsigned char*><char*>b, len(b))
+        h = _key_hash(<const unsigned char*><char*>b, len(b))
         i = h & t.mask
         while t.slots[i].chars != NULL:
             i = (i + 1) & t.mask
@@ -313,6 +317,55 @@ cdef inline bint _has(str w, Py_UCS4 c, Py_ssize_t start=0) noexcept:
             return True
     return False
 
+cdef inline Py_ssize_t _findc(str s, Py_UCS4 c, Py_ssize_t start, Py_ssize_t end,
+                              int direction) except -2:
+    """``PyUnicode_FindChar(s, c, start, end, direction)``, by memchr or a byte loop on a 1-byte
+    string (the call's own set-up costs more than the search on most words)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), i
+    cdef const Py_UCS1* b
+    cdef const void* hit
+    if PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND or c > 255:
+        return PyUnicode_FindChar(s, c, start, end, direction)
+    if end > n:
+        end = n
+    if start < 0:
+        start = 0
+    if start >= end:
+        return -1
+    b = <const Py_UCS1*>PyUnicode_DATA(s)
+    if direction > 0:
+        hit = memchr(b + start, <int>c, <size_t>(end - start))
+        return -1 if hit == NULL else <const Py_UCS1*>hit - b
+    i = end - 1
+    while i >= start:
+        if b[i] == c:
+            return i
+        i -= 1
+    return -1
+
+
+cdef inline bint _eq(str a, str b) noexcept:
+    """``a == b`` for exact strs (the lexer's words, literals), without a call: equal strs have
+    the same length and the same character size (a str is stored in the smallest that fits)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(a), i
+    cdef int kind
+    cdef const Py_UCS1* x
+    cdef const Py_UCS1* y
+    if <PyObject*>a == <PyObject*>b:
+        return True
+    if n != PyUnicode_GET_LENGTH(b):
+        return False
+    kind = PyUnicode_KIND(a)
+    if kind != PyUnicode_KIND(b):
+        return False
+    x = <const Py_UCS1*>PyUnicode_DATA(a)
+    y = <const Py_UCS1*>PyUnicode_DATA(b)
+    for i in range(n * kind):
+        if x[i] != y[i]:
+            return False
+    return True
+
+
 cdef inline bint _starts(str w, str prefix) noexcept:
     """``w.startswith(prefix)`` for an ASCII *prefix*."""
     cdef Py_ssize_t i, m = PyUnicode_GET_LENGTH(prefix)
@@ -341,11 +394,11 @@ cdef enum:
     R_HEREDOC = 6       # <<
     R_HEREDOC_TABS = 7  # <<-
 
-cdef tuple _REDIR_NAMES = (None, ">", ">>", "<", "dup")
 cdef str _OUT = ">"
 cdef str _APPEND = ">>"
 cdef str _IN = "<"
 cdef str _DUP = "dup"
+cdef tuple _REDIR_NAMES = (None, _OUT, _APPEND, _IN, _DUP)
 
 # The characters below 256 a plain word run may contain: not a blank (Python's str.isspace())
 # and not one of \ ' " $ ` < > | & ; ( ) #. Beyond, everything but a blank.
@@ -521,7 +574,7 @@ cdef Py_ssize_t _heredoc_end(str s, Py_ssize_t pos, str delim, bint strip_tabs) 
                     break
             if not ok:
                 continue
-        tail_end = PyUnicode_FindChar(s, u'\n', k, n, 1)
+        tail_end = _findc(s, u'\n', k, n, 1)
         if tail_end < 0:
             tail_end = n
         ok = True
@@ -587,7 +640,7 @@ cdef class _Lexer:
         """Index of the first *c* in [start, end), or *end*."""
         if start >= end:
             return end
-        start = PyUnicode_FindChar(self.s, c, start, end, 1)
+        start = _findc(self.s, c, start, end, 1)
         return end if start < 0 else start
 
     cdef int _copy(self, Py_ssize_t a, Py_ssize_t b) except -1:
@@ -804,7 +857,7 @@ cdef class _Lexer:
                 p = n
             else:
                 owner.add_heredoc(self.s, start, max(end - 1, start))
-                j = PyUnicode_FindChar(self.s, u'\n', end, n, 1)
+                j = _findc(self.s, u'\n', end, n, 1)
                 p = n if j < 0 else j + 1
         self.pending = None
         return p
@@ -847,10 +900,10 @@ cdef class _Lexer:
                     self.append(p, p + 1)
                     p += 1
                 else:  # a comment, up to the newline
-                    q = PyUnicode_FindChar(self.s, u'\n', p, n, 1)
+                    q = _findc(self.s, u'\n', p, n, 1)
                     p = n if q < 0 else q
             elif c == u"'":
-                q = PyUnicode_FindChar(self.s, u"'", p + 1, n, 1)
+                q = _findc(self.s, u"'", p + 1, n, 1)
                 if q < 0:
                     self.append(p + 1, n)
                     p = n
@@ -864,7 +917,7 @@ cdef class _Lexer:
                 self.append(p, q)
                 p = q
             elif c == u'`':
-                q = PyUnicode_FindChar(self.s, u'`', p + 1, n, 1)
+                q = _findc(self.s, u'`', p + 1, n, 1)
                 q = n if q < 0 else q + 1
                 self.append(p, q)
                 p = q
@@ -1003,7 +1056,7 @@ cdef list _operands(list words, _Names value_opts, Py_ssize_t drop=0):
     cdef str w
     while i < n:
         w = <str>words[i]
-        if PyUnicode_GET_LENGTH(w) == 2 and w == u"--":
+        if _eq(w, u"--"):
             i += 1 + drop
             if i < n:
                 out.extend(words[i:])
@@ -1030,7 +1083,7 @@ cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd, int info) ex
         w = <str>words[i]
         i += 1
         if options:
-            if w == u"--":
+            if _eq(w, u"--"):
                 options = False
                 continue
             if _is_option(w) and PyUnicode_GET_LENGTH(w) > 1:
@@ -1076,7 +1129,7 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
         if b >= n:
             return _OTHER
         cmd = w
-        slash = PyUnicode_FindChar(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
+        slash = _findc(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
         if slash >= 0:
             if _NEUTRAL_SEGMENTS_N.get(w) >= 0:
                 return _OTHER
@@ -1125,7 +1178,7 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
         inplace = False
         for j in range(1, n):
             w = <str>words[j]
-            if (_is_option(w) and w != u"--"
+            if (_is_option(w) and not _eq(w, u"--")
                     and (_starts(w, u"-i") or _starts(w, u"--in-place")
                          or (_is_short_option(w) and _has(w, u'i', 1) and opts.get(w) < 0))):
                 inplace = True
@@ -1229,7 +1282,7 @@ cdef _Part _classify_find(list words, int depth):
             inner = []
             j = k + 1
             while j < n and _FIND_EXEC_END_N.get(<str>words[j]) < 0:
-                if words[j] != u"{}":
+                if not _eq(<str>words[j], u"{}"):
                     inner.append(words[j])
                 j += 1
             if j == k + 1:
@@ -1436,7 +1489,7 @@ cdef str _join_norm(str cwd, str t):
 cdef inline bint _runs_unknown_code(str w, int code):
     """Whether a command whose program word is *w* (of category *code*) runs code the
     classifier cannot read: _classify_words returns _EXEC for it, whatever its other words."""
-    cdef Py_ssize_t slash = PyUnicode_FindChar(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
+    cdef Py_ssize_t slash = _findc(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
     if slash >= 0:
         if _NEUTRAL_SEGMENTS_N.get(w) >= 0:
             return False
@@ -1476,9 +1529,9 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
             seg = <_Seg>segs[done]
             done += 1
             words = seg.words
-            if words and words[0] == u"cd":
+            if words and _eq(<str>words[0], u"cd"):
                 dest = <str>words[1] if len(words) > 1 else u"~"
-                if dest == u"-" or _first(dest) == u'~' or _first(dest) == u'$':
+                if _eq(dest, u"-") or _first(dest) == u'~' or _first(dest) == u'$':
                     cwd = u""
                 else:
                     cwd = _join_norm(cwd, dest) if cwd else dest
@@ -1510,21 +1563,21 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
             for redir in seg.redirs or ():
                 op = <str>redir[0]
                 target = <str>redir[1]
-                if op == _DUP or _DEV_NULL_N.get(target) >= 0:
+                if _eq(op, _DUP) or _DEV_NULL_N.get(target) >= 0:
                     continue
-                if op == _OUT or op == _APPEND:
+                if _eq(op, _OUT) or _eq(op, _APPEND):
                     if not own_mut:
                         mutated = list(mutated)
                         own_mut = True
                     mutated.append(target)
-                    if op == _APPEND:  # an append's result depends on what was there
+                    if _eq(op, _APPEND):  # an append's result depends on what was there
                         if not own_obs:
                             observed = list(observed)
                             own_obs = True
                         observed.append(target)
                     if kind == K_OTHER or kind == K_OBSERVE:
                         kind = K_MUTATE
-                elif op == _IN:
+                elif _eq(op, _IN):
                     if not own_obs:
                         observed = list(observed)
                         own_obs = True
