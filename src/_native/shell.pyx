@@ -19,6 +19,8 @@ are read 4 levels deep as in the pure twin, and wrappers (``sudo sudo ...``) loo
 """
 cimport cython
 from cpython.dict cimport PyDict_GetItem
+from cpython.list cimport PyList_New
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.object cimport PyObject
 from cpython.unicode cimport (
     Py_UNICODE_ISSPACE,
@@ -141,6 +143,7 @@ for _name in _PREFIX_WORDS:
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
+    void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* item)
 
 
 cdef struct _Slot:
@@ -443,9 +446,6 @@ cdef class _Seg:
     cdef Py_ssize_t hd_start, hd_end  # the first one's body, src[hd_start:hd_end]
     cdef list hd_more  # the others' (start, end), None until there are others
 
-    cdef inline bint filled(self):
-        return len(self.words) > 0 or self.redirs is not None or self.hd_n > 0
-
     cdef int add_heredoc(self, str src, Py_ssize_t start, Py_ssize_t end) except -1:
         self.src = src
         if self.hd_n == 0:
@@ -470,9 +470,8 @@ cdef class _Seg:
 
 
 cdef inline _Seg _new_seg():
-    cdef _Seg seg = _Seg.__new__(_Seg)
-    seg.words = []
-    return seg
+    # its words are set when it ends (_Lexer.push)
+    return _Seg.__new__(_Seg)
 
 
 cdef extern from *:
@@ -613,6 +612,11 @@ cdef class _Lexer:
     # cannot read (see _runs_unknown_code), setting found_exec: the whole script is exec then.
     # cmd_seen: the current command's words so far hold more than reserved words and assignments.
     cdef bint stop_exec, cmd_seen, found_exec
+    # The current command's words (owned references), made its list when it ends: one list of
+    # the right size instead of one grown by appends. wv is w_inline or a heap array.
+    cdef PyObject** wv
+    cdef Py_ssize_t nw, w_room
+    cdef PyObject* w_inline[16]
 
     cdef void init(self, str s):
         self.s = s
@@ -629,9 +633,39 @@ cdef class _Lexer:
         self.stop_exec = False
         self.cmd_seen = False
         self.found_exec = False
+        self.wv = self.w_inline
+        self.nw = 0
+        self.w_room = 16
 
     def __dealloc__(self):
+        cdef Py_ssize_t i
         free(self.buf)
+        for i in range(self.nw):
+            Py_DECREF(<object>self.wv[i])
+        if self.wv != self.w_inline:
+            PyMem_Free(self.wv)
+
+    cdef int add_word(self, str w) except -1:
+        cdef PyObject** grown
+        cdef Py_ssize_t room
+        if self.nw == self.w_room:
+            room = 2 * self.w_room
+            grown = <PyObject**>PyMem_Malloc(room * sizeof(PyObject*))
+            if grown == NULL:
+                raise MemoryError()
+            memcpy(grown, self.wv, self.nw * sizeof(PyObject*))
+            if self.wv != self.w_inline:
+                PyMem_Free(self.wv)
+            self.wv = grown
+            self.w_room = room
+        Py_INCREF(w)
+        self.wv[self.nw] = <PyObject*>w
+        self.nw += 1
+        return 0
+
+    cdef inline bint filled(self) noexcept:
+        # the current command has a word, a redirection or a heredoc
+        return self.nw > 0 or self.seg.redirs is not None or self.seg.hd_n > 0
 
     cdef inline Py_UCS4 at(self, Py_ssize_t i) noexcept:
         return PyUnicode_READ(self.kind, self.data, i)
@@ -689,7 +723,7 @@ cdef class _Lexer:
         self.w_open = False
         op = self.redir
         if op == R_NONE:
-            self.seg.words.append(w)
+            self.add_word(w)
             if self.stop_exec and not self.cmd_seen:
                 self.command_word(w)
             return 0
@@ -704,11 +738,19 @@ cdef class _Lexer:
             self.seg.redirs.append((_REDIR_NAMES[op], w))
         return 0
 
-    cdef inline void push(self):
-        if self.seg.filled():
+    cdef int push(self) except -1:
+        cdef list words
+        cdef Py_ssize_t i
+        if self.filled():
+            words = PyList_New(self.nw)
+            for i in range(self.nw):
+                _list_steal(words, i, self.wv[i])  # the list takes over the reference
+            self.nw = 0
+            self.seg.words = words
             self.segs.append(self.seg)
             self.seg = _new_seg()
             self.cmd_seen = False
+        return 0
 
     cdef void command_word(self, str w):
         """*w* joins a command with no word yet but reserved words and assignments."""
@@ -871,7 +913,7 @@ cdef class _Lexer:
         cdef Py_ssize_t n = self.n, p = self.pos, q
         cdef Py_UCS4 c
         cdef Py_ssize_t before = len(self.segs)
-        if p >= n and not self.w_open and not self.seg.filled():
+        if p >= n and not self.w_open and not self.filled():
             return False
         while p < n:
             c = self.at(p)
@@ -1445,22 +1487,28 @@ cdef int _target_flags(str t) noexcept:
     cdef int kind = PyUnicode_KIND(t)
     cdef void* data = PyUnicode_DATA(t)
     cdef const Py_UCS1* b
+    cdef const void* hit
     cdef Py_UCS4 c, nxt
     cdef int flags = 0
     if n == 0:
         return T_NORM
     if PyUnicode_READ(kind, data, 0) == u'.' or PyUnicode_READ(kind, data, n - 1) == u'/':
         flags = T_NORM
-    if kind == PyUnicode_1BYTE_KIND:  # the same loop over bytes
+    if kind == PyUnicode_1BYTE_KIND:  # the same tests, at each "/" and ":" memchr finds
         b = <const Py_UCS1*>data
-        for i in range(n - 1):
-            c = b[i]
-            if c == u'/':
-                nxt = b[i + 1]
-                if nxt == u'.' or nxt == u'/':
-                    flags |= T_NORM
-            elif c == u':' and i + 2 < n and b[i + 1] == u'/' and b[i + 2] == u'/':
+        hit = memchr(b, u'/', <size_t>(n - 1))
+        while hit != NULL and not flags & T_NORM:
+            i = <const Py_UCS1*>hit - b
+            if b[i + 1] == u'.' or b[i + 1] == u'/':
+                flags |= T_NORM
+            hit = memchr(b + i + 1, u'/', <size_t>(n - 2 - i)) if i + 2 < n else NULL
+        hit = memchr(b, u':', <size_t>(n - 1))
+        while hit != NULL:
+            i = <const Py_UCS1*>hit - b
+            if i + 2 < n and b[i + 1] == u'/' and b[i + 2] == u'/':
                 flags |= T_SCHEME
+                break
+            hit = memchr(b + i + 1, u':', <size_t>(n - 2 - i)) if i + 2 < n else NULL
         return flags
     for i in range(n - 1):
         c = PyUnicode_READ(kind, data, i)
@@ -1717,7 +1765,78 @@ cdef bint _no_op_command(list segs):
     words = seg.words
     if not words or not (words[0] == u"sed" or words[0] == u"gsed"):
         return False
-    return _ref._sed_no_op(words)  # the script test is a regex, read once per distinct command
+    return _sed_no_op(words)
+
+
+cdef bint _sed_no_op(list words):
+    """The pure twin's _sed_no_op: every script the ``sed -i`` command line runs is a
+    substitution of a literal text by itself."""
+    cdef list scripts = []
+    cdef bint explicit = False
+    cdef Py_ssize_t i = 1, n = len(words)
+    cdef str w
+    while i < n:
+        w = <str>words[i]
+        if _eq(w, u"-e") or _eq(w, u"--expression"):
+            if i + 1 >= n:
+                return False
+            scripts.append(words[i + 1])
+            explicit = True
+            i += 2
+            continue
+        if _starts(w, u"--expression="):
+            scripts.append(w[13:])
+            explicit = True
+        elif (_eq(w, u"-f") or _eq(w, u"--file") or _starts(w, u"--file=") or _eq(w, u"-n")
+              or _eq(w, u"--quiet") or _eq(w, u"--silent")):
+            return False
+        i += 1
+    if not explicit:
+        scripts = _operands(words, _SED_OPTS_N)
+        if not scripts:
+            return False
+        scripts = scripts[:1]
+    for w in scripts:
+        if not _no_op_sub(w):
+            return False
+    return len(scripts) > 0
+
+
+# The characters a literal text of _no_op_sub may not hold (the pure twin's _NO_OP_SUB: regex
+# metacharacters, the delimiters, newline and ";"), and the delimiters.
+cdef str _NOT_LITERAL = u"\\.*[]^$+?(){}|&/#,:@!\n;"
+cdef str _SUB_DELIMITERS = u"/|#,:@!"
+
+
+cdef bint _no_op_sub(str script):
+    """``_NO_OP_SUB.fullmatch(script) is not None``: ``s<d>T<d>T<d>`` or with a final ``g``, T a
+    non-empty text of literal characters (none of _NOT_LITERAL). T cannot hold the delimiter,
+    so where it ends is known: the regex has one way to match."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(script), j = 2, m, k, i
+    cdef int kind = PyUnicode_KIND(script)
+    cdef void* data = PyUnicode_DATA(script)
+    cdef Py_UCS4 d
+    if n < 5 or PyUnicode_READ(kind, data, 0) != u's':
+        return False
+    d = PyUnicode_READ(kind, data, 1)
+    if _findc(_SUB_DELIMITERS, d, 0, PyUnicode_GET_LENGTH(_SUB_DELIMITERS), 1) < 0:
+        return False
+    while j < n and _findc(_NOT_LITERAL, PyUnicode_READ(kind, data, j), 0, PyUnicode_GET_LENGTH(_NOT_LITERAL), 1) < 0:
+        j += 1
+    m = j - 2
+    if m == 0 or j >= n or PyUnicode_READ(kind, data, j) != d:
+        return False
+    k = j + 1
+    if n - k < m + 1:
+        return False
+    for i in range(m):
+        if PyUnicode_READ(kind, data, k + i) != PyUnicode_READ(kind, data, 2 + i):
+            return False
+    k += m
+    if PyUnicode_READ(kind, data, k) != d:
+        return False
+    k += 1
+    return k == n or (k == n - 1 and PyUnicode_READ(kind, data, k) == u'g')
 
 
 def classify_shell_access(command):
