@@ -19,8 +19,6 @@ are read 4 levels deep as in the pure twin, and wrappers (``sudo sudo ...``) loo
 """
 cimport cython
 from cpython.dict cimport PyDict_GetItem
-from cpython.list cimport PyList_New
-from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.object cimport PyObject
 from cpython.unicode cimport (
     Py_UNICODE_ISSPACE,
@@ -143,7 +141,57 @@ for _name in _PREFIX_WORDS:
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
-    void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* item)
+
+
+cdef enum:
+    _SEG_WORDS = 8  # the most words a _Seg keeps as ranges
+
+
+cdef struct _Word:
+    # a word read in place: characters [a, a + n) of a str's data
+    int kind
+    const void* data
+    Py_ssize_t a, n
+
+
+cdef inline Py_UCS4 _wat(_Word w, Py_ssize_t i) noexcept:
+    return PyUnicode_READ(w.kind, w.data, w.a + i)
+
+
+cdef inline bint _weq(_Word w, str lit) noexcept:
+    # the word is the ASCII literal *lit*
+    cdef Py_ssize_t i, m = PyUnicode_GET_LENGTH(lit)
+    cdef const Py_UCS1* b = <const Py_UCS1*>PyUnicode_DATA(lit)
+    if w.n != m:
+        return False
+    for i in range(m):
+        if _wat(w, i) != b[i]:
+            return False
+    return True
+
+
+cdef inline bint _wstarts(_Word w, str lit) noexcept:
+    # the word starts with the ASCII literal *lit*
+    cdef Py_ssize_t i, m = PyUnicode_GET_LENGTH(lit)
+    cdef const Py_UCS1* b = <const Py_UCS1*>PyUnicode_DATA(lit)
+    if w.n < m:
+        return False
+    for i in range(m):
+        if _wat(w, i) != b[i]:
+            return False
+    return True
+
+
+cdef inline Py_UCS4 _wfirst(_Word w) noexcept:
+    return _wat(w, 0) if w.n else 0
+
+
+cdef inline bint _whas(_Word w, Py_UCS4 c, Py_ssize_t start) noexcept:
+    cdef Py_ssize_t i
+    for i in range(start, w.n):
+        if _wat(w, i) == c:
+            return True
+    return False
 
 
 cdef struct _Slot:
@@ -212,6 +260,47 @@ cdef class _Names:
             i = (i + 1) & self.mask
 
 
+cdef inline int _wget(_Names t, _Word w) noexcept:
+    """``t.get(word)`` for a word read in place."""
+    cdef unsigned char buf[64]
+    cdef const unsigned char* p
+    cdef Py_ssize_t i, n = w.n, k
+    cdef Py_UCS4 c
+    cdef uint32_t h
+    cdef size_t j
+    cdef _Slot* slot
+    if t.other is not None:  # keys that are not ASCII: ask with a str
+        return t.get(PyUnicode_FromKindAndData(w.kind, <const char*>w.data + w.a * w.kind, n))
+    if n > t.max_len:
+        return -1
+    if n == 0:
+        return t.empty_value
+    if w.kind == PyUnicode_1BYTE_KIND:
+        p = <const unsigned char*>w.data + w.a  # a byte >= 128 matches no (ASCII) key
+    else:
+        if n > 64:
+            return -1
+        for i in range(n):
+            c = _wat(w, i)
+            if c >= 128:
+                return -1
+            buf[i] = <unsigned char>c
+        p = buf
+    h = _key_hash(p, n)
+    j = h & t.mask
+    while True:
+        slot = &t.slots[j]
+        if slot.chars == NULL:
+            return -1
+        if slot.hash == h and slot.n == n:
+            k = 0
+            while k < n and slot.chars[k] == p[k]:
+                k += 1
+            if k == n:
+                return slot.value
+        j = (j + 1) & t.mask
+
+
 cdef _Names _name_table(object items):
     """A _Names of *items*: a dict of str -> int >= 0, or a set of str (each then maps to 1)."""
     cdef _Names t = _Names.__new__(_Names)
@@ -270,10 +359,6 @@ cdef inline int _info(str name) noexcept:
     # the program's _PROGRAMS value (C_EXEC, no options, when it is not listed)
     cdef int v = _PROGRAMS.get(name)
     return C_EXEC if v < 0 else v
-
-
-cdef inline int _category(str name) noexcept:
-    return _info(name) & 0xffff
 
 
 cdef inline _Names _opts_of(int info, _Names default):
@@ -437,11 +522,20 @@ cdef class _Seg:
     ``redirs`` stays None until the command has one (most have none). A heredoc body is kept as
     its range of the script (*src*) and made a str only when a rule reads it (a shell fed a
     script, apply_patch): most bodies are files written by ``cat > f <<EOF``, never read.
+
+    The words of a command of up to _SEG_WORDS words are kept as ranges of *src* too (those the
+    lexer glued from several pieces, and the program's name, as strs in *objs*): the rules of
+    the common readers (_classify_span) read them in place and make strs of the operands only;
+    the others take the list :meth:`word_list` makes. A longer command has its list at once.
     """
 
-    cdef list words
+    cdef Py_ssize_t nw  # how many words
+    cdef list words  # the words as strs; None while they are kept in sp
+    # word i is src[sp[2 * i]:sp[2 * i + 1]], or objs[-1 - sp[2 * i]] when sp[2 * i] < 0
+    cdef Py_ssize_t sp[2 * _SEG_WORDS]
+    cdef list objs
     cdef list redirs
-    cdef str src  # the script the heredoc ranges index, None until the command has a heredoc
+    cdef str src  # the script
     cdef Py_ssize_t hd_n  # how many heredocs
     cdef Py_ssize_t hd_start, hd_end  # the first one's body, src[hd_start:hd_end]
     cdef list hd_more  # the others' (start, end), None until there are others
@@ -467,6 +561,40 @@ cdef class _Seg:
 
     cdef list heredocs(self):
         return [self.heredoc(i) for i in range(self.hd_n)]
+
+    cdef str word(self, Py_ssize_t i):
+        # word i < nw as a str (a new one for a range at each call)
+        cdef Py_ssize_t a
+        if self.words is not None:
+            return <str>self.words[i]
+        a = self.sp[2 * i]
+        if a < 0:
+            return <str>self.objs[-1 - a]
+        return PyUnicode_Substring(self.src, a, self.sp[2 * i + 1])
+
+    cdef list word_list(self):
+        cdef Py_ssize_t i
+        if self.words is None:
+            self.words = [self.word(i) for i in range(self.nw)]
+        return self.words
+
+    cdef inline _Word ref(self, Py_ssize_t i) noexcept:
+        # word i < nw, to read in place (valid while the seg lives); only when words is None
+        cdef _Word r
+        cdef Py_ssize_t a = self.sp[2 * i]
+        cdef str w
+        if a < 0:
+            w = <str>self.objs[-1 - a]
+            r.kind = PyUnicode_KIND(w)
+            r.data = PyUnicode_DATA(w)
+            r.a = 0
+            r.n = PyUnicode_GET_LENGTH(w)
+        else:
+            r.kind = PyUnicode_KIND(self.src)
+            r.data = PyUnicode_DATA(self.src)
+            r.a = a
+            r.n = self.sp[2 * i + 1] - a
+        return r
 
 
 cdef inline _Seg _new_seg():
@@ -497,8 +625,17 @@ cdef extern from *:
         }
         return NULL;
     }
+    /* The first i' >= i with s[i'] not in table (table[byte] == 0), or n. */
+    static inline Py_ssize_t loopcore_span(const unsigned char *s, Py_ssize_t i, Py_ssize_t n,
+                                           const unsigned char *table) {
+        while (i < n && table[s[i]])
+            i++;
+        return i;
+    }
     """
     const char* loopcore_memmem(const char* hay, size_t n, const char* needle, size_t m) nogil
+    Py_ssize_t loopcore_span(const unsigned char* s, Py_ssize_t i, Py_ssize_t n,
+                             const unsigned char* table) nogil
 
 
 cdef Py_ssize_t _find(str s, str sub, Py_ssize_t start, Py_ssize_t end) except -2:
@@ -609,14 +746,16 @@ cdef class _Lexer:
     cdef list pending  # (delimiter, strip tabs, owner) of heredocs whose body starts at the next
                        # newline, None when there are none
     # With stop_exec set, the lexer stops at the first word that names a program the classifier
-    # cannot read (see _runs_unknown_code), setting found_exec: the whole script is exec then.
+    # cannot read (see command_word), setting found_exec: the whole script is exec then.
     # cmd_seen: the current command's words so far hold more than reserved words and assignments.
     cdef bint stop_exec, cmd_seen, found_exec
-    # The current command's words (owned references), made its list when it ends: one list of
-    # the right size instead of one grown by appends. wv is w_inline or a heap array.
-    cdef PyObject** wv
+    cdef bint pushed  # a command ended since advance() began
+    # The current command's words, as _Seg.sp keeps them (ranges of s, or strs in wobjs); ws is
+    # ws_inline or a heap array, of room for w_room words.
+    cdef Py_ssize_t* ws
     cdef Py_ssize_t nw, w_room
-    cdef PyObject* w_inline[16]
+    cdef Py_ssize_t ws_inline[2 * _SEG_WORDS]
+    cdef list wobjs
 
     cdef void init(self, str s):
         self.s = s
@@ -633,35 +772,58 @@ cdef class _Lexer:
         self.stop_exec = False
         self.cmd_seen = False
         self.found_exec = False
-        self.wv = self.w_inline
+        self.ws = self.ws_inline
         self.nw = 0
-        self.w_room = 16
+        self.w_room = _SEG_WORDS
+        self.wobjs = None
 
     def __dealloc__(self):
-        cdef Py_ssize_t i
         free(self.buf)
-        for i in range(self.nw):
-            Py_DECREF(<object>self.wv[i])
-        if self.wv != self.w_inline:
-            PyMem_Free(self.wv)
+        if self.ws != self.ws_inline:
+            PyMem_Free(self.ws)
 
-    cdef int add_word(self, str w) except -1:
-        cdef PyObject** grown
+    cdef int add_word(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        """Add a word: s[a:b], or with a < 0 the str wobjs[-1 - a]."""
+        cdef Py_ssize_t* grown
         cdef Py_ssize_t room
         if self.nw == self.w_room:
             room = 2 * self.w_room
-            grown = <PyObject**>PyMem_Malloc(room * sizeof(PyObject*))
+            grown = <Py_ssize_t*>PyMem_Malloc(2 * room * sizeof(Py_ssize_t))
             if grown == NULL:
                 raise MemoryError()
-            memcpy(grown, self.wv, self.nw * sizeof(PyObject*))
-            if self.wv != self.w_inline:
-                PyMem_Free(self.wv)
-            self.wv = grown
+            memcpy(grown, self.ws, 2 * self.nw * sizeof(Py_ssize_t))
+            if self.ws != self.ws_inline:
+                PyMem_Free(self.ws)
+            self.ws = grown
             self.w_room = room
-        Py_INCREF(w)
-        self.wv[self.nw] = <PyObject*>w
+        self.ws[2 * self.nw] = a
+        self.ws[2 * self.nw + 1] = b
         self.nw += 1
         return 0
+
+    cdef Py_ssize_t add_obj(self, str w) except 0:  # it returns -1 - index, never 0
+        # the index in wobjs for a word kept as a str
+        if self.wobjs is None:
+            self.wobjs = []
+        self.wobjs.append(w)
+        return -len(self.wobjs)  # -1 - index
+
+    cdef str made_word(self, Py_ssize_t i):
+        # the current command's word i as a str (a new one for a range)
+        cdef Py_ssize_t a = self.ws[2 * i]
+        if a < 0:
+            return <str>self.wobjs[-1 - a]
+        return PyUnicode_Substring(self.s, a, self.ws[2 * i + 1])
+
+    cdef str word(self, Py_ssize_t i):
+        # the current command's word i as a str, kept as one from now on
+        cdef Py_ssize_t a = self.ws[2 * i]
+        cdef str w
+        if a < 0:
+            return <str>self.wobjs[-1 - a]
+        w = PyUnicode_Substring(self.s, a, self.ws[2 * i + 1])
+        self.ws[2 * i] = self.add_obj(w)
+        return w
 
     cdef inline bint filled(self) noexcept:
         # the current command has a word, a redirection or a heredoc
@@ -716,17 +878,21 @@ cdef class _Lexer:
         cdef int op
         if not self.w_open:
             return 0
+        self.w_open = False
+        op = self.redir
+        if op == R_NONE:
+            if self.w_contig:
+                self.add_word(self.w_start, self.w_end)
+            else:
+                w = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, self.buf, self.w_len)
+                self.add_word(self.add_obj(w), 0)
+            if self.stop_exec and not self.cmd_seen:
+                self.command_word(self.nw - 1)
+            return 0
         if self.w_contig:
             w = PyUnicode_Substring(self.s, self.w_start, self.w_end)
         else:
             w = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, self.buf, self.w_len)
-        self.w_open = False
-        op = self.redir
-        if op == R_NONE:
-            self.add_word(w)
-            if self.stop_exec and not self.cmd_seen:
-                self.command_word(w)
-            return 0
         self.redir = R_NONE
         if op == R_HEREDOC or op == R_HEREDOC_TABS:
             if self.pending is None:
@@ -739,27 +905,69 @@ cdef class _Lexer:
         return 0
 
     cdef int push(self) except -1:
-        cdef list words
+        cdef _Seg seg = self.seg
         cdef Py_ssize_t i
         if self.filled():
-            words = PyList_New(self.nw)
-            for i in range(self.nw):
-                _list_steal(words, i, self.wv[i])  # the list takes over the reference
+            seg.src = self.s
+            seg.nw = self.nw
+            seg.objs = self.wobjs
+            if self.nw <= _SEG_WORDS:
+                memcpy(seg.sp, self.ws, 2 * self.nw * sizeof(Py_ssize_t))
+            else:
+                seg.words = [self.made_word(i) for i in range(self.nw)]
+                seg.objs = None
             self.nw = 0
-            self.seg.words = words
-            self.segs.append(self.seg)
+            self.wobjs = None
+            self.segs.append(seg)
             self.seg = _new_seg()
             self.cmd_seen = False
+            self.pushed = True
         return 0
 
-    cdef void command_word(self, str w):
-        """*w* joins a command with no word yet but reserved words and assignments."""
-        cdef int code = _category(w)
-        if code & C_PREFIX or (_has(w, u'=') and _is_assignment(w)):
-            return  # _classify_words skips it
+    cdef int command_word(self, Py_ssize_t i) except -1:
+        """Word *i* joins a command with no word yet but reserved words and assignments."""
+        cdef _Word w = self.ref(i)
+        cdef int code = _wget(_PROGRAMS, w)
+        cdef Py_ssize_t slash
+        if code < 0:
+            code = C_EXEC
+        if code & C_PREFIX or (_whas(w, u'=', 0) and _is_assignment(self.made_word(i))):
+            return 0  # _classify_words skips it
         self.cmd_seen = True
-        if _runs_unknown_code(w, code):
+        # whether _classify_words returns _EXEC for the command whatever its other words are: the
+        # program (the part after the last "/") is one it does not know
+        slash = w.n - 1
+        while slash >= 0 and _wat(w, slash) != u'/':
+            slash -= 1
+        if slash >= 0:
+            if _wget(_NEUTRAL_SEGMENTS_N, w) >= 0:
+                return 0
+            w.a += slash + 1
+            w.n -= slash + 1
+            code = _wget(_PROGRAMS, w)
+            if code < 0:
+                code = C_EXEC
+        if (code & C_MASK) == C_EXEC:
             self.found_exec = True
+        return 0
+
+    cdef inline _Word ref(self, Py_ssize_t i) noexcept:
+        # the current command's word i, to read in place (as _Seg.ref)
+        cdef _Word r
+        cdef Py_ssize_t a = self.ws[2 * i]
+        cdef str w
+        if a < 0:
+            w = <str>self.wobjs[-1 - a]
+            r.kind = PyUnicode_KIND(w)
+            r.data = PyUnicode_DATA(w)
+            r.a = 0
+            r.n = PyUnicode_GET_LENGTH(w)
+        else:
+            r.kind = self.kind
+            r.data = self.data
+            r.a = a
+            r.n = self.ws[2 * i + 1] - a
+        return r
 
     cdef Py_ssize_t substitution_end(self, Py_ssize_t p) noexcept:
         """End of the ``$(...)`` token at *p*: the pure twin's regex
@@ -912,9 +1120,9 @@ cdef class _Lexer:
         """
         cdef Py_ssize_t n = self.n, p = self.pos, q
         cdef Py_UCS4 c
-        cdef Py_ssize_t before = len(self.segs)
         if p >= n and not self.w_open and not self.filled():
             return False
+        self.pushed = False
         while p < n:
             c = self.at(p)
             if c == u' ' or c == u'\t' or c == u'\r':
@@ -928,8 +1136,7 @@ cdef class _Lexer:
             elif _is_plain(c) and not (_is_digit(c) and self._digits_redirect(p)):
                 q = p + 1
                 if self.kind == PyUnicode_1BYTE_KIND:
-                    while q < n and _PLAIN[(<const Py_UCS1*>self.data)[q]]:
-                        q += 1
+                    q = loopcore_span(<const unsigned char*>self.data, q, n, _PLAIN)
                 else:
                     while q < n and _is_plain(self.at(q)):
                         q += 1
@@ -975,7 +1182,7 @@ cdef class _Lexer:
                 p = self.operator(p)
             else:
                 p += 1  # a blank other than space, tab, CR and newline: it splits nothing
-            if (len(self.segs) > before and self.pending is None) or self.found_exec:
+            if (self.pushed and self.pending is None) or self.found_exec:
                 self.pos = p
                 return True
         self.pos = n
@@ -1014,7 +1221,7 @@ def lex(s):
     cdef _Seg seg
     if not isinstance(s, str):
         raise TypeError(f"lex() takes a str, not {type(s).__name__}")
-    return [(seg.words, seg.redirs or [], seg.heredocs()) for seg in _lex_all(<str>s)]
+    return [(seg.word_list(), seg.redirs or [], seg.heredocs()) for seg in _lex_all(<str>s)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1148,6 +1355,110 @@ cdef bint _any_opt(list words, _Names exact, str prefix1, str prefix2):
         if _is_option(w) and (exact.get(w) >= 0 or _starts(w, prefix1) or _starts(w, prefix2)):
             return True
     return False
+
+
+cdef _Part _classify_seg(_Seg seg, int depth):
+    """_classify_words of the command *seg*: the common readers (cat, head, grep, sed...)
+    straight from the words kept in place (_classify_span), the others from the word list."""
+    cdef Py_ssize_t b = 0, n = seg.nw
+    cdef int info, code
+    cdef _Word w
+    if seg.words is None:
+        while b < n:  # the reserved words and assignments _classify_words skips
+            w = seg.ref(b)
+            info = _wget(_PROGRAMS, w)
+            if info < 0:
+                info = C_EXEC
+            if info & C_PREFIX or (_whas(w, u'=', 0) and _is_assignment(seg.word(b))):
+                b += 1
+                continue
+            break
+        if b < n and not _whas(w, u'/', 0):
+            code = info & C_MASK
+            if (code == C_READER or code == C_PATTERN_READER or code == C_SED or code == C_SYSTEM
+                    or code == C_NEUTRAL or code == C_NEUTRAL_SEGMENT or code == C_TR):
+                return _classify_span(seg, b, info)
+    return _classify_words(seg.word_list(), seg, depth)
+
+
+cdef list _span_operands(_Seg seg, Py_ssize_t b, _Names value_opts, Py_ssize_t drop):
+    """_operands of the command whose program is word *b* of *seg* (kept in place)."""
+    cdef list out = []
+    cdef Py_ssize_t i = b + 1, n = seg.nw
+    cdef _Word w
+    while i < n:
+        w = seg.ref(i)
+        if _weq(w, u"--"):
+            i += 1 + drop
+            while i < n:
+                out.append(seg.word(i))
+                i += 1
+            break
+        if w.n > 1 and _wat(w, 0) == u'-':
+            if _wget(value_opts, w) >= 0:
+                i += 1
+        elif drop:
+            drop -= 1
+        else:
+            out.append(seg.word(i))
+        i += 1
+    return out
+
+
+cdef bint _span_any_opt(_Seg seg, Py_ssize_t b, _Names exact, str prefix1, str prefix2):
+    # _any_opt of the command whose program is word b
+    cdef Py_ssize_t j
+    cdef _Word w
+    for j in range(b + 1, seg.nw):
+        w = seg.ref(j)
+        if _wfirst(w) == u'-' and (_wget(exact, w) >= 0 or _wstarts(w, prefix1)
+                                   or _wstarts(w, prefix2)):
+            return True
+    return False
+
+
+cdef _Part _classify_span(_Seg seg, Py_ssize_t b, int info):
+    """_classify_words's rules for the programs _classify_seg sends here, on the words of *seg*
+    kept in place: word *b* is the program (no "/" in it), of _info *info*."""
+    cdef int code = info & C_MASK
+    cdef Py_ssize_t j, n = seg.nw
+    cdef _Word w
+    cdef list ops
+    cdef bint explicit, inplace
+    if code == C_NEUTRAL or code == C_NEUTRAL_SEGMENT or code == C_TR:
+        return _OTHER
+    if code == C_SYSTEM:
+        return _OBSERVE_NOTHING
+    if code == C_READER:
+        ops = _span_operands(seg, b, _opts_of(info, _NO_OPTS_N), 0)
+        if not ops and _wget(_DIR_READERS_N, seg.ref(b)) >= 0:
+            ops = [u"."]
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    if code == C_PATTERN_READER:
+        explicit = _span_any_opt(seg, b, _PATTERN_OPTS_N, u"--regexp=", u"--file=")
+        if not explicit and _weq(seg.ref(b), u"rg"):
+            for j in range(b, n):
+                if _weq(seg.ref(j), u"--files"):
+                    explicit = True
+                    break
+        ops = _span_operands(seg, b, _opts_of(info, _NO_OPTS_N), 0 if explicit else 1)
+        return _part(K_OBSERVE, ops, _EMPTY, False)
+    # C_SED
+    inplace = False
+    for j in range(b + 1, n):
+        w = seg.ref(j)
+        if (_wfirst(w) == u'-' and not _weq(w, u"--")
+                and (_wstarts(w, u"-i") or _wstarts(w, u"--in-place")
+                     or (not _wstarts(w, u"--") and _whas(w, u'i', 1)
+                         and _wget(_SED_OPTS_N, w) < 0))):
+            inplace = True
+            break
+    ops = _span_operands(
+        seg, b, _SED_OPTS_N,
+        0 if _span_any_opt(seg, b, _SED_SCRIPT_OPTS_N, u"--expression=", u"--file=") else 1)
+    if inplace:
+        return _part(K_MUTATE, ops, ops, not ops)  # an in-place edit reads what it rewrites
+    return _part(K_OBSERVE, ops, _EMPTY, False)
 
 
 cdef _Part _classify_words(list words, _Seg seg, int depth):
@@ -1534,17 +1845,6 @@ cdef str _join_norm(str cwd, str t):
     return _normpath(path) if _target_flags(path) & T_NORM else path
 
 
-cdef inline bint _runs_unknown_code(str w, int code):
-    """Whether a command whose program word is *w* (of category *code*) runs code the
-    classifier cannot read: _classify_words returns _EXEC for it, whatever its other words."""
-    cdef Py_ssize_t slash = _findc(w, u'/', 0, PyUnicode_GET_LENGTH(w), -1)
-    if slash >= 0:
-        if _NEUTRAL_SEGMENTS_N.get(w) >= 0:
-            return False
-        code = _category(w[slash + 1:])
-    return (code & C_MASK) == C_EXEC
-
-
 cdef str _join(str cwd, str t):
     cdef Py_UCS4 c = _first(t)
     if c == u'/' or c == u'~' or c == u'$' or _starts(t, u"git:"):
@@ -1560,7 +1860,7 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
     """Classify the script *lx* lexes (a lexer that stops at unknown code, see _Lexer)."""
     # The targets so far. A part's lists are never changed once built, so the script borrows
     # them (most scripts have one part with targets) and copies only to change them.
-    cdef list observed = _EMPTY, mutated = _EMPTY, words, segs
+    cdef list observed = _EMPTY, mutated = _EMPTY, segs
     cdef bint own_obs = False, own_mut = False
     cdef bint unknown_mutation = False
     cdef int kinds = 0, kind
@@ -1576,15 +1876,15 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
         while done < len(segs):
             seg = <_Seg>segs[done]
             done += 1
-            words = seg.words
-            if words and _eq(<str>words[0], u"cd"):
-                dest = <str>words[1] if len(words) > 1 else u"~"
+            if seg.nw and (_eq(<str>seg.words[0], u"cd") if seg.words is not None
+                           else _weq(seg.ref(0), u"cd")):
+                dest = seg.word(1) if seg.nw > 1 else u"~"
                 if _eq(dest, u"-") or _first(dest) == u'~' or _first(dest) == u'$':
                     cwd = u""
                 else:
                     cwd = _join_norm(cwd, dest) if cwd else dest
                 continue
-            part = _classify_words(words, seg, depth) if words else _OTHER
+            part = _classify_seg(seg, depth) if seg.nw else _OTHER
             if part.kind == K_EXEC:
                 # One part that runs unknown code makes the whole script exec, whatever the other
                 # parts do, and an exec result carries no targets: the rest need not be read.
@@ -1762,7 +2062,7 @@ cdef bint _no_op_command(list segs):
     seg = <_Seg>segs[0]
     if seg.redirs:
         return False
-    words = seg.words
+    words = seg.word_list()
     if not words or not (words[0] == u"sed" or words[0] == u"gsed"):
         return False
     return _sed_no_op(words)
