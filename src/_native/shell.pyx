@@ -534,6 +534,12 @@ cdef class _Seg:
     # word i is src[sp[2 * i]:sp[2 * i + 1]], or objs[-1 - sp[2 * i]] when sp[2 * i] < 0
     cdef Py_ssize_t sp[2 * _SEG_WORDS]
     cdef list objs
+    # What the lexer found of the program word (see _Lexer.command_word): cmd_b is its index,
+    # cmd_info its _PROGRAMS value, cmd_slash whether it has a "/"; cmd_known is False when the
+    # lexer did not look (or every word is a reserved word or an assignment)
+    cdef bint cmd_known, cmd_slash
+    cdef Py_ssize_t cmd_b
+    cdef int cmd_info
     cdef list redirs
     cdef str src  # the script
     cdef Py_ssize_t hd_n  # how many heredocs
@@ -934,12 +940,16 @@ cdef class _Lexer:
         if code & C_PREFIX or (_whas(w, u'=', 0) and _is_assignment(self.made_word(i))):
             return 0  # _classify_words skips it
         self.cmd_seen = True
+        self.seg.cmd_known = True
+        self.seg.cmd_b = i
+        self.seg.cmd_info = code
         # whether _classify_words returns _EXEC for the command whatever its other words are: the
         # program (the part after the last "/") is one it does not know
         slash = w.n - 1
         while slash >= 0 and _wat(w, slash) != u'/':
             slash -= 1
         if slash >= 0:
+            self.seg.cmd_slash = True
             if _wget(_NEUTRAL_SEGMENTS_N, w) >= 0:
                 return 0
             w.a += slash + 1
@@ -1363,7 +1373,17 @@ cdef _Part _classify_seg(_Seg seg, int depth):
     cdef Py_ssize_t b = 0, n = seg.nw
     cdef int info, code
     cdef _Word w
-    if seg.words is None:
+    if seg.words is None and seg.cmd_known:  # the lexer found the program word
+        if not seg.cmd_slash:
+            b = seg.cmd_b
+            info = seg.cmd_info
+            code = info & C_MASK
+            if (code == C_READER or code == C_PATTERN_READER or code == C_SED or code == C_SYSTEM
+                    or code == C_NEUTRAL or code == C_NEUTRAL_SEGMENT or code == C_TR):
+                return _classify_span(seg, b, info)
+            if code == C_FIND:
+                return _span_find(seg, b, depth)
+    elif seg.words is None:
         while b < n:  # the reserved words and assignments _classify_words skips
             w = seg.ref(b)
             info = _wget(_PROGRAMS, w)
@@ -1378,6 +1398,8 @@ cdef _Part _classify_seg(_Seg seg, int depth):
             if (code == C_READER or code == C_PATTERN_READER or code == C_SED or code == C_SYSTEM
                     or code == C_NEUTRAL or code == C_NEUTRAL_SEGMENT or code == C_TR):
                 return _classify_span(seg, b, info)
+            if code == C_FIND:
+                return _span_find(seg, b, depth)
     return _classify_words(seg.word_list(), seg, depth)
 
 
@@ -1415,6 +1437,49 @@ cdef bint _span_any_opt(_Seg seg, Py_ssize_t b, _Names exact, str prefix1, str p
                                    or _wstarts(w, prefix2)):
             return True
     return False
+
+
+cdef _Part _span_find(_Seg seg, Py_ssize_t b, int depth):
+    """_classify_find of the command whose program is word *b* of *seg* (kept in place)."""
+    cdef list paths = [], inner
+    cdef Py_ssize_t j = b + 1, k, n = seg.nw
+    cdef _Word w
+    cdef Py_UCS4 c
+    cdef _Part part
+    while j < n:
+        w = seg.ref(j)
+        c = _wfirst(w)
+        if c == u'-' or c == u'(' or c == u'!' or _wstarts(w, u"\\("):
+            break
+        paths.append(seg.word(j))
+        j += 1
+    if not paths:
+        paths = [u"."]
+    for k in range(b, n):
+        if _weq(seg.ref(k), u"-delete"):
+            return _UNKNOWN_MUTATION  # which files go is only known at run time
+    for k in range(b, n):
+        if _wget(_FIND_EXEC_N, seg.ref(k)) >= 0:
+            inner = []
+            j = k + 1
+            while j < n:
+                w = seg.ref(j)
+                if _wget(_FIND_EXEC_END_N, w) >= 0:
+                    break
+                if not _weq(w, u"{}"):
+                    inner.append(seg.word(j))
+                j += 1
+            if j == k + 1:
+                continue  # "-exec ;" runs nothing
+            if depth >= _MAX_DEPTH:
+                part = _EXEC  # "find -exec find -exec ...": too deep to read
+            else:
+                part = _classify_words(inner, None, depth + 1)
+            if part.kind == K_OBSERVE or part.kind == K_OTHER:
+                continue
+            # The files an -exec writes are only known at run time.
+            return _UNKNOWN_MUTATION if part.kind == K_MUTATE else _EXEC
+    return _part(K_OBSERVE, paths, _EMPTY, False)
 
 
 cdef _Part _classify_span(_Seg seg, Py_ssize_t b, int info):
