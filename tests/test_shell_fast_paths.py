@@ -347,3 +347,34 @@ def test_sed_no_op_examples(twins, script, no_op):
             ("f.py",),
             no_op,
         )
+
+
+# ------------------------------------------------------------------------------------------
+# The lexer kept between calls
+
+
+def test_threads_share_no_lexer(twins):
+    """The compiled twin keeps one lexer for the next call and takes it while in use: threads
+    (switching inside apply_patch's Python parser and nested scripts) get their own answers."""
+    import threading
+
+    c, py = twins
+    commands = [
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.py\n*** End Patch\nEOF",
+        "bash -c 'cd /r && cat x | grep y' && sed -n 1p z",
+        "cd /repo && grep -rn 'def f' src/ tests/ | head -3",
+        "find . -name '*.py' -exec sed -i 's/a/b/' {} \\;",
+        "cat > out.txt <<EOF\nbody\nEOF\nbash <<X\nrm -f y\nX",
+    ] * 40
+    expected = [py.classify_shell_access(cmd) for cmd in commands]
+    results: dict[int, list] = {}
+
+    def work(k):
+        results[k] = [c.classify_shell_access(cmd) for cmd in commands]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(results[k] == expected for k in range(4))

@@ -278,8 +278,8 @@ cdef inline int _wget(_Names t, _Word w) noexcept:
     if w.kind == PyUnicode_1BYTE_KIND:
         p = <const unsigned char*>w.data + w.a  # a byte >= 128 matches no (ASCII) key
     else:
-        if n > 64:
-            return -1
+        if n > 64:  # longer than the buffer (no key is): ask with a str
+            return t.get(PyUnicode_FromKindAndData(w.kind, <const char*>w.data + w.a * w.kind, n))
         for i in range(n):
             c = _wat(w, i)
             if c >= 128:
@@ -764,13 +764,15 @@ cdef class _Lexer:
     cdef list wobjs
 
     cdef void init(self, str s):
+        # a new lexer, or a released one (_release): buf and ws stay as they are
         self.s = s
         self.kind = PyUnicode_KIND(s)
         self.data = PyUnicode_DATA(s)
         self.n = PyUnicode_GET_LENGTH(s)
         self.pos = 0
-        self.buf = NULL
-        self.w_cap = 0
+        self.w_open = False
+        self.w_contig = False
+        self.w_len = 0
         self.redir = R_NONE
         self.seg = _new_seg()
         self.segs = []
@@ -778,9 +780,11 @@ cdef class _Lexer:
         self.stop_exec = False
         self.cmd_seen = False
         self.found_exec = False
-        self.ws = self.ws_inline
+        self.pushed = False
+        if self.ws == NULL:
+            self.ws = self.ws_inline
+            self.w_room = _SEG_WORDS
         self.nw = 0
-        self.w_room = _SEG_WORDS
         self.wobjs = None
 
     def __dealloc__(self):
@@ -1208,18 +1212,54 @@ cdef class _Lexer:
         return p < n and (self.at(p) == u'<' or self.at(p) == u'>')
 
 
+# One lexer kept for the next script (_release): most calls classify one script, and a lexer
+# costs more to make and free than to reset. It is taken (the slot emptied) while in use, so a
+# nested script or another thread makes its own.
+cdef _Lexer _SPARE = None
+
+
 cdef inline _Lexer _new_lexer(str s, bint stop_exec=False):
-    cdef _Lexer lx = _Lexer.__new__(_Lexer)
+    global _SPARE
+    cdef _Lexer lx = _SPARE
+    if lx is None:
+        lx = _Lexer.__new__(_Lexer)
+    else:
+        _SPARE = None
     lx.init(s)
     lx.stop_exec = stop_exec
     return lx
 
 
+cdef void _release(_Lexer lx):
+    """*lx* is no longer used: drop what it holds and keep it as the spare (with its buffers,
+    unless they grew large)."""
+    global _SPARE
+    lx.s = None
+    lx.data = NULL
+    lx.seg = None
+    lx.segs = None
+    lx.pending = None
+    lx.wobjs = None
+    if lx.w_cap > 4096:
+        free(lx.buf)
+        lx.buf = NULL
+        lx.w_cap = 0
+    if lx.w_room > 1024:
+        PyMem_Free(lx.ws)
+        lx.ws = lx.ws_inline
+        lx.w_room = _SEG_WORDS
+    if _SPARE is None:
+        _SPARE = lx
+
+
 cdef list _lex_all(str s):
     cdef _Lexer lx = _new_lexer(s)
+    cdef list segs
     while lx.advance():
         pass
-    return lx.segs
+    segs = lx.segs
+    _release(lx)
+    return segs
 
 
 def lex(s):
@@ -1918,7 +1958,10 @@ cdef str _join(str cwd, str t):
 
 
 cdef _Part _classify_script(str script, int depth):
-    return _classify_lexed(_new_lexer(script, True), depth)
+    cdef _Lexer lx = _new_lexer(script, True)
+    cdef _Part part = _classify_lexed(lx, depth)
+    _release(lx)
+    return part
 
 
 cdef _Part _classify_lexed(_Lexer lx, int depth):
@@ -2215,10 +2258,13 @@ def classify_shell_access(command):
     cdef str t
     cdef object reads, packed
     cdef _Lexer lx
+    cdef list segs
     if not isinstance(command, str):
         return ("exec", None, None, None, False)
     lx = _new_lexer(<str>command, True)
     part = _classify_lexed(lx, 0)
+    segs = lx.segs
+    _release(lx)
     if part.kind == K_EXEC:
         return ("exec", None, None, None, False)
     if part.kind == K_OTHER:
@@ -2244,5 +2290,5 @@ def classify_shell_access(command):
     if unknown:
         return ("mutate", None, reads, None, False)
     packed = _pack(part.mut)
-    # a mutate result read the whole script: lx.segs holds all its simple commands
-    return ("mutate", packed, reads, _as_access(packed), _no_op_command(lx.segs))
+    # a mutate result read the whole script: segs holds all its simple commands
+    return ("mutate", packed, reads, _as_access(packed), _no_op_command(segs))
