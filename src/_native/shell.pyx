@@ -1,18 +1,23 @@
 """Compiled twin of loopcore._shell_py: the shell classifier.
 
 Same answer as the pure twin for every input (tests/test_shell_twins.py checks it with
-hypothesis and on every command of the real traces); the pure module's doc is the reference for
-the rules, and its tables are imported from it, so there is one copy of them. What differs is
-how the work is done:
+hypothesis and on every command of the real traces, tests/test_shell_fast_paths.py on the
+shortcuts below); the pure module's doc is the reference for the rules, and its tables are
+imported from it, so there is one copy of them. What differs is how the work is done:
 
-* the lexer is one pass over the characters (Py_UCS4 reads, no regex) that reproduces the pure
-  twin's token grammar exactly, including its corner cases (a blank other than space, tab, CR
-  and newline splits nothing; an unterminated quote runs to the end; ``$(...)`` is read two
-  parentheses deep). A word is kept as a range of the source for as long as it is one, so most
-  words cost a single substring; only words glued from several pieces go through a buffer;
-* the classification works on the word lists with typed loops and character tests instead of
-  regexes and ``startswith`` calls, and stops lexing a script at its first part that runs
-  unknown code (the whole script is ``exec`` then, whatever follows).
+* the lexer is one pass over the characters (Py_UCS4 reads, byte loops on 1-byte strings, no
+  regex) that reproduces the pure twin's token grammar exactly, including its corner cases (a
+  blank other than space, tab, CR and newline splits nothing; an unterminated quote runs to the
+  end; ``$(...)`` is read two parentheses deep). A word stays a range of the script for as long
+  as it is one; only words glued from several pieces go through a buffer. It stops at the first
+  command whose program runs unknown code: the whole script is ``exec`` then, whatever follows;
+* a command of up to 8 words keeps them as ranges: the rules of the common readers (cat, head,
+  grep, sed, find...) read them in place and make strs of the operands only; the other rules
+  take the word list, made when asked. Heredoc bodies are ranges too until a rule reads one;
+* program names and options are looked up in tables of their ASCII bytes (_Names), not by
+  Python's string hash; paths are normalised by a C posixpath.normpath for ASCII paths; the
+  sed no-op test is C; the classification otherwise works on the word lists with typed loops
+  and character tests instead of regexes and ``startswith`` calls.
 
 Nothing recurses with the input's size: nested commands (``bash -c`` scripts, ``find -exec``)
 are read 4 levels deep as in the pure twin, and wrappers (``sudo sudo ...``) loop.
