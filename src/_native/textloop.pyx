@@ -180,6 +180,216 @@ cdef bint _is_element(Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     return j > i and j + 1 < e and _rd(t, j) == 46 and _ws(_rd(t, j + 1))
 
 
+cdef struct Judge:
+    # the markdown state machine of the pure twin's _Pieces
+    bint line_start
+    bint in_code
+
+
+cdef enum:
+    CLEAR = 1  # _judge: clear the history before the piece
+    ADD = 2  # _judge: add the piece to the history
+
+
+cdef int _judge(Judge* jd, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # (CLEAR, ADD) bits for the next piece t[s:e], as _Pieces.judge
+    cdef bint at_start = jd.line_start
+    cdef Py_ssize_t fences = _fences(t, s, e)
+    cdef bint was = jd.in_code
+    cdef int verdict = 0
+    jd.line_start = e > s and _rd(t, e - 1) == 10
+    if fences or (at_start and _is_element(t, s, e)):
+        verdict = CLEAR
+    if fences & 1:
+        jd.in_code = not jd.in_code
+    if not (was or jd.in_code or _is_divider(t, s, e)):
+        verdict |= ADD
+    return verdict
+
+
+# --- the sieve: an exact proof that no position can loop --------------------------------------
+#
+# Let K be the kept characters in order (the added pieces joined, the skipped ones left out) and
+# count positions along K. Every history is a stretch of K inside one epoch (what was added since
+# the last clear), so a history chunk is K[p:p+50], even one across the junction of two kept pieces
+# with a skipped piece between them. A loop found at p9 means one 50-character string X at
+# positions p0 < p1 < ... < p9 of one epoch with p9 - p0 <= MAXD * (LT - 1) = 2250; of its nine
+# gaps the smallest, p(k+1) - p(k), is at most NEAR = 2250 / 9 = 250.
+#
+# Take the 8-character grams of K, each at the position of its last character: X holds 43 of them
+# (RUN), at offsets 7..49. Each gram of the copy at p(k+1) also sits at most 250 positions earlier
+# in the copy at p(k), in the same epoch. The sieve stores every position in the bucket of its
+# gram's hash (positions are stored in order, so a bucket holds the latest one that landed in it)
+# and, at a queried position e, reads the bucket first: for e among p(k+1) + 7 .. p(k+1) + 49 the
+# latest position there lies in [e - 250, e - 1] (p(k) + offset was stored; anything stored later is
+# later still), so e - latest is in 1 .. 250 and the query is "near". Queried are the characters at
+# offsets 0, 4, 8, ... of each stretch of K passed to the sieve, so two queried positions one after
+# the other along K are at most 4 apart, across a junction too, and any 43 consecutive positions
+# hold at least NEED = 43 // 4 = 10 queries in a row. A loop therefore needs, in one epoch, a run of
+# NEED near queries one after the other: an epoch is "hot" once it has one. Until an epoch is hot no
+# position of it can loop, so nothing needs the chunk chains: repeated_spans answers [] when no
+# epoch is hot, and the core analyses an epoch only once it is hot (see _Core._add for why
+# analysing late finds the same loops).
+#
+# Whatever else is in a bucket (another gram with the same hash, a position from an older epoch or
+# an earlier call, a 16-bit position that has wrapped, the grams at an epoch's start that reach back
+# before it) can only turn a query near, never the reverse, so the table needs no reset. Wider code
+# points are folded to a byte before they enter the gram (equal characters fold alike). A clear
+# moves the position on past NEAR and restarts the run, which keeps epochs apart (that only
+# sharpens the sieve; the proof does not need it).
+
+ctypedef fused cp_t:
+    uint8_t
+    uint16_t
+    uint32_t
+
+cdef enum:
+    RUN = CS - 8 + 1  # 43 grams of 8 characters in a chunk
+    NEAR = MAXD  # the smallest of LT - 1 gaps that sum to at most MAXD * (LT - 1)
+    STRIDE = 4  # a query every STRIDE characters
+    NEED = RUN // STRIDE  # 10 queries in a row inside any RUN consecutive positions
+    SIEVE_BITS = 12
+    SIEVE = 4096  # buckets (2 ** SIEVE_BITS) of 16-bit positions: 8 KB
+
+
+cdef struct Sieve:
+    uint16_t pos     # position of the next kept character (mod 2 ** 16)
+    uint64_t g       # the last 8 characters (folded), the newest in the high byte
+    int run          # near queries in a row
+    uint16_t* tab    # [SIEVE] latest positions
+
+
+cdef inline void _sieve_epoch(Sieve* v) noexcept nogil:
+    # a clear: the next kept character starts a new epoch
+    v.pos += NEAR + 1
+    v.run = 0
+
+
+cdef inline uint32_t _bucket(uint64_t g) noexcept nogil:
+    return <uint32_t>((g * MIX) >> (64 - SIEVE_BITS))
+
+
+cdef inline bint _near(uint16_t pos, uint16_t latest) noexcept nogil:
+    # pos - latest (mod 2 ** 16) in 1 .. NEAR
+    return <uint16_t>(pos - latest - 1) < NEAR
+
+
+cdef extern from *:
+    """
+    /* The 8 bytes p[0:8] as a little-endian number (p[7] in the high byte), at any alignment. */
+    static inline uint64_t loopcore_load_le64(const uint8_t* p) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = __builtin_bswap64(x);
+    #endif
+        return x;
+    }
+    """
+    uint64_t _load8 "loopcore_load_le64"(const uint8_t* p) noexcept nogil
+
+
+cdef bint _sieve_run(Sieve* v, const cp_t* d, Py_ssize_t n) noexcept nogil:
+    # Pass the kept characters d[0:n] through the sieve; True once the epoch is hot (the pass stops
+    # there: a hot epoch needs no more sieving). The gram ending at d[i] is d[i-7:i+1] with d[i] in
+    # the high byte: read straight from a 1-byte text, shifted in otherwise (and for the first
+    # characters, whose gram reaches back into what came before).
+    cdef uint16_t* tab = v.tab
+    cdef uint16_t pos = v.pos, latest
+    cdef uint64_t g = v.g
+    cdef uint32_t c, b0, b1, b2, b3
+    cdef int run = v.run
+    cdef Py_ssize_t i = 0, head = n
+    if cp_t is uint8_t:
+        if head > 8:
+            head = 8
+    while i < head:
+        c = d[i]
+        if cp_t is not uint8_t:
+            c = (c ^ (c >> 8) ^ (c >> 16)) & 0xFF
+        g = (g >> 8) | (<uint64_t>c << 56)
+        b0 = _bucket(g)
+        if i % STRIDE == 0:
+            run = (run + 1) & -<int>_near(pos, tab[b0])
+            if run >= NEED:
+                v.run = run
+                return True
+        tab[b0] = pos
+        pos += 1
+        i += 1
+    if cp_t is uint8_t:
+        # i == 8 here when n > 8: four grams a round, the first one queried
+        while i + STRIDE <= n:
+            b0 = _bucket(_load8(d + i - 7))
+            b1 = _bucket(_load8(d + i - 6))
+            b2 = _bucket(_load8(d + i - 5))
+            b3 = _bucket(_load8(d + i - 4))
+            latest = tab[b0]
+            tab[b0] = pos
+            tab[b1] = <uint16_t>(pos + 1)
+            tab[b2] = <uint16_t>(pos + 2)
+            tab[b3] = <uint16_t>(pos + 3)
+            run = (run + 1) & -<int>_near(pos, latest)
+            pos += STRIDE
+            i += STRIDE
+            if run >= NEED:
+                v.run = run
+                return True
+        if i < n:  # the last 1 .. 3 grams, the first one queried
+            b0 = _bucket(_load8(d + i - 7))
+            run = (run + 1) & -<int>_near(pos, tab[b0])
+            if run >= NEED:
+                v.run = run
+                return True
+            while i < n:
+                tab[_bucket(_load8(d + i - 7))] = pos
+                pos += 1
+                i += 1
+        if n >= 8:
+            g = _load8(d + n - 8)
+    v.pos = pos
+    v.g = g
+    v.run = run
+    return False
+
+
+cdef inline bint _sieve(Sieve* v, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    if t.kind == 1:
+        return _sieve_run(v, <const uint8_t*>t.data + s, e - s)
+    if t.kind == 2:
+        return _sieve_run(v, <const uint16_t*>t.data + s, e - s)
+    return _sieve_run(v, <const uint32_t*>t.data + s, e - s)
+
+
+cdef uint16_t _spans_tab[SIEVE]  # repeated_spans' sieve, kept across calls (no reset needed)
+cdef Sieve _spans_sieve
+_spans_sieve.tab = _spans_tab
+_spans_sieve.pos = 0
+_spans_sieve.g = 0
+_spans_sieve.run = 0
+
+
+cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
+    # False when the sieve proves that no position of the whole text t[0:n] can loop.
+    cdef Judge jd
+    cdef Py_ssize_t s = 0, e
+    cdef int verdict
+    cdef bint hot = False
+    jd.line_start = True
+    jd.in_code = False
+    _sieve_epoch(&_spans_sieve)
+    while s < n:
+        e = _line_end(t, s, n)
+        verdict = _judge(&jd, t, s, e)
+        if verdict & CLEAR:
+            _sieve_epoch(&_spans_sieve)
+        if verdict & ADD and _sieve(&_spans_sieve, t, s, e):
+            hot = True
+            break
+        s = e
+    return hot
+
+
 cdef class _Core:
     """History, chunk chains and piece state shared by the streaming and whole-text forms.
 
@@ -202,8 +412,7 @@ cdef class _Core:
     cdef int64_t* chain      # [pos % POS_RING]: previous position in pos's bucket
     cdef int64_t* same       # [pos % POS_RING]: previous occurrence of pos's chunk (-1: none)
     cdef uint64_t* hashes    # [pos % POS_RING]: pos's chunk hash
-    cdef bint line_start
-    cdef bint in_code
+    cdef Judge jd            # the markdown state of the pieces
     cdef int64_t found_pos   # -1 until a loop is found
     cdef uint32_t found_chunk[CS]
     cdef bint collect
@@ -239,8 +448,8 @@ cdef class _Core:
     cdef void _reset(self) noexcept:
         # O(1): absolute positions keep growing, so everything older than base is dead
         self._clear()
-        self.line_start = True
-        self.in_code = False
+        self.jd.line_start = True
+        self.jd.in_code = False
         self.found_pos = -1
         self.collect = False
         self.marks = None
@@ -388,15 +597,10 @@ cdef class _Core:
 
     cdef bint _piece(self, Text t, Py_ssize_t s, Py_ssize_t e) noexcept:
         # Judge the piece t[s:e] (clearing the history when it must); True when it is added.
-        cdef bint at_start = self.line_start
-        cdef Py_ssize_t fences = _fences(t, s, e)
-        cdef bint was = self.in_code
-        self.line_start = e > s and _rd(t, e - 1) == 10
-        if fences or (at_start and _is_element(t, s, e)):
+        cdef int verdict = _judge(&self.jd, t, s, e)
+        if verdict & CLEAR:
             self._clear()
-        if fences & 1:
-            self.in_code = not self.in_code
-        return not (was or self.in_code or _is_divider(t, s, e))
+        return (verdict & ADD) != 0
 
 
 cdef class TextLoopDetector:
@@ -429,7 +633,7 @@ cdef class TextLoopDetector:
         n = PyUnicode_GET_LENGTH(chunk)
         t = _text_of(chunk)
         self._fed += n
-        core.line_start = True  # gemini: a streamed chunk's start is a line start too
+        core.jd.line_start = True  # gemini: a streamed chunk's start is a line start too
         s = 0
         while s < n:
             e = _line_end(t, s, n)
@@ -473,17 +677,19 @@ def repeated_spans(text):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     n = PyUnicode_GET_LENGTH(text)
     t = _text_of(text)
-    core = _Core()
-    core.collect = True
-    core.marks = bytearray(n + 1)
-    core.mark_base = core.total
-    # one segment per added piece at most (a piece ends at a newline), plus a sentinel
-    npieces = 1
-    s = 0
-    while s < n:
-        s = _line_end(t, s, n)
-        npieces += 1
+    if not _may_loop(t, n):  # the sieve's proof: no position can loop (nearly every reply)
+        return out
+    core = _take_core()
     try:
+        core.collect = True
+        core.marks = bytearray(n + 1)  # may run Python code (a GC pass): t stays valid, text is held
+        core.mark_base = core.total
+        # one segment per added piece at most (a piece ends at a newline), plus a sentinel
+        npieces = 1
+        s = 0
+        while s < n:
+            s = _line_end(t, s, n)
+            npieces += 1
         seg_abs = <int64_t*>PyMem_Malloc((npieces + 1) * sizeof(int64_t))
         seg_off = <int64_t*>PyMem_Malloc((npieces + 1) * sizeof(int64_t))
         if seg_abs == NULL or seg_off == NULL:
@@ -536,6 +742,38 @@ def repeated_spans(text):
     finally:
         PyMem_Free(seg_abs)
         PyMem_Free(seg_off)
+        _give_core(core)
+
+
+cdef _Core _spare = None  # repeated_spans' core between calls (its reset is O(1))
+
+
+cdef _Core _take_core():
+    # The spare core, or a new one when it is in use (a call re-entered through a GC pass while
+    # marks were allocated) or not made yet.
+    global _spare
+    cdef _Core core = _spare
+    if core is None:
+        return _Core()
+    _spare = None
+    core._reset()
+    return core
+
+
+cdef void _give_core(_Core core) noexcept:
+    global _spare
+    core.marks = None
+    core.collect = False
+    if _spare is None:
+        _spare = core
+
+
+def _sieve_hot(text):
+    """True unless the sieve proves that no position of *text* can loop (a test hook: whenever
+    repeated_spans finds a loop this must be True)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    return _may_loop(_text_of(text), PyUnicode_GET_LENGTH(text))
 
 
 def _judgements(text):
