@@ -13,7 +13,7 @@ into the buffer before any analysis; nothing calls back into Python while C poin
 are live. Every ring is larger than the history (POS_RING > MAX_HISTORY), so a live position's
 slot is never reused while it is live.
 """
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove
 
@@ -418,6 +418,8 @@ cdef class _Core:
     cdef bint collect
     cdef object marks        # bytearray over absolute positions in collect mode
     cdef int64_t mark_base   # absolute position of marks[0]
+    cdef Sieve sv            # the sieve over the kept characters (its own table)
+    cdef bint hot            # the sieve found this epoch hot: analyse it
 
     def __cinit__(self):
         cdef int i
@@ -426,9 +428,13 @@ cdef class _Core:
         self.chain = <int64_t*>PyMem_Malloc(POS_RING * sizeof(int64_t))
         self.same = <int64_t*>PyMem_Malloc(POS_RING * sizeof(int64_t))
         self.hashes = <uint64_t*>PyMem_Malloc(POS_RING * sizeof(uint64_t))
+        self.sv.tab = <uint16_t*>PyMem_Calloc(SIEVE, sizeof(uint16_t))
         if (self.buf == NULL or self.head == NULL or self.chain == NULL or self.same == NULL
-                or self.hashes == NULL):
+                or self.hashes == NULL or self.sv.tab == NULL):
             raise MemoryError()
+        self.sv.pos = 0
+        self.sv.g = 0
+        self.sv.run = 0
         for i in range(TABLE):
             self.head[i] = -1
         self.pow49 = 1
@@ -444,6 +450,7 @@ cdef class _Core:
         PyMem_Free(self.chain)
         PyMem_Free(self.same)
         PyMem_Free(self.hashes)
+        PyMem_Free(self.sv.tab)
 
     cdef void _reset(self) noexcept:
         # O(1): absolute positions keep growing, so everything older than base is dead
@@ -458,6 +465,8 @@ cdef class _Core:
         self.base = self.total
         self.nxt = self.total
         self.hpos = -1
+        _sieve_epoch(&self.sv)
+        self.hot = False
 
     cdef void _append(self, Text t, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
         # n <= SL code points from t[s:]. Keep the logical history (and one more: the rolling
@@ -584,13 +593,25 @@ cdef class _Core:
         return hit
 
     cdef bint _add(self, Text t, Py_ssize_t s, Py_ssize_t e) noexcept:
+        # Append t[s:e] slice by slice; an epoch's positions are analysed only from the slice in
+        # which the sieve finds it hot, then in every slice (as the pure twin does from the start).
+        # That finds the same loops, marks and first loop: a loop completed at x turns the epoch
+        # hot by x + 49 (the sieve's comment), so x is analysed in the same slice either way.
+        # Late, positions are analysed in order from nxt, which the history's truncation keeps at
+        # or after base: every position still held is entered into the chains, in order, only
+        # against a later base. What the chains answer at such an x depends only on occurrences
+        # of chunks at most MAXD * (LT - 1) = 2250 before x, and x is analysed in a slice whose
+        # history reaches back past x - 2250 (x > total - SL - CS and total - HIST < x - 2250 - CS),
+        # so those answers are the same; no position before x - 2250 can complete a loop.
         cdef Py_ssize_t m
         while s < e:
             m = e - s
             if m > SL:
                 m = SL
             self._append(t, s, m)
-            if self._analyse() and not self.collect:
+            if not self.hot:
+                self.hot = _sieve(&self.sv, t, s, s + m)
+            if self.hot and self._analyse() and not self.collect:
                 return True
             s += m
         return False
