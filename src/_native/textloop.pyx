@@ -191,10 +191,24 @@ cdef enum:
     ADD = 2  # _judge: add the piece to the history
 
 
-cdef int _judge(Judge* jd, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+cdef inline int _judge(Judge* jd, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     # (CLEAR, ADD) bits for the next piece t[s:e], as _Pieces.judge
+    return _judge_fenced(jd, t, s, e, _fences(t, s, e))
+
+
+cdef inline Py_ssize_t _next_tick(Text t, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+    # a lower bound of the next backtick at or after s (n when there is none): exact for a
+    # 1-byte text, s itself otherwise
+    cdef const char* hit
+    if t.kind != 1:
+        return s
+    hit = <const char*>memchr(<const char*>t.data + s, 96, <size_t>(n - s))
+    return n if hit == NULL else hit - <const char*>t.data
+
+
+cdef int _judge_fenced(Judge* jd, Text t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t fences) noexcept nogil:
+    # _judge with the piece's fence count already known
     cdef bint at_start = jd.line_start
-    cdef Py_ssize_t fences = _fences(t, s, e)
     cdef bint was = jd.in_code
     cdef int verdict = 0
     jd.line_start = e > s and _rd(t, e - 1) == 10
@@ -370,24 +384,37 @@ _spans_sieve.run = 0
 
 
 cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
-    # False when the sieve proves that no position of the whole text t[0:n] can loop.
+    # False when the sieve proves that no position of the whole text t[0:n] can loop. Pieces
+    # kept one after the other are sieved as one stretch (the sieve takes any cut of K), and a
+    # piece's fences are counted only when a backtick lies in it.
     cdef Judge jd
-    cdef Py_ssize_t s = 0, e
+    cdef Sieve* v = &_spans_sieve
+    cdef Py_ssize_t s = 0, e, fences, tick, run_s = 0, run_e = 0
     cdef int verdict
-    cdef bint hot = False
     jd.line_start = True
     jd.in_code = False
-    _sieve_epoch(&_spans_sieve)
+    _sieve_epoch(v)
+    tick = _next_tick(t, 0, n)
     while s < n:
         e = _line_end(t, s, n)
-        verdict = _judge(&jd, t, s, e)
+        fences = 0
+        if tick < e:
+            fences = _fences(t, s, e)
+            tick = _next_tick(t, e, n)
+        verdict = _judge_fenced(&jd, t, s, e, fences)
         if verdict & CLEAR:
-            _sieve_epoch(&_spans_sieve)
-        if verdict & ADD and _sieve(&_spans_sieve, t, s, e):
-            hot = True
-            break
+            if run_e > run_s and _sieve(v, t, run_s, run_e):
+                return True
+            run_s = run_e
+            _sieve_epoch(v)
+        if verdict & ADD:
+            if s != run_e:  # a piece was left out since the stretch: sieve it, start anew
+                if run_e > run_s and _sieve(v, t, run_s, run_e):
+                    return True
+                run_s = s
+            run_e = e
         s = e
-    return hot
+    return run_e > run_s and _sieve(v, t, run_s, run_e)
 
 
 cdef class _Core:
