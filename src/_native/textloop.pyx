@@ -8,10 +8,20 @@ away. Positions are absolute stream offsets that only grow; the history is a cod
 holding at least the newest MAX_HISTORY characters, and anything older than its start is dead
 (never read, never deleted), so truncation, a clear and a reset cost nothing.
 
-Memory safety: the text is read from the str's own storage (PyUnicode_DATA, any kind) and copied
-into the buffer before any analysis; nothing calls back into Python while C pointers into a str
-are live. Every ring is larger than the history (POS_RING > MAX_HISTORY), so a live position's
-slot is never reused while it is live.
+Nearly no reply loops, so the chains are built only where a loop is possible: a sieve over
+8-character grams (one 16-bit store per character, a lookup every 4th) proves for each epoch
+(the stretch between two clears) that no chunk in it can reach LOOP_THRESHOLD occurrences close
+enough together, until the epoch turns "hot" (see the sieve's comment below for the proof).
+repeated_spans answers [] from the sieve alone when no epoch of the text is hot; the core, for
+the streaming form and for the rest of repeated_spans, analyses an epoch from the slice in which
+it turns hot (see _Core._add for why that finds the same loops).
+
+Memory safety: the text is read from the str's own storage (PyUnicode_DATA, any kind); the sieve
+reads it in place, the core copies it into its buffer before any analysis. The only calls into
+Python while a pointer into a str is live are allocations in repeated_spans (a GC pass may run
+any code), and the str is held by the call then, so its storage stays put; the call's core is
+its own (a re-entered call makes another). Every ring is larger than the history
+(POS_RING > MAX_HISTORY), so a live position's slot is never reused while it is live.
 """
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -375,24 +385,29 @@ cdef inline bint _sieve(Sieve* v, Text t, Py_ssize_t s, Py_ssize_t e) noexcept n
     return _sieve_run(v, <const uint32_t*>t.data + s, e - s)
 
 
-cdef uint16_t _spans_tab[SIEVE]  # repeated_spans' sieve, kept across calls (no reset needed)
-cdef Sieve _spans_sieve
-_spans_sieve.tab = _spans_tab
-_spans_sieve.pos = 0
-_spans_sieve.g = 0
-_spans_sieve.run = 0
+# repeated_spans' sieve table, kept across calls: whatever it holds only turns queries near, so
+# it needs no reset; each call starts its positions past the last call's
+cdef uint16_t _spans_tab[SIEVE]
+cdef uint16_t _spans_pos = 0
 
 
 cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
     # False when the sieve proves that no position of the whole text t[0:n] can loop. Pieces
     # kept one after the other are sieved as one stretch (the sieve takes any cut of K), and a
     # piece's fences are counted only when a backtick lies in it.
+    global _spans_pos
     cdef Judge jd
-    cdef Sieve* v = &_spans_sieve
+    cdef Sieve sv
+    cdef Sieve* v = &sv
     cdef Py_ssize_t s = 0, e, fences, tick, run_s = 0, run_e = 0
     cdef int verdict
+    cdef bint hot = False
     jd.line_start = True
     jd.in_code = False
+    sv.tab = _spans_tab
+    sv.pos = _spans_pos
+    sv.g = 0
+    sv.run = 0
     _sieve_epoch(v)
     tick = _next_tick(t, 0, n)
     while s < n:
@@ -404,17 +419,22 @@ cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
         verdict = _judge_fenced(&jd, t, s, e, fences)
         if verdict & CLEAR:
             if run_e > run_s and _sieve(v, t, run_s, run_e):
-                return True
+                hot = True
+                break
             run_s = run_e
             _sieve_epoch(v)
         if verdict & ADD:
             if s != run_e:  # a piece was left out since the stretch: sieve it, start anew
                 if run_e > run_s and _sieve(v, t, run_s, run_e):
-                    return True
+                    hot = True
+                    break
                 run_s = s
             run_e = e
         s = e
-    return run_e > run_s and _sieve(v, t, run_s, run_e)
+    else:
+        hot = run_e > run_s and _sieve(v, t, run_s, run_e)
+    _spans_pos = sv.pos
+    return hot
 
 
 cdef class _Core:
