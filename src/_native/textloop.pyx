@@ -336,6 +336,7 @@ cdef bint _sieve_run(Sieve* v, const cp_t* d, Py_ssize_t n) noexcept nogil:
         if i % STRIDE == 0:
             run = (run + 1) & -<int>_near(pos, tab[b0])
             if run >= NEED:
+                v.pos = pos  # the epoch is hot: nothing more is sieved until the next clear
                 v.run = run
                 return True
         tab[b0] = pos
@@ -357,12 +358,14 @@ cdef bint _sieve_run(Sieve* v, const cp_t* d, Py_ssize_t n) noexcept nogil:
             pos += STRIDE
             i += STRIDE
             if run >= NEED:
+                v.pos = pos  # the epoch is hot: nothing more is sieved until the next clear
                 v.run = run
                 return True
         if i < n:  # the last 1 .. 3 grams, the first one queried
             b0 = _bucket(_load8(d + i - 7))
             run = (run + 1) & -<int>_near(pos, tab[b0])
             if run >= NEED:
+                v.pos = pos  # the epoch is hot: nothing more is sieved until the next clear
                 v.run = run
                 return True
             while i < n:
