@@ -53,6 +53,7 @@ def cross(text: str, cuts: list[int] | None = None) -> list[tuple[int, int]]:
         assert C.repeated_spans(text) == spans
         if spans:
             assert C._sieve_hot(text) is True
+            assert C._sieve_hot(text, second=True) is True
     return spans
 
 
@@ -113,6 +114,10 @@ def test_ten_copies_are_hot_and_one_copy_is_cold():
     assert cross(UNIT * 9, [50]) == []
     assert cross(UNIT * 10, [50]) == [(50, 500)]
     assert C._sieve_hot(UNIT * 10) is True
+    assert C._sieve_hot(UNIT * 10, second=True) is True
+    # nine copies close together: the first sieve sees close pairs, the second rules them out
+    assert C._sieve_hot(UNIT * 9) is True
+    assert C._sieve_hot(UNIT * 9, second=True) is False
     assert C._sieve_hot(fresh(300) + UNIT + fresh(300, "b")) is False
 
 
@@ -135,6 +140,7 @@ def test_ordinary_text_is_ruled_out_without_chains():
             lines.append(f"```\nx_{i} = f({i})\n```\n")
     text = "".join(lines)
     assert C._sieve_hot(text) is False
+    assert C._sieve_hot(text, second=True) is False
     assert cross(text, [1000, 9000, 20000]) == []
     assert C._sieve_hot(fresh(50_000)) is False
 
@@ -228,6 +234,7 @@ def test_str_subclasses():
     text = UNIT * 12 + fresh(100)
     assert C.repeated_spans(Loud(text)) == P.repeated_spans(text) != []
     assert C._sieve_hot(Loud(text)) is True
+    assert C._sieve_hot(Loud(text), second=True) is True
     assert C.repeated_spans(Loud(fresh(3000))) == []
     det = C.TextLoopDetector()
     assert det.feed(Loud(text)) is True

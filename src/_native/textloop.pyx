@@ -278,14 +278,16 @@ cdef enum:
 
 cdef struct Sieve:
     uint16_t pos     # position of the next kept character (mod 2 ** 16)
+    uint32_t pos32   # the second sieve's: 16 * position (mod 2 ** 32)
     uint64_t g       # the last 8 characters (folded), the newest in the high byte
     int run          # near queries in a row
     uint16_t* tab    # [SIEVE] latest positions
 
 
 cdef inline void _sieve_epoch(Sieve* v) noexcept nogil:
-    # a clear: the next kept character starts a new epoch
+    # a clear: the next kept character starts a new epoch (for either sieve)
     v.pos += NEAR + 1
+    v.pos32 += (FAR + 1) << CNT_BITS
     v.run = 0
 
 
@@ -394,11 +396,11 @@ cdef uint16_t _spans_tab[SIEVE]
 cdef uint16_t _spans_pos = 0
 
 
-cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
-    # False when the sieve proves that no position of the whole text t[0:n] can loop. Pieces
-    # kept one after the other are sieved as one stretch (the sieve takes any cut of K), and a
-    # piece's fences are counted only when a backtick lies in it.
-    global _spans_pos
+cdef bint _may_loop(Text t, Py_ssize_t n, bint second) noexcept nogil:
+    # False when a sieve (the first, or the second when *second*) proves that no position of the
+    # whole text t[0:n] can loop. Pieces kept one after the other are sieved as one stretch (both
+    # sieves take any cut of K), and a piece's fences are counted only when a backtick lies in it.
+    global _spans_pos, _count_pos
     cdef Judge jd
     cdef Sieve sv
     cdef Sieve* v = &sv
@@ -409,6 +411,7 @@ cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
     jd.in_code = False
     sv.tab = _spans_tab
     sv.pos = _spans_pos
+    sv.pos32 = _count_pos
     sv.g = 0
     sv.run = 0
     _sieve_epoch(v)
@@ -421,23 +424,95 @@ cdef bint _may_loop(Text t, Py_ssize_t n) noexcept nogil:
             tick = _next_tick(t, e, n)
         verdict = _judge_fenced(&jd, t, s, e, fences)
         if verdict & CLEAR:
-            if run_e > run_s and _sieve(v, t, run_s, run_e):
+            if run_e > run_s and _stretch(v, second, t, run_s, run_e):
                 hot = True
                 break
             run_s = run_e
             _sieve_epoch(v)
         if verdict & ADD:
             if s != run_e:  # a piece was left out since the stretch: sieve it, start anew
-                if run_e > run_s and _sieve(v, t, run_s, run_e):
+                if run_e > run_s and _stretch(v, second, t, run_s, run_e):
                     hot = True
                     break
                 run_s = s
             run_e = e
         s = e
     else:
-        hot = run_e > run_s and _sieve(v, t, run_s, run_e)
+        hot = run_e > run_s and _stretch(v, second, t, run_s, run_e)
     _spans_pos = sv.pos
+    _count_pos = sv.pos32
     return hot
+
+
+cdef inline bint _stretch(Sieve* v, bint second, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    if second:
+        return _count(v, _count_tab, t, s, e)
+    return _sieve(v, t, s, e)
+
+
+# --- a second sieve, for repeated_spans' texts the first one leaves hot ------------------------
+#
+# The first sieve asks for one close pair of copies; a loop has ten copies. For each offset
+# j = 7..49 the gram of X at offset j lands at p0 + j, ..., p9 + j, in one epoch, consecutive ones
+# at most FAR = 2250 - 8 = 2242 apart (the other eight gaps are >= 1 each). A bucket here keeps the
+# latest position stored in it and a count: the previous count + 1 (capped at LT) when the new
+# position is at most FAR after the latest one, else 1. At each landing p(k) + j, k >= 1, the
+# latest position in the bucket is at or after p(k-1) + j (that landing was stored) and before
+# p(k) + j, so the count grows by one at each of the ten landings and is LT at p9 + j, whatever
+# else the bucket holds. So a loop at p9 needs LT at each of the 43 positions p9 + 7 .. p9 + 49, in
+# its epoch: this sieve looks at every position and calls an epoch hot once 43 in a row have LT.
+# As for the first sieve, anything else in a bucket (another gram, an older epoch or call, a
+# 28-bit position that has wrapped, grams reaching back before the epoch) can only raise counts.
+
+cdef enum:
+    FAR = MAXD * (LT - 1) - (LT - 2)  # the largest gap between consecutive copies of a loop
+    CNT_BITS = 4  # an entry is (position mod 2 ** 28) * 16 + count (count <= LT < 16)
+
+
+cdef bint _count_run(Sieve* v, uint32_t* tab, const cp_t* d, Py_ssize_t n) noexcept nogil:
+    # Pass the kept characters d[0:n] through the second sieve (v.pos is its position, as 16 *
+    # position in an entry's units; v.g and v.run as in the first); True once the epoch is hot.
+    cdef uint32_t p16 = <uint32_t>v.pos32, ent, cnt, b, c
+    cdef uint64_t g = v.g
+    cdef int run = v.run
+    cdef Py_ssize_t i
+    for i in range(n):
+        c = d[i]
+        if cp_t is not uint8_t:
+            c = (c ^ (c >> 8) ^ (c >> 16)) & 0xFF
+        g = (g >> 8) | (<uint64_t>c << 56)
+        b = _bucket(g)
+        ent = tab[b]
+        # p16 - ent = 16 * (pos - latest) - count (mod 2 ** 32): in 1 .. 16 * FAR when
+        # pos - latest (mod 2 ** 28) is in 1 .. FAR
+        cnt = ent & ((1 << CNT_BITS) - 1)
+        cnt = cnt + (cnt < LT) if p16 - ent - 1 < FAR << CNT_BITS else 1
+        tab[b] = p16 | cnt
+        p16 += 1 << CNT_BITS
+        run = run + 1 if cnt == LT else 0
+        if run >= RUN:
+            v.pos32 = p16
+            v.run = run
+            return True
+    v.pos32 = p16
+    v.g = g
+    v.run = run
+    return False
+
+
+cdef inline bint _count(Sieve* v, uint32_t* tab, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    if t.kind == 1:
+        return _count_run(v, tab, <const uint8_t*>t.data + s, e - s)
+    if t.kind == 2:
+        return _count_run(v, tab, <const uint16_t*>t.data + s, e - s)
+    return _count_run(v, tab, <const uint32_t*>t.data + s, e - s)
+
+
+cdef enum:
+    SECOND_MAX = 16384  # repeated_spans runs the second sieve on texts up to this long
+
+cdef uint32_t _count_tab[SIEVE]  # the second sieve's table, kept across calls as the first's
+cdef uint32_t _count_pos = 0
 
 
 cdef class _Core:
@@ -483,6 +558,7 @@ cdef class _Core:
                 or self.hashes == NULL or self.sv.tab == NULL):
             raise MemoryError()
         self.sv.pos = 0
+        self.sv.pos32 = 0
         self.sv.g = 0
         self.sv.run = 0
         for i in range(TABLE):
@@ -748,7 +824,11 @@ def repeated_spans(text):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     n = PyUnicode_GET_LENGTH(text)
     t = _text_of(text)
-    if not _may_loop(t, n):  # the sieve's proof: no position can loop (nearly every reply)
+    # the sieves' proofs: no position can loop (nearly every reply). The first sieve is cheap;
+    # the second, sharper, reads the whole text at about three times its cost, so it runs only
+    # on a text short enough that this stays below what the core would spend on the text's
+    # hot epochs (the core analyses only those)
+    if not _may_loop(t, n, False) or (n <= SECOND_MAX and not _may_loop(t, n, True)):
         return out
     core = _take_core()
     try:
@@ -839,12 +919,12 @@ cdef void _give_core(_Core core) noexcept:
         _spare = core
 
 
-def _sieve_hot(text):
-    """True unless the sieve proves that no position of *text* can loop (a test hook: whenever
-    repeated_spans finds a loop this must be True)."""
+def _sieve_hot(text, second=False):
+    """True unless the first sieve (the second when *second*) proves that no position of *text*
+    can loop (a test hook: whenever repeated_spans finds a loop this must be True)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
-    return _may_loop(_text_of(text), PyUnicode_GET_LENGTH(text))
+    return _may_loop(_text_of(text), PyUnicode_GET_LENGTH(text), bool(second))
 
 
 def _judgements(text):
