@@ -12,7 +12,8 @@ Nearly no reply loops, so the chains are built only where a loop is possible: a 
 8-character grams (one 16-bit store per character, a lookup every 4th) proves for each epoch
 (the stretch between two clears) that no chunk in it can reach LOOP_THRESHOLD occurrences close
 enough together, until the epoch turns "hot" (see the sieve's comment below for the proof).
-repeated_spans answers [] from the sieve alone when no epoch of the text is hot; the core, for
+repeated_spans answers [] from the sieve alone when no epoch of the text is hot (or, on a short
+text the first sieve leaves hot, when a second, sharper one finds none); the core, for
 the streaming form and for the rest of repeated_spans, analyses an epoch from the slice in which
 it turns hot (see _Core._add for why that finds the same loops).
 
