@@ -6,9 +6,12 @@ The text is generated here (prose lines, markdown lists, headings, tables and fe
 proportions of a long assistant reply; no loop in it), about ``--mb`` MB of ASCII, so a byte is a
 character. "stream" feeds it to one ``TextLoopDetector`` in ``--chunk``-character chunks (a model
 stream's deltas), "whole" runs ``repeated_spans`` on it, and "loop" streams a degenerate reply (one
-line repeated) until the detector stops it. The twins run alternately in each round and the
-figure is the median over rounds of CPU time (``time.thread_time``). Both twins' answers are
-compared first. The bar: >= 200 MB/s streamed on the compiled side. Exit code 0 = answers agree
+line repeated) until the detector stops it. "traces" (when ``--traces``, by default
+../shared/traces, exists) runs ``repeated_spans`` over every step's reply text of at least
+CHUNK_SIZE + LOOP_THRESHOLD - 1 characters in those traces, as ``loopcore analyse`` does to charge
+degenerate replies (real text, nearly always without a loop; MB/s counts characters there; the
+pure twin gets every eighth text). The twins run alternately in each round and the figure is the
+median over rounds of CPU time (``time.thread_time``). Both twins' answers are compared first. The bar: >= 200 MB/s streamed on the compiled side. Exit code 0 = answers agree
 (and the bar holds), 1 = they differ, 2 = no compiled core, 3 = below the bar.
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import random
 import statistics
 import sys
@@ -27,6 +31,7 @@ from _env import environment  # noqa: E402  (benchmarks/_env.py)
 from loopcore import _native_flag  # noqa: E402
 
 BAR_MB_S = 200.0
+DEFAULT_TRACES = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 WORDS = (
     "the of and to in is that for it as with was on be by this are or from at an not have "
     "function value return file test error module class config cache request result build "
@@ -65,6 +70,19 @@ def chunks_of(text: str, n: int) -> list[str]:
     return [text[i : i + n] for i in range(0, len(text), n)]
 
 
+def trace_texts(folder: str, min_chars: int) -> list[str]:
+    """Every step's reply text of at least *min_chars* characters in the traces under *folder*."""
+    from loopcore.adapters import LoadStats
+    from loopcore.report import iter_traces
+
+    traces = iter_traces([folder], keep_going=True, stats=LoadStats())
+    return [s.text for _, t in traces for s in t.steps if s.text and len(s.text) >= min_chars]
+
+
+def spans_all(tl, texts) -> int:
+    return sum(1 for x in texts if tl.repeated_spans(x))
+
+
 def stream(tl, chunks) -> bool:
     det = tl.TextLoopDetector()
     for c in chunks:
@@ -80,6 +98,9 @@ def main(argv=None) -> int:
         "--chunk", type=int, default=64, help="characters per streamed chunk (default 64)"
     )
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument(
+        "--traces", default=str(DEFAULT_TRACES), help="trace folder for the real-text line"
+    )
     args = ap.parse_args(argv)
     print(environment("python benchmarks/bench_text.py " + " ".join(argv or sys.argv[1:])))
     if _native_flag.NO_EXTENSIONS:
@@ -110,7 +131,20 @@ def main(argv=None) -> int:
         if det_p.feed(c):
             break
     ok = ok and det_c.fed == det_p.fed and det_c.chunk == det_p.chunk
+    real: list[str] = []
+    if os.path.isdir(args.traces):
+        real = trace_texts(args.traces, C.CHUNK_SIZE + C.LOOP_THRESHOLD - 1)
+    real_sample = real[::8]
+    real_mchars = sum(map(len, real)) / 1e6
+    ok = ok and [C.repeated_spans(x) for x in real_sample] == [
+        P.repeated_spans(x) for x in real_sample
+    ]
     print(f"text: {mb:.1f} MB, {len(chunks)} chunks of {args.chunk}; twins agree: {ok}")
+    if real:
+        print(
+            f"traces: {len(real):,} reply texts, {real_mchars:.2f} M characters "
+            f"({spans_all(C, real)} with a loop) from {args.traces}"
+        )
     if not ok:
         return 1
 
@@ -122,6 +156,14 @@ def main(argv=None) -> int:
         "loop c": (lambda: stream(C, loop_chunks), det_c.fed / 1e6),
         "loop py": (lambda: stream(P, loop_chunks), det_p.fed / 1e6),
     }
+    cases = ["stream", "whole", "loop"]
+    if real:
+        jobs["traces c"] = (lambda: spans_all(C, real), real_mchars)
+        jobs["traces py"] = (
+            lambda: spans_all(P, real_sample),
+            sum(map(len, real_sample)) / 1e6,
+        )
+        cases.append("traces")
     samples: dict[str, list[float]] = {k: [] for k in jobs}
     for _ in range(args.repeats):
         for name, (fn, size) in jobs.items():
@@ -132,9 +174,15 @@ def main(argv=None) -> int:
     print()
     print("| case | compiled MB/s | pure MB/s | ratio |")
     print("|---|---|---|---|")
-    for case in ("stream", "whole", "loop"):
+    for case in cases:
         c, p = med[f"{case} c"], med[f"{case} py"]
         print(f"| {case} | {c:,.0f} | {p:,.1f} | {c / p:,.0f}x |")
+    if real:
+        secs = real_mchars / med["traces c"]
+        print(
+            f"\ntraces: {secs * 1e3:.1f} ms CPU for {len(real):,} texts "
+            f"({secs / (real_mchars * 1e6) * 1e9:.2f} ns a character)"
+        )
     bar = med["stream c"] >= BAR_MB_S
     print(
         f"\nbar: streamed >= {BAR_MB_S:.0f} MB/s compiled: {'met' if bar else 'NOT met'} "

@@ -8,12 +8,23 @@ away. Positions are absolute stream offsets that only grow; the history is a cod
 holding at least the newest MAX_HISTORY characters, and anything older than its start is dead
 (never read, never deleted), so truncation, a clear and a reset cost nothing.
 
-Memory safety: the text is read from the str's own storage (PyUnicode_DATA, any kind) and copied
-into the buffer before any analysis; nothing calls back into Python while C pointers into a str
-are live. Every ring is larger than the history (POS_RING > MAX_HISTORY), so a live position's
-slot is never reused while it is live.
+Nearly no reply loops, so the chains are built only where a loop is possible: a sieve over
+8-character grams (one 16-bit store per character, a lookup every 4th) proves for each epoch
+(the stretch between two clears) that no chunk in it can reach LOOP_THRESHOLD occurrences close
+enough together, until the epoch turns "hot" (see the sieve's comment below for the proof).
+repeated_spans answers [] from the sieve alone when no epoch of the text is hot (or, on a short
+text the first sieve leaves hot, when a second, sharper one finds none); the core, for
+the streaming form and for the rest of repeated_spans, analyses an epoch from the slice in which
+it turns hot (see _Core._add for why that finds the same loops).
+
+Memory safety: the text is read from the str's own storage (PyUnicode_DATA, any kind); the sieve
+reads it in place, the core copies it into its buffer before any analysis. The only calls into
+Python while a pointer into a str is live are allocations in repeated_spans (a GC pass may run
+any code), and the str is held by the call then, so its storage stays put; the call's core is
+its own (a re-entered call makes another). Every ring is larger than the history
+(POS_RING > MAX_HISTORY), so a live position's slot is never reused while it is live.
 """
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy, memmove
 
@@ -180,6 +191,331 @@ cdef bint _is_element(Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     return j > i and j + 1 < e and _rd(t, j) == 46 and _ws(_rd(t, j + 1))
 
 
+cdef struct Judge:
+    # the markdown state machine of the pure twin's _Pieces
+    bint line_start
+    bint in_code
+
+
+cdef enum:
+    CLEAR = 1  # _judge: clear the history before the piece
+    ADD = 2  # _judge: add the piece to the history
+
+
+cdef inline int _judge(Judge* jd, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # (CLEAR, ADD) bits for the next piece t[s:e], as _Pieces.judge
+    return _judge_fenced(jd, t, s, e, _fences(t, s, e))
+
+
+cdef inline Py_ssize_t _next_tick(Text t, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
+    # a lower bound of the next backtick at or after s (n when there is none): exact for a
+    # 1-byte text, s itself otherwise
+    cdef const char* hit
+    if t.kind != 1:
+        return s
+    hit = <const char*>memchr(<const char*>t.data + s, 96, <size_t>(n - s))
+    return n if hit == NULL else hit - <const char*>t.data
+
+
+cdef int _judge_fenced(Judge* jd, Text t, Py_ssize_t s, Py_ssize_t e, Py_ssize_t fences) noexcept nogil:
+    # _judge with the piece's fence count already known
+    cdef bint at_start = jd.line_start
+    cdef bint was = jd.in_code
+    cdef int verdict = 0
+    jd.line_start = e > s and _rd(t, e - 1) == 10
+    if fences or (at_start and _is_element(t, s, e)):
+        verdict = CLEAR
+    if fences & 1:
+        jd.in_code = not jd.in_code
+    if not (was or jd.in_code or _is_divider(t, s, e)):
+        verdict |= ADD
+    return verdict
+
+
+# --- the sieve: an exact proof that no position can loop --------------------------------------
+#
+# Let K be the kept characters in order (the added pieces joined, the skipped ones left out) and
+# count positions along K. Every history is a stretch of K inside one epoch (what was added since
+# the last clear), so a history chunk is K[p:p+50], even one across the junction of two kept pieces
+# with a skipped piece between them. A loop found at p9 means one 50-character string X at
+# positions p0 < p1 < ... < p9 of one epoch with p9 - p0 <= MAXD * (LT - 1) = 2250; of its nine
+# gaps the smallest, p(k+1) - p(k), is at most NEAR = 2250 / 9 = 250.
+#
+# Take the 8-character grams of K, each at the position of its last character: X holds 43 of them
+# (RUN), at offsets 7..49. Each gram of the copy at p(k+1) also sits at most 250 positions earlier
+# in the copy at p(k), in the same epoch. The sieve stores every position in the bucket of its
+# gram's hash (positions are stored in order, so a bucket holds the latest one that landed in it)
+# and, at a queried position e, reads the bucket first: for e among p(k+1) + 7 .. p(k+1) + 49 the
+# latest position there lies in [e - 250, e - 1] (p(k) + offset was stored; anything stored later is
+# later still), so e - latest is in 1 .. 250 and the query is "near". Queried are the characters at
+# offsets 0, 4, 8, ... of each stretch of K passed to the sieve, so two queried positions one after
+# the other along K are at most 4 apart, across a junction too, and any 43 consecutive positions
+# hold at least NEED = 43 // 4 = 10 queries in a row. A loop therefore needs, in one epoch, a run of
+# NEED near queries one after the other: an epoch is "hot" once it has one. Until an epoch is hot no
+# position of it can loop, so nothing needs the chunk chains: repeated_spans answers [] when no
+# epoch is hot, and the core analyses an epoch only once it is hot (see _Core._add for why
+# analysing late finds the same loops).
+#
+# Whatever else is in a bucket (another gram with the same hash, a position from an older epoch or
+# an earlier call, a 16-bit position that has wrapped, the grams at an epoch's start that reach back
+# before it) can only turn a query near, never the reverse, so the table needs no reset. Wider code
+# points are folded to a byte before they enter the gram (equal characters fold alike). A clear
+# moves the position on past NEAR and restarts the run, which keeps epochs apart (that only
+# sharpens the sieve; the proof does not need it).
+
+ctypedef fused cp_t:
+    uint8_t
+    uint16_t
+    uint32_t
+
+cdef enum:
+    RUN = CS - 8 + 1  # 43 grams of 8 characters in a chunk
+    NEAR = MAXD  # the smallest of LT - 1 gaps that sum to at most MAXD * (LT - 1)
+    STRIDE = 4  # a query every STRIDE characters
+    NEED = RUN // STRIDE  # 10 queries in a row inside any RUN consecutive positions
+    SIEVE_BITS = 12
+    SIEVE = 4096  # buckets (2 ** SIEVE_BITS) of 16-bit positions: 8 KB
+
+
+cdef struct Sieve:
+    uint16_t pos     # position of the next kept character (mod 2 ** 16)
+    uint32_t pos32   # the second sieve's: 16 * position (mod 2 ** 32)
+    uint64_t g       # the last 8 characters (folded), the newest in the high byte
+    int run          # near queries in a row
+    uint16_t* tab    # [SIEVE] latest positions
+
+
+cdef inline void _sieve_epoch(Sieve* v) noexcept nogil:
+    # a clear: the next kept character starts a new epoch (for either sieve)
+    v.pos += NEAR + 1
+    v.pos32 += (FAR + 1) << CNT_BITS
+    v.run = 0
+
+
+cdef inline uint32_t _bucket(uint64_t g) noexcept nogil:
+    return <uint32_t>((g * MIX) >> (64 - SIEVE_BITS))
+
+
+cdef inline bint _near(uint16_t pos, uint16_t latest) noexcept nogil:
+    # pos - latest (mod 2 ** 16) in 1 .. NEAR
+    return <uint16_t>(pos - latest - 1) < NEAR
+
+
+cdef extern from *:
+    """
+    /* The 8 bytes p[0:8] as a little-endian number (p[7] in the high byte), at any alignment. */
+    static inline uint64_t loopcore_load_le64(const uint8_t* p) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = __builtin_bswap64(x);
+    #endif
+        return x;
+    }
+    """
+    uint64_t _load8 "loopcore_load_le64"(const uint8_t* p) noexcept nogil
+
+
+cdef bint _sieve_run(Sieve* v, const cp_t* d, Py_ssize_t n) noexcept nogil:
+    # Pass the kept characters d[0:n] through the sieve; True once the epoch is hot (the pass stops
+    # there: a hot epoch needs no more sieving). The gram ending at d[i] is d[i-7:i+1] with d[i] in
+    # the high byte: read straight from a 1-byte text, shifted in otherwise (and for the first
+    # characters, whose gram reaches back into what came before).
+    cdef uint16_t* tab = v.tab
+    cdef uint16_t pos = v.pos, latest
+    cdef uint64_t g = v.g
+    cdef uint32_t c, b0, b1, b2, b3
+    cdef int run = v.run
+    cdef Py_ssize_t i = 0, head = n
+    if cp_t is uint8_t:
+        if head > 8:
+            head = 8
+    while i < head:
+        c = d[i]
+        if cp_t is not uint8_t:
+            c = (c ^ (c >> 8) ^ (c >> 16)) & 0xFF
+        g = (g >> 8) | (<uint64_t>c << 56)
+        b0 = _bucket(g)
+        if i % STRIDE == 0:
+            run = (run + 1) & -<int>_near(pos, tab[b0])
+            if run >= NEED:
+                v.pos = pos  # the epoch is hot: nothing more is sieved until the next clear
+                v.run = run
+                return True
+        tab[b0] = pos
+        pos += 1
+        i += 1
+    if cp_t is uint8_t:
+        # i == 8 here when n > 8: four grams a round, the first one queried
+        while i + STRIDE <= n:
+            b0 = _bucket(_load8(d + i - 7))
+            b1 = _bucket(_load8(d + i - 6))
+            b2 = _bucket(_load8(d + i - 5))
+            b3 = _bucket(_load8(d + i - 4))
+            latest = tab[b0]
+            tab[b0] = pos
+            tab[b1] = <uint16_t>(pos + 1)
+            tab[b2] = <uint16_t>(pos + 2)
+            tab[b3] = <uint16_t>(pos + 3)
+            run = (run + 1) & -<int>_near(pos, latest)
+            pos += STRIDE
+            i += STRIDE
+            if run >= NEED:
+                v.pos = pos  # the epoch is hot: nothing more is sieved until the next clear
+                v.run = run
+                return True
+        if i < n:  # the last 1 .. 3 grams, the first one queried
+            b0 = _bucket(_load8(d + i - 7))
+            run = (run + 1) & -<int>_near(pos, tab[b0])
+            if run >= NEED:
+                v.pos = pos  # the epoch is hot: nothing more is sieved until the next clear
+                v.run = run
+                return True
+            while i < n:
+                tab[_bucket(_load8(d + i - 7))] = pos
+                pos += 1
+                i += 1
+        if n >= 8:
+            g = _load8(d + n - 8)
+    v.pos = pos
+    v.g = g
+    v.run = run
+    return False
+
+
+cdef inline bint _sieve(Sieve* v, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    if t.kind == 1:
+        return _sieve_run(v, <const uint8_t*>t.data + s, e - s)
+    if t.kind == 2:
+        return _sieve_run(v, <const uint16_t*>t.data + s, e - s)
+    return _sieve_run(v, <const uint32_t*>t.data + s, e - s)
+
+
+# repeated_spans' sieve table, kept across calls: whatever it holds only turns queries near, so
+# it needs no reset; each call starts its positions past the last call's
+cdef uint16_t _spans_tab[SIEVE]
+cdef uint16_t _spans_pos = 0
+
+
+cdef bint _may_loop(Text t, Py_ssize_t n, bint second) noexcept nogil:
+    # False when a sieve (the first, or the second when *second*) proves that no position of the
+    # whole text t[0:n] can loop. Pieces kept one after the other are sieved as one stretch (both
+    # sieves take any cut of K), and a piece's fences are counted only when a backtick lies in it.
+    global _spans_pos, _count_pos
+    cdef Judge jd
+    cdef Sieve sv
+    cdef Sieve* v = &sv
+    cdef Py_ssize_t s = 0, e, fences, tick, run_s = 0, run_e = 0
+    cdef int verdict
+    cdef bint hot = False
+    jd.line_start = True
+    jd.in_code = False
+    sv.tab = _spans_tab
+    sv.pos = _spans_pos
+    sv.pos32 = _count_pos
+    sv.g = 0
+    sv.run = 0
+    _sieve_epoch(v)
+    tick = _next_tick(t, 0, n)
+    while s < n:
+        e = _line_end(t, s, n)
+        fences = 0
+        if tick < e:
+            fences = _fences(t, s, e)
+            tick = _next_tick(t, e, n)
+        verdict = _judge_fenced(&jd, t, s, e, fences)
+        if verdict & CLEAR:
+            if run_e > run_s and _stretch(v, second, t, run_s, run_e):
+                hot = True
+                break
+            run_s = run_e
+            _sieve_epoch(v)
+        if verdict & ADD:
+            if s != run_e:  # a piece was left out since the stretch: sieve it, start anew
+                if run_e > run_s and _stretch(v, second, t, run_s, run_e):
+                    hot = True
+                    break
+                run_s = s
+            run_e = e
+        s = e
+    else:
+        hot = run_e > run_s and _stretch(v, second, t, run_s, run_e)
+    _spans_pos = sv.pos
+    _count_pos = sv.pos32
+    return hot
+
+
+cdef inline bint _stretch(Sieve* v, bint second, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    if second:
+        return _count(v, _count_tab, t, s, e)
+    return _sieve(v, t, s, e)
+
+
+# --- a second sieve, for repeated_spans' texts the first one leaves hot ------------------------
+#
+# The first sieve asks for one close pair of copies; a loop has ten copies. For each offset
+# j = 7..49 the gram of X at offset j lands at p0 + j, ..., p9 + j, in one epoch, consecutive ones
+# at most FAR = 2250 - 8 = 2242 apart (the other eight gaps are >= 1 each). A bucket here keeps the
+# latest position stored in it and a count: the previous count + 1 (capped at LT) when the new
+# position is at most FAR after the latest one, else 1. At each landing p(k) + j, k >= 1, the
+# latest position in the bucket is at or after p(k-1) + j (that landing was stored) and before
+# p(k) + j, so the count grows by one at each of the ten landings and is LT at p9 + j, whatever
+# else the bucket holds. So a loop at p9 needs LT at each of the 43 positions p9 + 7 .. p9 + 49, in
+# its epoch: this sieve looks at every position and calls an epoch hot once 43 in a row have LT.
+# As for the first sieve, anything else in a bucket (another gram, an older epoch or call, a
+# 28-bit position that has wrapped, grams reaching back before the epoch) can only raise counts.
+
+cdef enum:
+    FAR = MAXD * (LT - 1) - (LT - 2)  # the largest gap between consecutive copies of a loop
+    CNT_BITS = 4  # an entry is (position mod 2 ** 28) * 16 + count (count <= LT < 16)
+
+
+cdef bint _count_run(Sieve* v, uint32_t* tab, const cp_t* d, Py_ssize_t n) noexcept nogil:
+    # Pass the kept characters d[0:n] through the second sieve (v.pos is its position, as 16 *
+    # position in an entry's units; v.g and v.run as in the first); True once the epoch is hot.
+    cdef uint32_t p16 = <uint32_t>v.pos32, ent, cnt, b, c
+    cdef uint64_t g = v.g
+    cdef int run = v.run
+    cdef Py_ssize_t i
+    for i in range(n):
+        c = d[i]
+        if cp_t is not uint8_t:
+            c = (c ^ (c >> 8) ^ (c >> 16)) & 0xFF
+        g = (g >> 8) | (<uint64_t>c << 56)
+        b = _bucket(g)
+        ent = tab[b]
+        # p16 - ent = 16 * (pos - latest) - count (mod 2 ** 32): in 1 .. 16 * FAR when
+        # pos - latest (mod 2 ** 28) is in 1 .. FAR
+        cnt = ent & ((1 << CNT_BITS) - 1)
+        cnt = cnt + (cnt < LT) if p16 - ent - 1 < FAR << CNT_BITS else 1
+        tab[b] = p16 | cnt
+        p16 += 1 << CNT_BITS
+        run = run + 1 if cnt == LT else 0
+        if run >= RUN:
+            v.pos32 = p16
+            v.run = run
+            return True
+    v.pos32 = p16
+    v.g = g
+    v.run = run
+    return False
+
+
+cdef inline bint _count(Sieve* v, uint32_t* tab, Text t, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    if t.kind == 1:
+        return _count_run(v, tab, <const uint8_t*>t.data + s, e - s)
+    if t.kind == 2:
+        return _count_run(v, tab, <const uint16_t*>t.data + s, e - s)
+    return _count_run(v, tab, <const uint32_t*>t.data + s, e - s)
+
+
+cdef enum:
+    SECOND_MAX = 16384  # repeated_spans runs the second sieve on texts up to this long
+
+cdef uint32_t _count_tab[SIEVE]  # the second sieve's table, kept across calls as the first's
+cdef uint32_t _count_pos = 0
+
+
 cdef class _Core:
     """History, chunk chains and piece state shared by the streaming and whole-text forms.
 
@@ -202,13 +538,14 @@ cdef class _Core:
     cdef int64_t* chain      # [pos % POS_RING]: previous position in pos's bucket
     cdef int64_t* same       # [pos % POS_RING]: previous occurrence of pos's chunk (-1: none)
     cdef uint64_t* hashes    # [pos % POS_RING]: pos's chunk hash
-    cdef bint line_start
-    cdef bint in_code
+    cdef Judge jd            # the markdown state of the pieces
     cdef int64_t found_pos   # -1 until a loop is found
     cdef uint32_t found_chunk[CS]
     cdef bint collect
     cdef object marks        # bytearray over absolute positions in collect mode
     cdef int64_t mark_base   # absolute position of marks[0]
+    cdef Sieve sv            # the sieve over the kept characters (its own table)
+    cdef bint hot            # the sieve found this epoch hot: analyse it
 
     def __cinit__(self):
         cdef int i
@@ -217,9 +554,14 @@ cdef class _Core:
         self.chain = <int64_t*>PyMem_Malloc(POS_RING * sizeof(int64_t))
         self.same = <int64_t*>PyMem_Malloc(POS_RING * sizeof(int64_t))
         self.hashes = <uint64_t*>PyMem_Malloc(POS_RING * sizeof(uint64_t))
+        self.sv.tab = <uint16_t*>PyMem_Calloc(SIEVE, sizeof(uint16_t))
         if (self.buf == NULL or self.head == NULL or self.chain == NULL or self.same == NULL
-                or self.hashes == NULL):
+                or self.hashes == NULL or self.sv.tab == NULL):
             raise MemoryError()
+        self.sv.pos = 0
+        self.sv.pos32 = 0
+        self.sv.g = 0
+        self.sv.run = 0
         for i in range(TABLE):
             self.head[i] = -1
         self.pow49 = 1
@@ -235,12 +577,13 @@ cdef class _Core:
         PyMem_Free(self.chain)
         PyMem_Free(self.same)
         PyMem_Free(self.hashes)
+        PyMem_Free(self.sv.tab)
 
     cdef void _reset(self) noexcept:
         # O(1): absolute positions keep growing, so everything older than base is dead
         self._clear()
-        self.line_start = True
-        self.in_code = False
+        self.jd.line_start = True
+        self.jd.in_code = False
         self.found_pos = -1
         self.collect = False
         self.marks = None
@@ -249,6 +592,8 @@ cdef class _Core:
         self.base = self.total
         self.nxt = self.total
         self.hpos = -1
+        _sieve_epoch(&self.sv)
+        self.hot = False
 
     cdef void _append(self, Text t, Py_ssize_t s, Py_ssize_t n) noexcept nogil:
         # n <= SL code points from t[s:]. Keep the logical history (and one more: the rolling
@@ -375,28 +720,35 @@ cdef class _Core:
         return hit
 
     cdef bint _add(self, Text t, Py_ssize_t s, Py_ssize_t e) noexcept:
+        # Append t[s:e] slice by slice; an epoch's positions are analysed only from the slice in
+        # which the sieve finds it hot, then in every slice (as the pure twin does from the start).
+        # That finds the same loops, marks and first loop: a loop completed at x turns the epoch
+        # hot by x + 49 (the sieve's comment), so x is analysed in the same slice either way.
+        # Late, positions are analysed in order from nxt, which the history's truncation keeps at
+        # or after base: every position still held is entered into the chains, in order, only
+        # against a later base. What the chains answer at such an x depends only on occurrences
+        # of chunks at most MAXD * (LT - 1) = 2250 before x, and x is analysed in a slice whose
+        # history reaches back past x - 2250 (x > total - SL - CS and total - HIST < x - 2250 - CS),
+        # so those answers are the same; no position before x - 2250 can complete a loop.
         cdef Py_ssize_t m
         while s < e:
             m = e - s
             if m > SL:
                 m = SL
             self._append(t, s, m)
-            if self._analyse() and not self.collect:
+            if not self.hot:
+                self.hot = _sieve(&self.sv, t, s, s + m)
+            if self.hot and self._analyse() and not self.collect:
                 return True
             s += m
         return False
 
     cdef bint _piece(self, Text t, Py_ssize_t s, Py_ssize_t e) noexcept:
         # Judge the piece t[s:e] (clearing the history when it must); True when it is added.
-        cdef bint at_start = self.line_start
-        cdef Py_ssize_t fences = _fences(t, s, e)
-        cdef bint was = self.in_code
-        self.line_start = e > s and _rd(t, e - 1) == 10
-        if fences or (at_start and _is_element(t, s, e)):
+        cdef int verdict = _judge(&self.jd, t, s, e)
+        if verdict & CLEAR:
             self._clear()
-        if fences & 1:
-            self.in_code = not self.in_code
-        return not (was or self.in_code or _is_divider(t, s, e))
+        return (verdict & ADD) != 0
 
 
 cdef class TextLoopDetector:
@@ -429,7 +781,7 @@ cdef class TextLoopDetector:
         n = PyUnicode_GET_LENGTH(chunk)
         t = _text_of(chunk)
         self._fed += n
-        core.line_start = True  # gemini: a streamed chunk's start is a line start too
+        core.jd.line_start = True  # gemini: a streamed chunk's start is a line start too
         s = 0
         while s < n:
             e = _line_end(t, s, n)
@@ -473,17 +825,23 @@ def repeated_spans(text):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     n = PyUnicode_GET_LENGTH(text)
     t = _text_of(text)
-    core = _Core()
-    core.collect = True
-    core.marks = bytearray(n + 1)
-    core.mark_base = core.total
-    # one segment per added piece at most (a piece ends at a newline), plus a sentinel
-    npieces = 1
-    s = 0
-    while s < n:
-        s = _line_end(t, s, n)
-        npieces += 1
+    # the sieves' proofs: no position can loop (nearly every reply). The first sieve is cheap;
+    # the second, sharper, reads the whole text at about three times its cost, so it runs only
+    # on a text short enough that this stays below what the core would spend on the text's
+    # hot epochs (the core analyses only those)
+    if not _may_loop(t, n, False) or (n <= SECOND_MAX and not _may_loop(t, n, True)):
+        return out
+    core = _take_core()
     try:
+        core.collect = True
+        core.marks = bytearray(n + 1)  # may run Python code (a GC pass): t stays valid, text is held
+        core.mark_base = core.total
+        # one segment per added piece at most (a piece ends at a newline), plus a sentinel
+        npieces = 1
+        s = 0
+        while s < n:
+            s = _line_end(t, s, n)
+            npieces += 1
         seg_abs = <int64_t*>PyMem_Malloc((npieces + 1) * sizeof(int64_t))
         seg_off = <int64_t*>PyMem_Malloc((npieces + 1) * sizeof(int64_t))
         if seg_abs == NULL or seg_off == NULL:
@@ -536,6 +894,38 @@ def repeated_spans(text):
     finally:
         PyMem_Free(seg_abs)
         PyMem_Free(seg_off)
+        _give_core(core)
+
+
+cdef _Core _spare = None  # repeated_spans' core between calls (its reset is O(1))
+
+
+cdef _Core _take_core():
+    # The spare core, or a new one when it is in use (a call re-entered through a GC pass while
+    # marks were allocated) or not made yet.
+    global _spare
+    cdef _Core core = _spare
+    if core is None:
+        return _Core()
+    _spare = None
+    core._reset()
+    return core
+
+
+cdef void _give_core(_Core core) noexcept:
+    global _spare
+    core.marks = None
+    core.collect = False
+    if _spare is None:
+        _spare = core
+
+
+def _sieve_hot(text, second=False):
+    """True unless the first sieve (the second when *second*) proves that no position of *text*
+    can loop (a test hook: whenever repeated_spans finds a loop this must be True)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    return _may_loop(_text_of(text), PyUnicode_GET_LENGTH(text), bool(second))
 
 
 def _judgements(text):
