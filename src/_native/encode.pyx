@@ -16,6 +16,10 @@ from loopcore._native_hashing cimport hash_into
 from slots cimport slot_offsets
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
 from cpython.unicode cimport Py_UNICODE_ISSPACE
+from cpython.dict cimport PyDict_GetItemWithError
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from libc.string cimport memcpy
 from cpython.object cimport PyObject
 
 from loopcore.encoded import (
@@ -32,7 +36,6 @@ from loopcore.encoded import (
     _LOOP_MIN_CHARS,
     _REPLACE_KEYS,
     _STEP_COLUMNS,
-    _WRITE_DOMAIN,
     _FROM_START,
     _READER_PROGRAMS,
     _READER_WORDS,
@@ -106,8 +109,118 @@ cdef inline object _f(object step, bint fast, int f):
     return getattr(step, _FIELD_NAMES[f])
 
 
+cdef inline object _get(dict d, object key):
+    # d.get(key) as a C lookup (dict.get through its method costs ~700 instructions a call)
+    cdef PyObject* v = PyDict_GetItemWithError(d, key)
+    if v is NULL:
+        return None
+    return <object>v
+
+
+cdef inline object _command_of(dict d):
+    # d.get("command", d.get("cmd")): "command" when the key is there, whatever its value
+    cdef PyObject* v = PyDict_GetItemWithError(d, "command")
+    if v is NULL:
+        return _get(d, "cmd")
+    return <object>v
+
+
+cdef object _REPR = repr  # the hash's converter, read once (a builtin lookup a call otherwise)
+
+
+cdef class _IdMap:
+    """Dense ids for keys of four 64-bit words, in first-appearance order: the interning tables
+    of the call, observation, state and edit ids, whose keys are all integers (``(tool,
+    args_hash)``, ``(target_set, result_hash[, call])``...), so no key tuple, no Python int and
+    no tuple hash is made per step. Open addressing with linear probing, kept at most half full;
+    the same ids as a dict that gives each new key the next number."""
+
+    cdef uint64_t* keys  # 4 words a slot
+    cdef int32_t* ids    # -1: an empty slot
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t n
+
+    def __cinit__(self):
+        self.cap = 0
+        self.n = 0
+        self.keys = NULL
+        self.ids = NULL
+        self._grow(64)
+
+    def __dealloc__(self):
+        PyMem_Free(self.keys)
+        PyMem_Free(self.ids)
+
+    cdef int _grow(self, Py_ssize_t cap) except -1:
+        cdef uint64_t* keys = <uint64_t*>PyMem_Malloc(cap * 4 * sizeof(uint64_t))
+        cdef int32_t* ids = <int32_t*>PyMem_Malloc(cap * sizeof(int32_t))
+        cdef Py_ssize_t i, j
+        cdef uint64_t* k
+        if keys == NULL or ids == NULL:
+            PyMem_Free(keys)
+            PyMem_Free(ids)
+            raise MemoryError()
+        for i in range(cap):
+            ids[i] = -1
+        for i in range(self.cap):  # re-place the old slots
+            if self.ids[i] >= 0:
+                k = self.keys + 4 * i
+                j = <Py_ssize_t>(_mix(k[0], k[1], k[2], k[3]) & <uint64_t>(cap - 1))
+                while ids[j] >= 0:
+                    j = (j + 1) & (cap - 1)
+                memcpy(keys + 4 * j, k, 4 * sizeof(uint64_t))
+                ids[j] = self.ids[i]
+        PyMem_Free(self.keys)
+        PyMem_Free(self.ids)
+        self.keys = keys
+        self.ids = ids
+        self.cap = cap
+        return 0
+
+    cdef int32_t intern(self, uint64_t a, uint64_t b, uint64_t c, uint64_t d) except -1:
+        cdef Py_ssize_t j
+        cdef uint64_t* k
+        if 2 * (self.n + 1) > self.cap:
+            if self.cap > PY_SSIZE_T_MAX // 2 // (4 * <Py_ssize_t>sizeof(uint64_t)):
+                raise MemoryError()
+            self._grow(2 * self.cap)
+        j = <Py_ssize_t>(_mix(a, b, c, d) & <uint64_t>(self.cap - 1))
+        while self.ids[j] >= 0:
+            k = self.keys + 4 * j
+            if k[0] == a and k[1] == b and k[2] == c and k[3] == d:
+                return self.ids[j]
+            j = (j + 1) & (self.cap - 1)
+        if self.n >= 0x7FFFFFFF:
+            raise OverflowError("more than 2**31 - 1 distinct keys in one encode")
+        k = self.keys + 4 * j
+        k[0] = a
+        k[1] = b
+        k[2] = c
+        k[3] = d
+        self.ids[j] = <int32_t>self.n
+        self.n += 1
+        return self.ids[j]
+
+
+cdef inline uint64_t _mix(uint64_t a, uint64_t b, uint64_t c, uint64_t d) noexcept nogil:
+    # a slot for a key: the words folded with odd multipliers, then a 64-bit finaliser
+    cdef uint64_t h = a * 0x9E3779B97F4A7C15ULL
+    h = (h ^ (h >> 29) ^ b) * 0xBF58476D1CE4E5B9ULL
+    h = (h ^ (h >> 31) ^ c) * 0x94D049BB133111EBULL
+    h = (h ^ (h >> 30) ^ d) * 0x9E3779B97F4A7C15ULL
+    return h ^ (h >> 32)
+
+
+# the kinds of key that share a table (their tag word keeps them apart)
+cdef enum:
+    OBS_WHOLE = 1  # (target set, result hash): a substantial read, any call
+    OBS_CALL = 2   # (target set, result hash, call)
+    SKEY_CALL = 1  # (target set, ("call", call))
+    SKEY_WRITE = 2  # (target set, ("write",))
+
+
 cdef inline int _intern(dict ids, list items, object key):
-    cdef object i = ids.get(key)
+    cdef object i = _get(ids, key)
     if i is None:
         n = len(items)
         ids[key] = n
@@ -178,7 +291,7 @@ cdef object _norm_args(object args):
     cdef str cmd, norm
     cdef Py_ssize_t n
     for key in _COMMAND_KEYS:
-        value = d.get(key)
+        value = _get(d, key)
         if type(value) is str:
             cmd = <str>value
             n = PyUnicode_GET_LENGTH(cmd)
@@ -200,7 +313,7 @@ cdef object _norm_args(object args):
 
 cdef bint _reads_content(object name, object args) except -1:
     # loopcore.encoded._content_read, with the compiled shell lexer (the twin of the pure one)
-    cmd = (<dict>args).get("command", (<dict>args).get("cmd")) if type(args) is dict else None
+    cmd = _command_of(<dict>args) if type(args) is dict else None
     if type(cmd) is str:
         if cmd == "view":
             return True
@@ -225,13 +338,23 @@ cdef bint _reads_content(object name, object args) except -1:
 
 
 cdef dict _path_aliases(set names):
-    # loopcore.encoded._aliases (the order of each alias tuple differs at most; _widen sorts)
+    # loopcore.encoded._aliases (the order of each alias tuple differs at most; _widen sorts).
+    # A pair is a name and a tail of it after a "/" that is a name too; such a tail ends with the
+    # name's last part (what follows its last "/"), so both share it: a name whose last part no
+    # other name has is in no pair and is not cut into tails.
     if len(names) < 2:
         return {}
-    cdef dict out = {}
+    cdef dict out = {}, last = {}
     cdef Py_ssize_t k
     for name in names:
+        if type(name) is str:
+            part = _last_part(<str>name)
+            n = _get(last, part)
+            last[part] = 1 if n is None else 2
+    for name in names:
         if "/" not in name or name.startswith("git:"):
+            continue
+        if type(name) is str and _get(last, _last_part(<str>name)) != 2:
             continue
         k = name.find("/", 1 if name[0] == "/" else 0)
         while k >= 0:
@@ -241,6 +364,25 @@ cdef dict _path_aliases(set names):
                 out.setdefault(tail, []).append(name)
             k = name.find("/", k + 1)
     return {n: tuple(v) for n, v in out.items()}
+
+
+cdef str _last_part(str name):
+    # name[name.rfind("/") + 1:]
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(name), i = n - 1
+    cdef int kind = PyUnicode_KIND(name)
+    cdef void* data = PyUnicode_DATA(name)
+    while i >= 0 and PyUnicode_READ(kind, data, i) != 47:  # "/"
+        i -= 1
+    return name if i < 0 else name[i + 1 :]
+
+
+cdef inline void _add_all(set names, object items) except *:
+    # names.update(items), a tuple's members added in C
+    if type(items) is tuple:
+        for x in <tuple>items:
+            names.add(x)
+    else:
+        names.update(items)
 
 
 cdef inline object _targets_of(object t):
@@ -320,7 +462,7 @@ cdef object _drop_comments(object args):
     cdef dict d = <dict>args
     cdef Py_ssize_t k
     for key in _COMMAND_KEYS:
-        value = d.get(key)
+        value = _get(d, key)
         if type(value) is str and "#" in <str>value and "\n" in <str>value:
             k = _comment_prefix(<str>value)
             if k:
@@ -336,7 +478,7 @@ cdef object _shell_cmd(object args):
     if type(args) is not dict:
         return None
     for key in _COMMAND_KEYS:
-        value = (<dict>args).get(key)
+        value = _get(<dict>args, key)
         if type(value) is str:
             return None if value in _EDITOR_COMMANDS else value
     return None
@@ -346,7 +488,7 @@ cdef bint _full_write(object args) except -1:
     # loopcore.encoded._full_write: echo/printf/cat-heredoc of a known text into one file
     if type(args) is not dict:
         return False
-    cmd = (<dict>args).get("command", (<dict>args).get("cmd"))
+    cmd = _command_of(<dict>args)
     if type(cmd) is not str or ">" not in <str>cmd:
         return False
     cdef list segs = _lex(cmd)
@@ -490,10 +632,10 @@ def encode_columns(list traces, settings):
     note = np.empty(total, dtype=np.uint8)
     cdef uint8_t[::1] c_note = note  # STATE_READ / STATE_WRITE / EDIT / SUBSTANTIAL / CALL bits
 
-    cdef dict tool_ids = {}, target_ids = {}, tset_ids = {}, call_ids = {}, obs_ids = {}
-    cdef dict skey_ids = {}, sval_ids = {}, edit_ids = {}
-    cdef list tools = [], targets = [], tsets = [], calls = [], obs_keys = [], skeys = []
-    cdef list svals = [], edits = []
+    cdef dict tool_ids = {}, target_ids = {}, tset_ids = {}
+    cdef list tools = [], targets = [], tsets = []
+    cdef _IdMap call_ids = _IdMap(), obs_ids = _IdMap(), skey_ids = _IdMap()
+    cdef _IdMap sval_ids = _IdMap(), edit_ids = _IdMap()
     cdef list members = []
     cdef list set_offsets = [0]
     offsets = np.empty(len(traces) + 1, dtype=np.int64)
@@ -508,7 +650,7 @@ def encode_columns(list traces, settings):
     cdef uint64_t outcome, hv
     cdef int64_t chars, lines
     cdef list l_targets, l_reads, l_writes
-    cdef object name, target, targets_t, result, error, args, reads, writes, deps, h
+    cdef object name, target, targets_t, result, error, args, reads, writes, deps
     cdef object kind_code, old_h, new_h, step, steps
     cdef dict alias
     cdef set names
@@ -526,7 +668,7 @@ def encode_columns(list traces, settings):
         for j in range(n_steps):
             step = steps[j]
             fast = type(step) is _STEP and _SLOTS
-            kind_code = _KIND_CODE.get(_f(step, fast, F_KIND))
+            kind_code = _get(_KIND_CODE, _f(step, fast, F_KIND))
             if kind_code is None:
                 raise ValueError(f"unknown step kind {step.kind!r}; expected one of {KINDS}")
             kind = kind_code
@@ -544,7 +686,7 @@ def encode_columns(list traces, settings):
             has_outcome = result is not None or error is not None
             outcome = 0
             if has_outcome:  # canonical_hash([result, error], default=repr), as a C call
-                hash_into([result, error], None, repr, &outcome)
+                hash_into([result, error], None, _REPR, &outcome)
             failed = error is not None
             name = _f(step, fast, F_NAME)
             c_args[i] = 0
@@ -557,7 +699,7 @@ def encode_columns(list traces, settings):
                 # blanks are normalised in an observe command only (a heredoc is content)
                 if name:
                     nb |= N_CALL
-                    hash_into(_norm_args(args) if kind == K_OBSERVE else args, None, repr, &hv)
+                    hash_into(_norm_args(args) if kind == K_OBSERVE else args, None, _REPR, &hv)
                     c_args[i] = hv
                 no_op = _f(step, fast, F_NO_OP)
                 shell = _shell_cmd(args)
@@ -635,13 +777,13 @@ def encode_columns(list traces, settings):
                     break
         names = set()
         for j in range(n_steps):
-            names.update(<tuple>l_targets[j])
+            _add_all(names, <tuple>l_targets[j])
             w = l_writes[j]
             if w:
-                names.update(w)
+                _add_all(names, w)
             r = l_reads[j]
             if r:
-                names.update(r)
+                _add_all(names, r)
         alias = _path_aliases(names)
 
         # pass 2: intern names, sets and keys in the order of the reference
@@ -659,7 +801,7 @@ def encode_columns(list traces, settings):
                 tset = _tset(tset_ids, tsets, target_ids, targets, members, set_offsets, targets_t)
             else:
                 tset = -1
-            call = _intern(call_ids, calls, (tool, c_args[i])) if nb & N_CALL else -1
+            call = call_ids.intern(<uint64_t>tool, c_args[i], 0, 0) if nb & N_CALL else -1
             c_tool[i] = tool
             c_target[i] = tset
             c_call[i] = call
@@ -678,29 +820,30 @@ def encode_columns(list traces, settings):
                 tset_ids, tsets, target_ids, targets, members, set_offsets, writes, targets_t, tset
             )
             if c_kind[i] == K_OBSERVE and tset >= 0 and c_flags[i] & S_HAS_OUTCOME:
-                h = c_result[i]
-                c_obs[i] = _intern(
-                    obs_ids, obs_keys, (tset, h) if nb & N_SUBSTANTIAL else (tset, h, call)
-                )
+                # (a call of -1, none, is a key word like any other: ids are >= 0)
+                if nb & N_SUBSTANTIAL:
+                    c_obs[i] = obs_ids.intern(<uint64_t>tset, c_result[i], 0, OBS_WHOLE)
+                else:
+                    c_obs[i] = obs_ids.intern(
+                        <uint64_t>tset, c_result[i], <uint64_t><int64_t>call, OBS_CALL
+                    )
             else:
                 c_obs[i] = -1
             if nb & N_STATE_READ:
                 # the domain of a read is its call id, so interned ids replace the name + args
-                sk = _intern(skey_ids, skeys, (tset, ("call", call)))
+                sk = skey_ids.intern(<uint64_t>tset, <uint64_t><int64_t>call, 0, SKEY_CALL)
                 c_skey[i] = sk
-                c_sval[i] = _intern(sval_ids, svals, (sk, c_result[i]))
+                c_sval[i] = sval_ids.intern(<uint64_t>sk, c_result[i], 0, 0)
             elif nb & N_STATE_WRITE:
-                sk = _intern(skey_ids, skeys, (tset, _WRITE_DOMAIN))
+                sk = skey_ids.intern(<uint64_t>tset, 0, 0, SKEY_WRITE)
                 c_skey[i] = sk
-                c_sval[i] = _intern(sval_ids, svals, (sk, c_hash[0, i]))
+                c_sval[i] = sval_ids.intern(<uint64_t>sk, c_hash[0, i], 0, 0)
             else:
                 c_skey[i] = -1
                 c_sval[i] = -1
             if nb & N_EDIT:
-                old_h = c_hash[1, i]
-                new_h = c_hash[2, i]
-                c_edit[i] = _intern(edit_ids, edits, (tset, old_h, new_h))
-                c_undo[i] = _intern(edit_ids, edits, (tset, new_h, old_h))
+                c_edit[i] = edit_ids.intern(<uint64_t>tset, c_hash[1, i], c_hash[2, i], 0)
+                c_undo[i] = edit_ids.intern(<uint64_t>tset, c_hash[2, i], c_hash[1, i], 0)
             else:
                 c_edit[i] = -1
                 c_undo[i] = -1
@@ -713,7 +856,7 @@ def encode_columns(list traces, settings):
         np.asarray(members, dtype=np.int32),
         tools,
         targets,
-        (len(calls), len(obs_keys), len(skeys), len(svals), len(edits)),
+        (call_ids.n, obs_ids.n, skey_ids.n, sval_ids.n, edit_ids.n),
     )
 
 
@@ -721,7 +864,7 @@ cdef int _tset(
     dict tset_ids, list tsets, dict target_ids, list targets, list members, list set_offsets,
     tuple ts,
 ):
-    cdef object i = tset_ids.get(ts)
+    cdef object i = _get(tset_ids, ts)
     if i is not None:
         return <int>i
     n = len(tsets)

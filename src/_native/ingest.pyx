@@ -110,6 +110,7 @@ cdef object _new_step(
 
 
 cdef tuple _NO_USAGE = (None, None, 0)  # loopcore.adapters._base._NO_USAGE
+cdef object _REPR = repr  # the hash's converter, read once (a builtin lookup a call otherwise)
 
 # Profile.access for a shell tool is its rule's access, profiles._shell_access, which reads the
 # command and classifies it (cached per command): done here for an exact Profile whose rule for
@@ -405,9 +406,9 @@ def refused_steps(list steps):
         if _plain(args) and _plain(result) and _plain(error):
             continue
         try:
-            hash_into(args, None, repr, &h)
+            hash_into(args, None, _REPR, &h)
             if result is not None or error is not None:
-                hash_into([result, error], None, repr, &h)
+                hash_into([result, error], None, _REPR, &h)
         except ValueError as exc:
             out.append((i, str(exc)))
     return out
