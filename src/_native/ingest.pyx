@@ -337,7 +337,11 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 results[id(step)] = (
                     len(<str>content) if type(content) is str else text_len(content)
                 )
-                opens = turns.__getitem__(step.turn)[5]  # (Python indexing)
+                t_turn = step.turn
+                if type(t_turn) is int and 0 <= t_turn < len(turns):
+                    opens = (<list>turns[<Py_ssize_t>t_turn])[5]
+                else:
+                    opens = turns.__getitem__(t_turn)[5]  # (Python indexing, as the Ledger's)
                 if opens and opens[0] is step:
                     del opens[0]
                 else:
