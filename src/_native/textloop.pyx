@@ -272,9 +272,14 @@ cdef enum:
     RUN = CS - 8 + 1  # 43 grams of 8 characters in a chunk
     NEAR = MAXD  # the smallest of LT - 1 gaps that sum to at most MAXD * (LT - 1)
     STRIDE = 4  # a query every STRIDE characters
-    NEED = RUN // STRIDE  # 10 queries in a row inside any RUN consecutive positions
+    NEED = 10  # RUN // STRIDE: queries in a row inside any RUN consecutive positions
     SIEVE_BITS = 12
     SIEVE = 4096  # buckets (2 ** SIEVE_BITS) of 16-bit positions: 8 KB
+
+# NEED is written out because Cython 3.3 crashes compiling // in an enum when cdivision is off
+# (the debug build); the import checks it against its definition.
+if NEED != RUN // STRIDE:
+    raise RuntimeError("textloop: NEED must be RUN // STRIDE")
 
 
 cdef struct Sieve:
