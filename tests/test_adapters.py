@@ -877,28 +877,7 @@ _ANY_FIELD = st.one_of(
 _STEP_RECORD = st.fixed_dictionaries(
     {"name": st.sampled_from(["bash", "Read", "", "x"])},
     optional={
-        name: _ANY_FIELD
-        for name in (
-            "session",
-            "turn",
-            "kind",
-            "target",
-            "args",
-            "result",
-            "error",
-            "tokens_in",
-            "tokens_out",
-            "tokens_estimated",
-            "call_id",
-            "meta",
-            "reads",
-            "writes",
-            "ref",
-            "text",
-            "rejected",
-            "tokens_turn",
-            "no_op",
-        )
+        name: _ANY_FIELD for name in sorted(loopcore.adapters.loopcore_steps.FIELDS - {"name"})
     },  # fmt: skip
 ).map(lambda r: dict(r, kind="observe") if r.get("kind") == "t" else r)
 

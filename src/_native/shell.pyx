@@ -234,11 +234,6 @@ cdef class _Names:
     cdef inline int get(self, str w) noexcept:
         """The value of *w*, -1 when it is not a key."""
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(w)
-        cdef const unsigned char* p
-        cdef uint32_t h
-        cdef size_t i
-        cdef Py_ssize_t k
-        cdef _Slot* slot
         cdef PyObject* v
         if not PyUnicode_IS_ASCII(w):
             if self.other is None:
@@ -249,9 +244,14 @@ cdef class _Names:
             return -1
         if n == 0:
             return self.empty_value
-        p = PyUnicode_1BYTE_DATA(w)
-        h = _key_hash(p, n)
-        i = h & self.mask
+        return self.probe(PyUnicode_1BYTE_DATA(w), n)
+
+    cdef inline int probe(self, const unsigned char* p, Py_ssize_t n) noexcept:
+        """The value of the n > 0 ASCII bytes at *p*, -1 when they are not a key."""
+        cdef uint32_t h = _key_hash(p, n)
+        cdef size_t i = h & self.mask
+        cdef Py_ssize_t k
+        cdef _Slot* slot
         while True:
             slot = &self.slots[i]
             if slot.chars == NULL:
@@ -269,11 +269,8 @@ cdef inline int _wget(_Names t, _Word w) noexcept:
     """``t.get(word)`` for a word read in place."""
     cdef unsigned char buf[64]
     cdef const unsigned char* p
-    cdef Py_ssize_t i, n = w.n, k
+    cdef Py_ssize_t i, n = w.n
     cdef Py_UCS4 c
-    cdef uint32_t h
-    cdef size_t j
-    cdef _Slot* slot
     if t.other is not None:  # keys that are not ASCII: ask with a str
         return t.get(PyUnicode_FromKindAndData(w.kind, <const char*>w.data + w.a * w.kind, n))
     if n > t.max_len:
@@ -291,19 +288,7 @@ cdef inline int _wget(_Names t, _Word w) noexcept:
                 return -1
             buf[i] = <unsigned char>c
         p = buf
-    h = _key_hash(p, n)
-    j = h & t.mask
-    while True:
-        slot = &t.slots[j]
-        if slot.chars == NULL:
-            return -1
-        if slot.hash == h and slot.n == n:
-            k = 0
-            while k < n and slot.chars[k] == p[k]:
-                k += 1
-            if k == n:
-                return slot.value
-        j = (j + 1) & t.mask
+    return t.probe(p, n)
 
 
 cdef _Names _name_table(object items):
