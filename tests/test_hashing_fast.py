@@ -179,6 +179,22 @@ def test_non_ascii_values_around_the_inline_limit(text):
     _check({"parts": [text, "ascii", text[:3]], "d": {"t": text}})
 
 
+# runs of ASCII of every length around the 8- (Latin-1) and 4-wide (UCS-2) steps of the UTF-8
+# encoder, between characters of each str kind
+_RUN_PIECES = st.one_of(
+    st.integers(0, 19).map(lambda n: "abcdefghijklmnopqrs"[:n]),
+    st.sampled_from(["\x80", "\xe9", "\xff", "\u0100", "\u07ff", "\u0800", "\u20ac", "\ud800",
+                     "\udfff", "\uffff", "\U0001f600", "\x7f"]),
+)
+
+
+@given(st.lists(_RUN_PIECES, min_size=1, max_size=12).map("".join))
+@settings(max_examples=1500, deadline=None)
+def test_ascii_runs_inside_non_ascii_text(text):
+    _check(text)
+    _check({"t": text, "u": text[1:]})
+
+
 def test_strip_with_only_str_and_with_other_members():
     v = {"path": "a", "id": 7, "nested": [{"id": 1, "x": 2}, {"y": {"id": 3}}]}
     c, py = _twins()

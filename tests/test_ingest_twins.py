@@ -724,3 +724,51 @@ def test_the_copy_rules_cover_what_they_name(native):
     assert native.full_write({"command": "echo hi > b.txt"}) is True
     assert native.full_write({"command": "cat > b.txt <<'EOF'\nx\nEOF"}) is True
     assert native.full_write({"command": "echo $HOME > b.txt"}) is False
+
+
+# every blank str.strip() drops, in each str kind, around text and newlines
+SIZE_TEXT = st.text(
+    alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0ax\u3000\u2028é\U0001d11e", max_size=60
+)
+SIZE_VALUES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**20), 10**20),
+        st.floats(allow_nan=False),
+        SIZE_TEXT,
+        st.integers(0, 40).map(lambda n: ("  line of text\n\n \t\n" * n)),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.text("abc", max_size=2), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@given(SIZE_VALUES, st.integers(0, 30))
+@hsettings(max_examples=1500, deadline=None)
+def test_compiled_text_size_is_the_pure_one(native, value, cap):
+    """A result's characters and non-empty lines: the compiled count (one-byte texts skip each
+    filled line with memchr) is the pure one, lines being counted up to the cap only."""
+    from loopcore.encoded import _text_size
+
+    chars, lines = _text_size(value)
+    got_chars, got_lines = native.text_size(value, cap)
+    assert got_chars == chars
+    assert min(got_lines, cap) == min(lines, cap)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "\n", "a", " a", "a\n", "\n\na\n\n", " \t\n \n", "\xa0\n\x85x\n", "x" * 1000 + "\n" * 3,
+     "\x1c\x1d\x1e\x1fa", "é\n \né", "a\nb\nc\n\n d", "a\u3000\n\u3000\nb"],
+)
+def test_text_size_edges(native, text):
+    from loopcore.encoded import _text_size
+
+    assert native.text_size(text, 1000) == _text_size(text)
+    for cap in range(4):
+        assert native.text_size(text, cap) == (len(text), min(_text_size(text)[1], cap))

@@ -15,11 +15,12 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from loopcore._native_hashing cimport hash_into
 from slots cimport slot_offsets
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
+from cpython.unicode cimport PyUnicode_1BYTE_KIND
 from cpython.unicode cimport Py_UNICODE_ISSPACE
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.pyport cimport PY_SSIZE_T_MAX
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
 from cpython.object cimport PyObject
 
 from loopcore.encoded import (
@@ -229,6 +230,19 @@ cdef inline int _intern(dict ids, list items, object key):
     return <int>i
 
 
+cdef unsigned char _SPACE1[256]  # Py_UNICODE_ISSPACE of each one-byte character
+
+
+cdef bint _space_table() except -1:
+    cdef int c
+    for c in range(256):
+        _SPACE1[c] = 1 if Py_UNICODE_ISSPACE(<Py_UCS4>c) else 0
+    return True
+
+
+_space_table()
+
+
 cdef void _str_size(str value, int64_t* chars, int64_t* lines, int64_t cap):
     # characters, and the lines of value.split("\n") that strip() leaves non-empty; lines are
     # counted up to *cap* only (the substantial test asks "at least cap lines")
@@ -238,9 +252,34 @@ cdef void _str_size(str value, int64_t* chars, int64_t* lines, int64_t cap):
         return
     cdef int kind = PyUnicode_KIND(value)
     cdef void* data = PyUnicode_DATA(value)
+    cdef const unsigned char* p
+    cdef const unsigned char* end
+    cdef const unsigned char* nl
     cdef Py_UCS4 c
     cdef bint filled = False
     cdef int64_t count = lines[0]
+    if kind == PyUnicode_1BYTE_KIND:
+        # one byte a character: past a line's leading blanks, a filled line is counted and
+        # the rest of it skipped with memchr (a line is filled from its first non-blank on)
+        p = <const unsigned char*>data
+        end = p + n
+        while p < end:
+            while p < end and p[0] != 10 and _SPACE1[p[0]]:
+                p += 1
+            if p == end:
+                break
+            if p[0] == 10:
+                p += 1
+                continue
+            count += 1
+            if count >= cap:
+                break
+            nl = <const unsigned char*>memchr(p, 10, <size_t>(end - p))
+            if nl == NULL:
+                break
+            p = nl + 1
+        lines[0] = count
+        return
     for i in range(n):
         c = PyUnicode_READ(kind, data, i)
         if c == 10:
@@ -255,6 +294,14 @@ cdef void _str_size(str value, int64_t* chars, int64_t* lines, int64_t cap):
     if filled:
         count += 1
     lines[0] = count
+
+
+def text_size(value, int64_t cap):
+    """``(characters, non-empty lines)`` of *value* as loopcore.encoded._text_size counts them,
+    lines counted up to *cap*: the compiled twin, for the tests."""
+    cdef int64_t chars = 0, lines = 0
+    _text_size(value, 0, &chars, &lines, cap)
+    return chars, lines
 
 
 cdef void _text_size(object value, int depth, int64_t* chars, int64_t* lines, int64_t cap):

@@ -427,7 +427,62 @@ cdef extern from *:
         data = PyUnicode_DATA(s);
         out = w->buf + w->len + 22;  /* past the longest header: the bytes, then moved */
         q = out;
-        for (i = 0; i < len; i++) {
+        i = 0;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            /* Latin-1: runs of ASCII eight at a time, the rest two bytes each */
+            const Py_UCS1* s1 = (const Py_UCS1*)data;
+            uint64_t x;
+            while (i < len) {
+                if (i + 8 <= len) {
+                    memcpy(&x, s1 + i, 8);
+                    if (!(x & 0x8080808080808080ULL)) {
+                        memcpy(q, &x, 8);
+                        q += 8;
+                        i += 8;
+                        continue;
+                    }
+                }
+                Py_UCS1 c1 = s1[i++];
+                if (c1 < 0x80) {
+                    *q++ = c1;
+                } else {
+                    *q++ = (unsigned char)(0xC0 | (c1 >> 6));
+                    *q++ = (unsigned char)(0x80 | (c1 & 0x3F));
+                }
+            }
+        } else if (kind == PyUnicode_2BYTE_KIND) {
+            /* UCS-2: runs of ASCII four at a time, the rest (lone surrogates too) two or
+             * three bytes each */
+            const Py_UCS2* s2 = (const Py_UCS2*)data;
+            uint64_t x;
+            while (i < len) {
+                if (i + 4 <= len) {
+                    memcpy(&x, s2 + i, 8);
+                    if (!(x & 0xFF80FF80FF80FF80ULL)) {
+                        q[0] = (unsigned char)s2[i];
+                        q[1] = (unsigned char)s2[i + 1];
+                        q[2] = (unsigned char)s2[i + 2];
+                        q[3] = (unsigned char)s2[i + 3];
+                        q += 4;
+                        i += 4;
+                        continue;
+                    }
+                }
+                Py_UCS2 c2 = s2[i++];
+                if (c2 < 0x80) {
+                    *q++ = (unsigned char)c2;
+                } else if (c2 < 0x800) {
+                    *q++ = (unsigned char)(0xC0 | (c2 >> 6));
+                    *q++ = (unsigned char)(0x80 | (c2 & 0x3F));
+                } else {
+                    *q++ = (unsigned char)(0xE0 | (c2 >> 12));
+                    *q++ = (unsigned char)(0x80 | ((c2 >> 6) & 0x3F));
+                    *q++ = (unsigned char)(0x80 | (c2 & 0x3F));
+                }
+            }
+        }
+        /* what is left (all of a UCS-4 text), one code point at a time */
+        for (; i < len; i++) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
             if (c < 0x80) {
                 *q++ = (unsigned char)c;
