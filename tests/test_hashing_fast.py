@@ -183,8 +183,22 @@ def test_non_ascii_values_around_the_inline_limit(text):
 # encoder, between characters of each str kind
 _RUN_PIECES = st.one_of(
     st.integers(0, 19).map(lambda n: "abcdefghijklmnopqrs"[:n]),
-    st.sampled_from(["\x80", "\xe9", "\xff", "\u0100", "\u07ff", "\u0800", "\u20ac", "\ud800",
-                     "\udfff", "\uffff", "\U0001f600", "\x7f"]),
+    st.sampled_from(
+        [
+            "\x80",
+            "\xe9",
+            "\xff",
+            "\u0100",
+            "\u07ff",
+            "\u0800",
+            "\u20ac",
+            "\ud800",
+            "\udfff",
+            "\uffff",
+            "\U0001f600",
+            "\x7f",
+        ]
+    ),
 )
 
 

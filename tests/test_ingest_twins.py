@@ -355,6 +355,66 @@ def test_compiled_chat_walk_asks_a_profile_it_does_not_know(native_chat, monkeyp
     assert want[0]["kind"] == "exec" and walked(native_chat.walk_chat, fresh) == want
 
 
+def test_compiled_walk_classifies_shell_calls_before_anything_can_look(native_chat):
+    """The compiled walk classifies a run of shell calls after walking their messages: a result
+    hook written in Python, a rejected turn, an unparsed call and a walk that stops on a bad
+    message each see (or leave) the classified Steps, as the pure walk does."""
+    from loopcore.adapters._base import Ledger, LoadStats, TraceFormatError
+    from loopcore.adapters._io import Ctx
+    from loopcore.adapters.openai_chat import _walk_chat_py
+
+    def call(cid, command, raw=None):
+        args = raw if raw is not None else '{"command": "%s"}' % command
+        return {"id": cid, "function": {"name": "bash", "arguments": args}}
+
+    messages = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                call("c1", "cat a.py"),
+                call("c2", "rm b.py"),
+                call("c3", "sed -i s/x/x/ c.py"),
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1\n"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call("c4", "ls"), call("c5", "", "{broken")],
+        },
+        {"role": "user", "content": "no", "extra": {"interrupt_type": "FormatError"}},
+        {"role": "assistant", "content": "", "tool_calls": [call("c6", "git checkout -- a.py")]},
+        {"role": "tool", "tool_call_id": "c6", "content": ""},
+        {"role": "assistant", "content": "", "tool_calls": [call("c7", "cat d.py")]},
+        7,  # a bad message: an error without keep_going
+    ]
+
+    def run(walk, keep_going):
+        seen = []
+
+        def hook(step, m, content):
+            seen.append([(s.kind, s.target, s.reads, s.writes, s.no_op) for s in ledger.steps])
+            return content, None, None
+
+        ctx = Ctx("t.jsonl", None, keep_going, LoadStats(), None)
+        ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+        try:
+            walk(messages, ctx, ledger, on_result=hook)
+            raised = None
+        except TraceFormatError as exc:
+            raised = str(exc)
+        steps = [(s.kind, s.target, s.reads, s.writes, s.no_op, s.name) for s in ledger.steps]
+        return seen, steps, raised
+
+    for keep_going in (True, False):
+        want = run(_walk_chat_py, keep_going)
+        got = run(native_chat.walk_chat, keep_going)
+        assert got == want
+        assert want[0][0][1][0] == "mutate" and want[0][0][2][4] is True  # rm; sed s/x/x/
+        assert (want[2] is None) is keep_going
+
+
 def test_chat_formats_load_the_same_traces_with_either_walk(
     native_chat, shared_traces, monkeypatch
 ):
@@ -730,22 +790,27 @@ def test_the_copy_rules_cover_what_they_name(native):
 SIZE_TEXT = st.text(
     alphabet=" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0ax\u3000\u2028é\U0001d11e", max_size=60
 )
-SIZE_VALUES = st.recursive(
-    st.one_of(
-        st.none(),
-        st.booleans(),
-        st.integers(-(10**20), 10**20),
-        st.floats(allow_nan=False),
-        SIZE_TEXT,
-        st.integers(0, 40).map(lambda n: ("  line of text\n\n \t\n" * n)),
-    ),
-    lambda inner: st.one_of(
+SIZE_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False),
+    SIZE_TEXT,
+    st.integers(0, 40).map(lambda n: "  line of text\n\n \t\n" * n),
+)
+
+
+def _nest(inner):
+    return st.one_of(
+        inner,
         st.lists(inner, max_size=4),
         st.lists(inner, max_size=3).map(tuple),
         st.dictionaries(st.text("abc", max_size=2), inner, max_size=3),
-    ),
-    max_leaves=8,
-)
+    )
+
+
+# three levels of containers: one more than the text count looks into
+SIZE_VALUES = _nest(_nest(_nest(SIZE_LEAVES)))
 
 
 @given(SIZE_VALUES, st.integers(0, 30))
@@ -763,8 +828,21 @@ def test_compiled_text_size_is_the_pure_one(native, value, cap):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "\n", "a", " a", "a\n", "\n\na\n\n", " \t\n \n", "\xa0\n\x85x\n", "x" * 1000 + "\n" * 3,
-     "\x1c\x1d\x1e\x1fa", "é\n \né", "a\nb\nc\n\n d", "a\u3000\n\u3000\nb"],
+    [
+        "",
+        "\n",
+        "a",
+        " a",
+        "a\n",
+        "\n\na\n\n",
+        " \t\n \n",
+        "\xa0\n\x85x\n",
+        "x" * 1000 + "\n" * 3,
+        "\x1c\x1d\x1e\x1fa",
+        "é\n \né",
+        "a\nb\nc\n\n d",
+        "a\u3000\n\u3000\nb",
+    ],
 )
 def test_text_size_edges(native, text):
     from loopcore.encoded import _text_size

@@ -110,6 +110,7 @@ cdef object _new_step(
 
 
 cdef tuple _NO_USAGE = (None, None, 0)  # loopcore.adapters._base._NO_USAGE
+cdef object _V2_RESULT = None  # v2_result (defined below): a hook that reads no access
 cdef object _REPR = repr  # the hash's converter, read once (a builtin lookup a call otherwise)
 
 # Profile.access for a shell tool is its rule's access, profiles._shell_access, which reads the
@@ -131,8 +132,9 @@ cdef object _profile_of(object access):
     return None
 
 
-cdef tuple _access(object prof, object access, object name, object args):
-    # Profile.access(name, args), as a 5-tuple (kind, target, reads, writes, no_op)
+cdef object _fast_shell_cmd(object prof, object name, object args):
+    # the command profiles._shell_access would classify, when Profile.access(name, args) is
+    # that rule's access on an exact Profile and the command is a str; else None
     cdef object cmd
     if (
         prof is not None
@@ -144,10 +146,70 @@ cdef tuple _access(object prof, object access, object name, object args):
         if cmd is None:
             cmd = (<dict>args).get("cmd", (<dict>args).get("script"))
         if type(cmd) is str:
-            # the name profiles._shell_access calls, looked up as it looks it up
-            return <tuple?>_profiles.classify_shell_access(cmd)
+            return cmd
+    return None
+
+
+cdef tuple _access(object prof, object access, object name, object args):
+    # Profile.access(name, args), as a 5-tuple (kind, target, reads, writes, no_op)
+    cmd = _fast_shell_cmd(prof, name, args)
+    if cmd is not None:
+        # the name profiles._shell_access calls, looked up as it looks it up
+        return <tuple?>_profiles.classify_shell_access(cmd)
     kind, target, reads, writes, no_op = access(name, args)
     return (kind, target, reads, writes, no_op)
+
+
+# Shell calls of an exact Ledger are classified after the walk of their messages, not one by
+# one inside it: the shell classifier's code and the walk's each stay in the instruction cache
+# for a run of calls (interleaved, each evicted the other at every call). Until then such a
+# Step holds placeholders ("exec", no target, reads, writes); nothing the walk runs in between
+# reads them (a result hook other than v2_result, and the Ledger's reject and unparsed-call
+# paths, see the classified Steps: the pending ones are classified before those run).
+cdef enum:
+    P_KIND = 2
+    P_TARGET = 4
+    P_READS = 13
+    P_WRITES = 14
+    P_NO_OP = 19
+
+
+cdef inline void _put_again(object step, int f, object value):
+    # a slot write over a placeholder (an immortal-enough constant: "exec", None or False)
+    cdef PyObject** slot = <PyObject**>((<char*><PyObject*>step) + _OFF[f])
+    cdef PyObject* old = slot[0]
+    Py_INCREF(value)
+    slot[0] = <PyObject*>value
+    Py_XDECREF(old)
+
+
+cdef int _classify_pending(list pending) except -1:
+    # pending = [step, command, step, command, ...]: each step's access, as walk_chat would
+    # have set it at the step's creation (Profile.access -> classify_shell_access)
+    cdef Py_ssize_t j = 0
+    classify = _profiles.classify_shell_access
+    while j < len(pending):
+        step = pending[j]
+        cmd = pending[j + 1]
+        j += 2
+        kind, target, reads, writes, no_op = <tuple?>classify(cmd)
+        reads = None if reads is None else tuple(reads)
+        writes = None if writes is None else tuple(writes)
+        no_op = True if no_op else False
+        if kind not in _KIND_SET or isinstance(target, list):
+            # what Step's __post_init__ converts or refuses: the constructor's own values
+            made = _STEP(
+                step.session, step.turn, kind, step.name, target, step.args, None, None, 0, 0,
+                False, step.call_id, {}, reads, writes, step.ref, None, None, 0, no_op,
+            )
+            kind, target, reads, writes = made.kind, made.target, made.reads, made.writes
+        _put_again(step, P_KIND, kind)
+        _put_again(step, P_TARGET, target)
+        _put_again(step, P_READS, reads)
+        _put_again(step, P_WRITES, writes)
+        _put_again(step, P_NO_OP, no_op)
+    del pending[:]
+    return 0
 
 
 cdef tuple _usage(object usage):
@@ -208,15 +270,13 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
     of a result with its call and the result are done here the way Ledger.turn, Ledger.call,
     Ledger.pair and Ledger.result do them (on its lists); any other ledger through its
     methods."""
-    cdef dict m, d_extra, d_tc, d_fn, d_act
-    cdef Py_ssize_t i = -1, k, n_calls
-    cdef bint ok
     cdef bint inline = type(ledger) is Ledger
-    cdef list l_calls, l_actions, turns = None, steps = None, args_chars = None, t_last, opens
+    cdef list turns = None, steps = None, args_chars = None
     cdef dict results = None
+    cdef list pending = []  # shell calls classified after the walk (see _classify_pending)
     turn = ledger.turn
     call = ledger.call
-    prof = None
+    prof = access = session = None
     if inline:
         turns = ledger.turns
         steps = ledger.steps
@@ -227,6 +287,27 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
         results = ledger._results
     pair = ledger.pair
     result = ledger.result
+    try:
+        _walk_messages(
+            messages, ctx, ledger, on_result, index_offset, inline, prof, access, session,
+            turns, steps, args_chars, results, turn, call, pair, result, pending,
+        )
+    finally:
+        if pending:
+            _classify_pending(pending)
+
+
+cdef int _walk_messages(
+    messages, ctx, ledger, on_result, index_offset, bint inline, prof, access, session,
+    list turns, list steps, list args_chars, dict results, turn, call, pair, result,
+    list pending,
+) except -1:
+    # walk_chat's loop; shell calls of an exact Ledger are left in *pending*
+    cdef dict m, d_extra, d_tc, d_fn, d_act
+    cdef Py_ssize_t i = -1, k, n_calls
+    cdef bint ok
+    cdef list l_calls, l_actions, t_last, opens
+    cdef bint hook_reads = on_result is not None and on_result is not _V2_RESULT
     for item in messages:
         i += 1
         if type(item) is not dict:
@@ -298,20 +379,31 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                     args, ok = parse_args(raw)
                 args_len = (len(raw) if type(raw) is str else text_len(args)) + len(<str>name)
                 if ok and inline and turns:  # Ledger.call(name, args, call_id, args_len=...)
-                    kind, target, reads, writes, no_op = _access(prof, access, name, args)
                     t_last = turns[len(turns) - 1]
-                    step = _new_step(
-                        session, len(turns) - 1, kind, name, target, args, None, None, 0, 0,
-                        False, call_id, {}, None if reads is None else tuple(reads),
-                        None if writes is None else tuple(writes), t_last[7], None, None, 0,
-                        True if no_op else False,
-                    )
+                    cmd = _fast_shell_cmd(prof, name, args) if _SLOTS else None
+                    if cmd is not None:  # classified after the walk: placeholders until then
+                        step = _new_step(
+                            session, len(turns) - 1, "exec", name, None, args, None, None, 0,
+                            0, False, call_id, {}, None, None, t_last[7], None, None, 0, False,
+                        )
+                        pending.append(step)
+                        pending.append(cmd)
+                    else:
+                        kind, target, reads, writes, no_op = _access(prof, access, name, args)
+                        step = _new_step(
+                            session, len(turns) - 1, kind, name, target, args, None, None, 0,
+                            0, False, call_id, {}, None if reads is None else tuple(reads),
+                            None if writes is None else tuple(writes), t_last[7], None, None,
+                            0, True if no_op else False,
+                        )
                     steps.append(step)
                     args_chars.append(args_len)
                     (<list>t_last[5]).append(step)
                 elif ok:
                     call(name, args, call_id, args_len=args_len)
                 else:
+                    if pending:
+                        _classify_pending(pending)
                     call_unparsed(ledger, name, args, call_id, args_len=args_len)
         elif role == "tool" or role == "function":
             if inline:
@@ -327,6 +419,8 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 continue
             error = None
             if on_result is not None:
+                if hook_reads and pending:
+                    _classify_pending(pending)
                 content, error, meta = on_result(step, m, content)
                 if meta:
                     step.meta.update(meta)
@@ -364,6 +458,8 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
                 # the harness rejected a turn the trace does not keep: that turn, rejected
                 text = content if type(content) is str else text_of(content)
                 turn(None, text="", ref={"message": i + index_offset})
+                if pending:
+                    _classify_pending(pending)
                 ledger.reject(text if type(text) is str and text else "format error")
                 continue
             ledger.context(len(content) if type(content) is str else text_len(content))
@@ -710,3 +806,6 @@ def v2_result(step, m, content):
     if rc is not None:
         step.meta["returncode"] = rc
     return content, error, None
+
+
+_V2_RESULT = v2_result
