@@ -415,6 +415,55 @@ def test_compiled_walk_classifies_shell_calls_before_anything_can_look(native_ch
         assert (want[2] is None) is keep_going
 
 
+@given(MESSAGES)
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_walk_fills_the_ledgers_turns_as_the_pure_one(native_chat, messages):
+    """The turns the walk leaves in an exact Ledger (usage, step counts, the context text that
+    entered after each turn, the text, the ref), before the accounting reads them."""
+    from loopcore.adapters._base import Ledger, LoadStats
+    from loopcore.adapters._io import Ctx
+    from loopcore.adapters.openai_chat import _walk_chat_py
+
+    def turns(walk):
+        ctx = Ctx("t.jsonl", None, True, LoadStats(), None)
+        ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+        walk(messages, ctx, ledger)
+        return [[t[0], t[1], t[2], t[3], t[4], t[6], t[7]] for t in ledger.turns], ledger.orphans
+
+    assert turns(native_chat.walk_chat) == turns(_walk_chat_py)
+
+
+def test_compiled_walk_counts_context_and_orphans_as_the_pure_one(native_chat):
+    from loopcore.adapters._base import Ledger, LoadStats
+    from loopcore.adapters._io import Ctx
+    from loopcore.adapters.openai_chat import _walk_chat_py
+
+    messages = [
+        {"role": "user", "content": "before any turn"},
+        {
+            "role": "assistant",
+            "content": "a",
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+        {"role": "tool", "tool_call_id": "nobody", "content": ["x", "yz"]},
+        {"role": "user", "content": "twelve chars"},
+        {"role": "system", "content": [{"type": "text", "text": "abc"}]},
+    ]
+
+    def turns(walk):
+        ctx = Ctx("t.jsonl", None, True, LoadStats(), None)
+        ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+        walk(messages, ctx, ledger)
+        return [t[4] for t in ledger.turns], ledger.orphans
+
+    want = turns(_walk_chat_py)
+    assert want[1] == 1 and want[0][0] > 12
+    assert turns(native_chat.walk_chat) == want
+
+
 def test_chat_formats_load_the_same_traces_with_either_walk(
     native_chat, shared_traces, monkeypatch
 ):

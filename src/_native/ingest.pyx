@@ -18,6 +18,8 @@ from libc.stdint cimport uint64_t
 from loopcore._native_hashing cimport hash_into
 from slots cimport slot_offsets
 
+import orjson
+
 from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
 from loopcore.taxonomy import profiles as _profiles
@@ -110,6 +112,8 @@ cdef object _new_step(
 
 
 cdef tuple _NO_USAGE = (None, None, 0)  # loopcore.adapters._base._NO_USAGE
+cdef object _LOADS = orjson.loads  # parse_args's parser and the error it answers
+cdef object _JSON_ERROR = orjson.JSONDecodeError
 cdef object _V2_RESULT = None  # v2_result (defined below): a hook that reads no access
 cdef object _REPR = repr  # the hash's converter, read once (a builtin lookup a call otherwise)
 
@@ -297,6 +301,16 @@ def walk_chat(messages, ctx, ledger, *, on_result=None, index_offset=0):
             _classify_pending(pending)
 
 
+cdef inline int _context(object ledger, bint inline, list turns, object chars) except -1:
+    # ledger.context(chars): for an exact Ledger as Ledger.context does it, on its turns
+    if not inline:
+        ledger.context(chars)
+    elif turns:
+        t = turns[len(turns) - 1]
+        t[4] += chars  # the turn's _EXTRA
+    return 0
+
+
 cdef int _walk_messages(
     messages, ctx, ledger, on_result, index_offset, bint inline, prof, access, session,
     list turns, list steps, list args_chars, dict results, turn, call, pair, result,
@@ -376,7 +390,17 @@ cdef int _walk_messages(
                                 args = {"command": command}
                 ok = True
                 if args is None:
-                    args, ok = parse_args(raw)
+                    if type(raw) is str:  # parse_args(raw) for a str, its common case
+                        if not raw:
+                            args = {}
+                        else:
+                            try:
+                                args = _LOADS(raw)
+                            except _JSON_ERROR:
+                                args = raw
+                                ok = False
+                    else:
+                        args, ok = parse_args(raw)
                 args_len = (len(raw) if type(raw) is str else text_len(args)) + len(<str>name)
                 if ok and inline and turns:  # Ledger.call(name, args, call_id, args_len=...)
                     t_last = turns[len(turns) - 1]
@@ -415,7 +439,7 @@ cdef int _walk_messages(
                 content = text_of(content)
             if step is None:
                 ledger.orphans += 1
-                ledger.context(text_len(content))
+                _context(ledger, inline, turns, text_len(content))
                 continue
             error = None
             if on_result is not None:
@@ -462,7 +486,9 @@ cdef int _walk_messages(
                     _classify_pending(pending)
                 ledger.reject(text if type(text) is str and text else "format error")
                 continue
-            ledger.context(len(content) if type(content) is str else text_len(content))
+            _context(
+                ledger, inline, turns, len(content) if type(content) is str else text_len(content)
+            )
 
 
 cdef inline bint _scalar(object v):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 
 from .shell import _SHELLS, classify_shell, classify_shell_access, parse_patch_targets
 
@@ -291,6 +292,19 @@ def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], tuple[str, Ta
 
 
 def _verb_kind(name: str) -> str | None:
+    """The kind a tool's name says by its first word (``get_user`` observes), or None."""
+    if name.__class__ is str:
+        return _verb_kind_of_str(name)
+    return _verb_kind_uncached(name)
+
+
+@lru_cache(maxsize=4096)
+def _verb_kind_of_str(name: str) -> str | None:
+    # a trace calls few tools, each many times: the name's words are split once
+    return _verb_kind_uncached(name)
+
+
+def _verb_kind_uncached(name: str) -> str | None:
     base = name.rsplit("__", 1)[-1]  # mcp__server__tool
     words = _WORD_RE.findall(base)
     if not words:
