@@ -899,3 +899,40 @@ def test_text_size_edges(native, text):
     assert native.text_size(text, 1000) == _text_size(text)
     for cap in range(4):
         assert native.text_size(text, cap) == (len(text), min(_text_size(text)[1], cap))
+
+
+def test_reply_loop_scans_after_the_facts_as_the_reference_scans(native):
+    """The compiled encoder runs a trace's reply-loop scans after the facts of all its steps,
+    where the reference runs them: a bad step kind is found before a text that cannot be
+    scanned, a scan that fails fails as the reference's, and loops are counted the same with
+    any token counts."""
+    from loopcore.encoded import DEFAULT_SETTINGS, encode_with
+    from loopcore.trace import Trace
+
+    pure = _native_flag.load_twin("encode", "py")
+    loop = "the same sentence again and again, over and over in this reply; " * 12
+
+    def outcome(twin, steps):
+        try:
+            enc = encode_with([Trace(steps)], DEFAULT_SETTINGS, twin)
+        except Exception as exc:  # noqa: BLE001 - the point is to compare
+            return ("raises", type(exc), str(exc))
+        return enc.degen.tolist()
+
+    odd_text = Step("s", 0, "other", "", text=list(loop), tokens_out=40)
+    bad_kind = Step("s", 1, "other", "")
+    object.__setattr__(bad_kind, "kind", "nonsense")
+    cases = [
+        [Step("s", 0, "other", "", text=loop, tokens_out=40), bad_kind],
+        [odd_text, bad_kind],
+        [Step("s", 0, "other", "", text=loop, tokens_out=2**62 + 5, tokens_in=-(2**62))],
+        [Step("s", 0, "other", "", text=loop, tokens_turn=2**40), Step("s", 0, "exec", "bash")],
+        [Step("s", 0, "other", "", text=loop, tokens_out=40, rejected="no")] * 3,
+    ]
+    for steps in cases:
+        assert outcome(native, steps) == outcome(pure, steps)
+    assert outcome(pure, cases[0])[1] is ValueError
+    assert outcome(pure, cases[1])[1] is ValueError  # the kind, before the unscannable text
+    assert outcome(pure, [odd_text])[1] is TypeError
+    assert outcome(native, [odd_text]) == outcome(pure, [odd_text])
+    assert outcome(pure, cases[4])[0] > 0

@@ -697,6 +697,7 @@ def encode_columns(list traces, settings):
     cdef uint64_t outcome, hv
     cdef int64_t chars, lines
     cdef list l_targets, l_reads, l_writes
+    cdef list later = []  # steps of the trace with a reply text, scanned after its facts
     cdef object name, target, targets_t, result, error, args, reads, writes, deps
     cdef object kind_code, old_h, new_h, step, steps
     cdef dict alias
@@ -810,8 +811,19 @@ def encode_columns(list traces, settings):
             )
             c_tokens[i] = _f(step, fast, F_TOKENS_IN) + _f(step, fast, F_TOKENS_OUT)
             c_turn_tokens[i] = _f(step, fast, F_TOKENS_TURN)
-            c_degen[i] = _degen(step, fast) if _f(step, fast, F_TEXT) else 0
+            if _f(step, fast, F_TEXT):
+                later.append(j)
+            else:
+                c_degen[i] = 0
             i += 1
+        # the reply-loop scans of the trace, in a run of their own after its facts (the
+        # scanner's code and the pass's each stay in the instruction cache), as the reference
+        # scans after every step's facts: a bad step kind is found before a text that cannot
+        # be scanned
+        for j in later:
+            step = steps[j]
+            c_degen[i0 + j] = _degen(step, type(step) is _STEP and _SLOTS)
+        del later[:]
 
         if untargeted:
             # a trace that writes files: a search tool without a target may read any of them
