@@ -464,6 +464,53 @@ def test_compiled_walk_counts_context_and_orphans_as_the_pure_one(native_chat):
     assert turns(native_chat.walk_chat) == want
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ("observe", ["a.py", "b.py"], ["a.py", "b.py"], None, 0),  # a list target: a tuple
+        ("observe", "a.py", "a.py", ["b.py"], 1),
+        ("looks", None, None, None, False),  # not a kind: the Step refuses it
+    ],
+)
+def test_a_classification_the_step_converts_or_refuses_is_handled_as_the_pure_walk(
+    native_chat, monkeypatch, answer
+):
+    """The shell calls classified after the walk take the Step constructor's conversions (a
+    list target) and refusals (an unknown kind), as the pure walk's Steps do."""
+    from loopcore.adapters.openai_chat import _walk_chat_py
+    from loopcore.taxonomy import profiles
+
+    monkeypatch.setattr(profiles, "classify_shell_access", lambda command: answer)
+    messages = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "bash", "arguments": '{"command": "cat a.py"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1\n"},
+    ]
+    for keep_going in (True, False):
+        want = _walked(_walk_chat_py, messages, keep_going)
+        assert _walked(native_chat.walk_chat, messages, keep_going) == want
+    if answer[0] == "looks":
+        assert want[0] == "raises" and want[1] is ValueError
+        return
+    from loopcore.adapters._base import Ledger, LoadStats
+    from loopcore.adapters._io import Ctx
+
+    def access(walk):  # the Steps' own values (to_dict lists tuples)
+        ctx = Ctx("t.jsonl", None, True, LoadStats(), None)
+        ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+        walk(messages, ctx, ledger)
+        return [(s.kind, s.target, s.reads, s.writes, s.no_op) for s in ledger.steps]
+
+    got = access(native_chat.walk_chat)
+    assert got == access(_walk_chat_py)
+    assert all(x is None or type(x) in (str, tuple) for step in got for x in step[1:4])
+
+
 def test_chat_formats_load_the_same_traces_with_either_walk(
     native_chat, shared_traces, monkeypatch
 ):

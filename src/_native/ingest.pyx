@@ -179,7 +179,7 @@ cdef enum:
 
 
 cdef inline void _put_again(object step, int f, object value):
-    # a slot write over a placeholder (an immortal-enough constant: "exec", None or False)
+    # step.<field f> = value over the placeholder a pending Step was made with (released)
     cdef PyObject** slot = <PyObject**>((<char*><PyObject*>step) + _OFF[f])
     cdef PyObject* old = slot[0]
     Py_INCREF(value)
