@@ -967,3 +967,61 @@ def test_loopcore_jsonl_reader_gives_what_step_from_dict_gives(impl, tmp_path_fa
     assert [str(e).rsplit("(item ", 1)[-1].rstrip(")") for e in stats.errors] == [
         str(i) for i in bad
     ]
+
+
+# ---- swe_agent._words: str.split where shlex.split cannot differ from it
+
+
+def _shlex_words(line: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(line)
+    except ValueError:
+        return line.split()
+
+
+def test_swe_agent_words_fast_path_covers_every_blank_shlex_does_not_split_on():
+    # a blank of str.split that shlex keeps inside a word must send the line to shlex
+    import sys
+
+    from loopcore.adapters.swe_agent import _SHLEX_SPECIAL
+
+    blanks = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert {c for c in blanks if _SHLEX_SPECIAL.search(c) is None} == {" ", "\t", "\n", "\r"}
+    for c in "'\"\\":
+        assert _SHLEX_SPECIAL.search(c) is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            list("ab/._-=#$*~ \t\r\n'\"\\")
+            + ["\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2003", "é"]
+        ),
+        max_size=30,
+    )
+)
+def test_swe_agent_words_is_shlex_split(line):
+    from loopcore.adapters.swe_agent import _words
+
+    assert _words(line) == _shlex_words(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "open src/a.py",
+        "search_dir  foo\t./src ",
+        "",
+        "   ",
+        "open 'a b.py'",
+        'find_file "x',
+        "a\\ b",
+    ],
+)
+def test_swe_agent_words_examples(line):
+    from loopcore.adapters.swe_agent import _words
+
+    assert _words(line) == _shlex_words(line)

@@ -18,6 +18,7 @@ been applied"; str_replace_editor's "No replacement was performed") is a failed 
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -49,7 +50,19 @@ COMMANDS = frozenset(
 _OPEN_FILE_MARK = "(Open file: "
 
 
+# What can make shlex.split(line) differ from line.split(): its quotes and escape, and the
+# characters str.split takes for blanks but shlex (whose blanks are space, tab, CR and LF) does
+# not. A line with none of them is split on runs of blanks by both: str.split is the same
+# answer without shlex's per-character Python loop.
+_SHLEX_SPECIAL = re.compile(
+    "['\"\\\\\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
+
+
 def _words(line: str) -> list[str]:
+    # shlex.split(line) (posix, no comments), or line.split() where shlex cannot parse it
+    if _SHLEX_SPECIAL.search(line) is None:
+        return line.split()
     try:
         return shlex.split(line)
     except ValueError:
