@@ -4,6 +4,8 @@ skips the unhashable-step check for values that cannot fail it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
@@ -983,3 +985,69 @@ def test_reply_loop_scans_after_the_facts_as_the_reference_scans(native):
     assert outcome(pure, [odd_text])[1] is TypeError
     assert outcome(native, [odd_text]) == outcome(pure, [odd_text])
     assert outcome(pure, cases[4])[0] > 0
+
+
+def test_the_compiled_walk_classifies_shell_calls_without_the_per_command_cache(native_chat):
+    """With the dispatcher's own classifier in place the compiled walk calls the compiled
+    classifier under its cache (the same answers, see the walk crossings above): no command is
+    hashed into the cache, and the Steps are the pure walk's."""
+    from loopcore.adapters._base import Ledger, LoadStats
+    from loopcore.adapters._io import Ctx
+    from loopcore.adapters.openai_chat import _walk_chat_py
+    from loopcore.taxonomy.shell import classify_shell_access
+
+    messages = []
+    for k, cmd in enumerate(["cat a.py", "cat a.py", "sed -i 's/x/y/' a.py", "ls"]):
+        args = json.dumps({"command": cmd})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"c{k}", "function": {"name": "bash", "arguments": args}}],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": "out\n"})
+
+    def steps(walk):
+        ctx = Ctx("t.jsonl", None, True, LoadStats(), None)
+        ledger = Ledger("s", ctx.profile("mini-swe-agent"))
+        walk(messages, ctx, ledger)
+        return [(s.kind, s.target, s.reads, s.writes, s.no_op) for s in ledger.steps]
+
+    classify_shell_access.cache_clear()
+    got = steps(native_chat.walk_chat)
+    assert classify_shell_access.cache_info().currsize == 0
+    assert got == steps(_walk_chat_py)
+    assert got[2][0] == "mutate" and got[0] == got[1]
+
+
+BACKUP_TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("/~.abkcupdlsvegiORIGBAKCUPSVEDLTMtmp_-") + ["\u212a", "\u017f", "\u0130", "é"]
+    ),
+    max_size=24,
+)
+
+
+@given(st.one_of(BACKUP_TEXT, st.sampled_from(["/tmp/a", "/TMP/", "/tmp", "a/b.bak/c", "x~/y"])))
+@hsettings(max_examples=1500, deadline=None)
+def test_compiled_backup_name_is_the_pure_pattern(native, name):
+    from loopcore.encoded import _BACKUP_NAME
+
+    assert native.backup_name(name) is (_BACKUP_NAME.search(name) is not None)
+
+
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("a.py.orig", True), ("a.py.BAK", True), ("dir.bak/a.py", False), ("/tmp/x.py", True),
+        ("/Tmp/x.py", True), ("x/tmp/a.py", False), ("a.Save", True), ("a~", True),
+        ("backup/a.py", False), ("a_backup.py", True), ("a.py", False), ("a.old.py", True),
+        ("a.\u212aak", False), ("a.ba\u212a", True), ("", False),
+    ],
+)  # fmt: skip
+def test_compiled_backup_name_examples(native, name, want):
+    from loopcore.encoded import _BACKUP_NAME
+
+    assert (_BACKUP_NAME.search(name) is not None) is want
+    assert native.backup_name(name) is want

@@ -594,13 +594,65 @@ cdef int _copy_flag(str cmd, object reads, object writes) except -1:
         return 0
     if not reads or len(reads) != 1 or reads == writes:
         return 0
-    src_backup = _BACKUP_NAME.search(src) is not None
-    dst_backup = _BACKUP_NAME.search(dst) is not None
+    src_backup = _backup_name(src)
+    dst_backup = _backup_name(dst)
     if dst_backup and not src_backup:
         return BACKUP
     if src_backup and not dst_backup:
         return RESTORE
     return 0
+
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+
+
+cdef inline unsigned int _lower_ascii(unsigned int c) noexcept:
+    return c + 32 if 65 <= c <= 90 else c
+
+
+cdef bint _at(const unsigned char* data, Py_ssize_t i, Py_ssize_t n, const char* word) noexcept:
+    # the ASCII text data[i:] opens with *word* (lowercase), letters in either case
+    cdef Py_ssize_t k = 0
+    while word[k]:
+        if i + k >= n or _lower_ascii(data[i + k]) != <unsigned char>word[k]:
+            return False
+        k += 1
+    return True
+
+
+cdef bint _backup_name(object name) except -1:
+    # ``_BACKUP_NAME.search(name) is not None`` (loopcore.encoded), in C for an ASCII str: the
+    # regex's words hold no "/", so one followed by no "/" is one in the name's last part; its
+    # case folding is ASCII's for an ASCII name (the Kelvin sign, the long s and the dotted I
+    # fold onto ASCII letters, so any other name is left to the regex)
+    cdef Py_ssize_t n, i, start = 0
+    cdef const unsigned char* data
+    if type(name) is not str or not PyUnicode_IS_ASCII(name):
+        return _BACKUP_NAME.search(name) is not None
+    n = PyUnicode_GET_LENGTH(name)
+    data = <const unsigned char*>PyUnicode_DATA(name)
+    if n >= 5 and data[0] == 47 and _at(data, 1, n, b"tmp/"):
+        return True
+    for i in range(n):
+        if data[i] == 47:  # "/"
+            start = i + 1
+    for i in range(start, n):
+        if (
+            data[i] == 126  # "~"
+            or _at(data, i, n, b"orig")
+            or _at(data, i, n, b"bak")
+            or _at(data, i, n, b"backup")
+            or _at(data, i, n, b".old")
+            or _at(data, i, n, b".save")
+        ):
+            return True
+    return False
+
+
+def backup_name(name):
+    """The compiled twin of ``loopcore.encoded._BACKUP_NAME.search(name) is not None``."""
+    return _backup_name(name)
 
 
 def full_write(args):

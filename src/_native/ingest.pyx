@@ -22,6 +22,7 @@ import orjson
 
 from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
+from loopcore import _native_shell
 from loopcore.taxonomy import profiles as _profiles
 from loopcore.trace import KINDS, Step
 
@@ -125,6 +126,18 @@ cdef object _PROFILE = _profiles.Profile
 cdef object _PROFILE_ACCESS = _profiles.Profile.access
 cdef object _SHELL_RULE = _profiles.shell_rule
 cdef object _METHOD = type(_profiles.Profile("_").access)
+# The dispatcher's classifier caches per command string; the walk calls the compiled
+# classifier under it directly when the name profiles._shell_access looks up is still that
+# cached one: the same answer (a function of the command alone) without hashing every
+# command, often a file's whole text in a heredoc, for a cache that few commands hit.
+cdef object _CACHED_ACCESS = _profiles.classify_shell_access
+cdef object _UNCACHED_ACCESS = _native_shell.classify_shell_access
+
+
+cdef inline object _shell_access():
+    # the classifier profiles._shell_access would call, looked up as it looks it up
+    classify = _profiles.classify_shell_access
+    return _UNCACHED_ACCESS if classify is _CACHED_ACCESS else classify
 
 
 cdef object _profile_of(object access):
@@ -158,8 +171,7 @@ cdef tuple _access(object prof, object access, object name, object args):
     # Profile.access(name, args), as a 5-tuple (kind, target, reads, writes, no_op)
     cmd = _fast_shell_cmd(prof, name, args)
     if cmd is not None:
-        # the name profiles._shell_access calls, looked up as it looks it up
-        return <tuple?>_profiles.classify_shell_access(cmd)
+        return <tuple?>_shell_access()(cmd)
     kind, target, reads, writes, no_op = access(name, args)
     return (kind, target, reads, writes, no_op)
 
@@ -191,7 +203,7 @@ cdef int _classify_pending(list pending) except -1:
     # pending = [step, command, step, command, ...]: each step's access, as walk_chat would
     # have set it at the step's creation (Profile.access -> classify_shell_access)
     cdef Py_ssize_t j = 0
-    classify = _profiles.classify_shell_access
+    classify = _shell_access()
     while j < len(pending):
         step = pending[j]
         cmd = pending[j + 1]
