@@ -1023,7 +1023,8 @@ def test_the_compiled_walk_classifies_shell_calls_without_the_per_command_cache(
 
 BACKUP_TEXT = st.text(
     alphabet=st.sampled_from(
-        list("/~.abkcupdlsvegiORIGBAKCUPSVEDLTMtmp_-") + ["\u212a", "\u017f", "\u0130", "é"]
+        list("/~.abkcupdlsvegiORIGBAKCUPSVEDLTMtmp_-")
+        + ["\u212a", "\u017f", "\u0130", "\u0131", "é"]
     ),
     max_size=24,
 )

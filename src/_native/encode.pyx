@@ -624,8 +624,8 @@ cdef bint _at(const unsigned char* data, Py_ssize_t i, Py_ssize_t n, const char*
 cdef bint _backup_name(object name) except -1:
     # ``_BACKUP_NAME.search(name) is not None`` (loopcore.encoded), in C for an ASCII str: the
     # regex's words hold no "/", so one followed by no "/" is one in the name's last part; its
-    # case folding is ASCII's for an ASCII name (the Kelvin sign, the long s and the dotted I
-    # fold onto ASCII letters, so any other name is left to the regex)
+    # case folding is ASCII's for an ASCII name (the Kelvin sign, the long s and the dotted and
+    # dotless I fold onto ASCII letters, so any other name is left to the regex)
     cdef Py_ssize_t n, i, start = 0
     cdef const unsigned char* data
     if type(name) is not str or not PyUnicode_IS_ASCII(name):
