@@ -1025,3 +1025,89 @@ def test_swe_agent_words_examples(line):
     from loopcore.adapters.swe_agent import _words
 
     assert _words(line) == _shlex_words(line)
+
+
+# ---- loopcore JSONL: the compiled record loop against the pure one
+
+
+class _RecordDict(dict):
+    """A dict subclass: the compiled loop reads it through its methods, as the reference does."""
+
+
+def _read_both(records, keep_going, lines=None):
+    from loopcore import _native_flag
+    from loopcore.adapters import loopcore_steps
+    from loopcore.adapters._io import Ctx
+
+    if _native_flag.NO_EXTENSIONS:
+        pytest.skip("LOOPCORE_NO_EXTENSIONS=1: no compiled twin to compare")
+    from loopcore._native_ingest import read_records
+
+    def run(fn):
+        stats = LoadStats()
+        ctx = Ctx("s.jsonl", lines, keep_going, stats, None)
+        profile = ctx.profile(loopcore_steps.PROFILE)
+        sessions: dict = {}
+        try:
+            fn(records, ctx, profile, "dflt", sessions)
+            raised = None
+        except TraceFormatError as exc:
+            raised = str(exc)
+        steps = {
+            k: [
+                (s.to_dict(), s.target, s.reads, s.writes, s.meta, s.no_op, s.tokens_estimated)
+                for s in v
+            ]
+            for k, v in sessions.items()
+        }
+        types = [[type(x) for x in step[1:]] for v in steps.values() for step in v]
+        return steps, types, [str(e) for e in stats.errors], ctx.skipped, raised
+
+    return run(read_records), run(loopcore_steps._read_records_py)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            _STEP_RECORD,
+            _STEP_RECORD.map(_RecordDict),
+            st.sampled_from([None, 3, "x", ["name"]]),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_compiled_loopcore_record_loop_is_the_pure_one(records, keep_going, with_lines):
+    """The same Steps (types included), the same records refused with the same messages, the
+    same first error without keep_going; records that are dicts, dict subclasses or not dicts."""
+    lines = list(range(2, 2 + 2 * len(records), 2)) if with_lines else None
+    got, want = _read_both(records, keep_going, lines)
+    assert got == want
+
+
+def test_compiled_loopcore_record_loop_examples():
+    records = [
+        {"name": "bash", "args": {"command": "cat a.py"}, "result": "x\n" * 5},
+        {"name": "Read", "kind": "observe", "target": ["a.py", "b.py"], "turn": 0},
+        {"name": "x", "kind": "looks"},
+        {"name": "x", "reads": ["a", 1]},
+        {"name": "x", "writes": "a"},
+        {"name": "x", "text": 3},
+        {"name": "x", "rejected": 3},
+        {"name": "x", "ref": []},
+        {"name": "x", "tokens_turn": -1},
+        {"name": "x", "turn": True},
+        {"name": "x", "tokens_in": -1},
+        {"name": "", "text": "a reply", "session": 7, "no_op": 1, "meta": {"k": 1}},
+        "not a step",
+    ]
+    got, want = _read_both(records, True)
+    assert got == want
+    steps, _, errors, skipped, raised = got
+    assert raised is None and skipped == 10 and len(errors) == 10
+    assert [len(v) for v in steps.values()] == [2, 1]
+    got, want = _read_both(records, False)
+    assert got == want and got[4] is not None

@@ -847,3 +847,132 @@ def v2_result(step, m, content):
 
 
 _V2_RESULT = v2_result
+
+
+# ---------------------------------------------------------------------------------------------
+# loopcore's JSONL: the record loop of loopcore.adapters.loopcore_steps (_read_records_py), the
+# same checks in the same order with the same messages. A record that is an exact dict is read
+# with C lookups; a dict subclass through its own methods, as the reference reads it.
+
+cdef str _KIND_LIST = ", ".join(KINDS)
+
+
+cdef inline object _rget(object r, str key, object default):
+    # r.get(key, default)
+    cdef PyObject* v
+    if type(r) is dict:
+        v = PyDict_GetItemWithError(<dict>r, key)
+        return default if v is NULL else <object>v
+    return r.get(key, default)
+
+
+cdef inline bint _is_count(object v) except -1:
+    # loopcore_steps._count: an int (not a bool) >= 0
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+cdef str _str_list_error(object v):
+    # None, or what is wrong with a reads/writes value (a list of str or None)
+    if v is None:
+        return None
+    if isinstance(v, list):
+        for x in v:
+            if not isinstance(x, str):
+                return "must be a list of strings or null"
+        return None
+    return "must be a list of strings or null"
+
+
+def read_records(records, ctx, profile, default_session, dict sessions):
+    """The compiled twin of ``loopcore.adapters.loopcore_steps._read_records_py``."""
+    cdef Py_ssize_t i = -1
+    cdef list steps
+    for r in records:
+        i += 1
+        if not isinstance(r, dict):
+            ctx.bad(f"a step must be an object, got {type(r).__name__}", i)
+            continue
+        name = _rget(r, "name", None)
+        if not isinstance(name, str) or (
+            not name and _rget(r, "text", None) is None and _rget(r, "rejected", None) is None
+        ):
+            ctx.bad("a step needs a non-empty string 'name'", i)
+            continue
+        kind = _rget(r, "kind", None)
+        target = _rget(r, "target", None)
+        args = _rget(r, "args", None)
+        if kind is None:
+            kind, classified = profile.classify(name, args)
+            if target is None:
+                target = classified
+        elif not isinstance(kind, str) or kind not in _KIND_SET:
+            ctx.bad(f"kind must be one of {_KIND_LIST}; got {kind!r}", i)
+            continue
+        if target is not None and not isinstance(target, (str, list)):
+            ctx.bad("target must be a string, a list of strings or null", i)
+            continue
+        session = _rget(r, "session", None)
+        session = default_session if session is None else str(session)
+        steps = sessions.setdefault(session, [])
+        turn = _rget(r, "turn", len(steps))
+        if not _is_count(turn):
+            ctx.bad(f"turn must be an integer >= 0; got {turn!r}", i)
+            continue
+        tin = _rget(r, "tokens_in", None)
+        tout = _rget(r, "tokens_out", None)
+        flag = True if _rget(r, "tokens_estimated", False) else False
+        if tin is None and tout is None:
+            tin = (text_len(_rget(r, "result", None)) + 3) >> 2  # estimate_tokens
+            tout = (text_len(args) + len(name) + 3) >> 2
+            flag = True
+        else:
+            tin = 0 if tin is None else tin
+            tout = 0 if tout is None else tout
+            if not (_is_count(tin) and _is_count(tout)):
+                ctx.bad("tokens_in and tokens_out must be integers >= 0", i)
+                continue
+        meta = _rget(r, "meta", None)
+        # loopcore_steps._own_fields
+        reads = _rget(r, "reads", None)
+        writes = _rget(r, "writes", None)
+        problem = _str_list_error(reads)
+        if problem is not None:
+            ctx.bad("reads " + problem, i)
+            continue
+        problem = _str_list_error(writes)
+        if problem is not None:
+            ctx.bad("writes " + problem, i)
+            continue
+        text = _rget(r, "text", None)
+        rejected = _rget(r, "rejected", None)
+        if text is not None and not isinstance(text, str):
+            ctx.bad("text must be a string or null", i)
+            continue
+        if rejected is not None and not isinstance(rejected, str):
+            ctx.bad("rejected must be a string or null", i)
+            continue
+        ref = _rget(r, "ref", None)
+        if ref is not None and not isinstance(ref, dict):
+            ctx.bad("ref must be an object or null", i)
+            continue
+        tokens_turn = _rget(r, "tokens_turn", 0)
+        if not _is_count(tokens_turn):
+            ctx.bad("tokens_turn must be an integer >= 0", i)
+            continue
+        no_op = (True if r["no_op"] else False) if "no_op" in r else False
+        if "ref" not in r:
+            # a step written without a coordinate of its own is cited by its place in this file
+            lines = ctx.lines
+            ref = {"line": lines[i]} if lines is not None and i < len(lines) else {"record": i}
+        try:  # the Step's own checks (a profile's rule may give a kind that is none)
+            step = _new_step(
+                session, turn, kind, name, tuple(target) if type(target) is list else target,
+                args, _rget(r, "result", None), _rget(r, "error", None), tin, tout, flag,
+                _rget(r, "call_id", None), dict(meta) if isinstance(meta, dict) else {},
+                None if reads is None else tuple(reads), None if writes is None else tuple(writes),
+                ref, text, rejected, tokens_turn, no_op,
+            )
+        except ValueError as exc:
+            ctx.bad(str(exc), i)
+            continue
+        steps.append(step)

@@ -31,8 +31,9 @@ array of steps, or ``{"session": ..., "steps": [...]}``, is read the same way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._native_flag import NO_EXTENSIONS
 from ..trace import KINDS, Step, Trace
 from ._base import _new_step, estimate_tokens, text_len
 from ._io import Ctx
@@ -101,18 +102,12 @@ def _own_fields(r: dict) -> tuple:
     )
 
 
-def parse(doc: Any, ctx: Ctx) -> list[Trace]:
-    """Traces from loopcore step records, one per session."""
-    default_session = ctx.stem
-    records = doc
-    if isinstance(doc, dict):
-        records = doc.get("steps") if isinstance(doc.get("steps"), list) else [doc]
-        default_session = (
-            str(doc.get("session") or default_session) if "steps" in doc else default_session
-        )
-    profile = ctx.profile(PROFILE)
-    sessions: dict[str, list[Step]] = {}
-    estimated: dict[str, int] = {}
+def _read_records_py(
+    records: Any, ctx: Ctx, profile: Any, default_session: str, sessions: dict[str, list[Step]]
+) -> None:
+    """The Steps of *records* appended to ``sessions[session]`` in order; each record that is not
+    a valid step is reported through ``ctx.bad`` and skipped. The pure twin of
+    ``loopcore._native_ingest.read_records``."""
     for i, r in enumerate(records):
         if not isinstance(r, dict):
             ctx.bad(f"a step must be an object, got {type(r).__name__}", i)
@@ -150,7 +145,6 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             tin = estimate_tokens(text_len(r.get("result")))
             tout = estimate_tokens(text_len(args) + len(name))
             flag = True
-            estimated[session] = estimated.get(session, 0) + 1
         else:
             tin = 0 if tin is None else tin
             tout = 0 if tout is None else tout
@@ -194,6 +188,20 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ctx.bad(str(exc), i)
             continue
         steps.append(step)
+
+
+def parse(doc: Any, ctx: Ctx) -> list[Trace]:
+    """Traces from loopcore step records, one per session."""
+    default_session = ctx.stem
+    records = doc
+    if isinstance(doc, dict):
+        records = doc.get("steps") if isinstance(doc.get("steps"), list) else [doc]
+        default_session = (
+            str(doc.get("session") or default_session) if "steps" in doc else default_session
+        )
+    profile = ctx.profile(PROFILE)
+    sessions: dict[str, list[Step]] = {}
+    _read_records(records, ctx, profile, default_session, sessions)
     traces = []
     for n, (session, steps) in enumerate(sessions.items()):
         est = sum(1 for s in steps if s.tokens_estimated)
@@ -231,3 +239,9 @@ def sniff(records: list) -> bool:
         ):
             return True
     return False
+
+
+if TYPE_CHECKING or NO_EXTENSIONS:
+    _read_records = _read_records_py
+else:
+    from .._native_ingest import read_records as _read_records
