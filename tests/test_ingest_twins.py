@@ -54,6 +54,21 @@ def test_compiled_comment_stripping_and_shell_command_are_the_pure_ones(native, 
     assert native.shell_command(want) == _shell_command(want)
 
 
+def test_compiled_shell_command_tells_editor_sub_commands_apart_by_their_whole_name(native):
+    """The compiled rule skips the set lookup for a command longer than every editor
+    sub-command: each name, each one a character longer or shorter, and long commands give the
+    pure rule's answer."""
+    from loopcore.encoded import _EDITOR_COMMANDS
+
+    names = sorted(_EDITOR_COMMANDS, key=len)
+    cases = [*names, *(n + "x" for n in names), *(n[:-1] for n in names), "x" * len(names[-1])]
+    cases += ["cat <<'EOF' > a.py\n" + "line\n" * 2000 + "EOF", names[-1] + " " * 3]
+    for cmd in cases:
+        for key in ("command", "cmd", "script"):
+            assert native.shell_command({key: cmd}) == _shell_command({key: cmd}), (key, cmd)
+    assert native.shell_command({"command": names[-1]}) is None
+
+
 LOOP = "the same sentence again and again, over and over in this reply; "
 TEXTS = st.one_of(
     st.none(),

@@ -520,6 +520,11 @@ cdef object _drop_comments(object args):
     return args
 
 
+# The longest editor sub-command: a longer command cannot be one, so it is never hashed to find
+# out (a str's first hash reads all of it, and a command is often a whole file in a heredoc).
+cdef Py_ssize_t _EDITOR_MAX = max(map(len, _EDITOR_COMMANDS))
+
+
 cdef object _shell_cmd(object args):
     # loopcore.encoded._shell_command: the shell command a call runs, or None
     if type(args) is not dict:
@@ -527,6 +532,8 @@ cdef object _shell_cmd(object args):
     for key in _COMMAND_KEYS:
         value = _get(<dict>args, key)
         if type(value) is str:
+            if PyUnicode_GET_LENGTH(value) > _EDITOR_MAX:
+                return value
             return None if value in _EDITOR_COMMANDS else value
     return None
 
