@@ -358,13 +358,28 @@ cdef object _norm_args(object args):
     return args
 
 
-cdef bint _reads_content(object name, object args) except -1:
+cdef list _lexed(str cmd, list memo):
+    # taxonomy.shell.lex(cmd), the last command's kept in *memo* ([command, segments], or None
+    # for no memo) for the other rules of the same step: lex is a function of the command alone
+    # and the rules only read its segments. The same command object, not an equal one: hashing
+    # a long command to look it up costs about what lexing it again does.
+    if memo is None:
+        return _lex(cmd)
+    if memo[0] is cmd:
+        return <list>memo[1]
+    segs = _lex(cmd)
+    memo[0] = cmd
+    memo[1] = segs
+    return segs
+
+
+cdef bint _reads_content(object name, object args, list memo) except -1:
     # loopcore.encoded._content_read, with the compiled shell lexer (the twin of the pure one)
     cmd = _command_of(<dict>args) if type(args) is dict else None
     if type(cmd) is str:
         if cmd == "view":
             return True
-        parts = [words for words, _r, _h in _lex(cmd) if words and words[0] != "cd"]
+        parts = [words for words, _r, _h in _lexed(cmd, memo) if words and words[0] != "cd"]
         if len(parts) != 1:
             return False
         words = parts[0]
@@ -538,14 +553,14 @@ cdef object _shell_cmd(object args):
     return None
 
 
-cdef bint _full_write(object args) except -1:
+cdef bint _full_write(object args, list memo) except -1:
     # loopcore.encoded._full_write: echo/printf/cat-heredoc of a known text into one file
     if type(args) is not dict:
         return False
     cmd = _command_of(<dict>args)
     if type(cmd) is not str or ">" not in <str>cmd:
         return False
-    cdef list segs = _lex(cmd)
+    cdef list segs = _lexed(cmd, memo)
     if len(segs) != 1:
         return False
     words, redirs, heredocs = segs[0]
@@ -562,12 +577,12 @@ cdef bint _full_write(object args) except -1:
     return "$" not in text and "`" not in text
 
 
-cdef int _copy_flag(str cmd, object reads, object writes) except -1:
+cdef int _copy_flag(str cmd, object reads, object writes, list memo) except -1:
     # loopcore.encoded._copy_flag: BACKUP / RESTORE / 0
     if not writes or len(writes) != 1:
         return 0
     cdef list segs = []
-    for seg in _lex(cmd):
+    for seg in _lexed(cmd, memo):
         w = seg[0]
         if w and not (w[0] == "cd" or (w[0] == "echo" and not seg[1])):
             segs.append(seg)
@@ -664,12 +679,12 @@ def backup_name(name):
 
 def full_write(args):
     """The compiled twin of loopcore.encoded._full_write."""
-    return _full_write(args)
+    return _full_write(args, None)
 
 
 def copy_flag(cmd, reads, writes):
     """The compiled twin of loopcore.encoded._copy_flag."""
-    return _copy_flag(cmd, reads, writes)
+    return _copy_flag(cmd, reads, writes, None)
 
 
 cdef int64_t _degen(object step, bint fast) except? -1:
@@ -735,6 +750,8 @@ def encode_columns(list traces, settings):
     # per-step facts of the first pass, kept in C until the second pass interns them
     scratch = np.empty((3, total), dtype=np.uint64)
     cdef uint64_t[:, ::1] c_hash = scratch  # state value, old hash, new hash
+    # the last shell command the rules below lexed, with its segments (see _lexed)
+    cdef list lexed = [None, None]
     note = np.empty(total, dtype=np.uint8)
     cdef uint8_t[::1] c_note = note  # STATE_READ / STATE_WRITE / EDIT / SUBSTANTIAL / CALL bits
 
@@ -833,7 +850,7 @@ def encode_columns(list traces, settings):
                                     flags |= S_ABSOLUTE
                                     break
                             else:
-                                if _full_write(args) and step.write_set == targets_t:
+                                if _full_write(args, lexed) and step.write_set == targets_t:
                                     flags |= S_ABSOLUTE
                 if no_op:
                     flags |= S_NO_OP
@@ -842,7 +859,7 @@ def encode_columns(list traces, settings):
                     writes = _set(_write_set(step, fast, kind))
                 reads = _set(_read_set(step, fast, kind))
                 if shell is not None and kind == K_MUTATE and not failed and not no_op:
-                    flags |= _copy_flag(shell, reads, writes)
+                    flags |= _copy_flag(shell, reads, writes, lexed)
                 elif reads is None and shell is None and kind == K_OBSERVE and name:
                     # a tool's read without a target (a search API): see step_facts
                     reads = _UNTARGETED
@@ -852,7 +869,11 @@ def encode_columns(list traces, settings):
                     _text_size(result, 0, &chars, &lines, sub_lines)
                     if error is not None and error is not True:
                         _text_size(error, 0, &chars, &lines, sub_lines)
-                    if chars >= sub_chars and lines >= sub_lines and _reads_content(name, args):
+                    if (
+                        chars >= sub_chars
+                        and lines >= sub_lines
+                        and _reads_content(name, args, lexed)
+                    ):
                         nb |= N_SUBSTANTIAL
             l_targets[j] = targets_t
             l_reads[j] = reads
