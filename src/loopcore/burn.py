@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 from .encoded import (
@@ -226,6 +227,8 @@ class BurnReport:
         by_kind = _empty_by_kind()
         for r in reports:
             for k, v in r.by_kind.items():
+                if not (v["steps"] or v["tokens"]):
+                    continue  # most kinds of most traces: nothing to add
                 by_kind[k]["tokens"] += v["tokens"]
                 by_kind[k]["steps"] += v["steps"]
         findings = tuple(f for r in reports for f in r.findings)
@@ -353,9 +356,9 @@ def _report(
     first: dict[tuple[Any, ...], int] = {}  # group -> its earliest first occurrence
     root = [-1] * len(steps)
     wasted = 0
-    for i, code in enumerate(codes):
-        if not code:
-            continue
+    # the charged steps only (compress walks the codes in C: most steps are not waste)
+    for i in compress(range(len(codes)), codes):
+        code = codes[i]
         j = of[i]
         if code == _REJECTED:
             key: tuple[Any, ...] = (code,)
