@@ -188,6 +188,46 @@ def _timed(fn, *args) -> tuple[float, float, object]:
     return time.perf_counter() - w0, time.process_time() - c0, out
 
 
+def by_folder(traces: str, files: list[str], runs: int) -> None:
+    """Each top-level entry of *traces* timed on its own, parse-only and end to end interleaved
+    as in the main table: which folders the bar is won or lost on. The last column is what a
+    folder's analysis may take for the whole to meet the bar while every other folder's analysis
+    takes what it takes now (0 when the others alone exceed it)."""
+    root = os.path.abspath(traces)
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        top = os.path.relpath(os.path.abspath(f), root).split(os.sep, 1)[0]
+        groups.setdefault(top, []).append(f)
+    timed: dict[str, tuple[float, float, int]] = {}
+    for top, group in sorted(groups.items()):
+        path = os.path.join(root, top)
+        steps = end_to_end(path)[1]  # a warm-up, and the folder's steps
+        parse_cpu, e2e_cpu = [], []
+        for _ in range(runs):
+            parse_cpu.append(_timed(parse_only, group)[1])
+            e2e_cpu.append(_timed(end_to_end, path)[1])
+        timed[top] = (statistics.median(parse_cpu), statistics.median(e2e_cpu), steps)
+    parse_all = sum(p for p, _, _ in timed.values())
+    extra_all = sum(e - p for p, e, _ in timed.values())
+    print("by folder (CPU s, medians of interleaved runs, each folder on its own):")
+    print(
+        f"| {'folder':<26} | {'files':>5} | {'steps':>6} | {'parse s':>7} | {'analyse s':>9} "
+        f"| {'ratio':>6} | {'of the parse':>12} | {'its analysis may take':>21} |"
+    )
+    print(f"|{'-' * 28}|{'-' * 7}|{'-' * 8}|{'-' * 9}|{'-' * 11}|{'-' * 8}|{'-' * 14}|{'-' * 23}|")
+    for top, (p, e, steps) in timed.items():
+        allowed = max((BAR - 1) * parse_all - (extra_all - (e - p)), 0.0)
+        print(
+            f"| {top:<26} | {len(groups[top]):>5} | {steps:>6,} | {p:>7.3f} | {e:>9.3f} "
+            f"| {e / p:>5.2f}x | {p / parse_all * 100:>11.0f}% "
+            f"| {allowed:>11.3f} s ({allowed / p:.2f}x) |"
+        )
+    print(
+        f"all folders: parse {parse_all:.3f} s, analysis beyond it {extra_all:.3f} s "
+        f"({(parse_all + extra_all) / parse_all:.2f}x); the bar leaves {(BAR - 1) * parse_all:.3f} s"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -201,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         "--callgrind",
         action="store_true",
         help="also count both sides' instructions under callgrind (load-independent)",
+    )
+    ap.add_argument(
+        "--by-folder",
+        action="store_true",
+        help="also time each top-level folder of --traces on its own (its ratio and its share)",
     )
     ap.add_argument(
         "--cache-sim",
@@ -305,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"rates are per CPU second; wall-clock ratio {e / p:.2f}")
     print(f"end-to-end / parse-only = {ratio:.2f} (CPU time; bar <= {BAR:.2f}): {verdict}")
+    if args.by_folder:
+        print()
+        by_folder(traces, files, args.runs)
     if args.callgrind:
         cg = callgrind_ir(traces, args.cache_sim)
         print()
