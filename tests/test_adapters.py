@@ -156,6 +156,65 @@ def test_openai_chat_usage_split_and_context_growth():
     assert t.total_tokens == 165
 
 
+def _reasoning_chat(
+    p2: int, p3: int, *, results: tuple[str, str] = ("x = 1\n", "y" * 40), note: bool = False
+):
+    """Three API calls of a chat: the first two each issue one call and reason (500 and 300 of
+    their 520 and 330 completion tokens), with prompts 1000, *p2* and *p3*; *note* puts a user
+    message in the first gap."""
+
+    def call(cid, path, p, c, r):
+        fn = {"name": "read_file", "arguments": json.dumps({"path": path})}
+        u = {"prompt_tokens": p, "completion_tokens": c}
+        u["completion_tokens_details"] = {"reasoning_tokens": r}
+        tc = [{"id": cid, "type": "function", "function": fn}]
+        return {"role": "assistant", "content": "", "tool_calls": tc, "usage": u}
+
+    msgs = [{"role": "user", "content": "task"}, call("c1", "a.py", 1000, 520, 500)]
+    msgs.append({"role": "tool", "tool_call_id": "c1", "content": results[0]})
+    if note:
+        msgs.append({"role": "user", "content": "keep going"})
+    msgs.append(call("c2", "b.py", p2, 330, 300))
+    msgs.append({"role": "tool", "tool_call_id": "c2", "content": results[1]})
+    done = {"prompt_tokens": p3, "completion_tokens": 5}
+    msgs.append({"role": "assistant", "content": "Done.", "usage": done})
+    (t,) = load(msgs)
+    return calls(t)
+
+
+def test_reasoning_the_next_prompt_holds_is_not_charged_to_the_results():
+    # every prompt grew by the whole completion before it: 1000 -> 1530 -> 1872, the first
+    # gap by 510 more than the 20 visible tokens and 6 result characters can hold
+    c1, c2 = _reasoning_chat(1000 + 520 + 10, 1530 + 330 + 12)
+    assert (c1.tokens_in, c2.tokens_in) == (10, 12)  # not 510 and 312, the reasoning again
+    # the reasoning stays the turn's own output, beside the call's share
+    assert c1.tokens_out + c1.tokens_turn == 520 and c2.tokens_out + c2.tokens_turn == 330
+    assert not c1.tokens_estimated and not c2.tokens_estimated
+
+
+def test_reasoning_left_out_of_the_next_prompt_is_read_so():
+    # the first gap grew by 30 < 520: that call's reasoning never reached the next prompt,
+    # so no prompt holds reasoning and the growth less the visible completion is the results'
+    c1, c2 = _reasoning_chat(1000 + 20 + 10, 1030 + 30 + 12)
+    assert (c1.tokens_in, c2.tokens_in) == (10, 12)
+    # a trace whose gaps disagree (the first shows its reasoning kept, the second left out)
+    # is read as it is, as before this rule
+    c1, c2 = _reasoning_chat(1000 + 520 + 10, 1530 + 30 + 12)
+    assert (c1.tokens_in, c2.tokens_in) == (510, 12)
+
+
+def test_reasoning_with_no_gap_that_shows_where_it_went_is_read_as_left_out():
+    # results large enough to hold the reasoning: neither kind of gap, the prompts as they are
+    big = ("x" * 4000, "y" * 4000)
+    c1, c2 = _reasoning_chat(1000 + 520 + 600, 2120 + 330 + 1000, results=big)
+    assert c1.tokens_in == 2120 - 1000 - 20 and c2.tokens_in == 3450 - 2120 - 30
+    # a user message in a gap that grew by less than the completion proves nothing (a new
+    # request may start without the reasoning before it); the other gap shows it kept
+    c1, c2 = _reasoning_chat(1000 + 20 + 10, 1030 + 330 + 12, note=True)
+    assert c2.tokens_in == 12  # 1372 - 1030 less the whole completion, 330
+    assert c1.tokens_estimated  # 1030 - 500 carried - 1000 - 20 < 0: no growth to split
+
+
 def test_openai_chat_without_usage_is_estimated():
     msgs = [
         {
@@ -328,6 +387,69 @@ def test_claude_code_split_message_usage_counted_once():
     assert main.source.endswith("#0") and side.source.endswith("#1")
 
 
+def _claude_line(uuid: str, parent: str | None, kind: str, message: dict) -> str:
+    return json.dumps(
+        {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": "s-advisor",
+            "version": "2.1.101",
+            "type": kind,
+            "message": message,
+            "uuid": uuid,
+            "timestamp": "2026-04-14T00:00:00Z",
+        }
+    )
+
+
+def test_claude_code_usage_of_several_sampling_passes_reads_the_first_prompt(tmp_path):
+    """A response sampled in passes (the advisor server tool runs between them) reports the sum
+    of the passes' prompts beside ``usage.iterations``; the prompt it began with, what the
+    results before it added to, is its first pass's (the shape of Claude Code 2.1.101)."""
+
+    def usage(i, cc, cr, out, passes=None):
+        u = {"input_tokens": i, "cache_creation_input_tokens": cc, "cache_read_input_tokens": cr}
+        u["output_tokens"] = out
+        u["iterations"] = passes or [dict(u, type="message")]
+        return u
+
+    first = {"input_tokens": 600, "cache_creation_input_tokens": 8000}
+    first |= {"cache_read_input_tokens": 39000, "output_tokens": 1700, "type": "message"}
+    advisor = {"input_tokens": 51000, "output_tokens": 2200, "type": "advisor_message"}
+    last = {"input_tokens": 1, "cache_creation_input_tokens": 3000}
+    last |= {"cache_read_input_tokens": 48000, "output_tokens": 100, "type": "message"}
+
+    def call(mid, tid, u):
+        content = [{"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": tid}}]
+        return {"id": mid, "type": "message", "role": "assistant", "content": content, "usage": u}
+
+    def answer(tid, text):
+        content = [{"type": "tool_result", "tool_use_id": tid, "content": text}]
+        return {"role": "user", "content": content}
+
+    lines = [
+        _claude_line("u1", None, "user", {"role": "user", "content": "Review the PR"}),
+        _claude_line("u2", "u1", "assistant", call("m1", "t1", usage(1, 3000, 36000, 200))),
+        _claude_line("u3", "u2", "user", answer("t1", "x" * 4000)),
+        _claude_line(
+            "u4",
+            "u3",
+            "assistant",
+            call("m2", "t2", usage(601, 11000, 87000, 1800, [first, advisor, last])),
+        ),
+        _claude_line("u5", "u4", "user", answer("t2", "y" * 400)),
+        _claude_line("u6", "u5", "assistant", call("m3", "t3", usage(1, 2000, 49000, 50))),
+    ]
+    path = tmp_path / "advisor.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    read1, read2, _read3 = calls(t)
+    # 47,600 (the first pass's prompt) - 39,001 - 200, not 98,601 (the sum) - 39,001 - 200
+    assert read1.tokens_in == 47600 - 39001 - 200 and not read1.tokens_estimated
+    assert read2.tokens_in == 51001 - 47600 - 1800 and not read2.tokens_estimated
+    assert read2.tokens_out + read2.tokens_turn == 1800  # the passes' outputs, counted once
+
+
 # ---- OpenTelemetry / Responses / OpenHands / gemini-cli -------------------------------------
 
 
@@ -358,6 +480,76 @@ def test_codex_rollout_shell_and_apply_patch():
     assert (patch.kind, patch.target) == ("mutate", "README.md")
     assert shell.tokens_out + shell.tokens_turn == 50 and patch.tokens_out + patch.tokens_turn == 40
     assert shell.tokens_in == 1100 - 1000 - 40  # visible output excludes the 10 reasoning tokens
+
+
+def test_claude_code_profile_knows_anthropic_server_tools():
+    prof = loopcore.taxonomy.PROFILES["claude-code"]
+    # the advisor reads the transcript and changes nothing: not an exec, which would make the
+    # same read after it look justified
+    assert prof.access("advisor", {})[0] == "other"
+    assert prof.access("web_fetch", {"url": "https://x"})[:2] == ("observe", "https://x")
+    assert prof.access("Read", {"file_path": "a.py"})[:2] == ("observe", "a.py")
+
+
+def test_codex_reasoning_sent_back_is_not_charged_to_the_next_result(tmp_path):
+    """Codex sends its encrypted reasoning items back with the transcript: a call that reasoned
+    for 1,408 tokens and printed a short output is followed by a prompt grown by the whole
+    completion plus the output (the shape of a real 0.58.0 rollout, gpt-5.1-codex)."""
+
+    def rec(kind, payload):
+        return json.dumps({"timestamp": "t", "type": kind, "payload": payload})
+
+    def usage(inp, out, reasoning):
+        u = {"input_tokens": inp, "cached_input_tokens": 0, "output_tokens": out}
+        u["reasoning_output_tokens"] = reasoning
+        return rec("event_msg", {"type": "token_count", "info": {"last_token_usage": u}})
+
+    def shell(cid, cmd):
+        args = json.dumps({"command": ["bash", "-lc", cmd]})
+        return rec(
+            "response_item",
+            {"type": "function_call", "name": "shell", "arguments": args, "call_id": cid},
+        )
+
+    def output(cid, text):
+        return rec(
+            "response_item", {"type": "function_call_output", "call_id": cid, "output": text}
+        )
+
+    lines = [
+        rec("session_meta", {"id": "sess-r", "cwd": "/repo", "cli_version": "0.58.0"}),
+        rec(
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Fix it"}],
+            },
+        ),
+        rec("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}),
+        shell("a", "git status --short"),
+        usage(24332, 1456, 1408),
+        output("a", "M src/app.py\n" * 19),
+        rec("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "gAAB"}),
+        shell("b", "git diff --stat"),
+        usage(24332 + 1456 + 130, 944, 896),
+        output("b", " src/app.py | 2 +-\n"),
+        rec(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Done."}],
+            },
+        ),
+        usage(24332 + 1456 + 130 + 944 + 20, 12, 0),
+    ]
+    path = tmp_path / "rollout-reasoning.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    status, diff = calls(t)
+    assert (status.tokens_in, diff.tokens_in) == (130, 20)  # not 1538 and 916
+    assert t.total_tokens == 1456 + 130 + 944 + 20 + 12  # the reasoning counted once
 
 
 def test_openhands_events():

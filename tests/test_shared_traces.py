@@ -101,3 +101,34 @@ def test_analysis_bounds_on_every_trace(loaded, impl):
         assert 0 <= r.wasted_tokens <= r.total_tokens, t.source
         assert r.total_tokens == t.total_tokens, t.source
         assert 0.0 <= r.waste_ratio <= 1.0
+
+
+def test_reasoning_the_context_carries_is_counted_once(loaded, shared_traces):
+    """mini-swe-agent sends DeepSeek's reasoner its own ``reasoning_content`` back, so each
+    prompt holds the whole completion before it, reasoning included (every gap of these runs
+    shows it). Counted once, as the call's output and never again as a result's input, the
+    tokens of a trajectory whose usage is complete are what its context grew by from the first
+    prompt to the last, plus the last output: P_last - P_first + completion_last."""
+    folder = shared_traces / "mini-swe-agent-pr816" / "deepseek_reasoner_dev"
+    by_source = {t.source: t for t in loaded[0]}
+    checked = 0
+    for path in sorted(folder.glob("*/*.traj.json.gz")):
+        doc = orjson.loads(gzip.decompress(path.read_bytes()))
+        usages = [
+            ((m.get("extra") or {}).get("response") or {}).get("usage")
+            for m in doc["messages"]
+            if m.get("role") == "assistant"
+        ]
+        t = by_source[str(path)]
+        if not usages or None in usages or t.meta["tokens_source"] != "usage":
+            continue
+        reasoning = [u["completion_tokens_details"]["reasoning_tokens"] for u in usages]
+        assert sum(reasoning) > 1000, path  # a run that reasons, or the check shows nothing
+        expected = (
+            usages[-1]["prompt_tokens"]
+            - usages[0]["prompt_tokens"]
+            + usages[-1]["completion_tokens"]
+        )
+        assert t.total_tokens == expected, path
+        checked += 1
+    assert checked == 5

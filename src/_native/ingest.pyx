@@ -711,6 +711,45 @@ cdef tuple _split_turn(
     return used, estimated
 
 
+cdef object _FRAMING = 64  # loopcore.adapters._base._FRAMING
+
+
+cdef list _context_prompts(list turns, list steps, dict results):
+    # loopcore.adapters._base._context_prompts: each turn's prompt less the reasoning of the
+    # turns before it when a gap shows the reasoning stays in the context (and none that it
+    # does not), else as it is
+    cdef list prompts = [(<list>row)[0] for row in turns]
+    cdef list row
+    cdef Py_ssize_t t, i, n = len(turns)
+    cdef bint kept = False
+    for t in range(n - 1):
+        row = <list>turns[t]
+        p, c, r, nxt = row[0], row[1], row[2], (<list>turns[t + 1])[0]
+        if r <= 0 or p is None or c is None or nxt is None or nxt < p:
+            continue
+        growth = nxt - p
+        extra = row[4]
+        if growth < c and not extra:
+            return prompts  # this call's reasoning did not reach the next prompt
+        if not kept:
+            gap = extra
+            for i in range(<Py_ssize_t>row[3], <Py_ssize_t>(<list>turns[t + 1])[3]):
+                chars = _chars_of(results, steps[i])
+                if chars is not None:
+                    gap += chars
+            kept = growth - (c - r if c > r else 0) > gap + _FRAMING
+    if not kept:
+        return prompts
+    carried = 0
+    for t in range(n):
+        row = <list>turns[t]
+        if prompts[t] is not None:
+            prompts[t] = prompts[t] - carried
+        if row[1] is not None and row[2] > 0:
+            carried += row[2]
+    return prompts
+
+
 def finish(ledger):
     """The twin of loopcore.adapters._base._finish_py: (steps, tokens_source)."""
     cdef list steps = ledger.steps
@@ -721,10 +760,15 @@ def finish(ledger):
     cdef Py_ssize_t t, n_turns = len(turns), lo, hi, prev, k
     cdef list row, after, replies = [], merged
     cdef list sentinel = [None, None, 0, len(steps), 0, [], None, None]
+    # the prompt sizes the growth rule reads (less any reasoning they carry), None last
+    cdef list prompts = _context_prompts(turns, steps, results)
+    prompts.append(None)
     for t in range(n_turns):
         row = turns[t]
         after = turns[t + 1] if t + 1 < n_turns else sentinel
-        prompt, completion, reasoning, lo_o, extra, _open, text, ref = row
+        _prompt, completion, reasoning, lo_o, extra, _open, text, ref = row
+        prompt = prompts[t]
+        nxt = prompts[t + 1]
         lo = lo_o
         hi = after[3]
         if text is not None or lo == hi:
@@ -746,7 +790,7 @@ def finish(ledger):
                 continue
             u, e = _split_turn(
                 steps, args_chars, results, lo, hi, prompt, completion, reasoning, extra, text,
-                after[0],
+                nxt,
             )
             used += u
             estimated += e
@@ -763,7 +807,6 @@ def finish(ledger):
             chars = _chars_of(results, s)
             if chars is None:
                 continue
-            nxt = after[0]
             if prompt is not None and nxt is not None:
                 visible = (completion or 0) - reasoning
                 growth = nxt - prompt - (visible if visible > 0 else 0)
@@ -793,7 +836,7 @@ def finish(ledger):
         answered = _answered(steps, results, lo, hi)
         if not answered:
             continue
-        if _growth(answered, prompt, after[0], completion, reasoning, extra):
+        if _growth(answered, prompt, nxt, completion, reasoning, extra):
             used += 1
         else:
             estimated += 1

@@ -14,7 +14,9 @@ Token rule (documented in docs/formats.md):
 * ``tokens_in`` of a call is what its result added to the context: when the prompt sizes of
   the issuing API call (P) and of the next one (P') are known, the growth
   ``P' - P - visible completion`` is split among the results (and any other messages in the
-  gap) in proportion to their text lengths;
+  gap) in proportion to their text lengths; where the trace shows that the model's reasoning
+  is sent back with the transcript, the prompts are read less the reasoning they hold (see
+  :func:`_context_prompts`), so the growth is ``P' - P - completion``;
 * wherever the trace has no usage for that, both are estimated as ``ceil(chars / 4)`` of the
   JSON text of the arguments (out) and of the result text (in), and the step says so with
   ``tokens_estimated=True``.
@@ -177,10 +179,16 @@ def usage_of(u: Any) -> tuple[int | None, int | None, int] | None:
         r = _int(d.get("reasoning_tokens")) if isinstance(d, dict) else None
         return _int(u.get("prompt_tokens")), _int(u.get("completion_tokens")), r or 0
     if "input_tokens" in u or "output_tokens" in u:
-        p = _int(u.get("input_tokens"))
+        # Anthropic's usage of a response sampled in several passes (a server tool such as the
+        # advisor runs between them) sums the passes' prompts; the prompt the response began
+        # with, what the results before it added to, is its first pass's
+        passes = u.get("iterations")
+        first = passes[0] if passes.__class__ is list and len(passes) > 1 else None
+        src = first if first.__class__ is dict and "input_tokens" in first else u
+        p = _int(src.get("input_tokens"))
         if p is not None:
-            p += (_int(u.get("cache_creation_input_tokens")) or 0) + (
-                _int(u.get("cache_read_input_tokens")) or 0
+            p += (_int(src.get("cache_creation_input_tokens")) or 0) + (
+                _int(src.get("cache_read_input_tokens")) or 0
             )
         d = u.get("output_tokens_details")
         r = (
@@ -236,6 +244,57 @@ def _split_growth(
             s.tokens_in = (chars + 3) >> 2
             s.tokens_estimated = True
     return False
+
+
+# Tokens a message's framing may add beyond its characters (a token is at least a character)
+_FRAMING = 64
+
+
+def _context_prompts(turns: list, steps: list, results: dict) -> list:
+    """Each turn's prompt size as the growth rule reads it: less the reasoning of the earlier
+    API calls when the trace shows that its reasoning stays in the context.
+
+    Some harnesses send the model's reasoning back with the transcript (Codex its encrypted
+    reasoning items, mini-swe-agent the ``reasoning_content`` of DeepSeek's reasoner), so the
+    next prompt holds the whole completion, reasoning included; others leave it out. The
+    trace tells which, from the gaps between consecutive API calls with reasoning:
+
+    * the prompt grew by less than the completion, with nothing but the call's results in the
+      gap (0 <= P' - P < completion): the reasoning was left out;
+    * the prompt grew by more than the visible completion, the gap's characters and
+      ``_FRAMING`` together can hold (a token is at least a character): only the reasoning
+      explains the rest, so it stayed.
+
+    With a gap of the second kind and none of the first, each prompt is read less the reasoning
+    tokens of the turns before it, so a result is never charged its call's reasoning; else the
+    prompts are read as they are (a prompt that shrank, the context cut, tells nothing)."""
+    prompts = [row[_P] for row in turns]
+    kept = False
+    for t in range(len(turns) - 1):
+        row = turns[t]
+        p, c, r, nxt = row[_P], row[_C], row[_R], turns[t + 1][_P]
+        if r <= 0 or p is None or c is None or nxt is None or nxt < p:
+            continue
+        growth = nxt - p
+        extra = row[_EXTRA]
+        if growth < c and not extra:
+            return prompts  # this call's reasoning did not reach the next prompt
+        if not kept:
+            gap = extra
+            for i in range(row[_START], turns[t + 1][_START]):
+                chars = results.get(id(steps[i]))
+                if chars is not None:
+                    gap += chars
+            kept = growth - (c - r if c > r else 0) > gap + _FRAMING
+    if not kept:
+        return prompts
+    carried = 0
+    for t, row in enumerate(turns):
+        if prompts[t] is not None:
+            prompts[t] -= carried
+        if row[_C] is not None and row[_R] > 0:
+            carried += row[_R]
+    return prompts
 
 
 class Ledger:
@@ -499,10 +558,15 @@ class Ledger:
         # stand-in without usage that begins after the last step.
         following = turns[1:]
         following.append([None, None, 0, len(steps), 0, [], None, None])
+        # the prompt sizes the growth rule reads (less any reasoning they carry), the stand-in's
+        # None last
+        prompts = _context_prompts(turns, steps, results)
+        prompts.append(None)
         replies: list[tuple[int, Step]] = []  # (position, step) of the turns that ran nothing
-        for t, ((prompt, completion, reasoning, lo, extra, _open, text, ref), after) in enumerate(
+        for t, ((_prompt, completion, reasoning, lo, extra, _open, text, ref), after) in enumerate(
             zip(turns, following)
         ):
+            prompt, nxt = prompts[t], prompts[t + 1]
             hi = after[_START]
             if text is not None or lo == hi:
                 if lo == hi:
@@ -533,9 +597,7 @@ class Ledger:
                         estimated += 1
                     replies.append((lo, s))
                     continue
-                u, e = self._split_turn(
-                    lo, hi, prompt, completion, reasoning, extra, text, after[_P]
-                )
+                u, e = self._split_turn(lo, hi, prompt, completion, reasoning, extra, text, nxt)
                 used += u
                 estimated += e
                 continue
@@ -553,7 +615,6 @@ class Ledger:
                 chars = results.get(id(s))
                 if chars is None:
                     continue
-                nxt = after[_P]
                 if prompt is not None and nxt is not None:
                     visible = (completion or 0) - reasoning
                     growth = nxt - prompt - (visible if visible > 0 else 0)
@@ -590,7 +651,7 @@ class Ledger:
                     answered.append((s, chars))
             if not answered:
                 continue
-            if _split_growth(answered, prompt, after[_P], completion, reasoning, extra):
+            if _split_growth(answered, prompt, nxt, completion, reasoning, extra):
                 used += 1
             else:
                 estimated += 1

@@ -881,22 +881,28 @@ def normalise_output(profile: Profile | str | None, text: Any) -> tuple[Any, dic
     return fn(text)
 
 
-#: The tools Anthropic defines: client tools with a fixed schema (text editor, bash, memory) and
-#: the server tools the Messages API runs itself (``server_tool_use`` blocks).
-ANTHROPIC: dict[str, Rule] = {
-    "str_replace_based_edit_tool": _editor_rule,
-    "str_replace_editor": _editor_rule,
+#: The server tools the Messages API runs itself (``server_tool_use`` blocks): any harness on
+#: Anthropic's API may meet them (Claude Code's responses hold the advisor's, for one).
+ANTHROPIC_SERVER: dict[str, Rule] = {
     "text_editor_code_execution": _editor_rule,
-    "memory": _editor_rule,
-    "bash": shell_rule,
     "bash_code_execution": shell_rule,
     "code_execution": "exec",
-    "computer": "exec",
     "web_search": _web_search_rule,
     "web_fetch": ("observe", "url"),
     "tool_search_tool_regex": ("observe", ()),
     "tool_search_tool_bm25": ("observe", ()),
     "advisor": "other",
+}
+
+#: The tools Anthropic defines: client tools with a fixed schema (text editor, bash, memory) and
+#: the server tools.
+ANTHROPIC: dict[str, Rule] = {
+    "str_replace_based_edit_tool": _editor_rule,
+    "str_replace_editor": _editor_rule,
+    "memory": _editor_rule,
+    "bash": shell_rule,
+    "computer": "exec",
+    **ANTHROPIC_SERVER,
 }
 
 _GENERIC: dict[str, Rule] = {}
@@ -919,7 +925,7 @@ _GENERIC["read"] = ("observe", ("path", "file_path"))
 #: The built-in profiles by name; ``generic`` knows every harness's tools at once.
 PROFILES: dict[str, Profile] = {
     "generic": Profile("generic", _GENERIC),
-    "claude-code": Profile("claude-code", {**_SHELL_TOOLS, **CLAUDE_CODE}),
+    "claude-code": Profile("claude-code", {**_SHELL_TOOLS, **ANTHROPIC_SERVER, **CLAUDE_CODE}),
     "codex": Profile("codex", {**_SHELL_TOOLS, **CODEX}),
     "openhands": Profile("openhands", {**_SHELL_TOOLS, **OPENHANDS}),
     "swe-agent": Profile("swe-agent", {**_SHELL_TOOLS, **SWE_AGENT}),
