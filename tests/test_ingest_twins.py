@@ -1067,3 +1067,46 @@ def test_compiled_backup_name_examples(native, name, want):
 
     assert (_BACKUP_NAME.search(name) is not None) is want
     assert native.backup_name(name) is want
+
+
+# API calls that reason, each followed by a prompt grown by the whole completion (the reasoning
+# sent back) or by the visible part only, plus what the results add: both readings of
+# _context_prompts, and gaps that disagree, in both twins
+REASONING_CALLS = st.lists(
+    st.tuples(
+        st.integers(0, 3000),  # completion
+        st.integers(0, 3000),  # reasoning (may exceed the completion)
+        st.booleans(),  # the next prompt holds the reasoning
+        st.integers(-50, 400),  # what the gap adds beyond the completion it holds
+        st.sampled_from(["", "ok\n", "x" * 300]),  # the call's result
+        st.integers(0, 2),  # calls the API call issued
+        st.sampled_from([0, 0, 40]),  # characters of other messages in the gap
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(REASONING_CALLS, st.integers(0, 10**6))
+@hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_compiled_reading_of_reasoning_in_the_prompts_is_the_pure_one(native_chat, calls, start):
+    ops = []
+    prompt = start
+    for completion, reasoning, kept, more, result, n_calls, context in calls:
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        ops.append(("turn", usage, ""))
+        for k in range(n_calls):
+            ops.append(("call", "read_file", 20 + k))
+            ops.append(("result", -1, result))
+        if context:
+            ops.append(("context", context))
+        prompt += (completion if kept else max(completion - reasoning, 0)) + more
+    ops.append(("turn", {"prompt_tokens": prompt, "completion_tokens": 3}, "done"))
+    # each result answers the call just made (index -1 of the calls so far)
+    compiled = _ledger_of(ops, None)
+    pure = _ledger_of(ops, None)
+    got_steps, got_source = native_chat.finish(compiled)
+    want_steps, want_source = pure._finish_py()
+    assert got_source == want_source
+    assert [s.to_dict() for s in got_steps] == [s.to_dict() for s in want_steps]
