@@ -482,6 +482,38 @@ def test_codex_rollout_shell_and_apply_patch():
     assert shell.tokens_in == 1100 - 1000 - 40  # visible output excludes the 10 reasoning tokens
 
 
+def test_claude_code_result_written_before_its_call_is_paired(tmp_path):
+    """Claude Code at times writes a tool result one line before the tool_use it answers (the
+    result's parentUuid names the call's record, as in a 2.1.101 session): read after it."""
+
+    def call(mid, tid, cmd, prompt):
+        content = [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": cmd}}]
+        usage = {"input_tokens": prompt, "output_tokens": 10}
+        return {"id": mid, "role": "assistant", "content": content, "usage": usage}
+
+    def answer(tid, text):
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                             "content": text}]}  # fmt: skip
+
+    lines = [
+        _claude_line("u1", None, "user", {"role": "user", "content": "commit it"}),
+        _claude_line("u2", "u1", "assistant", call("m1", "t1", "git status", 100)),
+        _claude_line("u3", "u2", "user", answer("t1", "clean")),
+        _claude_line("u5", "u4", "user", answer("t2", "[main 6e24] done")),  # before its call
+        _claude_line("u4", "u3", "assistant", call("m2", "t2", "git commit -m x", 200)),
+        _claude_line("u6", "u5", "assistant", call("m3", "t3", "git push", 260)),
+        _claude_line("u7", "u6", "user", answer("t3", "pushed")),
+    ]
+    path = tmp_path / "early-result.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    status, commit, push = calls(t)
+    assert commit.result == "[main 6e24] done" and commit.ref == {"line": 5}
+    assert commit.tokens_in == 260 - 200 - 10 and not commit.tokens_estimated
+    assert t.meta["unanswered"] == 0 and "orphan_results" not in t.meta
+    assert [s.result for s in (status, push)] == ["clean", "pushed"]
+
+
 def test_claude_code_profile_knows_anthropic_server_tools():
     prof = loopcore.taxonomy.PROFILES["claude-code"]
     # the advisor reads the transcript and changes nothing: not an exec, which would make the

@@ -123,6 +123,45 @@ def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
     return out
 
 
+def _ids(content: Any, kind: str, key: str) -> list:
+    """The *key* of each *kind* block of a message's content."""
+    if not isinstance(content, list):
+        return []
+    return [b.get(key) for b in content if isinstance(b, dict) and b.get("type") == kind]
+
+
+def _reading_order(records: list) -> list[int]:
+    """The record indexes in file order, except that a user record whose tool results all
+    answer calls written after it (Claude Code flushes a result a line before its call at
+    times; its parentUuid names the call's record) is read right after the last of them."""
+    call_at: dict[Any, int] = {}
+    for i, r in enumerate(records):
+        if (
+            isinstance(r, dict)
+            and r.get("type") == "assistant"
+            and isinstance(r.get("message"), dict)
+        ):
+            for tid in _ids(r["message"].get("content"), "tool_use", "id"):
+                if isinstance(tid, str):
+                    call_at.setdefault(tid, i)
+    later: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        if isinstance(r, dict) and r.get("type") == "user" and isinstance(r.get("message"), dict):
+            ids = _ids(r["message"].get("content"), "tool_result", "tool_use_id")
+            at = [call_at.get(tid, -1) if isinstance(tid, str) else -1 for tid in ids]
+            if at and min(at) > i:
+                later.setdefault(max(at), []).append(i)
+    if not later:
+        return list(range(len(records)))
+    moved = {i for group in later.values() for i in group}
+    order = []
+    for i in range(len(records)):
+        if i not in moved:
+            order.append(i)
+        order.extend(later.get(i, ()))
+    return order
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace per session (and per sidechain) in the file, in order of first appearance."""
     records = doc if isinstance(doc, list) else [doc]
@@ -130,7 +169,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     ledgers: dict[str, Ledger] = {}
     last_msg_id: dict[str, Any] = {}
     agents = _sidechain_agents(records, ctx.stem)
-    for i, r in enumerate(records):
+    for i in _reading_order(records):
+        r = records[i]
         if not isinstance(r, dict):
             ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
             continue
