@@ -514,6 +514,79 @@ def test_claude_code_result_written_before_its_call_is_paired(tmp_path):
     assert [s.result for s in (status, push)] == ["clean", "pushed"]
 
 
+def _progress_session(folder: pathlib.Path, *, own_file: bool) -> pathlib.Path:
+    """A Claude Code 2.1.7x session whose sub-agent's records are copied into ``progress``
+    records of the main file (and, with *own_file*, also written to its own file)."""
+
+    def progress(uuid, kind, message):
+        rec = json.loads(_claude_line(uuid, None, "progress", {}))
+        del rec["message"]
+        data = {"message": {"type": kind, "message": message, "uuid": uuid + "-in"}}
+        rec["data"] = data | {"type": "agent_progress", "prompt": "", "agentId": "a9"}
+        rec["parentToolUseID"] = "t1"
+        return json.dumps(rec)
+
+    def read(mid, tid, path, prompt):
+        content = [{"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": path}}]
+        return {"id": mid, "role": "assistant", "content": content,
+                "usage": {"input_tokens": prompt, "output_tokens": 5}}  # fmt: skip
+
+    def result(tid, text):
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                             "content": text}]}  # fmt: skip
+
+    task = {"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}
+    sub = [
+        ("user", {"role": "user", "content": "look at a.py"}),
+        ("assistant", read("s1", "r1", "a.py", 50)),
+        ("user", result("r1", "x = 1")),
+        ("assistant", read("s2", "r2", "a.py", 70)),
+        ("user", result("r2", "x = 1")),
+    ]
+    lines = [
+        _claude_line("u1", None, "user", {"role": "user", "content": "go"}),
+        _claude_line(
+            "u2", "u1", "assistant", {"id": "m1", "role": "assistant", "content": [task]}
+        ),  # fmt: skip
+        *(progress(f"p{k}", kind, m) for k, (kind, m) in enumerate(sub)),
+        _claude_line("u3", "u2", "user", result("t1", "a.py holds x = 1")),
+    ]
+    main = folder / "s-advisor.jsonl"
+    main.write_text("\n".join(lines) + "\n")
+    if own_file:
+        own = folder / "s-advisor" / "subagents" / "agent-a9.jsonl"
+        own.parent.mkdir(parents=True)
+        own.write_text(
+            "\n".join(
+                json.dumps(
+                    json.loads(_claude_line(f"q{k}", None, kind, m))
+                    | {"isSidechain": True, "agentId": "a9"}
+                )
+                for k, (kind, m) in enumerate(sub)
+            )
+            + "\n"
+        )
+    return main
+
+
+def test_claude_code_sub_agent_records_in_progress_records_are_read(tmp_path):
+    main = _progress_session(tmp_path, own_file=False)
+    top, agent = load(main)
+    assert [s.name for s in top.steps] == ["Task"]
+    assert agent.session == "s-advisor/a9"
+    first, again = calls(agent)
+    assert (first.target, again.target, again.result) == ("a.py", "a.py", "x = 1")
+    assert first.ref == {"line": 4} and again.ref == {"line": 6}  # the progress records' lines
+    assert first.tokens_in == 70 - 50 - 5 and not first.tokens_estimated
+
+
+def test_claude_code_progress_copies_are_not_read_beside_the_sub_agents_own_file(tmp_path):
+    main = _progress_session(tmp_path, own_file=True)
+    assert [t.session for t in load(main)] == ["s-advisor"]  # the copies are left to the file
+    sessions = sorted(t.session for t in load(tmp_path))
+    assert sessions == ["s-advisor", "s-advisor/a9"]  # the folder: the sub-agent once
+
+
 def test_claude_code_profile_knows_anthropic_server_tools():
     prof = loopcore.taxonomy.PROFILES["claude-code"]
     # the advisor reads the transcript and changes nothing: not an exec, which would make the

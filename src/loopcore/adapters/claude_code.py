@@ -8,12 +8,16 @@ same ``message.id`` and a copy of ``message.usage``: its usage is counted once (
 wins, it is the complete one). Sidechain records (``isSidechain``, sub-agents) form one trace per
 sub-agent: ``<sessionId>/<agentId>`` (each sub-agent's own file, ``<sessionId>/subagents/
 agent-<agentId>.jsonl``, or its records inline, grouped by their ``parentUuid`` chain since only
-some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name no agent. Text and thinking blocks are the turn's reply text; a call the harness refused (``No
+some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name no agent; Claude Code 2.1.7x also copies a
+sub-agent's records into ``progress`` records (``data.type: "agent_progress"``) of the main
+file, read as that sub-agent's trace unless its own file lies beside the session's (read
+there). Text and thinking blocks are the turn's reply text; a call the harness refused (``No
 such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ._base import Ledger, Trace
@@ -162,6 +166,32 @@ def _reading_order(records: list) -> list[int]:
     return order
 
 
+def _agent_progress(r: dict) -> tuple[str, str, dict] | None:
+    """``(agentId, "user" | "assistant", message)`` of a ``progress`` record that carries a
+    sub-agent's record (``data.type == "agent_progress"``), else None. Claude Code 2.1.7x copies
+    every record of a sub-agent into the main file so."""
+    data = r.get("data")
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return None
+    agent, inner = data.get("agentId"), data.get("message")
+    if not isinstance(agent, str) or not agent or not isinstance(inner, dict):
+        return None
+    kind, msg = inner.get("type"), inner.get("message")
+    if kind not in _RECORD_TYPES or not isinstance(msg, dict):
+        return None
+    return agent, kind, msg
+
+
+def _own_file(path: str | None, sid: str, agent: str) -> bool:
+    """True when the sub-agent's own file (``<sessionId>/subagents/agent-<agentId>.jsonl``, beside
+    the session's file) exists: a folder's analysis reads it, so its copies in the session's
+    progress records would count it twice."""
+    if not path or "/" in sid + agent or "\\" in sid + agent or ".." in sid + agent:
+        return False
+    base = os.path.join(os.path.dirname(path), sid, "subagents", f"agent-{agent}.jsonl")
+    return os.path.isfile(base) or os.path.isfile(base + ".gz")
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace per session (and per sidechain) in the file, in order of first appearance."""
     records = doc if isinstance(doc, list) else [doc]
@@ -169,6 +199,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     ledgers: dict[str, Ledger] = {}
     last_msg_id: dict[str, Any] = {}
     agents = _sidechain_agents(records, ctx.stem)
+    own_files: dict[tuple[str, str], bool] = {}
+    msg: Any
     for i in _reading_order(records):
         r = records[i]
         if not isinstance(r, dict):
@@ -178,7 +210,19 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         if rtype is not None and not isinstance(rtype, str):
             ctx.bad(f"a record whose type is {type(rtype).__name__}, not a string", i)
             continue
-        if rtype not in _RECORD_TYPES:
+        if rtype == "progress":
+            inner = _agent_progress(r)
+            if inner is None:
+                continue
+            agent, rtype, msg = inner
+            sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
+            own = own_files.get((sid, agent))
+            if own is None:
+                own = own_files[sid, agent] = _own_file(ctx.path, sid, agent)
+            if own:
+                continue  # the sub-agent's own file holds the same records: read there
+            key = f"{sid}/{agent}"
+        elif rtype not in _RECORD_TYPES:
             if (
                 rtype not in KNOWN_TYPES
                 and isinstance(rtype, str)
@@ -190,12 +234,13 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                     i,
                 )
             continue
-        msg = r.get("message")
-        if not isinstance(msg, dict):
-            ctx.bad(f"a {rtype} record without a message object", i)
-            continue
-        sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
-        key = f"{sid}/{agents[i]}" if i in agents else sid
+        else:
+            msg = r.get("message")
+            if not isinstance(msg, dict):
+                ctx.bad(f"a {rtype} record without a message object", i)
+                continue
+            sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
+            key = f"{sid}/{agents[i]}" if i in agents else sid
         ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
