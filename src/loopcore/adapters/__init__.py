@@ -166,6 +166,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "Resources/Fixtures/stage0/agents/codex/small.jsonl",
             _AGENT_SESSIONS,
         ),
+        _c(
+            "Codex CLI",
+            "0.58.0, gpt-5.1-codex (reasoning sent back with the transcript)",
+            "AcidicSoil/codex-session-view",
+            ".sample_session/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+            "23314e081365810b6c593aebd60a4ccb2149befb",
+        ),
     ],
     "claude-code": [
         _c(
@@ -195,6 +202,20 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "jazzyalex/agent-sessions",
             "Resources/Fixtures/stage0/agents/claude/small.jsonl, schema_drift.jsonl, subagent/**",
             _AGENT_SESSIONS,
+        ),
+        _c(
+            "Claude Code",
+            "2.1.72 sub-agent records in progress records",
+            "acabrera04/Harmony",
+            "7f/4c09e7f4d8/0/full.jsonl (branch entire/checkpoints/v1)",
+            "67f0e8b064eb9ddb8f421c4eb6f7468606af6763",
+        ),
+        _c(
+            "Claude Code",
+            "2.1.101 advisor passes in usage.iterations, a result before its call",
+            "acabrera04/Harmony",
+            "llm-logs/backend/04-14-pr341-review.jsonl (branch avanish-logs-final)",
+            "544aa1fad99ef8c2937ded93d68dd04c4342a455",
         ),
     ],
     "mini-swe-agent": [
