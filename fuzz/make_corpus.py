@@ -33,6 +33,8 @@ def put(target: str, data: bytes) -> None:
 def main() -> None:
     rnd = random.Random(11)
     for f in sorted(FIXTURES.iterdir()):
+        if not f.is_file():
+            continue  # a folder fixture (sub-agent files, a task folder): its files are no seed
         body = f.read_bytes()
         put("load", b"\x00" + body)  # auto, from memory
         put("load", bytes([0x20]) + body)  # auto, from a file

@@ -31,6 +31,8 @@ FIXTURE_FORMATS = {
     "codex_rollout_unified_exec.jsonl": "codex",
     "anthropic_messages.json": "anthropic",
     "claude_code_session.jsonl": "claude-code",
+    "claude_code_progress.jsonl": "claude-code",
+    "openai_chat_reasoning.json": "openai-chat",
     "otel_genai_spans.json": "otel",
     "otel_genai_protojson.json": "otel",
     "anthropic_server_tools.json": "anthropic",
