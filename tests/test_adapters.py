@@ -589,6 +589,22 @@ def test_claude_code_progress_copies_are_not_read_beside_the_sub_agents_own_file
     assert sessions == ["s-advisor", "s-advisor/a9"]  # the folder: the sub-agent once
 
 
+def test_claude_code_progress_copies_of_inline_sidechain_records_are_not_read(tmp_path):
+    # the same sub-agent's records also inline in the main file, as sidechain records: read
+    # once, from those
+    main = _progress_session(tmp_path, own_file=False)
+    inline = []
+    lines = main.read_text().splitlines()
+    for k, line in enumerate(lines[2:7]):  # the five progress records
+        rec = json.loads(line)["data"]["message"]
+        side = json.loads(_claude_line(f"q{k}", None, rec["type"], rec["message"]))
+        inline.append(json.dumps(side | {"isSidechain": True, "agentId": "a9"}))
+    main.write_text("\n".join(lines + inline) + "\n")
+    traces = list(load(main))
+    assert [t.session for t in traces] == ["s-advisor", "s-advisor/a9"]
+    assert [s.ref for s in calls(traces[1])] == [{"line": 10}, {"line": 12}]  # the inline ones
+
+
 def test_claude_code_profile_knows_anthropic_server_tools():
     prof = loopcore.taxonomy.PROFILES["claude-code"]
     # the advisor reads the transcript and changes nothing: not an exec, which would make the

@@ -20,7 +20,7 @@ from slots cimport slot_offsets
 
 import orjson
 
-from loopcore.adapters._base import Ledger, parse_args, text_len, text_of, usage_of
+from loopcore.adapters._base import _FRAMING, Ledger, parse_args, text_len, text_of, usage_of
 from loopcore.adapters._walk import call_unparsed
 from loopcore import _native_shell
 from loopcore.taxonomy import profiles as _profiles
@@ -709,9 +709,6 @@ cdef tuple _split_turn(
     else:
         estimated += 1
     return used, estimated
-
-
-cdef object _FRAMING = 64  # loopcore.adapters._base._FRAMING
 
 
 cdef list _context_prompts(list turns, list steps, dict results):

@@ -200,6 +200,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     last_msg_id: dict[str, Any] = {}
     agents = _sidechain_agents(records, ctx.stem)
     own_files: dict[tuple[str, str], bool] = {}
+    inline = set(agents.values())
     msg: Any
     for i in _reading_order(records):
         r = records[i]
@@ -218,9 +219,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
             own = own_files.get((sid, agent))
             if own is None:
-                own = own_files[sid, agent] = _own_file(ctx.path, sid, agent)
+                # the same records inline (sidechain records of that agent) or in the sub-agent's
+                # own file are read there: the copies would count the sub-agent twice
+                own = own_files[sid, agent] = agent in inline or _own_file(ctx.path, sid, agent)
             if own:
-                continue  # the sub-agent's own file holds the same records: read there
+                continue
             key = f"{sid}/{agent}"
         elif rtype not in _RECORD_TYPES:
             if (
