@@ -584,9 +584,47 @@ def test_claude_code_sub_agent_records_in_progress_records_are_read(tmp_path):
 
 def test_claude_code_progress_copies_are_not_read_beside_the_sub_agents_own_file(tmp_path):
     main = _progress_session(tmp_path, own_file=True)
-    assert [t.session for t in load(main)] == ["s-advisor"]  # the copies are left to the file
+    own = str(tmp_path / "s-advisor" / "subagents" / "agent-a9.jsonl")
+    # the session file named on its own brings its sub-agent's file; the copies are left to it
+    top, agent = load(main)
+    assert (top.session, agent.session, agent.source) == ("s-advisor", "s-advisor/a9", own)
+    assert [s.ref for s in calls(agent)] == [{"line": 2}, {"line": 4}]  # the own file's lines
     sessions = sorted(t.session for t in load(tmp_path))
     assert sessions == ["s-advisor", "s-advisor/a9"]  # the folder: the sub-agent once
+    # named as well, or held by a folder named as well: still once
+    for extra in (own, str(tmp_path / "s-advisor")):
+        assert [t.session for t in load([str(main), extra])] == ["s-advisor", "s-advisor/a9"]
+        assert [t.session for t in load([extra, str(main)])] == ["s-advisor/a9", "s-advisor"]
+
+
+def test_claude_code_session_file_named_alone_is_read_with_its_sub_agents_everywhere(tmp_path):
+    # the local parallel run and the fleet plan their work from the same inputs as load
+    from loopcore.fleet import Unit, units
+
+    main = _progress_session(tmp_path, own_file=True)
+    own = str(tmp_path / "s-advisor" / "subagents" / "agent-a9.jsonl")
+    assert [(u.item, u.in_folder) for u in units([str(main)]) if isinstance(u, Unit)] == [
+        (str(main), False),
+        (own, True),
+    ]
+    missing = str(tmp_path / "nope.jsonl")
+    assert units([missing]) == [(missing, "missing")]
+
+
+def test_claude_code_renamed_session_file_alone_reads_the_progress_copies(tmp_path):
+    # a session file that no longer bears its session id does not bring the sub-agent files of
+    # that id: its sub-agent is read from the copies in its progress records, not missed
+    main = _progress_session(tmp_path, own_file=True)
+    renamed = main.with_name("full.jsonl")
+    main.rename(renamed)
+    top, agent = load(renamed)
+    assert agent.session == "s-advisor/a9" and agent.source == f"{renamed}#1"
+    assert [s.ref for s in calls(agent)] == [{"line": 4}, {"line": 6}]  # the progress records
+    # the folder's walk reads the own file, and the copies are left to it
+    assert sorted(t.source for t in load(tmp_path)) == [
+        str(renamed),
+        str(tmp_path / "s-advisor" / "subagents" / "agent-a9.jsonl"),
+    ]
 
 
 def test_claude_code_progress_copies_of_inline_sidechain_records_are_not_read(tmp_path):

@@ -154,17 +154,14 @@ def _size(item: str | list[str]) -> int:
 def units(paths: Sequence[str]) -> list[Unit | tuple[str, str]]:
     """The units of work under *paths*, in the order ``load`` reads them. A path that does not
     exist comes back as ``(path, "missing")`` so the caller reports it where ``load`` would."""
-    from .adapters import _walk
+    from .adapters import _inputs
 
     out: list[Unit | tuple[str, str]] = []
-    for p in paths:
-        p = os.fspath(p)
-        if os.path.isdir(p):
-            out.extend(Unit(item, True, _size(item)) for item in _walk(p))
-        elif os.path.exists(p):
-            out.append(Unit(p, False, _size(p)))
+    for item, in_folder in _inputs(paths):
+        if in_folder is None:
+            out.append((item, "missing"))
         else:
-            out.append((p, "missing"))
+            out.append(Unit(item, in_folder, _size(item)))
     return out
 
 

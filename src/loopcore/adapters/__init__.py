@@ -527,7 +527,7 @@ def _parse_one(
     profile: Any,
     in_folder: bool,
 ) -> list[Trace]:
-    ctx = Ctx(path, parsed.lines, keep_going, stats, profile)
+    ctx = Ctx(path, parsed.lines, keep_going, stats, profile, in_folder)
     for lineno, msg in parsed.bad:
         ctx.bad(msg, line=lineno)
     detected = fmt == "auto"
@@ -707,39 +707,77 @@ def _load_file(
     )
 
 
+def _sub_agent_files(path: str) -> list[str]:
+    """The sub-agent files of a Claude Code session file: Claude Code 2.x writes each
+    sub-agent's records to ``<sessionId>/subagents/agent-<agentId>.jsonl`` beside
+    ``<sessionId>.jsonl``, so a session named on its own is only whole with them."""
+    name = path[:-3] if path.endswith(".gz") else path
+    if not name.endswith(".jsonl"):
+        return []
+    folder = os.path.join(name[: -len(".jsonl")], "subagents")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [
+        os.path.join(folder, f)
+        for f in sorted(names)
+        if f.startswith("agent-") and f.removesuffix(".gz").endswith(".jsonl")
+    ]
+
+
+def _inputs(paths: Iterable[str]) -> Iterator[tuple[Any, bool | None]]:
+    """What a load of *paths* reads, in order: ``(item, in_folder)`` per file, events folder or
+    store (``in_folder``: found by a walk, so a file of no known format is ignored, not an
+    error), ``(path, None)`` for a path that does not exist. A Claude Code session file named
+    on its own brings its sub-agent files right after it, unless another of *paths* names
+    them or a folder among *paths* holds them (each file is read once)."""
+    paths = [os.fspath(p) for p in paths]
+    named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
+    folders = [os.path.join(os.path.realpath(p), "") for p in paths if os.path.isdir(p)]
+    added: set[str] = set()
+    for path in paths:
+        if os.path.isdir(path):
+            for item in _walk(path):
+                yield item, True
+        elif os.path.exists(path):
+            yield path, False
+            for sub in _sub_agent_files(path):
+                real = os.path.realpath(sub)
+                if real in named or real in added or any(real.startswith(f) for f in folders):
+                    continue
+                added.add(real)
+                yield sub, True
+        else:
+            yield path, None
+
+
 def _iter_paths(
     paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any
 ) -> Iterator[Trace]:
-    for path in paths:
-        if os.path.isdir(path):
-            items: Iterable[str | list[str]] = _walk(path)
-            in_folder = True
-        elif os.path.exists(path):
-            items = [path]
-            in_folder = False
-        else:
-            err = TraceFormatError("no such file or folder", path)
+    for item, in_folder in _inputs(paths):
+        if in_folder is None:
+            err = TraceFormatError("no such file or folder", item)
             if not keep_going:
                 raise err
             if stats is not None:
                 stats.errors.append(err)
                 stats.skipped_files += 1
             continue
-        for item in items:
-            try:
-                traces = _load_file(item, fmt, keep_going, stats, profile, in_folder)
-            except TraceFormatError as err:
-                if not keep_going:
-                    raise
-                if stats is not None:
-                    stats.errors.append(err)
-                    stats.skipped_files += 1
-                continue
-            for t in traces:
-                if stats is not None:
-                    stats.traces += 1
-                    stats.steps += len(t.steps)
-                yield t
+        try:
+            traces = _load_file(item, fmt, keep_going, stats, profile, in_folder)
+        except TraceFormatError as err:
+            if not keep_going:
+                raise
+            if stats is not None:
+                stats.errors.append(err)
+                stats.skipped_files += 1
+            continue
+        for t in traces:
+            if stats is not None:
+                stats.traces += 1
+                stats.steps += len(t.steps)
+            yield t
 
 
 def _iter_object(

@@ -230,7 +230,16 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
 class Ctx:
     """Per-source state an adapter reports through: where it is and what was skipped."""
 
-    __slots__ = ("path", "lines", "keep_going", "stats", "skipped", "_profile_arg", "stem")
+    __slots__ = (
+        "path",
+        "lines",
+        "keep_going",
+        "stats",
+        "skipped",
+        "_profile_arg",
+        "stem",
+        "in_folder",
+    )
 
     def __init__(
         self,
@@ -239,8 +248,11 @@ class Ctx:
         keep_going: bool,
         stats: LoadStats | None,
         profile: Any,
+        in_folder: bool = False,
     ) -> None:
         self.path = path
+        #: the source was found by the walk of a folder (which reads everything beside it)
+        self.in_folder = in_folder
         self.lines = lines
         self.keep_going = keep_going
         self.stats = stats

@@ -10,8 +10,8 @@ sub-agent: ``<sessionId>/<agentId>`` (each sub-agent's own file, ``<sessionId>/s
 agent-<agentId>.jsonl``, or its records inline, grouped by their ``parentUuid`` chain since only
 some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name no agent; Claude Code 2.1.7x also copies a
 sub-agent's records into ``progress`` records (``data.type: "agent_progress"``) of the main
-file, read as that sub-agent's trace unless its own file lies beside the session's (read
-there). Text and thinking blocks are the turn's reply text; a call the harness refused (``No
+file, read as that sub-agent's trace unless its own file is read too (``load`` brings the
+sub-agent files of a session file named on its own; a folder's walk reads them). Text and thinking blocks are the turn's reply text; a call the harness refused (``No
 such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
 """
 
@@ -182,14 +182,21 @@ def _agent_progress(r: dict) -> tuple[str, str, dict] | None:
     return agent, kind, msg
 
 
-def _own_file(path: str | None, sid: str, agent: str) -> bool:
+def _own_file(ctx: Ctx, sid: str, agent: str) -> bool:
     """True when the sub-agent's own file (``<sessionId>/subagents/agent-<agentId>.jsonl``, beside
-    the session's file) exists: a folder's analysis reads it, so its copies in the session's
-    progress records would count it twice."""
+    the session's file) exists and this load reads it: the walk of a folder that holds the
+    session's file reads everything beside it, and a session file named on its own brings the
+    sub-agent files of its own name (``load``); its copies in the session's progress records
+    would then count it twice. A file renamed from its session id, named on its own, has its
+    sub-agents read from the copies."""
+    path = ctx.path
     if not path or "/" in sid + agent or "\\" in sid + agent or ".." in sid + agent:
         return False
     base = os.path.join(os.path.dirname(path), sid, "subagents", f"agent-{agent}.jsonl")
-    return os.path.isfile(base) or os.path.isfile(base + ".gz")
+    if not (os.path.isfile(base) or os.path.isfile(base + ".gz")):
+        return False
+    name = path[:-3] if path.endswith(".gz") else path
+    return ctx.in_folder or os.path.basename(name) == f"{sid}.jsonl"
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -221,7 +228,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if own is None:
                 # the same records inline (sidechain records of that agent) or in the sub-agent's
                 # own file are read there: the copies would count the sub-agent twice
-                own = own_files[sid, agent] = agent in inline or _own_file(ctx.path, sid, agent)
+                own = own_files[sid, agent] = agent in inline or _own_file(ctx, sid, agent)
             if own:
                 continue
             key = f"{sid}/{agent}"
