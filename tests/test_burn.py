@@ -764,3 +764,29 @@ def test_restoring_a_backup_taken_after_the_work_is_no_undo_of_it(impl):
         insert(6, "a.py"),
     ]
     assert analyse(impl, steps).findings == ()
+
+
+def test_a_push_after_a_new_commit_redoes_nothing(impl):
+    # the shape of a real Codex run: commit, push, check; later commit the next change, push
+    # again, check. The commit is no undo of the push (git push changes the remote, not the
+    # repository), so the second push and the check after it are new work.
+    prof = loopcore.taxonomy.PROFILES["mini-swe-agent"]
+
+    def bash(turn, cmd, result):
+        kind, target, reads, writes, no_op = prof.access("bash", {"command": cmd})
+        return Step(
+            "s1", turn, kind, "bash", target, {"command": cmd}, result, None, 100, 0,
+            reads=reads, writes=writes, no_op=no_op,
+        )  # fmt: skip
+
+    steps = [
+        bash(1, "git add a.md && git commit -m one", "[main d15f942] one"),
+        bash(2, "git push origin main", "8af9240..d15f942  main -> main"),
+        bash(3, "git status -sb", "## main...origin/main"),
+        bash(4, "python bench.py", "ok"),
+        bash(5, "git add b.md && git commit -m two", "[main b09228b] two"),
+        bash(6, "git push origin main", "d15f942..b09228b  main -> main"),
+        bash(7, "git status -sb", "## main...origin/main"),
+    ]
+    assert [s.target for s in steps[:2]] == ["git:repo", "git:remote"]
+    assert analyse(impl, steps).findings == ()

@@ -95,7 +95,7 @@ cdef frozenset _GIT_LISTERS = frozenset({"branch", "tag", "remote", "config", "w
 cdef frozenset _GIT_LIST_DELETES = frozenset({"-d", "-D", "-m", "-M", "--delete", "--unset"})
 cdef frozenset _GIT_LIST_FIRST = frozenset({"list", "-l", "--list", "-v", "--get", "show", "get-url"})
 cdef frozenset _GIT_STATE_ONLY = frozenset({
-    "add", "commit", "tag", "branch", "fetch", "push", "config", "remote", "notes", "gc", "prune",
+    "add", "commit", "tag", "branch", "fetch", "config", "remote", "notes", "gc", "prune",
     "worktree", "submodule",
 })
 cdef frozenset _GIT_PATH_WRITERS = frozenset({"checkout", "restore", "rm", "mv"})
@@ -1780,6 +1780,10 @@ cdef _Part _classify_git(list words):
     if sub in _GIT_OBSERVE:
         return _part(K_OBSERVE, paths, _EMPTY, False)
     if sub in _GIT_MUTATE:
+        if sub == u"push":
+            # the remote's history changes, not the repository's: a commit is never the undo of
+            # a push, so pushing the next commit redoes nothing
+            return _part(K_MUTATE, _EMPTY, [u"git:remote"], False)
         if sub in _GIT_STATE_ONLY:
             # Only git's own state changes; the working tree is as it was.
             return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)

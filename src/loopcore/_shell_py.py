@@ -988,13 +988,16 @@ def _classify_git(words: list[str]) -> _Part:
     if sub in _GIT_OBSERVE:
         return ("observe", paths, [], False)
     if sub in _GIT_MUTATE:
+        if sub == "push":
+            # the remote's history changes, not the repository's: a commit is never the undo of
+            # a push, so pushing the next commit redoes nothing
+            return ("mutate", [], ["git:remote"], False)
         if sub in (
             "add",
             "commit",
             "tag",
             "branch",
             "fetch",
-            "push",
             "config",
             "remote",
             "notes",
