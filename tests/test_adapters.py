@@ -1464,3 +1464,294 @@ def test_compiled_loopcore_record_loop_examples():
     assert [len(v) for v in steps.values()] == [2, 1]
     got, want = _read_both(records, False)
     assert got == want and got[4] is not None
+
+
+def test_zero_token_counts_are_no_usage():
+    from loopcore.adapters._base import usage_of
+
+    zeros = {"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 0}
+    assert usage_of(zeros) is None  # gemini-cli's message of tool calls alone
+    assert usage_of({"prompt_tokens": 0, "completion_tokens": 0}) is None
+    assert usage_of({"input_tokens": 0, "output_tokens": 0}) is None
+    assert usage_of({"prompt_tokens": 0, "completion_tokens": 7}) == (None, 7, 0)
+    assert usage_of({"prompt_tokens": 12, "completion_tokens": 0}) == (12, 0, 0)
+    # a cached prompt is still a prompt
+    cached = {"input_tokens": 0, "cache_read_input_tokens": 900, "output_tokens": 4}
+    assert usage_of(cached) == (900, 4, 0)
+
+
+def _gemini_call(cid, name, args, output, status="success"):
+    return {
+        "id": cid,
+        "name": name,
+        "args": args,
+        "status": status,
+        "result": [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}],
+    }
+
+
+def test_gemini_cli_calls_written_after_a_notice_belong_to_the_response_before_it(tmp_path):
+    """gemini-cli 0.34 writes a response's calls on a new gemini message (no text, all-zero
+    tokens) when a hook's warning was shown after the response's text (the shape of real
+    recordings of 2026-03); the zeros are no prompt size, and the calls are that turn's."""
+    zeros = {"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 0}
+
+    def gem(mid, text, tokens, calls=None):
+        m = {"id": mid, "timestamp": "t", "type": "gemini", "content": text, "tokens": tokens}
+        if calls is not None:
+            m["toolCalls"] = calls
+        return m
+
+    def tok(inp, out):
+        return {
+            "input": inp,
+            "output": out,
+            "cached": 0,
+            "thoughts": 0,
+            "tool": 0,
+            "total": inp + out,
+        }
+
+    warning = {"id": "w", "timestamp": "t", "type": "warning",
+               "content": "Hook(s) [sentinel] failed for event BeforeTool"}  # fmt: skip
+    edit = {"file_path": "/w/a.py", "old_string": "x = 1", "new_string": "x = 2"}
+    doc = {
+        "sessionId": "s-hook",
+        "projectHash": "h",
+        "messages": [
+            {"id": "u", "timestamp": "t", "type": "user", "content": "change x"},
+            gem("g1", "I will now change x.", tok(186984, 436)),
+            warning,
+            gem("g2", "", zeros, [_gemini_call("c1", "replace", edit, "Successfully modified")]),
+            gem("g3", "Done.", tok(187462, 20)),
+        ],
+    }
+    path = tmp_path / "session-2026-03-18T15-22-s.json"
+    path.write_text(json.dumps(doc))
+    (t,) = load(path)
+    replace, reply = t.steps
+    assert (replace.name, replace.turn, replace.text) == ("replace", 0, "I will now change x.")
+    assert replace.ref == {"message": 3}  # the call's own message
+    assert replace.tokens_in == 187462 - 186984 - 436 and not replace.tokens_estimated
+    assert replace.tokens_out + replace.tokens_turn == 436
+    assert reply.text == "Done." and t.meta["tokens_source"] == "usage"
+
+    # calls on a message of their own right after the user's prompt are that response's: its
+    # zeros are no usage, so what the calls cost is estimated and says so
+    doc["messages"] = [
+        doc["messages"][0],
+        gem(
+            "g1",
+            "",
+            zeros,
+            [
+                _gemini_call(
+                    "c1",
+                    "write_file",
+                    {"file_path": "/w/b.py", "content": "y = 1\n"},
+                    "Successfully created",
+                )
+            ],
+        ),  # fmt: skip
+        gem("g2", "Created.", tok(7269, 30)),
+    ]
+    path.write_text(json.dumps(doc))
+    (t,) = load(path)
+    write = t.steps[0]
+    assert write.tokens_estimated and write.tokens_in == (len("Successfully created") + 3) // 4
+    assert t.meta["tokens_source"] == "mixed"
+
+
+def _codex_rec(kind, payload):
+    return json.dumps({"timestamp": "t", "type": kind, "payload": payload})
+
+
+def _codex_fn(cid, name, args, **extra):
+    item = {"type": "function_call", "name": name, "arguments": json.dumps(args), "call_id": cid}
+    return _codex_rec("response_item", item | extra)
+
+
+def _codex_out(cid, text):
+    return _codex_rec(
+        "response_item", {"type": "function_call_output", "call_id": cid, "output": text}
+    )
+
+
+def test_codex_polls_of_a_running_process_are_waits_not_repeats(tmp_path):
+    """Codex polls a long command with ``write_stdin`` and no input; each poll waits for the
+    next chunk of its output and may come back empty (the shape of a real Codex Desktop
+    0.142 rollout): polls that return alike are never charged as repeats."""
+    poll = {"session_id": 275, "chars": "", "yield_time_ms": 30000}
+    running = "Wall time: 30.0025 seconds\nProcess running with session ID 275\nOriginal token count: 0\nOutput:\n"
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-p", "cwd": "/repo", "cli_version": "0.142.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "npm run bench"}),
+        _codex_out("a", "Chunk ID: 7358a0\n" + running.replace("30.0025", "10.0")),
+        _codex_fn("b", "write_stdin", poll),
+        _codex_out("b", "Chunk ID: 1f1f43\n" + running),
+        _codex_fn("c", "write_stdin", poll),
+        _codex_out("c", "Chunk ID: 8d24c7\n" + running.replace("30.0025", "30.0016")),
+        _codex_fn("d", "write_stdin", poll),
+        _codex_out("d", "Chunk ID: 5b810b\nWall time: 3.1 seconds\nProcess exited with code 0\nOutput:\nok\n"),
+    ]  # fmt: skip
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    start, first, again, last = t.steps
+    assert first.result == "Chunk ID: 1f1f43\n" and again.result == "Chunk ID: 8d24c7\n"
+    assert last.result == "Chunk ID: 5b810b\nok\n" and last.meta["returncode"] == 0
+    assert start.result == ""  # a command's own output is compared without its chunk's id
+    assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_codex_mcp_tool_is_named_by_its_namespace(tmp_path):
+    # Codex 0.137+: {"name": "js", "namespace": "mcp__node_repl"} (a real 0.140 rollout)
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-m", "cwd": "/repo", "cli_version": "0.140.0"}),
+        _codex_fn("a", "js", {"code": "1+1"}, namespace="mcp__node_repl"),
+        _codex_out("a", "2"),
+        _codex_fn("b", "mcp__node_repl__js", {"code": "2+2"}, namespace="mcp__node_repl"),
+        _codex_out("b", "4"),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    assert [s.name for s in t.steps] == ["mcp__node_repl__js", "mcp__node_repl__js"]
+
+
+def test_claude_code_profile_knows_the_2_1_tools():
+    # seen in real Claude Code 2.1.170-2.1.181 sessions: none of them runs anything, and as exec
+    # (the default for an unknown tool) each would hide the repeated reads around it
+    prof = loopcore.taxonomy.PROFILES["claude-code"]
+    for name in ("Skill", "ToolSearch", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet",
+                 "EnterPlanMode", "mcp__ccd_session__mark_chapter"):  # fmt: skip
+        assert prof.access(name, {})[0] == "other", name
+    assert prof.access("Agent", {"prompt": "look"})[0] == "exec"  # a sub-agent may do anything
+
+
+def _agent_session(folder: pathlib.Path, *, own_file: bool) -> pathlib.Path:
+    """A Claude Code 2.1.17x session that ran a sub-agent through the ``Agent`` tool: the main
+    file holds only the call and its ``toolUseResult`` summary (the sub-agent's records are in
+    its own file, when that is there)."""
+    call = {"type": "tool_use", "id": "t1", "name": "Agent", "input": {"prompt": "look"}}
+    answer = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                           "content": [{"type": "text", "text": "all fine"}]}]}  # fmt: skip
+    done = json.loads(_claude_line("u3", "u2", "user", answer))
+    done["toolUseResult"] = {"status": "completed", "agentId": "a9", "totalTokens": 25426,
+                             "totalToolUseCount": 23, "totalDurationMs": 88983}  # fmt: skip
+    lines = [
+        _claude_line("u1", None, "user", {"role": "user", "content": "go"}),
+        _claude_line("u2", "u1", "assistant", {"id": "m1", "role": "assistant", "content": [call]}),
+        json.dumps(done),
+    ]
+    main = folder / "s-advisor.jsonl"
+    main.write_text("\n".join(lines) + "\n")
+    if own_file:
+        own = folder / "s-advisor" / "subagents" / "agent-a9.jsonl"
+        own.parent.mkdir(parents=True)
+        read = {"id": "s1", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.py"}}]}  # fmt: skip
+        rec = json.loads(_claude_line("q1", None, "assistant", read))
+        own.write_text(json.dumps(rec | {"isSidechain": True, "agentId": "a9"}) + "\n")
+    return main
+
+
+def test_claude_code_sub_agent_runs_whose_records_are_not_read_are_said(tmp_path, capsys):
+    from loopcore.cli import main as cli
+
+    session = _agent_session(tmp_path, own_file=False)
+    (t,) = load(session)
+    assert t.meta["sub_agents_unread"] == [{"agent": "a9", "tool_uses": 23, "tokens": 25426}]
+    for extra in ([], ["--jobs", "2"]):
+        assert cli(["analyse", str(session), "--no-progress", *extra]) == 0
+        out = capsys.readouterr().out
+        assert "Warning: 1 sub-agent run (23 tool calls by their own count) in " in out, extra
+        assert str(session) in out
+
+
+def test_claude_code_sub_agent_runs_read_from_their_own_file_are_not_said(tmp_path, capsys):
+    from loopcore.cli import main as cli
+
+    session = _agent_session(tmp_path, own_file=True)
+    top, agent = load(session)
+    assert "sub_agents_unread" not in top.meta and agent.session == "s-advisor/a9"
+    assert cli(["analyse", str(tmp_path), "--no-progress"]) == 0
+    assert "sub-agent run" not in capsys.readouterr().out
+
+
+def test_codex_mcp_error_is_read_from_the_servers_answer(tmp_path):
+    # a real 0.140 rollout: the output item holds only the text the model saw; the
+    # mcp_tool_call_end event beside it (before or after) says the server answered an error
+    def end(cid, result):
+        return _codex_rec("event_msg", {"type": "mcp_tool_call_end", "call_id": cid,
+                                        "invocation": {"server": "node_repl", "tool": "js"},
+                                        "result": result})  # fmt: skip
+
+    failed = {"Ok": {"content": [{"type": "text", "text": "Identifier 'state' has already been declared"}],
+                     "isError": True}}  # fmt: skip
+    fine = {"Ok": {"content": [{"type": "text", "text": "4"}], "isError": False}}
+    seen = '[{"type":"text","text":"Identifier \'state\' has already been declared"}]'
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-e", "cwd": "/repo", "cli_version": "0.140.0"}),
+        _codex_fn("a", "js", {"code": "let state"}, namespace="mcp__node_repl"),
+        end("a", failed),
+        _codex_out("a", "Wall time: 0.0266 seconds\nOutput:\n" + seen),
+        _codex_fn("b", "js", {"code": "let state"}, namespace="mcp__node_repl"),
+        _codex_out("b", "Wall time: 0.01 seconds\nOutput:\n" + seen),
+        end("b", {"Err": "tool call timed out"}),
+        _codex_fn("c", "js", {"code": "2+2"}, namespace="mcp__node_repl"),
+        end("c", fine),
+        _codex_out("c", "Wall time: 0.01 seconds\nOutput:\n4"),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    a, b, c = t.steps
+    assert a.error == "Identifier 'state' has already been declared" and a.result == seen
+    assert b.error == "tool call timed out" and c.error is None and c.result == "4"
+
+
+def test_codex_tool_search_is_a_call_answered_by_the_tools_it_found(tmp_path):
+    # Codex 0.140+ loads tool definitions on demand: the model's tool_search_call and the
+    # definitions its output brings into the context (2.2 K tokens on a real run) are a step
+    usage = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 28}
+    tools = [{"type": "namespace", "name": "mcp__linear", "tools": [{"type": "function",
+              "name": "_list_milestones", "description": "List all milestones"}]}]  # fmt: skip
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-t", "cwd": "/repo", "cli_version": "0.140.0"}),
+        _codex_rec(
+            "response_item",
+            {
+                "type": "tool_search_call",
+                "call_id": "a",
+                "execution": "client",
+                "arguments": {"query": "deployments", "limit": 8},
+            },
+        ),  # fmt: skip
+        _codex_rec(
+            "event_msg",
+            {"type": "token_count", "info": {"last_token_usage": usage | {"input_tokens": 37456}}},
+        ),  # fmt: skip
+        _codex_rec(
+            "response_item",
+            {"type": "tool_search_output", "call_id": "a", "status": "completed", "tools": tools},
+        ),  # fmt: skip
+        _codex_fn("b", "exec_command", {"cmd": "ls"}),
+        _codex_rec(
+            "event_msg",
+            {"type": "token_count", "info": {"last_token_usage": usage | {"input_tokens": 39839}}},
+        ),  # fmt: skip
+        _codex_out("b", "Wall time: 0.1 seconds\nOutput:\na.py\n"),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    stats = loopcore.LoadStats()
+    (t,) = load(path, keep_going=True, stats=stats)
+    search, ls = t.steps
+    assert (search.name, search.kind, search.args) == (
+        "tool_search",
+        "other",
+        {"query": "deployments", "limit": 8},
+    )
+    assert search.result == tools and search.tokens_in == 39839 - 37456 - 28
+    assert not stats.errors and t.meta["unanswered"] == 0 and ls.result == "a.py\n"

@@ -229,13 +229,13 @@ cdef int _classify_pending(list pending) except -1:
 
 
 cdef tuple _usage(object usage):
-    # usage_of(usage) or _NO_USAGE; its common case (int prompt_tokens and completion_tokens)
+    # usage_of(usage) or _NO_USAGE; its common case (int prompt_tokens > 0 and completion_tokens)
     # read here, the rest by usage_of itself
     cdef object p, c, d, r
     if type(usage) is dict:
         p = _get(<dict>usage, "prompt_tokens")
         c = _get(<dict>usage, "completion_tokens")
-        if type(p) is int and type(c) is int:
+        if type(p) is int and type(c) is int and p > 0:
             d = _get(<dict>usage, "completion_tokens_details")
             r = _get(<dict>d, "reasoning_tokens") if type(d) is dict else None
             return (p, c, r if type(r) is int else 0)

@@ -529,7 +529,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
         _check_policy(args.html_policy)
     started = time.perf_counter()
     html_data = None
-    no_steps: list[str] = []
+    no_steps = _Notes()
     try:
         with _Progress(args.paths, args.progress) as prog:
             stored = _run_store(args, prog.callback(), no_steps)
@@ -594,7 +594,7 @@ def _run_analyse(args: argparse.Namespace) -> int:
 
 
 def _run_store(
-    args: argparse.Namespace, on_trace: Callable[[Any], None] | None, no_steps: list[str]
+    args: argparse.Namespace, on_trace: Callable[[Any], None] | None, no_steps: _Notes
 ) -> Any:
     """The stored-columns branch of ``analyse``: re-analyse a store given as the only path, or
     analyse and append to the store of ``--parquet``; None when neither applies."""
@@ -647,34 +647,62 @@ def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
     return on_trace
 
 
-def _watch_no_steps(
-    callback: Callable[[Any], None] | None, into: list[str]
-) -> Callable[[Any], None]:
-    """An on_trace callback that notes the traces of non-empty inputs that gave no step."""
+class _Notes:
+    """What the traces of a run told that the summary must say: the sources of a known format
+    that gave no step, and the sessions whose sub-agents' records were not read."""
+
+    __slots__ = ("no_steps", "unread")
+
+    def __init__(self) -> None:
+        self.no_steps: list[str] = []
+        self.unread: list[tuple[str, int, int]] = []  # (source, sub-agents, their tool calls)
+
+
+def _watch_no_steps(callback: Callable[[Any], None] | None, into: _Notes) -> Callable[[Any], None]:
+    """An on_trace callback that notes the traces of non-empty inputs that gave no step, and
+    those that ran sub-agents whose own records were not read."""
 
     def on_trace(trace: Any) -> None:
         if trace.meta.get("no_steps"):
-            into.append(trace.source or "<input>")
+            into.no_steps.append(trace.source or "<input>")
+        unread = trace.meta.get("sub_agents_unread")
+        if unread:
+            calls = sum(a.get("tool_uses", 0) for a in unread if isinstance(a, dict))
+            into.unread.append((trace.source or "<input>", len(unread), calls))
         if callback is not None:
             callback(trace)
 
     return on_trace
 
 
-def _warn_no_steps(sources: list[str]) -> None:
-    """Say so when inputs of a known format gave no step: a format variant the reader missed
-    must not pass for a clean run."""
-    if not sources:
-        return
-    sources = sorted(sources)  # with --jobs they arrive as the workers finish
-    n = len(sources)
+def _warn_no_steps(notes: _Notes) -> None:
+    """Say so when inputs of a known format gave no step (a format variant the reader missed
+    must not pass for a clean run), and when sessions ran sub-agents whose calls the files
+    read do not hold (their work is not in the analysis)."""
     from .report import terminal_safe
 
-    shown = terminal_safe(", ".join(sources[:3])) + (f" and {n - 3} more" if n > 3 else "")
-    print(
-        f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
-        f"(see `loopcore formats` and docs/formats.md)"
-    )
+    if notes.no_steps:
+        sources = sorted(notes.no_steps)  # with --jobs they arrive as the workers finish
+        n = len(sources)
+        shown = terminal_safe(", ".join(sources[:3])) + (f" and {n - 3} more" if n > 3 else "")
+        print(
+            f"Warning: {n} input{'s' if n != 1 else ''} of a known format gave no tool call or reply: {shown} "
+            f"(see `loopcore formats` and docs/formats.md)"
+        )
+    if notes.unread:
+        unread = sorted(notes.unread)
+        agents = sum(u[1] for u in unread)
+        calls = sum(u[2] for u in unread)
+        n = len(unread)
+        shown = terminal_safe(", ".join(u[0] for u in unread[:3])) + (
+            f" and {n - 3} more" if n > 3 else ""
+        )
+        print(
+            f"Warning: {agents} sub-agent run{'s' if agents != 1 else ''} ({calls} tool calls by "
+            f"their own count) in {shown}: their records are not in the files read, so their "
+            f"calls are not analysed (Claude Code writes them to <sessionId>/subagents/ beside "
+            f"the session's file: analyse the folder that holds both)"
+        )
     sys.stdout.flush()
 
 
@@ -708,7 +736,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
     html_data = None
-    no_steps: list[str] = []
+    no_steps = _Notes()
     try:
         with _Progress(args.paths, args.progress) as prog:
             on_trace = prog.callback()

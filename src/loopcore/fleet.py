@@ -115,7 +115,7 @@ class UnitResult:
     steps: int = 0
     html: Any = None
     #: (source, steps, no_steps) per trace, for the caller's progress and empty-input notes
-    seen: list[tuple[str, int, bool]] = field(default_factory=list)
+    seen: list[tuple[str, int, dict]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -128,7 +128,7 @@ class _Piece:
     files: int = 0
     steps: int = 0
     html: Any = None
-    seen: list[tuple[str, int, bool]] = field(default_factory=list)
+    seen: list[tuple[str, int, dict]] = field(default_factory=list)
     #: a range: the session of each trace it owns; None for a unit
     keys: list[str] | None = None
     #: a range that found its file irregular: the file is analysed again as one unit
@@ -411,7 +411,7 @@ def _fill(out: _Piece, traces: list[Any], label: str) -> None:
         src = t.source or label
         out.packed.append(_pack(_result(t, src, rep)))
         out.steps += len(t.steps)
-        out.seen.append((src, len(t.steps), bool(t.meta.get("no_steps"))))
+        out.seen.append((src, len(t.steps), _notes(t.meta)))
 
 
 def _analyse_unit(unit: Unit, fmt: str, keep_going: bool, html_policy: str | None) -> _Piece:
@@ -634,8 +634,8 @@ def _unit_result(pieces: list[_Piece], path: str | None) -> UnitResult:
         out.ignored.extend(p.ignored)
         out.files += p.files
         out.steps += p.steps
-    no_steps = [s[2] for p in pieces for s in p.seen]
-    out.seen = [(r.source, r.steps, e) for r, e in zip(out.results, no_steps)]
+    notes = [s[2] for p in pieces for s in p.seen]
+    out.seen = [(r.source, r.steps, e) for r, e in zip(out.results, notes)]
     return out
 
 
@@ -699,22 +699,31 @@ def _missing(paths_units: list[Any], keep_going: bool) -> list[Any]:
     return out
 
 
+#: The trace meta a worker passes back for the summary's warnings.
+_NOTED = ("no_steps", "sub_agents_unread")
+
+
+def _notes(meta: dict) -> dict:
+    return {k: meta[k] for k in _NOTED if meta.get(k)}
+
+
 class _Done:
     """What the caller's callback is given per trace a worker analysed: the ``source``,
-    ``steps`` and ``meta`` fields a Trace would offer (a progress bar reads them)."""
+    ``steps`` and ``meta`` fields a Trace would offer (a progress bar reads them; the meta holds
+    only what the summary warns about)."""
 
     __slots__ = ("meta", "source", "steps")
 
-    def __init__(self, source: str, steps: int, no_steps: bool) -> None:
+    def __init__(self, source: str, steps: int, notes: dict) -> None:
         self.source = source
         self.steps = range(steps)
-        self.meta = {"no_steps": True} if no_steps else {}
+        self.meta = notes
 
 
-def _tell(on_unit: Callable[[Any], None] | None, seen: list[tuple[str, int, bool]]) -> None:
+def _tell(on_unit: Callable[[Any], None] | None, seen: list[tuple[str, int, dict]]) -> None:
     if on_unit is not None:
-        for source, steps, no_steps in seen:
-            on_unit(_Done(source, steps, no_steps))
+        for source, steps, notes in seen:
+            on_unit(_Done(source, steps, notes))
 
 
 def analyse(

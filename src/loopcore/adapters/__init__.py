@@ -173,6 +173,27 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             ".sample_session/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
             "23314e081365810b6c593aebd60a4ccb2149befb",
         ),
+        _c(
+            "Codex Desktop",
+            "0.142.0-alpha.6 (write_stdin polls of running commands, commit and push twice)",
+            "blackgirlbytes/entire-token-costs-benchmark-tests",
+            "a7/1156299398/0/full.jsonl (branch entire/checkpoints/v1)",
+            "8b54d1f6fa9864882a3eb58dce378b7010923501",
+        ),
+        _c(
+            "Codex Desktop",
+            "0.140.0-alpha.2 (MCP tools named by namespace)",
+            "blackgirlbytes/planetfall-seed-signalkit",
+            "18/e55e8a9e52/8/full.jsonl (branch entire/checkpoints/v1)",
+            "ce27f2853445102365565b05bcf34383fc61fe10",
+        ),
+        _c(
+            "Codex Desktop",
+            "0.140.0-alpha.19 (web_search_call without a call id, tool_search)",
+            "blackgirlbytes/planetfall-seed-signalkit",
+            "a7/b0dc5dfa2b/6/full.jsonl (branch entire/checkpoints/v1)",
+            "9f27ce06c092ccae0255b09df84dbdaada9e0622",
+        ),
     ],
     "claude-code": [
         _c(
@@ -216,6 +237,27 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "acabrera04/Harmony",
             "llm-logs/backend/04-14-pr341-review.jsonl (branch avanish-logs-final)",
             "544aa1fad99ef8c2937ded93d68dd04c4342a455",
+        ),
+        _c(
+            "Claude Code",
+            "2.1.181 (claude-desktop chapter marks)",
+            "blackgirlbytes/entire-token-costs-benchmark-tests",
+            "cb/190e483db3/0/full.jsonl (branch entire/checkpoints/v1)",
+            "8b54d1f6fa9864882a3eb58dce378b7010923501",
+        ),
+        _c(
+            "Claude Code",
+            "2.1.170 (Agent runs whose records are only in their own files, Skill)",
+            "blackgirlbytes/planetfall-seed-signalkit",
+            "07/d253ca52d8/4/full.jsonl (branch entire/checkpoints/v1)",
+            "4d252bba14b242f26abae0bd6f6cbf081f818378",
+        ),
+        _c(
+            "Claude Code",
+            "2.1.177 (ToolSearch, the task list tools)",
+            "blackgirlbytes/planetfall-seed-signalkit",
+            "47/c7e9ab56d1/1/full.jsonl (branch entire/checkpoints/v1)",
+            "e71980b22342e2e505ef6c50db128fd31b277c32",
         ),
     ],
     "mini-swe-agent": [
@@ -310,6 +352,27 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "jazzyalex/agent-sessions",
             "Resources/Fixtures/stage0/agents/gemini/jsonl_v040.jsonl, small.json, large.json",
             _AGENT_SESSIONS,
+        ),
+        _c(
+            "gemini-cli",
+            "0.34-era JSON recordings (calls on a message of their own after a hook's warning)",
+            "BrianV1981/aim",
+            "[AUTO_REPAIR]/archive/raw/session-2026-03-*.json (36 sessions, sub-agents among them)",
+            "100c7a70ca2412506d06f36a66328047baf07f2f",
+        ),
+        _c(
+            "gemini-cli",
+            "JSON recordings of benchmark runs, gemini-3.1-pro and gemini-3-flash",
+            "BrianV1981/aim",
+            "docs/benchmarks/raw_logs/*.json, docs/benchmarks/render_benchmark/aim_session.json",
+            "30136f01dc2b5b6ce7207b063f799fa2c6b60705",
+        ),
+        _c(
+            "gemini-cli",
+            "JSON recording, gemini-2.5-pro (calls right after the prompt, zero token counts)",
+            "yoavf/ai-sessions",
+            "examples/gemini-cli-pomodoro-timer.json",
+            "398dc8802808703db64c58029ef1924f5d31c31f",
         ),
     ],
     "opencode": [

@@ -170,10 +170,23 @@ def usage_of(u: Any) -> tuple[int | None, int | None, int] | None:
         return None
     p = u.get("prompt_tokens")
     c = u.get("completion_tokens")
-    if p.__class__ is int and c.__class__ is int:  # the common case, read without the helpers
+    if p.__class__ is int and c.__class__ is int and p > 0:  # the common case, read directly
         d = u.get("completion_tokens_details")
         r = d.get("reasoning_tokens") if d.__class__ is dict else None
         return p, c, r if r.__class__ is int else 0
+    got = _usage_fields(u)
+    if got is None or got[0] != 0:
+        return got
+    # A prompt of 0 tokens is no API call's (a cached prompt counts its cached tokens too): it
+    # is a count the harness did not record (gemini-cli writes zeros on the message it makes
+    # for tool calls alone), never a size the next prompt's growth can be measured from.
+    if not got[1]:
+        return None
+    return None, got[1], got[2]
+
+
+def _usage_fields(u: dict) -> tuple[int | None, int | None, int] | None:
+    # usage_of's reading of each schema, zeros as they are
     if "prompt_tokens" in u or "completion_tokens" in u:
         d = u.get("completion_tokens_details")
         r = _int(d.get("reasoning_tokens")) if isinstance(d, dict) else None

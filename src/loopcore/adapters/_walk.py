@@ -171,6 +171,7 @@ RESPONSES_CALLS = frozenset(
         "shell_call",
         "apply_patch_call",
         "computer_call",
+        "tool_search_call",
     }
 )
 #: Calls to the tools the Responses API runs itself: each item holds its own answer.
@@ -185,6 +186,7 @@ RESPONSES_OUTPUTS = frozenset(
         "shell_call_output",
         "apply_patch_call_output",
         "computer_call_output",
+        "tool_search_output",
     }
 )
 #: Items that are neither calls, outputs nor messages, knowingly passed over (tool listings,
@@ -198,8 +200,6 @@ RESPONSES_PASSED = frozenset(
         "item_reference",
         "compaction",
         "compaction_summary",
-        "tool_search_call",
-        "tool_search_output",
     }
 )
 
@@ -438,6 +438,12 @@ class ResponsesWalker:
             if not isinstance(name, str):
                 self.ctx.bad("a function_call without a name", i)
                 return
+            ns = it.get("namespace")
+            if isinstance(ns, str) and ns and not name.startswith(ns):
+                # Codex 0.137+ names an MCP tool by its server's namespace and its own name
+                # (``"namespace": "mcp__node_repl", "name": "js"``): the tool is both, as
+                # Claude Code spells it, so two servers' tools of one name stay apart
+                name = f"{ns}__{name}"
             args, ok = parse_args(it.get("arguments"))
             self.function_call(name, args, ok, cid, i)
         elif t == "custom_tool_call":
@@ -475,6 +481,11 @@ class ResponsesWalker:
         elif t == "computer_call":
             action = _as_dict(it.get("action"))
             ledger.call("computer", action, cid, kind="exec", ref=self.call_ref(i))
+        elif t == "tool_search_call":
+            # the model looks up tool definitions loaded on demand (Codex 0.140+); the tools
+            # found enter the context as its output
+            args, _ok = parse_args(it.get("arguments"))
+            ledger.call("tool_search", args, cid, ref=self.call_ref(i))
         else:
             self.other_call(it, t, cid, i)
 
@@ -486,6 +497,8 @@ class ResponsesWalker:
         if t == "shell_call_output":
             result, error, rc = shell_call_output(it.get("output"))
             facts = {"returncode": rc} if rc is not None else {}
+        elif t == "tool_search_output":
+            result, facts = it.get("tools"), {}
         elif t == "apply_patch_call_output" or t == "computer_call_output":
             result, facts = text_of(it.get("output")), {}
             if it.get("status") == "failed":

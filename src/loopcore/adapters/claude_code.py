@@ -182,6 +182,19 @@ def _agent_progress(r: dict) -> tuple[str, str, dict] | None:
     return agent, kind, msg
 
 
+def _sub_agent_run(r: dict) -> tuple[str, int, int] | None:
+    """(agentId, tool uses, tokens) of the sub-agent run a user record answers (the
+    ``toolUseResult`` of an ``Agent`` / ``Task`` call: ``agentId``, ``totalToolUseCount``,
+    ``totalTokens``), else None."""
+    run = r.get("toolUseResult")
+    if not isinstance(run, dict):
+        return None
+    agent, uses, tokens = run.get("agentId"), run.get("totalToolUseCount"), run.get("totalTokens")
+    if not isinstance(agent, str) or not agent or type(uses) is not int or uses <= 0:
+        return None
+    return agent, uses, tokens if type(tokens) is int else 0
+
+
 def _own_file(ctx: Ctx, sid: str, agent: str) -> bool:
     """True when the sub-agent's own file (``<sessionId>/subagents/agent-<agentId>.jsonl``, beside
     the session's file) exists and this load reads it: the walk of a folder that holds the
@@ -207,6 +220,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     last_msg_id: dict[str, Any] = {}
     agents = _sidechain_agents(records, ctx.stem)
     own_files: dict[tuple[str, str], bool] = {}
+    ran_by: dict[str, list[tuple[str, str, int, int]]] = {}  # trace -> its sub-agents' runs
     inline = set(agents.values())
     msg: Any
     for i in _reading_order(records):
@@ -272,7 +286,23 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             )
         else:
             anthropic_user_blocks(msg.get("content"), ledger, refusals=_REFUSALS)
-    traces = [lg.trace(source=ctx.path, fmt=NAME) for lg in ledgers.values()]
+            ran = _sub_agent_run(r)
+            if ran is not None:
+                ran_by.setdefault(key, []).append((sid, *ran))
+    traces = []
+    for key, lg in ledgers.items():
+        # sub-agents whose own records this load does not read (Claude Code 2.1.1xx writes
+        # them to <sessionId>/subagents/ only): their calls are not analysed, say so
+        unread = [
+            {"agent": agent, "tool_uses": uses, "tokens": tokens}
+            for sid, agent, uses, tokens in ran_by.get(key, ())
+            if f"{sid}/{agent}" not in ledgers and not _own_file(ctx, sid, agent)
+        ]
+        traces.append(
+            lg.trace(
+                source=ctx.path, fmt=NAME, meta={"sub_agents_unread": unread} if unread else None
+            )
+        )
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"

@@ -8,7 +8,8 @@ events; ``token_count`` carries each API call's ``last_token_usage``) and ``comp
 Consecutive model-side items form one API call. Tool outputs go through the ``codex`` output
 normaliser (taxonomy/profiles.py): the per-call header (``Chunk ID``, ``Wall time``, ``Process
 exited with code N``, ``Original token count``) is removed, the exit code kept in
-``meta["returncode"]``. A ``web_search_call`` is an observe step answered inside the API call.
+``meta["returncode"]``; a ``write_stdin`` poll (no input) keeps its ``Chunk ID`` line, as each
+poll reads a new chunk of the running process's output. A ``web_search_call`` is an observe step answered inside the API call.
 Arguments that are not JSON, and calls the harness answered "unsupported call", are rejected
 turns (nothing ran). ``yield_time_ms``, ``max_output_tokens`` and ``justification`` are dropped
 from the arguments (they shape the answer, not what runs). Every step's ``ref`` is ``{"line": N}``.
@@ -72,11 +73,17 @@ def _output(raw: Any) -> tuple[Any, dict]:
             text = "\n".join(texts)
     body, more = normalise_output(PROFILE, text)
     facts.update(more)
+    if body is not text and text.startswith("Chunk ID: "):
+        facts["chunk"] = text[10 : text.find("\n")].strip()
     return body, facts
 
 
 class _Walker(ResponsesWalker):
     reasoning_keys = ("summary", "content")
+
+    def __init__(self, ledger: Ledger, ctx: Ctx) -> None:
+        super().__init__(ledger, ctx)
+        self.mcp_errors: dict[str, Any] = {}  # call id -> the error its MCP server answered
 
     def ref(self, i: int) -> dict:
         lines = self.ctx.lines
@@ -101,6 +108,18 @@ class _Walker(ResponsesWalker):
         return _output(raw)
 
     def answered(self, step: Any, result: Any, facts: dict) -> None:
+        args = step.args
+        if (
+            step.name == "write_stdin"
+            and facts.get("chunk")
+            and isinstance(args, dict)
+            and not args.get("chars")
+            and isinstance(result, str)
+        ):
+            # A poll (no input) waits for the next chunk of a running process's output: two
+            # polls never read the same chunk, even when both came back empty, so the chunk's
+            # id stays in what the poll returned and a wait is never a repeat of the one before.
+            result = f"Chunk ID: {facts['chunk']}\n{result}"
         if facts.get("returncode") is not None:
             step.meta["returncode"] = facts["returncode"]
         if facts.get("exec_session") is not None:
@@ -112,7 +131,37 @@ class _Walker(ResponsesWalker):
             step.rejected = result
             step.kind = "other"
             step.target = None
-        self.ledger.result(step, result)
+        self.ledger.result(step, result, self.mcp_errors.pop(step.call_id, None))
+
+    def mcp_end(self, payload: dict) -> None:
+        """An ``mcp_tool_call_end`` event: the MCP server's own answer says whether the call
+        failed (``isError``, or an ``Err``), which the output item's text does not."""
+        error = _mcp_error(payload.get("result"))
+        cid = payload.get("call_id")
+        if error is None or not isinstance(cid, str):
+            return
+        for step in reversed(self.ledger.steps):  # the output item came first: set it there
+            if step.call_id == cid:
+                if step.result is not None and step.error is None:
+                    step.error = error
+                    return
+                break
+        self.mcp_errors[cid] = error
+
+
+def _mcp_error(result: Any) -> Any:
+    """The error of an MCP call's result (``{"Ok": {"content", "isError": true}}`` or
+    ``{"Err": ...}``), else None."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("Err") is not None:
+        return result["Err"]
+    ok = result.get("Ok")
+    if isinstance(ok, dict) and ok.get("isError") is True:
+        content = ok.get("content")
+        text = text_of(content) if isinstance(content, list) else content
+        return text if isinstance(text, str) and text else "error"
+    return None
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -153,6 +202,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         if not isinstance(payload, dict):
             continue
+        if rtype == "event_msg" and payload.get("type") == "mcp_tool_call_end":
+            w.mcp_end(payload)
         w.rollout_record(rtype, payload, i)
     meta = {"cli_version": version} if version else None
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]

@@ -12,7 +12,11 @@
   ``thoughts``, ``tool``, ``total``) and ``toolCalls`` (``{"id", "name", "args", "result",
   "status"}``). A call's ``result`` can hold the function responses of its whole batch: each
   call takes the response with its own id. ``status: "error"`` / ``"cancelled"`` marks a failed
-  call; a call to a tool the registry does not have is a rejected turn. Results go through the
+  call; a call to a tool the registry does not have is a rejected turn. A gemini message of
+  tool calls alone (no text, thoughts or token counts) right after a gemini message that issued
+  none, with only notices between, holds that response's calls (gemini-cli writes a response's
+  calls on a new message when a hook's warning was shown after its text): they are read as
+  that turn's. All-zero token counts are no usage (docs/formats.md). Results go through the
 ``gemini-cli`` output normaliser (taxonomy/profiles.py): the shell tool's per-call footer
 (``Process Group PGID``, ``Background PIDs``) and ``<untrusted_context>`` wrapper are removed and
 its ``Exit Code`` kept in ``meta["returncode"]``.
@@ -28,7 +32,7 @@ import re
 from typing import Any
 
 from ..taxonomy.profiles import normalise_output
-from ._base import Ledger, Trace, text_len
+from ._base import Ledger, Trace, text_len, usage_of
 from ._io import Ctx
 
 NAME = "gemini-cli"
@@ -108,7 +112,25 @@ def _thoughts_text(thoughts: Any) -> str:
     return "\n".join(out)
 
 
+def _continues(m: dict, open_turn: bool) -> bool:
+    """True when gemini message *m* holds the calls of the response before it: gemini-cli
+    records a response's text as a message and its calls, once they ran, on the last message
+    if that is the response's, else on a new message of no text, thoughts or token counts
+    (zeros), which a notice shown in between (a hook's warning) makes it write. *open_turn*:
+    the last message sent to or from the model is a gemini message that issued no call (a
+    response with no call ends the model's turn, so only its own calls can follow it)."""
+    return (
+        open_turn
+        and not _content_text(m.get("content"))
+        and not _thoughts_text(m.get("thoughts"))
+        and usage_of(m.get("tokens")) is None
+        and isinstance(m.get("toolCalls"), list)
+        and bool(m["toolCalls"])
+    )
+
+
 def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> None:
+    open_turn = False  # the last model-facing message is a gemini message with no call
     for i, m in enumerate(messages):
         ref = refs[i]
         if not isinstance(m, dict):
@@ -128,12 +150,15 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
                 mtype == "user"
             ):  # info / error / warning messages are shown, never sent to the model
                 ledger.context(len(_content_text(m.get("content"))))
+                open_turn = False
             continue
-        reply = "\n".join(
-            x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x
-        )
-        ledger.turn(m.get("tokens"), text=reply, ref=ref)
+        if not _continues(m, open_turn):
+            reply = "\n".join(
+                x for x in (_thoughts_text(m.get("thoughts")), _content_text(m.get("content"))) if x
+            )
+            ledger.turn(m.get("tokens"), text=reply, ref=ref)
         calls = m.get("toolCalls") or []
+        open_turn = not calls
         if not isinstance(calls, list):
             ctx.bad("toolCalls must be a list", None if "line" in ref else i, ref.get("line"))
             calls = []

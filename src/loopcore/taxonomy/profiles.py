@@ -450,7 +450,17 @@ CLAUDE_CODE: dict[str, Rule] = {
     "AskUserQuestion": "ask",
     "ExitPlanMode": "ask",
     "SlashCommand": "exec",
-    "Skill": "exec",
+    # Claude Code 2.1.x: a skill's instructions enter the context (its work is the calls after
+    # it); the task list (TodoWrite's successor) and the lookup of deferred tools change
+    # nothing; the desktop app's chapter marks only label the transcript
+    "Skill": "other",
+    "ToolSearch": "other",
+    "TaskCreate": "other",
+    "TaskGet": "other",
+    "TaskList": "other",
+    "TaskUpdate": "other",
+    "EnterPlanMode": "other",
+    "mcp__ccd_session__mark_chapter": "other",
 }
 
 CODEX: dict[str, Rule] = {
@@ -461,6 +471,7 @@ CODEX: dict[str, Rule] = {
     "shell_command": shell_rule,
     "apply_patch": _patch_rule,
     "update_plan": "other",
+    "tool_search": "other",
     "view_image": ("observe", "path"),
     "write_stdin": "exec",
 }
