@@ -1277,7 +1277,7 @@ def _from_dict_reference(records, path):
             if not (loopcore_steps._count(tin) and loopcore_steps._count(tout)):
                 bad.append(i)
                 continue
-        extra = {k: r[k] for k in ("reads", "writes", "ref", "text", "rejected", "tokens_turn", "no_op") if k in r}  # fmt: skip
+        extra = {k: r[k] for k in ("reads", "writes", "ref", "text", "rejected", "tokens_turn", "no_op", "after_user") if k in r}  # fmt: skip
         extra.setdefault("ref", {"record": i})
         meta = r.get("meta")
         try:
@@ -1755,3 +1755,121 @@ def test_codex_tool_search_is_a_call_answered_by_the_tools_it_found(tmp_path):
     )
     assert search.result == tools and search.tokens_in == 39839 - 37456 - 28
     assert not stats.errors and t.meta["unanswered"] == 0 and ls.result == "a.py\n"
+
+
+# -- a message from the person at the keyboard -------------------------------------------------
+
+
+def _repeat_findings(t):
+    return [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings]
+
+
+def test_claude_code_a_typed_prompt_starts_the_evidence_again(tmp_path):
+    """The same `git status` before and after the person's next request is no waste (they may
+    have changed the tree); a meta record, a tool result and a sub-agent's prompt are not the
+    person and mark nothing."""
+
+    def asst(uuid, parent, cid):
+        msg = {"id": f"m-{uuid}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": "git status"}}]}  # fmt: skip
+        return _claude_line(uuid, parent, "assistant", msg)
+
+    def result(uuid, parent, cid):
+        msg = {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": cid, "content": "nothing to commit, working tree clean"}]}  # fmt: skip
+        return _claude_line(uuid, parent, "user", msg)
+
+    def prompt(uuid, parent, text, **extra):
+        rec = json.loads(_claude_line(uuid, parent, "user", {"role": "user", "content": text}))
+        return json.dumps(rec | extra)
+
+    def run(between):
+        lines = [
+            prompt("u0", None, "look at the repo"),
+            asst("a1", "u0", "c1"),
+            result("r1", "a1", "c1"),
+        ]
+        lines += [between] if between else []
+        lines += [asst("a2", "r1", "c2"), result("r2", "a2", "c2")]
+        path = tmp_path / "s-advisor.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    t = run(prompt("u1", "r1", "I committed my change, check again"))
+    assert [s.after_user for s in t.steps] == [True, True]
+    assert _repeat_findings(t) == []
+    for between in (None, prompt("u1", "r1", "Caveat: local commands below", isMeta=True)):
+        t = run(between)
+        assert [s.after_user for s in t.steps] == [True, False]
+        assert _repeat_findings(t) == [("duplicate_call", (1,))]
+
+
+def test_codex_a_user_message_event_starts_the_evidence_again(tmp_path):
+    def run(*between):
+        lines = [
+            _codex_rec("session_meta", {"id": "sess-u", "cwd": "/repo", "cli_version": "0.142.0"}),
+            _codex_rec("response_item", {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "<environment_context>/repo</environment_context>"}]}),  # fmt: skip
+            _codex_fn("a", "exec_command", {"cmd": "git status --short"}),
+            _codex_out("a", "Process exited with code 0\nOutput:\n M a.py\n"),
+            *between,
+            _codex_fn("b", "exec_command", {"cmd": "git status --short"}),
+            _codex_out("b", "Process exited with code 0\nOutput:\n M a.py\n"),
+        ]  # fmt: skip
+        path = tmp_path / "rollout.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    typed = _codex_rec("event_msg", {"type": "user_message", "message": "and now?"})
+    t = run(typed)
+    assert [s.after_user for s in t.steps] == [False, True] and _repeat_findings(t) == []
+    t = run(_codex_rec("event_msg", {"type": "agent_message", "message": "checking"}))
+    assert [s.after_user for s in t.steps] == [False, False] and _repeat_findings(t)
+
+
+def test_gemini_cli_a_user_message_starts_the_evidence_again(tmp_path):
+    def gem(mid, cid):
+        return {"id": mid, "timestamp": "t", "type": "gemini", "content": "",
+                "toolCalls": [_gemini_call(cid, "read_file", {"file_path": "a.py"}, "A" * 400)]}  # fmt: skip
+
+    def run(*between):
+        msgs = [
+            {"id": "u0", "timestamp": "t", "type": "user", "content": "read a.py"},
+            gem("g1", "c1"),
+        ]
+        msgs += list(between) + [gem("g2", "c2")]
+        path = tmp_path / "session-2026-12-01T00-00-abc.json"
+        path.write_text(json.dumps({"sessionId": "g-u", "projectHash": "h", "messages": msgs}))
+        (t,) = load(path)
+        return t
+
+    t = run({"id": "u1", "timestamp": "t", "type": "user", "content": "I edited it, read it again"})
+    assert [s.after_user for s in t.steps] == [True, True] and _repeat_findings(t) == []
+    t = run({"id": "i1", "timestamp": "t", "type": "info", "content": "a notice"})
+    assert [s.after_user for s in t.steps] == [True, False] and _repeat_findings(t)
+
+
+def test_opencode_a_user_message_starts_the_evidence_again_unless_opencode_wrote_it(tmp_path):
+    def tool(mid, cid):
+        return {"info": {"id": mid, "role": "assistant", "sessionID": "ses_u"}, "parts": [
+            {"id": f"p{cid}", "type": "tool", "tool": "read", "callID": cid, "state": {
+                "status": "completed", "input": {"filePath": "a.py"}, "output": "A" * 400}}]}  # fmt: skip
+
+    def user(mid, **part):
+        return {"info": {"id": mid, "role": "user", "sessionID": "ses_u"},
+                "parts": [{"id": f"t{mid}", "type": "text", "text": "read it again"} | part]}  # fmt: skip
+
+    def run(between):
+        doc = {"info": {"id": "ses_u", "version": "1.3.17"},
+               "messages": [user("m0"), tool("m1", "c1"), between, tool("m3", "c2")]}  # fmt: skip
+        path = tmp_path / "export.json"
+        path.write_text(json.dumps(doc))
+        (t,) = load(path, format="opencode")
+        return t
+
+    t = run(user("m2"))
+    assert [s.after_user for s in t.steps] == [True, True] and _repeat_findings(t) == []
+    t = run(user("m2", synthetic=True))
+    assert [s.after_user for s in t.steps] == [True, False] and _repeat_findings(t)

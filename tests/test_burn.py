@@ -790,3 +790,85 @@ def test_a_push_after_a_new_commit_redoes_nothing(impl):
     ]
     assert [s.target for s in steps[:2]] == ["git:repo", "git:remote"]
     assert analyse(impl, steps).findings == ()
+
+
+# ------------------------------------------------------------------ a user's message
+
+
+def _after_user(step):
+    step.after_user = True
+    return step
+
+
+def test_a_repeat_after_a_users_message_is_no_waste(impl):
+    # the person may have changed the tree between two requests: the same `git status`, read
+    # and search again after their message are new looks, the same ones before it are waste
+    steps = [
+        sh(1, "observe", "git:repo", "git status", "clean", reads=("git:repo",), writes=()),
+        read(2, "a.py", "A"),
+        read(3, "a.py", "A"),
+        _after_user(
+            sh(4, "observe", "git:repo", "git status", "clean", reads=("git:repo",), writes=())
+        ),
+        read(5, "a.py", "A"),
+        read(6, "a.py", "A"),
+    ]
+    assert charged(analyse(impl, steps)) == {
+        2: ("redundant_observation", 1),
+        5: ("redundant_observation", 4),
+    }
+    steps[3].after_user = False
+    assert charged(analyse(impl, steps)) == {
+        2: ("redundant_observation", 1),
+        3: ("redundant_observation", 0),
+        4: ("redundant_observation", 1),
+        5: ("redundant_observation", 1),
+    }
+
+
+def test_an_undo_the_user_asked_for_is_no_oscillation(impl):
+    # "put it back": the edit undone and redone across the person's messages is their choice
+    steps = [
+        read(1, "a.ts"),
+        edit(2, "a.ts", "x = 1", "x = 2"),
+        _after_user(edit(3, "a.ts", "x = 2", "x = 1")),
+        _after_user(edit(4, "a.ts", "x = 1", "x = 2")),
+    ]
+    assert analyse(impl, steps).findings == ()
+    steps[2].after_user = steps[3].after_user = False
+    assert {i: k for i, (k, _) in charged(analyse(impl, steps)).items()} == {
+        2: "oscillation",
+        3: "oscillation",
+    }
+
+
+def test_a_content_state_known_before_a_users_message_is_not_known_after_it(impl):
+    # the same test run before an insert and after `git checkout` undid it is a redo on the
+    # committed content, when nothing changed a.py since the trace began; after the person's
+    # message a.py may hold their changes, so the first run saw what the checkout does not give
+    steps = [
+        read(1, "b.py", "B"),
+        _after_user(run(2, "python t.py", "fail")),
+        insert(3, "a.py"),
+        sh(4, "mutate", "a.py", "git checkout -- a.py", writes=("a.py",), reads=()),
+        run(5, "python t.py", "fail"),
+    ]
+    assert analyse(impl, steps).findings == ()
+    steps[1].after_user = False
+    assert charged(analyse(impl, steps)) == {3: ("oscillation", 1), 4: ("oscillation", 1)}
+
+
+def test_a_redos_replay_stops_at_a_users_message(impl):
+    # a redo after its undo, with no exec between (proven), and the same run after both: the
+    # run after the person's message is theirs to ask for, not part of the replay
+    steps = [
+        insert(1, "a.py"),
+        run(2, "python t.py", "fail"),
+        sh(3, "mutate", "a.py", "git checkout -- a.py", writes=("a.py",), reads=()),
+        insert(4, "a.py"),
+        _after_user(run(5, "python t.py", "fail")),
+    ]
+    got = charged(analyse(impl, steps))
+    assert 4 not in got and got.get(3, ("", 0))[0] == "oscillation"
+    steps[4].after_user = False
+    assert charged(analyse(impl, steps))[4] == ("oscillation", 0)

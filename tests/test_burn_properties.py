@@ -178,6 +178,7 @@ rich_step = st.tuples(
     reply_text,
     st.integers(0, 300),
     st.sampled_from([None, None, None, None, "format error"]),
+    st.sampled_from([False, False, False, False, True]),  # a user's message before the step
 )
 
 
@@ -185,8 +186,9 @@ def build(raw, session="s", turn0=0):
     steps, turn = [], turn0
     for n, item in enumerate(raw):
         text = turn_tokens = rejected = None
-        if len(item) == 4:  # a rich step: (step, reply text, turn tokens, rejection)
-            item, text, turn_tokens, rejected = item
+        after_user = False
+        if len(item) == 5:  # a rich step: (step, reply text, turn tokens, rejection, user)
+            item, text, turn_tokens, rejected, after_user = item
         kind, name, target, args, result, error, dturn, tokens, *access = item
         turn += dturn
         reads, writes = access if access else (None, None)
@@ -208,6 +210,7 @@ def build(raw, session="s", turn0=0):
                     text=text,
                     tokens_turn=turn_tokens or 0,
                     ref=ref,
+                    after_user=after_user,
                 )
             )
             continue
@@ -228,6 +231,7 @@ def build(raw, session="s", turn0=0):
                 text=text,
                 tokens_turn=turn_tokens or 0,
                 ref=ref,
+                after_user=after_user,
             )
         )
     return Trace(steps)
@@ -420,6 +424,37 @@ def test_a_trace_of_distinct_steps_has_no_finding(impl_name, spec):
     trace = Trace(steps)
     assert twin(impl_name).analyse_burn(trace).findings == ()
     assert not any(charges(impl_name, trace)[0])
+
+
+@SETTINGS
+@given(trace=rich_traces_st)
+def test_a_users_message_starts_the_evidence_again(impl_name, trace):
+    """After a user's message (Step.after_user) nothing before it is evidence: no charge
+    reaches back across one; the steps before the first message are charged as if the trace
+    ended there; and each stretch from one message to the next is charged at most as that
+    stretch alone would be (alone, its start is taken for the committed content of its
+    files, which a message in the middle of a trace does not allow). Question loops are about
+    the user's answers themselves and are left out."""
+    steps = trace.steps
+    codes, of = charges(impl_name, trace)
+    cuts = [i for i, st_ in enumerate(steps) if st_.after_user and i > 0]
+    for i, code in enumerate(codes):
+        if code and code != 4 and of[i] >= 0:
+            lo, hi = sorted((of[i], i))
+            assert not any(st_.after_user for st_ in steps[lo + 1 : hi + 1]), (i, of[i])
+    bounds = [0, *cuts, len(steps)]
+    for k in range(len(bounds) - 1):
+        a, b = bounds[k], bounds[k + 1]
+        alone_codes, alone_of = charges(impl_name, Trace(steps[a:b]))
+        for q in range(a, b):
+            got = (codes[q], of[q] - a if of[q] >= 0 else -1)
+            alone = (alone_codes[q - a], alone_of[q - a])
+            if got[0] == 4 or alone[0] == 4:
+                continue
+            if k == 0:
+                assert got == alone, q
+            elif got[0]:
+                assert got == alone, q
 
 
 @SETTINGS

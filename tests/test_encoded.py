@@ -94,7 +94,7 @@ def test_encode_columns():
         ("target", np.int32),
         ("args_hash", np.uint64),
         ("result_hash", np.uint64),
-        ("flags", np.uint8),
+        ("flags", np.uint16),
         ("tokens", np.int64),
         ("call", np.int32),
         ("reads", np.int32),
@@ -521,6 +521,7 @@ def any_steps(draw, session):
         rejected=draw(st.none() | st.none() | st.just("bad action")),
         tokens_turn=draw(st.integers(0, 300)),
         no_op=draw(st.booleans()) and draw(st.booleans()),
+        after_user=draw(st.booleans()) and draw(st.booleans()),
     )
 
 

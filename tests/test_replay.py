@@ -351,3 +351,20 @@ def test_a_step_that_writes_its_target_ends_a_re_observation():
     )
     rep = replay_trace(Trace([read(1), no_op, read(3)]), _guard())
     assert [e.detector for e in rep.events] == ["redundant_observation"]
+
+
+def test_a_users_message_in_the_trace_is_told_to_the_guard():
+    # the same read again and again warns; with the person's message before each repeat (what
+    # the live guard is told through note_message(role="user")) every loop's evidence restarts
+    def reads(marked):
+        return [
+            Step("s1", i, "observe", "Read", "a.py", {"file_path": "a.py"}, "same", None, 50, 5,
+                 after_user=marked and i > 0)
+            for i in range(8)
+        ]  # fmt: skip
+
+    repeats = {"redundant_observation", "consecutive_repeat"}
+    before = replay_trace(Trace(reads(False)), _guard()).events
+    assert [e.step for e in before if e.detector in repeats] == list(range(1, 8))
+    after = replay_trace(Trace(reads(True)), _guard()).events
+    assert not [e for e in after if e.detector in repeats]

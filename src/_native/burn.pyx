@@ -9,7 +9,7 @@ rules and loopcore._burn_py for the readable twin of this exact loop.
 """
 import numpy as np
 
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 __all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
 
@@ -27,6 +27,7 @@ from codes cimport (
     K_OTHER as OTHER,
     N_FINDING_KINDS as NK,
     S_ABSOLUTE as F_ABSOLUTE,
+    S_AFTER_USER as F_AFTER_USER,
     S_BACKUP as F_BACKUP,
     S_ERROR as F_ERROR,
     S_HAS_OUTCOME as F_OUTCOME,
@@ -57,7 +58,7 @@ cdef struct K:
     const int64_t* turn_tokens
     const int64_t* degen
     const uint8_t* kind
-    const uint8_t* flags
+    const uint16_t* flags
     const uint64_t* result
     const int32_t* call
     const int32_t* reads
@@ -105,11 +106,11 @@ cdef inline int32_t _source(K* o, int32_t r, int32_t d) noexcept nogil:
 
 
 cdef int64_t _tok_before(K* o, int64_t j, int32_t t, const int32_t* writes, const int64_t* set_tok,
-                         int64_t s0) noexcept nogil:
+                         int64_t e0, int64_t s0) noexcept nogil:
     # the content token of t just before step j (see loopcore._burn_py._tok_before)
     cdef int64_t q = j - 1
     cdef int32_t w
-    while q >= s0:
+    while q >= e0:
         w = writes[q]
         if w == ANYTHING:
             return -1
@@ -119,11 +120,11 @@ cdef int64_t _tok_before(K* o, int64_t j, int32_t t, const int32_t* writes, cons
         if _member(o, w, t):
             return -1
         q -= 1
-    return -3 - <int64_t>t
+    return -3 - <int64_t>t if e0 == s0 else -1
 
 
 cdef bint _undone_then_redone(K* o, int64_t j, int64_t i, int32_t t, const int32_t* writes,
-                              const int64_t* set_tok, int64_t s0) noexcept nogil:
+                              const int64_t* set_tok, int64_t e0, int64_t s0) noexcept nogil:
     # between the first application j of a mutation of t and its redo i: the first write of t
     # after j (the undo) is followed by no exec before i; an undo that restores a backup must
     # restore the content t had before j (a backup taken after j holds j's work)
@@ -140,17 +141,17 @@ cdef bint _undone_then_redone(K* o, int64_t j, int64_t i, int32_t t, const int32
         if o.kind[q] == EXEC:
             return False
     if (o.flags[k] & F_RESTORE) and _source(o, o.reads[k], t) >= 0:
-        x = _tok_before(o, j, t, writes, set_tok, s0)
+        x = _tok_before(o, j, t, writes, set_tok, e0, s0)
         return x != -1 and x == set_tok[k]
     return True
 
 
 cdef bint _redo_after_restore(K* o, int64_t i, int64_t j, int64_t u2, const int32_t* writes,
                               const int32_t* last_mut, const int32_t* first_touch,
-                              const int64_t* set_tok, int64_t s0) noexcept nogil:
+                              const int64_t* set_tok, int64_t e0, int64_t s0) noexcept nogil:
     # oscillation d (see loopcore._burn_py._redo_after_restore)
     cdef uint8_t k_i = o.kind[i]
-    cdef uint8_t both
+    cdef uint16_t both
     cdef int32_t t, w, r
     cdef int64_t m, q
     if o.kind[j] != k_i or ((o.flags[i] | o.flags[j]) & F_ERROR):
@@ -174,7 +175,7 @@ cdef bint _redo_after_restore(K* o, int64_t i, int64_t j, int64_t u2, const int3
             for m in range(o.toff[w], o.toff[w + 1]):
                 if o.tmem[m] != t and first_touch[o.tmem[m]] <= j:
                     return False
-    return _tok_before(o, j, t, writes, set_tok, s0) == set_tok[u2]
+    return _tok_before(o, j, t, writes, set_tok, e0, s0) == set_tok[u2]
 
 
 cdef inline int64_t _replayed(K* o, int64_t a, int64_t j, int64_t u2) noexcept nogil:
@@ -276,7 +277,7 @@ _INVALID = {
 def analyse_columns(
     const uint8_t[::1] kind, const int64_t[::1] turn, const int64_t[::1] tokens,
     const int64_t[::1] turn_tokens, const int64_t[::1] degen,
-    const uint8_t[::1] flags, const uint64_t[::1] result_hash, const int32_t[::1] target,
+    const uint16_t[::1] flags, const uint64_t[::1] result_hash, const int32_t[::1] target,
     const int64_t[::1] target_offsets, const int32_t[::1] target_members,
     const int32_t[::1] reads, const int32_t[::1] writes,
     const int32_t[::1] call, const int32_t[::1] obs, const int32_t[::1] skey,
@@ -391,7 +392,7 @@ def analyse_columns(
 
     cdef const uint8_t* kind_p = &kind[0]
     cdef const int64_t* turn_p = &turn[0]
-    cdef const uint8_t* flags_p = &flags[0]
+    cdef const uint16_t* flags_p = &flags[0]
     cdef const uint64_t* result_p = &result_hash[0]
     cdef const int32_t* target_p = &target[0]
     cdef const int32_t* reads_p = &reads[0]
@@ -408,12 +409,13 @@ def analyse_columns(
     cdef int8_t* finding_p = &finding[0]
 
     cdef Py_ssize_t seg, i, k2, q
-    cdef int64_t s0, s1, j, last_global, last_mglobal, last_any, seg_total, mut_t, und, length, a, b
+    cdef int64_t s0, s1, e0, j, last_global, last_mglobal, last_any, seg_total, mut_t, und, length, a, b
     cdef int64_t g_start, g_end, g_last_ask, run_len, run_g1_last, run_g2_start, run_g2_end
     cdef int64_t t_turn, n_ask
     cdef int64_t run_g2_last, prev_last
     cdef bint g_ask, g_work, absolute, confirmed, seen, other, disproved
-    cdef uint8_t k, f_i
+    cdef uint8_t k
+    cdef uint16_t f_i
     cdef int8_t code
     cdef int32_t ts, u, sk, w, cl, ob, t, d, src, rr
     cdef int64_t u2, x, last_write, ts_
@@ -427,6 +429,7 @@ def analyse_columns(
             last_mglobal = -1  # ... by a mutation: an undo of any target
             last_any = -1  # latest write of anything (a failed write of named targets aside)
             last_write = -1  # latest write of anything
+            e0 = s0  # the first step that counts as evidence: the trace's, or the latest AFTER_USER
             seg_total = 0
             n_ask = 0
             for i in range(s0, s1):
@@ -435,6 +438,8 @@ def analyse_columns(
                 ts = target_p[i]
                 seg_total += tokens_p[i] + turn_tokens_p[i]
                 n_ask += k == ASK
+                if f_i & F_AFTER_USER:
+                    e0 = i
                 if f_i & F_REJECTED:
                     _charge(&o, seg, i, REJECTED, -1, s0)
                     continue  # nothing ran: no table changes
@@ -446,14 +451,14 @@ def analyse_columns(
                     u = undo_p[i]
                     if u >= 0:
                         j = last_edit[u]
-                        if j >= s0 and last_global < j:
+                        if j >= e0 and last_global < j:
                             code = OSCILLATION
                     # oscillation b: content returns to a state seen before a different one
                     if code == 0:
                         sk = skey_p[i]
                         if sk >= 0:
                             j = last_sval[sval_p[i]]
-                            if j >= s0 and last_global < j and last_state[sk] != sval_p[i]:
+                            if j >= e0 and last_global < j and last_state[sk] != sval_p[i]:
                                 mut_t = -1
                                 for m in range(toff[ts], toff[ts + 1]):
                                     if last_mut[tmem[m]] > mut_t:
@@ -466,7 +471,7 @@ def analyse_columns(
                         j = last_call[cl]
                         t = tmem[toff[ts]]
                         und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
-                        if j >= s0 and kind_p[j] == MUTATE and not (flags_p[j] & F_ERROR) and und > j:
+                        if j >= e0 and kind_p[j] == MUTATE and not (flags_p[j] & F_ERROR) and und > j:
                             absolute = (f_i & F_ABSOLUTE) != 0
                             confirmed = absolute or (und == last_mut[t] and undo_p[und] >= 0
                                                      and undo_p[und] == edit_p[j])
@@ -477,6 +482,8 @@ def analyse_columns(
                             while i + length + 1 < s1 and j + length + 1 < i:
                                 a = i + length + 1
                                 b = j + length + 1
+                                if flags_p[a] & F_AFTER_USER:
+                                    break  # the user spoke: nothing after it replays anything
                                 if (call_p[a] < 0 or call_p[a] != call_p[b] or finding_p[a] != 0
                                         or ((flags_p[a] ^ flags_p[b]) & (F_OUTCOME | F_REJECTED))
                                         or result_p[a] != result_p[b]):
@@ -490,7 +497,7 @@ def analyse_columns(
                                     other = True
                                 length += 1
                             if not confirmed and not absolute and not (seen and other) and not disproved:
-                                confirmed = _undone_then_redone(&o, j, i, t, writes_p, set_tok, s0)
+                                confirmed = _undone_then_redone(&o, j, i, t, writes_p, set_tok, e0, s0)
                             if confirmed or (seen and other):
                                 code = OSCILLATION
                                 for q in range(1, length + 1):
@@ -503,15 +510,15 @@ def analyse_columns(
                     if code == 0 and cl >= 0 and (k == MUTATE or k == EXEC):
                         j = last_call[cl]
                         u2 = last_write
-                        if (j >= s0 and u2 > j and (flags_p[u2] & F_RESTORE) and set_tok[u2] != -1
+                        if (j >= e0 and u2 > j and (flags_p[u2] & F_RESTORE) and set_tok[u2] != -1
                                 and _redo_after_restore(&o, i, j, u2, writes_p, last_mut, first_touch,
-                                                        set_tok, s0)):
+                                                        set_tok, e0, s0)):
                             code = OSCILLATION
                             if finding_p[u2] == 0:
                                 _charge(&o, seg, u2, OSCILLATION, j, s0)  # the undo it redoes
                             a = i + 1
                             while a < s1 and finding_p[a] == 0 and call_p[a] >= 0:
-                                if kind_p[a] == MUTATE or writes_p[a] >= 0 or (flags_p[a] & F_REJECTED):
+                                if kind_p[a] == MUTATE or writes_p[a] >= 0 or (flags_p[a] & (F_REJECTED | F_AFTER_USER)):
                                     break
                                 b = _replayed(&o, a, j, u2)
                                 if b < 0:
@@ -522,11 +529,11 @@ def analyse_columns(
                         ob = obs_p[i]
                         if ob >= 0:
                             j = last_obs[ob]
-                            if j >= s0 and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok):
+                            if j >= e0 and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok):
                                 code = REDUNDANT
                     if code == 0 and cl >= 0:
                         j = last_call[cl]
-                        if (j >= s0 and not ((flags_p[i] & flags_p[j] & F_OUTCOME) and result_p[i] != result_p[j])
+                        if (j >= e0 and not ((flags_p[i] & flags_p[j] & F_OUTCOME) and result_p[i] != result_p[j])
                                 and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok)):
                             code = DUPLICATE
                     if code:
@@ -555,7 +562,7 @@ def analyse_columns(
                         if src >= 0:
                             # the token of src now, or a new one (the content both now share)
                             ts_ = tok_set[src]
-                            if (ts_ < s0 or last_mut[src] > ts_
+                            if (ts_ < e0 or last_mut[src] > ts_
                                     or (not tok_proof[src] and last_global > ts_)):
                                 x = i
                             else:

@@ -37,6 +37,7 @@ cdef enum:
     S_NO_OP = 32  # a mutation that provably changes nothing
     S_BACKUP = 64  # copies its one read file into a backup (cp F F.orig)
     S_RESTORE = 128  # sets its one written file to a backup's or its committed content
+    S_AFTER_USER = 256  # a user's message came just before it: nothing earlier is evidence
 
 cdef enum:
     # Guard window flags (one byte per slot of a session's ring; state dumps hold them).

@@ -11,7 +11,7 @@ path aliases) are the reference's own functions.
 """
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from loopcore._native_hashing cimport hash_into
 from slots cimport slot_offsets
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA
@@ -61,6 +61,7 @@ from codes cimport (
     K_MUTATE,
     K_OBSERVE,
     S_ABSOLUTE,
+    S_AFTER_USER,
     S_ERROR,
     S_ESTIMATED,
     S_HAS_OUTCOME,
@@ -86,11 +87,11 @@ cdef tuple _EMPTY = ()
 # descriptor's), not through attribute lookup; anything else (a subclass) through getattr.
 cdef enum:
     F_KIND, F_TARGET, F_ARGS, F_RESULT, F_ERROR, F_NAME, F_REJECTED, F_NO_OP, F_READS, F_WRITES
-    F_TURN, F_ESTIMATED, F_TOKENS_IN, F_TOKENS_OUT, F_TOKENS_TURN, F_TEXT, N_FIELDS
+    F_TURN, F_ESTIMATED, F_TOKENS_IN, F_TOKENS_OUT, F_TOKENS_TURN, F_TEXT, F_AFTER_USER, N_FIELDS
 
 _FIELD_NAMES = (
     "kind", "target", "args", "result", "error", "name", "rejected", "no_op", "reads", "writes",
-    "turn", "tokens_estimated", "tokens_in", "tokens_out", "tokens_turn", "text",
+    "turn", "tokens_estimated", "tokens_in", "tokens_out", "tokens_turn", "text", "after_user",
 )
 cdef Py_ssize_t _OFF[N_FIELDS]
 cdef object _STEP = Step
@@ -737,7 +738,7 @@ def encode_columns(list traces, settings):
     cdef int32_t[::1] c_writes = cols["writes"]
     cdef uint64_t[::1] c_args = cols["args_hash"]
     cdef uint64_t[::1] c_result = cols["result_hash"]
-    cdef uint8_t[::1] c_flags = cols["flags"]
+    cdef uint16_t[::1] c_flags = cols["flags"]
     cdef int64_t[::1] c_tokens = cols["tokens"]
     cdef int64_t[::1] c_turn_tokens = cols["turn_tokens"]
     cdef int64_t[::1] c_degen = cols["degen"]
@@ -887,6 +888,7 @@ def encode_columns(list traces, settings):
                 (S_HAS_OUTCOME if has_outcome else 0)
                 | (S_ERROR if failed else 0)
                 | (S_ESTIMATED if _f(step, fast, F_ESTIMATED) else 0)
+                | (S_AFTER_USER if _f(step, fast, F_AFTER_USER) else 0)
                 | flags
             )
             c_tokens[i] = _f(step, fast, F_TOKENS_IN) + _f(step, fast, F_TOKENS_OUT)

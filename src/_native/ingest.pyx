@@ -32,7 +32,7 @@ __all__ = ["finish", "new_step", "refused_steps", "walk_chat"]
 # Step is a slots dataclass: new_step fills the slots of a new Step at their offsets (the
 # member descriptors') instead of running the generated __init__ and __post_init__.
 cdef enum:
-    N_FIELDS = 20
+    N_FIELDS = 21
 cdef Py_ssize_t _OFF[N_FIELDS]
 cdef object _STEP = Step
 cdef frozenset _KIND_SET = frozenset(KINDS)
@@ -41,12 +41,13 @@ cdef frozenset _KIND_SET = frozenset(KINDS)
 _FIELDS = (
     "session", "turn", "kind", "name", "target", "args", "result", "error", "tokens_in",
     "tokens_out", "tokens_estimated", "call_id", "meta", "reads", "writes", "ref", "text",
-    "rejected", "tokens_turn", "no_op",
+    "rejected", "tokens_turn", "no_op", "after_user",
 )
 
 
 cdef bint _step_slots() except -1:
-    # True when Step's fields are, in order, the 20 of new_step, each a plain object slot
+    # True when Step's fields are, in order, the 20 of new_step and after_user, each a plain
+    # object slot
     return tuple(Step.__dataclass_fields__) == _FIELDS and slot_offsets(_STEP, _FIELDS, _OFF)
 
 
@@ -64,7 +65,8 @@ def new_step(
     session, turn, kind, name, target, args, result, error, tokens_in, tokens_out,
     tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn, no_op,
 ):
-    """``Step(session, turn, ..., no_op)``, every field given in order: the same object."""
+    """``Step(session, turn, ..., no_op)``, every field but ``after_user`` (False) given in
+    order: the same object."""
     return _new_step(
         session, turn, kind, name, target, args, result, error, tokens_in, tokens_out,
         tokens_estimated, call_id, meta, reads, writes, ref, text, rejected, tokens_turn, no_op,
@@ -109,6 +111,7 @@ cdef object _new_step(
     _put(obj, 17, rejected)
     _put(obj, 18, tokens_turn)
     _put(obj, 19, no_op)
+    _put(obj, 20, False)
     return obj
 
 
@@ -1000,6 +1003,7 @@ def read_records(records, ctx, profile, default_session, dict sessions):
             ctx.bad("tokens_turn must be an integer >= 0", i)
             continue
         no_op = (True if r["no_op"] else False) if "no_op" in r else False
+        after_user = ("after_user" in r) and (True if r["after_user"] else False)
         if "ref" not in r:
             # a step written without a coordinate of its own is cited by its place in this file
             lines = ctx.lines
@@ -1015,4 +1019,6 @@ def read_records(records, ctx, profile, default_session, dict sessions):
         except ValueError as exc:
             ctx.bad(str(exc), i)
             continue
+        if after_user:
+            step.after_user = True
         steps.append(step)

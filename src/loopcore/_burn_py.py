@@ -48,6 +48,11 @@ after j; a step that reads anything (R = -2) is changed by any write after j. A
 provable no-op (writes = -1) writes nothing. Charges: a finding of kinds 2-5 costs the step's
 ``tokens`` (result + call), plus its ``turn_tokens`` when ``charge_turn`` is set.
 
+A user's message (flag AFTER_USER on the first step after it) starts the evidence again: every
+rule above that looks back to an earlier step j takes only steps from the latest such step on
+(the person may have changed anything, or asked for the repeat), and a content token set before
+it is unknown. Rejected actions, question loops and degenerate replies look at no earlier step.
+
 Scratch tables hold *global* step indices, so an entry left by an earlier trace is simply
 older than the current trace's first step and reads as "never seen": no reset between traces.
 """
@@ -75,13 +80,14 @@ REDUNDANT, DUPLICATE, OSCILLATION = (
 QUESTION, REJECTED, DEGENERATE = _codes.FIND_QUESTION, _codes.FIND_REJECTED, _codes.FIND_DEGENERATE
 #: Number of finding kinds (codes 1..N_KINDS).
 N_KINDS = _codes.N_FINDING_KINDS
-HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE, BACKUP, RESTORE = (
+HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE, BACKUP, RESTORE, AFTER_USER = (
     _codes.S_HAS_OUTCOME,
     _codes.S_ERROR,
     _codes.S_REJECTED,
     _codes.S_ABSOLUTE,
     _codes.S_BACKUP,
     _codes.S_RESTORE,
+    _codes.S_AFTER_USER,
 )
 #: A question loop needs this many consecutive ask-only turns; the first is never charged.
 QUESTION_LOOP_MIN_TURNS = 3
@@ -277,11 +283,12 @@ def analyse_columns(
         )  # ... by a mutation (git stash, git checkout BRANCH): an undo of any target
         last_any = -1  # latest write of anything (a failed write of named targets aside)
         last_write = -1  # latest write of anything
+        e0 = s0  # the first step that counts as evidence: the trace's, or the latest AFTER_USER
 
         def cur_tok(t):
             """The content token of target t now, or -1 when nothing is known of it."""
             ts_ = tok_set[t]
-            if ts_ < s0 or last_mut[t] > ts_:  # noqa: B023
+            if ts_ < e0 or last_mut[t] > ts_:  # noqa: B023
                 return -1
             if not tok_proof[t] and last_global > ts_:  # noqa: B023
                 return -1
@@ -304,6 +311,8 @@ def analyse_columns(
             k_i = kind_l[i]
             f_i = flags_l[i]
             ts = target_l[i]
+            if f_i & AFTER_USER:
+                e0 = i
             if f_i & F_REJECTED:
                 charge(seg, i, REJECTED, -1, s0)
                 continue  # nothing ran: no table changes
@@ -314,14 +323,14 @@ def analyse_columns(
                 u = undo_l[i]
                 if u >= 0:
                     j = last_edit[u]
-                    if j >= s0 and last_global < j:
+                    if j >= e0 and last_global < j:
                         code = OSCILLATION
                 # oscillation b: content returns to a state seen before a different one
                 if code == 0:
                     sk = skey_l[i]
                     if sk >= 0:
                         j = last_sval[sval_l[i]]
-                        if j >= s0 and last_global < j and last_state[sk] != sval_l[i]:
+                        if j >= e0 and last_global < j and last_state[sk] != sval_l[i]:
                             # ... and the agent changed the target since (latest write of it)
                             mut_t = -1
                             for m in range(toff[ts], toff[ts + 1]):
@@ -342,7 +351,7 @@ def analyse_columns(
                     j = last_call[call_l[i]]
                     t = tmem[toff[ts]]
                     und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
-                    if j >= s0 and kind_l[j] == MUTATE and not flags_l[j] & ERROR and und > j:
+                    if j >= e0 and kind_l[j] == MUTATE and not flags_l[j] & ERROR and und > j:
                         absolute = f_i & ABSOLUTE
                         confirmed = absolute or (
                             und == last_mut[t] and undo_l[und] >= 0 and undo_l[und] == edit_l[j]
@@ -354,6 +363,8 @@ def analyse_columns(
                         while i + length + 1 < s1 and j + length + 1 < i:
                             a = i + length + 1
                             b = j + length + 1
+                            if flags_l[a] & AFTER_USER:
+                                break  # the user spoke: nothing after it replays anything
                             if (
                                 call_l[a] < 0
                                 or call_l[a] != call_l[b]
@@ -389,7 +400,18 @@ def analyse_columns(
                             and not disproved
                         ):
                             confirmed = _undone_then_redone(
-                                j, i, t, kind_l, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem
+                                j,
+                                i,
+                                t,
+                                kind_l,
+                                flags_l,
+                                reads_l,
+                                writes_l,
+                                set_tok,
+                                e0,
+                                s0,
+                                toff,
+                                tmem,
                             )
                         if confirmed or (seen and other):
                             code = OSCILLATION
@@ -410,7 +432,7 @@ def analyse_columns(
                     j = last_call[call_l[i]]
                     u2 = last_write
                     if (
-                        j >= s0
+                        j >= e0
                         and u2 > j
                         and flags_l[u2] & RESTORE
                         and set_tok[u2] != -1
@@ -426,6 +448,7 @@ def analyse_columns(
                             last_mut,
                             first_touch,
                             set_tok,
+                            e0,
                             s0,
                             toff,
                             tmem,
@@ -436,7 +459,11 @@ def analyse_columns(
                             charge(seg, u2, OSCILLATION, j, s0)  # the undo it redoes
                         a = i + 1
                         while a < s1 and finding[a] == 0 and call_l[a] >= 0:
-                            if kind_l[a] == MUTATE or writes_l[a] >= 0 or flags_l[a] & F_REJECTED:
+                            if (
+                                kind_l[a] == MUTATE
+                                or writes_l[a] >= 0
+                                or flags_l[a] & (F_REJECTED | AFTER_USER)
+                            ):
                                 break
                             b = _replayed(a, j, u2, call_l, flags_l, res_l)
                             if b < 0:
@@ -447,13 +474,13 @@ def analyse_columns(
                     o = obs_l[i]
                     if o >= 0:
                         j = last_obs[o]
-                        if j >= s0 and not changed(j, reads_l[i]):
+                        if j >= e0 and not changed(j, reads_l[i]):
                             code = REDUNDANT
                 if code == 0:
                     c = call_l[i]
                     if c >= 0:
                         j = last_call[c]
-                        if j >= s0 and same_outcome(i, j) and not changed(j, reads_l[i]):
+                        if j >= e0 and same_outcome(i, j) and not changed(j, reads_l[i]):
                             code = DUPLICATE
                 if code:
                     charge(seg, i, code, j, s0)
@@ -546,12 +573,13 @@ def _source(r, d, toff, tmem):
     return -1
 
 
-def _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem):
+def _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, e0, s0, toff, tmem):
     """The content token of t just before step j, from the latest backup or restore of t with
     nothing run and nothing else written to t since; the committed content when t was written by
-    nothing since the trace began and nothing ran; -1 when unknown."""
+    nothing since the trace began and nothing ran (and no user's message came, e0 == s0); -1
+    when unknown."""
     q = j - 1
-    while q >= s0:
+    while q >= e0:
         w = writes_l[q]
         if w == ANYTHING:
             return -1
@@ -564,7 +592,7 @@ def _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem):
         if _member(w, t, toff, tmem):
             return -1
         q -= 1
-    return -3 - t
+    return -3 - t if e0 == s0 else -1
 
 
 def _redo_after_restore(
@@ -579,6 +607,7 @@ def _redo_after_restore(
     last_mut,
     first_touch,
     set_tok,
+    e0,
     s0,
     toff,
     tmem,
@@ -610,7 +639,7 @@ def _redo_after_restore(
             for m in range(toff[w], toff[w + 1]):
                 if tmem[m] != t and first_touch[tmem[m]] <= j:
                     return False
-    return _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem) == set_tok[u2]
+    return _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, e0, s0, toff, tmem) == set_tok[u2]
 
 
 def _replayed(a, j, u2, call_l, flags_l, res_l):
@@ -626,7 +655,7 @@ def _replayed(a, j, u2, call_l, flags_l, res_l):
     return -1
 
 
-def _undone_then_redone(j, i, t, kind_l, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem):
+def _undone_then_redone(j, i, t, kind_l, flags_l, reads_l, writes_l, set_tok, e0, s0, toff, tmem):
     """Between the first application j of a mutation of target t and its redo i: the first
     write of t after j (the undo) is followed by no exec before i; an undo that restores a
     backup must restore the content t had before j (a backup taken after j holds j's work)."""
@@ -642,7 +671,7 @@ def _undone_then_redone(j, i, t, kind_l, flags_l, reads_l, writes_l, set_tok, s0
         if kind_l[q] == EXEC:
             return False
     if flags_l[k] & RESTORE and _source(reads_l[k], t, toff, tmem) >= 0:
-        x = _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, s0, toff, tmem)
+        x = _tok_before(j, t, flags_l, reads_l, writes_l, set_tok, e0, s0, toff, tmem)
         return x != -1 and x == set_tok[k]
     return True
 

@@ -45,6 +45,7 @@ __all__ = [
     "N_FINDING_KINDS",
     "N_STEP_KINDS",
     "S_ABSOLUTE",
+    "S_AFTER_USER",
     "S_BACKUP",
     "S_ERROR",
     "S_ESTIMATED",
@@ -87,6 +88,7 @@ S_ABSOLUTE = 16
 S_NO_OP = 32
 S_BACKUP = 64
 S_RESTORE = 128
+S_AFTER_USER = 256
 
 # Guard window flags.
 G_HAS = 1

@@ -18,6 +18,7 @@ from .encoded import (
     _NOTHING,
     _STEP_COLUMNS,
     _UNTARGETED,
+    AFTER_USER,
     ERROR,
     ESTIMATED,
     HAS_OUTCOME,
@@ -125,6 +126,7 @@ def encode_columns(traces: list[Trace], settings: BurnSettings) -> tuple[Any, ..
                 (HAS_OUTCOME if f.has_outcome else 0)
                 | (ERROR if f.error else 0)
                 | (ESTIMATED if step.tokens_estimated else 0)
+                | (AFTER_USER if step.after_user else 0)
                 | f.flags
             )
             c_tokens.append(step.tokens_in + step.tokens_out)

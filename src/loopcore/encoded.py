@@ -24,7 +24,8 @@ reads / writes      int32    the target sets a repeat of the step depends on (wh
                              -1 nothing, -2 anything / everything
 args_hash           uint64   canonical_hash(args) (a shell command with its blanks normalised)
 result_hash         uint64   canonical_hash([result, error]); 0 when the step has no outcome
-flags               uint8    HAS_OUTCOME | ERROR | ESTIMATED | REJECTED | ABSOLUTE | NO_OP bits
+flags               uint16   HAS_OUTCOME | ERROR | ESTIMATED | REJECTED | ABSOLUTE | NO_OP |
+                             BACKUP | RESTORE | AFTER_USER bits
 tokens              int64    tokens_in + tokens_out: what a wasted call is charged
 turn_tokens         int64    tokens_turn: the rest of the turn's output, charged only on request
 degen               int64    tokens of the repeated part of the step's reply text (0 for none)
@@ -75,6 +76,7 @@ else:
 
 __all__ = [
     "ABSOLUTE",
+    "AFTER_USER",
     "BACKUP",
     "RESTORE",
     "ERROR",
@@ -114,9 +116,10 @@ FINDING_KINDS = (
 # NO_OP        a mutation that provably changes nothing (it writes nothing)
 # BACKUP       copies its one read file into a backup (cp F F.orig): the backup now equals F
 # RESTORE      sets its one written file to a backup's content or to its committed content
+# AFTER_USER   a user's message came just before the step: nothing earlier is evidence of a repeat
 HAS_OUTCOME, ERROR, ESTIMATED = _codes.S_HAS_OUTCOME, _codes.S_ERROR, _codes.S_ESTIMATED
 REJECTED, ABSOLUTE, NO_OP = _codes.S_REJECTED, _codes.S_ABSOLUTE, _codes.S_NO_OP
-BACKUP, RESTORE = _codes.S_BACKUP, _codes.S_RESTORE
+BACKUP, RESTORE, AFTER_USER = _codes.S_BACKUP, _codes.S_RESTORE, _codes.S_AFTER_USER
 
 _NOTHING, _ANYTHING = -1, -2
 # A loop needs a 50-character chunk seen 10 times at distinct positions: 59 characters at least.
@@ -542,7 +545,7 @@ _STEP_COLUMNS = (
     ("writes", np.int32),
     ("args_hash", np.uint64),
     ("result_hash", np.uint64),
-    ("flags", np.uint8),
+    ("flags", np.uint16),
     ("tokens", np.int64),
     ("turn_tokens", np.int64),
     ("degen", np.int64),

@@ -229,6 +229,10 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
     """
     events: list[ReplayEvent] = []
     for i, step in enumerate(trace.steps):
+        if step.after_user:
+            # the person's message the live guard would have been told of (every loop's
+            # evidence starts again), as the burn rules start theirs
+            guard.note_message(step.session, "", role="user")
         if not step.name or step.rejected is not None:
             continue  # a turn that ran nothing: there was no call for a guard to check
         kind, target = _guard_kind(step)

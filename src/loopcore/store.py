@@ -48,7 +48,7 @@ __all__ = [
 
 #: Bumped when the layout or a table's columns change meaning; a store of another schema is
 #: refused with a clear error (re-run the analysis on the traces to rebuild it).
-STORE_SCHEMA = 1
+STORE_SCHEMA = 2
 #: The marker file that makes a folder a store.
 MARKER = "loopcore-store.json"
 _FORMAT = "loopcore-store"
@@ -344,9 +344,9 @@ def write_encoded(
             # The columns the kernels read are stored plain and uncompressed: reading them back
             # is then a copy, which is what re-analysis at the kernels' speed needs (hashes and
             # ids do not compress anyway); the rest (refs, the run's charges) is compressed.
-            # One-byte codes (kind, flags) take few values: dictionary-encoded, uncompressed.
+            # Small codes (kind, flags) take few values: dictionary-encoded, uncompressed.
             kernel = {name for name, _ in _step_columns()}
-            small = {name for name, d in _step_columns() if d.itemsize == 1}
+            small = {name for name, d in _step_columns() if d.itemsize <= 2}
             pq.write_table(
                 data,
                 path,

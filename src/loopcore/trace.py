@@ -56,6 +56,10 @@ class Step:
       old == new), so it does not count as a change of what it writes.
     * ``tokens_turn``: the rest of the turn's output (reasoning, reply text) attributed to this
       step, beside ``tokens_out``; counted in :attr:`Trace.total_tokens`.
+    * ``after_user``: a message from the person at the keyboard came between the step before
+      and this one (in a harness where that person shares the agent's workspace: Claude Code,
+      Codex, Gemini CLI...). They may have changed anything since, so nothing before it is
+      evidence that a later step repeats work: the burn rules start again here.
 
     A model turn that ran nothing is a step too, ``kind="other"``: with ``name=""`` for a plain
     reply, or with ``rejected`` set (and the attempted tool's name, if any).
@@ -81,6 +85,7 @@ class Step:
     rejected: str | None = None
     tokens_turn: int = 0
     no_op: bool = False
+    after_user: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in _KIND_SET:
@@ -175,6 +180,8 @@ class Step:
             d["tokens_turn"] = self.tokens_turn
         if self.no_op:
             d["no_op"] = True
+        if self.after_user:
+            d["after_user"] = True
         return d
 
     @classmethod
@@ -207,6 +214,8 @@ class Step:
             kw["tokens_estimated"] = bool(kw["tokens_estimated"])
         if "no_op" in kw:
             kw["no_op"] = bool(kw["no_op"])
+        if "after_user" in kw:
+            kw["after_user"] = bool(kw["after_user"])
         return cls(**kw)
 
 

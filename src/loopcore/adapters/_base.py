@@ -325,6 +325,7 @@ class Ledger:
         "_args_chars",
         "_results",
         "_replies",
+        "_users",
     )
 
     def __init__(self, session: str, profile: Profile) -> None:
@@ -343,6 +344,8 @@ class Ledger:
         # the step object an adapter holds, so no index needs to be looked up for it.)
         self._results: dict[int, int | None] = {}
         self._replies = 0  # steps finish() added for the turns that ran nothing
+        # The turns that begin after a user's message (see user()), ascending.
+        self._users: list[int] = []
 
     # -- building -----------------------------------------------------------------------
     def turn(self, usage: Any = None, *, text: str | None = None, ref: dict | None = None) -> int:
@@ -543,6 +546,16 @@ class Ledger:
                 opens: list[Step] = t[_OPEN]
                 return opens[-1]
         return None
+
+    def user(self) -> None:
+        """A message from the person at the keyboard (a prompt typed into an interactive
+        harness, not a tool's result nor text the harness adds): the first step of a later turn
+        gets ``Step.after_user``, so the burn rules take nothing before it as evidence that work
+        was repeated. Its text is context as before (:meth:`context`)."""
+        n = len(self.turns)
+        users = self._users
+        if not users or users[-1] != n:
+            users.append(n)
 
     def context(self, chars: int) -> None:
         """Other text that entered the context after the current turn (user messages...)."""
@@ -790,6 +803,8 @@ class Ledger:
     def trace(self, *, source: str | None, fmt: str, meta: dict | None = None) -> Trace:
         """The finished Trace (tokens filled in, meta tokens_source/unanswered set)."""
         steps, tokens_source = self.finish()
+        if self._users:
+            _mark_after_user(steps, self._users)
         m = {
             "tokens_source": tokens_source,
             "unanswered": len(steps) - self._replies - len(self._results),
@@ -799,6 +814,20 @@ class Ledger:
         if meta:
             m.update(meta)
         return Trace(steps, session=self.session, source=source, format=fmt, meta=m)
+
+
+def _mark_after_user(steps: list[Step], users: list[int]) -> None:
+    """Set ``after_user`` on the first step of a turn >= each of *users* (ascending turn
+    indexes; the steps are in turn order): several messages before one step mark it once."""
+    k = 0
+    n = len(users)
+    for s in steps:
+        if s.turn >= users[k]:
+            s.after_user = True
+            while k < n and users[k] <= s.turn:
+                k += 1
+            if k == n:
+                return
 
 
 # Step(...) with every field in order: the compiled twin fills a new Step's slots in C (the

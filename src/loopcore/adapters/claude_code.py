@@ -246,6 +246,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if own:
                 continue
             key = f"{sid}/{agent}"
+            sub = True
         elif rtype not in _RECORD_TYPES:
             if (
                 rtype not in KNOWN_TYPES
@@ -264,7 +265,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 ctx.bad(f"a {rtype} record without a message object", i)
                 continue
             sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
-            key = f"{sid}/{agents[i]}" if i in agents else sid
+            sub = i in agents
+            key = f"{sid}/{agents[i]}" if sub else sid
         ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
@@ -285,6 +287,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 described=_DESCRIBED,
             )
         else:
+            if not sub and _from_person(r, msg):
+                ledger.user()
             anthropic_user_blocks(msg.get("content"), ledger, refusals=_REFUSALS)
             ran = _sub_agent_run(r)
             if ran is not None:
@@ -307,6 +311,22 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"
     return traces
+
+
+def _from_person(r: dict, msg: dict) -> bool:
+    """Is this user record a message from the person at the keyboard? A prompt, a slash
+    command, a ``!`` shell command's output or an interruption are; tool results (and the text
+    the harness sends beside them), the records Claude Code marks ``isMeta`` (caveats, skill
+    and command bodies), a compaction's summary and a sub-agent's prompt (from the agent that
+    started it) are not."""
+    if r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"):
+        return False
+    content = msg.get("content")
+    if isinstance(content, str):
+        return bool(content)
+    if not isinstance(content, list) or not content:
+        return False
+    return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def sniff(records: list) -> bool:

@@ -192,6 +192,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if rtype is None and ("record_type" in r or _is_old_header(r)):
                 continue  # older rollouts: a header line and state lines
             if rtype in ITEM_TYPES:
+                if rtype == "message" and r.get("role") == "user" and _typed(r):
+                    ledger.user()
                 w.item(r, i)  # pre-2025-09 rollouts: bare response items
                 continue
             ctx.bad(
@@ -202,11 +204,28 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         if not isinstance(payload, dict):
             continue
-        if rtype == "event_msg" and payload.get("type") == "mcp_tool_call_end":
-            w.mcp_end(payload)
+        if rtype == "event_msg":
+            et = payload.get("type")
+            if et == "mcp_tool_call_end":
+                w.mcp_end(payload)
+            elif et == "user_message":
+                # what the person typed (the response item beside it may carry text Codex adds)
+                ledger.user()
         w.rollout_record(rtype, payload, i)
     meta = {"cli_version": version} if version else None
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
+
+
+#: How the user-role messages Codex writes itself begin (the environment, AGENTS.md and the
+#: user's instructions file): context, not a message from the person.
+_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<INSTRUCTIONS>")
+
+
+def _typed(item: dict) -> bool:
+    """A bare user-role message item of an older rollout (no ``event_msg`` records) that the
+    person typed, not one of the context messages Codex adds."""
+    text = text_of(item.get("content"))
+    return isinstance(text, str) and bool(text.strip()) and not text.lstrip().startswith(_INJECTED)
 
 
 def _is_old_header(r: Any) -> bool:

@@ -149,6 +149,7 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             if (
                 mtype == "user"
             ):  # info / error / warning messages are shown, never sent to the model
+                ledger.user()  # tool results are on the gemini message: this is the person
                 ledger.context(len(_content_text(m.get("content"))))
                 open_turn = False
             continue
@@ -260,6 +261,10 @@ def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
                 if isinstance(fc, dict) and isinstance(fc.get("name"), str):
                     ledger.call(fc["name"], fc.get("args"), fc.get("id"), ref=ref)
             continue
+        if c.get("role") == "user" and not any(
+            isinstance(p, dict) and "functionResponse" in p for p in parts
+        ):
+            ledger.user()  # a user Content of text alone: the person's message
         for p in parts:
             if not isinstance(p, dict):
                 continue

@@ -23,6 +23,8 @@ text               no        str: the reply text of the turn that issued the ste
 rejected           no        str: the harness's message when it rejected the action
 tokens_turn        no        int >= 0: the rest of the turn's output
 no_op              no        bool: the call provably changed nothing
+after_user         no        bool: a message from the user came just before the step (the burn
+                             rules take nothing before it as evidence of a repeat)
 =================  ========  ====================================================================
 
 A file may hold several sessions: one trace per session, in order of first appearance. A JSON
@@ -63,6 +65,7 @@ FIELDS = frozenset(
         "rejected",
         "tokens_turn",
         "no_op",
+        "after_user",
     }
 )
 
@@ -187,6 +190,8 @@ def _read_records_py(
         except ValueError as exc:
             ctx.bad(str(exc), i)
             continue
+        if "after_user" in r and r["after_user"]:
+            step.after_user = True
         steps.append(step)
 
 

@@ -160,6 +160,13 @@ def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> 
         if role == "assistant":
             _assistant(minfo, parts, ctx, ledger, i)
         elif role == "user":
+            if any(
+                isinstance(p, dict) and p.get("type") in ("text", "file") and not p.get("synthetic")
+                for p in parts
+            ):
+                # the person's own text or file (opencode marks the text it adds itself, after
+                # a compaction or for a sub-task, synthetic)
+                ledger.user()
             for p in parts:
                 if (
                     isinstance(p, dict)
