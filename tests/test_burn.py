@@ -872,3 +872,19 @@ def test_a_redos_replay_stops_at_a_users_message(impl):
     assert 4 not in got and got.get(3, ("", 0))[0] == "oscillation"
     steps[4].after_user = False
     assert charged(analyse(impl, steps))[4] == ("oscillation", 0)
+
+
+def test_a_backup_taken_before_a_users_message_proves_nothing_after_it(impl):
+    # a.py.orig copied before the person's message; after it a.py may hold their changes, so
+    # restoring the copy is not proven to give back what the first test run saw
+    steps = [
+        backup(1, "a.py", "a.py.orig"),
+        _after_user(backup(2, "a.py", "a.py.bak")),
+        run(3, "python t.py", "fail"),
+        insert(4, "a.py"),
+        restore(5, "a.py.orig", "a.py"),
+        run(6, "python t.py", "fail"),
+    ]
+    assert analyse(impl, steps).findings == ()
+    steps[1].after_user = False
+    assert {i for i, (k, _) in charged(analyse(impl, steps)).items() if k == "oscillation"} >= {5}
