@@ -277,6 +277,28 @@ def test_user_message_starts_the_evidence_again(make):
     assert calls(g, "s", "run", {"cmd": "ls"}, "a b", n=4) == [ALLOW] * 4
 
 
+@pytest.mark.parametrize("preset", Policy.presets())
+def test_a_person_asking_for_the_same_check_each_turn_is_not_a_cycle(make, preset):
+    # call, user message, call, user message, ...: the markers alternate with the call, but the
+    # person chose every call; a cycle's unit never holds a user message
+    g = make(Policy.preset(preset))
+    for _ in range(30):
+        assert calls(g, "s", "bash", {"command": "git status"}, "nothing to commit") == [ALLOW]
+        g.note_message("s", "check the status again", role="user")
+
+
+def test_a_cycle_counts_from_the_last_user_message(make):
+    g = make(Policy.default().replace(cycle_warn=6, cycle_block=None))
+    ab = [("read", {"p": "a"}), ("list", {"dir": "."})]
+    for tool, args in ab * 2:
+        calls(g, "s", tool, args, "same")
+    g.note_message("s", "go on", role="user")
+    ds = [calls(g, "s", tool, args, "same")[0] for tool, args in ab * 3]
+    # 4 alternating calls before the message and 5 after it: the sixth after it is the warning
+    assert ds[:5] == [ALLOW] * 5
+    assert (ds[5].action, ds[5].detector, ds[5].count) == ("warn", "cycle", 6)
+
+
 def test_condensation_loop(make):
     g = make(Policy.openhands())
     ds = [g.note_event("s", "condensation") for _ in range(10)]

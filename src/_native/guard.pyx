@@ -1003,7 +1003,8 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
                 q -= 1
             if t == 0:
                 continue
-            # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period)
+            # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period), none
+            # of them a user message (see the pure twin)
             distinct = True
             for a in range(n - k + 1, n + 1):
                 if a == n:
@@ -1011,6 +1012,9 @@ cdef int _check(Engine e, State st, uint64_t tool, uint64_t args, int kind, uint
                     aa = args
                 else:
                     j = st.ph(a)
+                    if users and st.kind[j] == K_USER:
+                        distinct = False
+                        break
                     ta = st.tool[j]
                     aa = st.args[j]
                 for b in range(a + 1, n + 1):

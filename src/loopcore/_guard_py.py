@@ -513,9 +513,15 @@ class Engine:
                     q -= 1
                 if t == 0:
                     continue
-                # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period)
+                # the unit s[n-k+1..n] must be k distinct calls (so k is the minimal period),
+                # none of them a user message: a cycle's evidence starts again after one, as
+                # every streak's does (a person asking for the same check turn after turn is
+                # not a loop of the agent's)
                 distinct = True
                 for a in range(n - k + 1, n + 1):
+                    if a < n and K[a] == USER:
+                        distinct = False
+                        break
                     ta, aa = (tool, args) if a == n else (T[a], A[a])
                     for b in range(a + 1, n + 1):
                         tb, ab = (tool, args) if b == n else (T[b], A[b])
