@@ -1873,3 +1873,70 @@ def test_opencode_a_user_message_starts_the_evidence_again_unless_opencode_wrote
     assert [s.after_user for s in t.steps] == [True, True] and _repeat_findings(t) == []
     t = run(user("m2", synthetic=True))
     assert [s.after_user for s in t.steps] == [True, False] and _repeat_findings(t)
+
+
+def test_openhands_a_person_s_message_starts_the_evidence_again(tmp_path):
+    """V0 and V1 streams: a user message is the person's (interactive OpenHands), unless it is
+    the text a run sends when no one is there (the evaluation harnesses' fake user response,
+    the headless auto-continue), which marks nothing."""
+    output = "total 4\n-rw-r--r-- 1 dev dev 812 a.py\n" * 10
+
+    def v0(between):
+        def msg(i, source, text):
+            return {"id": i, "source": source, "action": "message", "args": {"content": text}}
+
+        def run(i, cid):
+            meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                    "model_response": {"id": f"r{cid}"}}  # fmt: skip
+            return [
+                {"id": i, "source": "agent", "action": "run",
+                 "args": {"command": "ls -l"}, "tool_call_metadata": meta},
+                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+                 "content": output, "extras": {"metadata": {"exit_code": 0}}},
+            ]  # fmt: skip
+
+        events = [msg(0, "user", "list the folder"), *run(1, "c1")]
+        events += [msg(3, "user", between)] if between else []
+        events += run(4, "c2")
+        path = tmp_path / "events.json"
+        path.write_text(json.dumps(events))
+        (t,) = load(path, format="openhands")
+        return t
+
+    def v1(between):
+        def msg(eid, source, text):
+            return {"kind": "MessageEvent", "id": eid, "source": source,
+                    "llm_message": {"role": source, "content": [{"type": "text", "text": text}]}}  # fmt: skip
+
+        def run(eid, cid):
+            return [
+                {"kind": "ActionEvent", "id": eid, "source": "agent", "tool_name": "terminal",
+                 "tool_call_id": cid, "llm_response_id": f"r{cid}",
+                 "action": {"command": "ls -l"}},
+                {"kind": "ObservationEvent", "id": f"o{eid}", "source": "environment",
+                 "action_id": eid, "tool_call_id": cid, "tool_name": "terminal",
+                 "observation": {"content": [{"type": "text", "text": output}], "exit_code": 0}},
+            ]  # fmt: skip
+
+        events = [msg("m0", "user", "list the folder"), *run("a1", "c1")]
+        events += [msg("m1", "user", between)] if between else []
+        events += run("a2", "c2")
+        path = tmp_path / "v1.jsonl"
+        path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+        (t,) = load(path, format="openhands")
+        return t
+
+    for build in (v0, v1):
+        t = build("I added a file, list it again")
+        assert [s.after_user for s in t.steps] == [True, True], build.__name__
+        assert _repeat_findings(t) == []
+        nudges = (
+            None,
+            "Please continue working on the task on whatever approach you think is suitable.\n"
+            "IMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN HELP.\n",
+            "Please continue on whatever approach you think is suitable.\n",
+        )
+        for between in nudges:
+            t = build(between)
+            assert [s.after_user for s in t.steps] == [True, False], (build.__name__, between)
+            assert [steps for _, steps in _repeat_findings(t)] == [(1,)]

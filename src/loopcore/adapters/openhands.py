@@ -167,6 +167,20 @@ def _mark_failure(step: Any, content: Any) -> Any:
     return content
 
 
+# What an OpenHands run sends as the user when no person is there (the evaluation harnesses'
+# fake user responses and the headless auto-continue of openhands.core.main): the harness's own
+# text, so the evidence before it still counts; any other user message is the person's.
+_AUTO_CONTINUE = (
+    "Please continue working on the task",
+    "Please continue on whatever approach you think is suitable",
+)
+
+
+def _from_person(text: Any) -> bool:
+    """A user message's text is the person's, not the harness's auto-continue."""
+    return not (isinstance(text, str) and text.lstrip().startswith(_AUTO_CONTINUE))
+
+
 def _ref(e: dict, i: int) -> dict:
     eid = e.get("id")
     return (
@@ -208,6 +222,12 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 last_response = None
                 continue
             if e.get("source") != "agent" or (action not in _TOOL_ACTIONS and tcm is None):
+                if (
+                    action == "message"
+                    and e.get("source") == "user"
+                    and _from_person(args_in.get("content"))
+                ):
+                    ledger.user()
                 ledger.context(
                     text_len(e.get("message") if action != "message" else args_in.get("content"))
                 )
@@ -433,6 +453,8 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 pending = None
                 last_response = e.get("llm_response_id")
             else:
+                if e.get("source") == "user" and _from_person(text):
+                    ledger.user()
                 ledger.context(text_len(text))
         elif kind == "ConversationStateUpdateEvent":
             if e.get("key") == "stats":
