@@ -1940,3 +1940,88 @@ def test_openhands_a_person_s_message_starts_the_evidence_again(tmp_path):
             t = build(between)
             assert [s.after_user for s in t.steps] == [True, False], (build.__name__, between)
             assert [steps for _, steps in _repeat_findings(t)] == [(1,)]
+
+
+def test_cline_a_person_s_words_start_the_evidence_again(tmp_path):
+    """Cline / Roo Code: the person's words come inside user messages (an answer, feedback, a
+    message on resuming, their edit of an accepted write, a task resumed days later, which the
+    harness itself says may have changed the project); tool results, reminders and environment
+    details are the harness's and mark nothing."""
+    body = "export const region = 'us-west1';\n" * 20
+
+    def read(cid):
+        return {"role": "assistant", "ts": 2, "content": [
+            {"type": "tool_use", "id": cid, "name": "read_file", "input": {"path": "src/cfg.ts"}}]}  # fmt: skip
+
+    def answer(cid, *extra):
+        return {"role": "user", "ts": 3, "content": [
+            {"type": "text", "text": f"[read_file for 'src/cfg.ts'] Result:\n{body}"},
+            *({"type": "text", "text": t} for t in extra),
+            {"type": "text", "text": "<environment_details>\n# Current Time\nnow\n</environment_details>"}]}  # fmt: skip
+
+    def run(*between):
+        msgs = [{"role": "user", "ts": 1, "content": [{"type": "text", "text": "<task>\nSet the region.\n</task>"}]}]  # fmt: skip
+        msgs += [read("c1"), answer("c1")]
+        if between:
+            msgs += [
+                {
+                    "role": "assistant",
+                    "ts": 2,
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "q",
+                            "name": "ask_followup_question",
+                            "input": {"question": "Which region?\nOne of:\n- a\n- b"},
+                        }
+                    ],
+                },
+                {
+                    "role": "user",
+                    "ts": 3,
+                    "content": [{"type": "text", "text": t} for t in between],
+                },
+            ]
+        msgs += [read("c2"), answer("c2")]
+        folder = tmp_path / "tasks" / f"17770000{len(list(tmp_path.rglob('*.json'))):05d}"
+        folder.mkdir(parents=True)
+        (folder / "api_conversation_history.json").write_text(json.dumps(msgs))
+        (t,) = load(folder / "api_conversation_history.json")
+        return [s for s in t.steps if s.name == "read_file"], t
+
+    person = (
+        [
+            "[ask_followup_question for 'Which region?\nOne of:\n- a\n- b'] Result:\n<answer>\nb\n</answer>"
+        ],
+        [
+            "The user has provided feedback on the results. Consider their input.",
+            "<feedback>\nuse b\n</feedback>",
+        ],
+        [
+            "[TASK RESUMPTION] This task was interrupted 3 days ago. Be aware that the project state may have changed since then."
+        ],
+        [
+            "[TASK RESUMPTION] This task was interrupted just now.",
+            "New instructions for task continuation:\n<user_message>\nread it again\n</user_message>",
+        ],
+        [
+            "[write_to_file for 'src/cfg.ts'] Result:\nThe user made the following updates to your content:\n\n@@ -1 +1 @@"
+        ],
+        [
+            '[ask_followup_question for \'Which region?\'] Result:\n{"status":"approved","message":"The user approved this operation and provided the following context","feedback":"b"}'
+        ],
+    )
+    for between in person:
+        reads, t = run(*between)
+        assert [s.after_user for s in reads] == [True, True], between
+        assert _repeat_findings(t) == [], between
+    harness = (
+        (),
+        ["[ERROR] You did not use a tool in your previous response! Please retry with a tool use."],
+        ["[ask_followup_question for 'Which region?'] Result:\nThe user denied this operation."],
+        ["\n\n# TODO LIST UPDATE REQUIRED - You MUST include the task_progress parameter"],
+    )
+    for between in harness:
+        reads, t = run(*between)
+        assert [s.after_user for s in reads] == [True, False], between
+        assert [k for k, _ in _repeat_findings(t) if k != "rejected_action"] != [], between

@@ -91,6 +91,49 @@ _REFUSED = (
 )
 
 
+# How the person's words reach the model in a user message (Cline's and Roo Code's
+# formatResponse): the task, a message on resuming it, an answer to a question, feedback on a
+# completion or on a call they approved or denied, their own edit of a write they accepted.
+# A task resumed later is theirs too (they may have changed anything meanwhile). Everything
+# else in a user message is the harness's: tool results, environment details, reminders.
+_PERSON_STARTS = (
+    "<task>",
+    "<feedback>",
+    "<answer>",
+    "<user_message>",
+    "[TASK RESUMPTION]",
+    "The user provided the following feedback",
+    "The user has provided feedback on the results",
+    "The user denied this operation and provided the following feedback",
+    "The user approved this operation and provided the following context",
+    "The user made the following updates to your content",
+)
+
+
+def _from_person(text: Any) -> bool:
+    """*text* (a text block, or a tool's result) carries the person's words."""
+    if not isinstance(text, str):
+        return False
+    head = text[:300].lstrip()
+    if head.startswith(_PERSON_STARTS):
+        return True
+    # Roo Code's native protocol: {"status":"denied"|"approved",...,"feedback":"..."}
+    return head.startswith('{"status":"') and '"feedback":"' in head
+
+
+def _body(text: str, head: Any) -> str:
+    """What follows a block's ``[tool for '...'] Result:`` (its head *head*; for a head the
+    pattern does not take, such as a question of several lines, the first ``] Result:``),
+    else the whole block."""
+    if head is not None:
+        return text[head.end() :]
+    if text.startswith("["):
+        i = text.find("] Result:")
+        if i >= 0:
+            return text[i + 9 :]
+    return text
+
+
 def _params(body: str) -> dict:
     args = _raw_params(body)
     nested = args.get("args")
@@ -238,12 +281,14 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 
 def _user(blocks: list, ledger: Ledger, xml_open: Any) -> Any:
     k = 0
+    person = False
     while k < len(blocks):
         b = blocks[k]
         t = b.get("type")
         if t == "tool_result":
             step = ledger.pair(b.get("tool_use_id"))
             res = text_of(b.get("content"))
+            person = person or _from_person(res)
             if step is None:
                 ledger.orphans += 1
                 ledger.context(text_len(res))
@@ -256,6 +301,7 @@ def _user(blocks: list, ledger: Ledger, xml_open: Any) -> Any:
             k += 1
             continue
         head = _RESULT_HEAD.match(text)
+        person = person or _from_person(_body(text, head))
         step = None
         if head is not None:
             label = head.group(1)
@@ -307,6 +353,8 @@ def _user(blocks: list, ledger: Ledger, xml_open: Any) -> Any:
         else:
             ledger.context(len(text))
         k += 1
+    if person:
+        ledger.user()
     return xml_open
 
 
