@@ -93,6 +93,14 @@ SHELL_CASES = [
     ("echo hello", "other", None),
     ("cd /tmp", "other", None),
     ("export A=1", "other", None),
+    # command -v / -V says how a name resolves, as which does; command NAME runs NAME
+    ("command -v python", "other", None),
+    ("command -V git", "other", None),
+    ("command -pv ls", "other", None),
+    ("sudo command -v rg", "other", None),
+    ("command -v python && cat a.py", "observe", "a.py"),
+    ("command -p ls -la", "observe", "."),
+    ("command -- -v", "exec", None),
     ("", "other", None),
 ]
 

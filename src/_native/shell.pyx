@@ -1376,6 +1376,8 @@ cdef Py_ssize_t _wrapped_command(list words, Py_ssize_t b, str cmd, int info) ex
                 options = False
                 continue
             if _is_option(w) and PyUnicode_GET_LENGTH(w) > 1:
+                if cmd == u"command" and w[1] != u"-" and (u"v" in w or u"V" in w):
+                    return -1  # command -v / -V: see the pure twin
                 if value_opts.get(w) >= 0:
                     i += 1
                 continue

@@ -768,6 +768,8 @@ def _wrapped_command(words: list[str], b: int, cmd: str) -> int:
                 options = False
                 continue
             if w.startswith("-") and len(w) > 1:
+                if cmd == "command" and w[1] != "-" and ("v" in w or "V" in w):
+                    return -1  # command -v / -V only says how a name resolves, as which does
                 if w in value_opts:
                     i += 1
                 continue
