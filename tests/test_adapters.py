@@ -1829,6 +1829,132 @@ def test_codex_a_user_message_event_starts_the_evidence_again(tmp_path):
     assert [s.after_user for s in t.steps] == [False, False] and _repeat_findings(t)
 
 
+def _codex_paginated(records):
+    # a paginated rollout (Codex 0.151+): every line carries its ordinal
+    out = []
+    for k, line in enumerate(records):
+        rec = json.loads(line)
+        out.append(json.dumps({"timestamp": rec["timestamp"], "ordinal": k} | rec))
+    return out
+
+
+def _codex_item(item, turn="t1"):
+    return _codex_rec("event_msg", {"type": "item_completed", "thread_id": "sess-p",
+                                    "turn_id": turn, "item": item,
+                                    "started_at_ms": 0, "completed_at_ms": 1})  # fmt: skip
+
+
+def test_codex_paginated_rollout_person_and_mcp_failures(tmp_path):
+    # Paginated rollouts write no user_message or mcp_tool_call_end event: the person's
+    # message is a completed UserMessage turn item and an MCP failure a McpToolCall item
+    # (status "failed", the server's isError result or a transport error); calls and
+    # outputs are response items as before (shape of codex-rs rollout/src/policy.rs)
+    def run(*between):
+        lines = _codex_paginated([
+            _codex_rec("session_meta", {"id": "sess-p", "cwd": "/repo", "cli_version": "0.153.4",
+                                        "history_mode": "paginated"}),
+            _codex_rec("event_msg", {"type": "task_started", "turn_id": "t1"}),
+            _codex_item({"type": "UserMessage", "id": "u1",
+                         "content": [{"type": "text", "text": "what changed?", "text_elements": []}]}),
+            _codex_rec("response_item", {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "what changed?"}]}),
+            _codex_fn("a", "exec_command", {"cmd": "git status --short"}),
+            _codex_out("a", "Process exited with code 0\nOutput:\n M a.py\n"),
+            _codex_item({"type": "CommandExecution", "id": "a", "command": ["/bin/bash", "-lc",
+                         "git status --short"], "status": "completed", "exit_code": 0}),
+            *between,
+            _codex_fn("b", "exec_command", {"cmd": "git status --short"}),
+            _codex_out("b", "Process exited with code 0\nOutput:\n M a.py\n"),
+            _codex_fn("c", "lookup", {"q": "x"}, namespace="mcp__docs"),
+            _codex_item({"type": "McpToolCall", "id": "c", "server": "docs", "tool": "lookup",
+                         "arguments": {"q": "x"}, "status": "failed",
+                         "result": {"content": [{"type": "text", "text": "no index"}], "isError": True}}),
+            _codex_out("c", "Wall time: 0.01 seconds\nOutput:\nno index"),
+            _codex_fn("d", "lookup", {"q": "y"}, namespace="mcp__docs"),
+            _codex_out("d", "Wall time: 0.01 seconds\nOutput:\n"),
+            _codex_item({"type": "McpToolCall", "id": "d", "server": "docs", "tool": "lookup",
+                         "arguments": {"q": "y"}, "status": "failed",
+                         "error": {"message": "transport failed"}}),
+            _codex_fn("e", "lookup", {"q": "z"}, namespace="mcp__docs"),
+            _codex_item({"type": "McpToolCall", "id": "e", "server": "docs", "tool": "lookup",
+                         "arguments": {"q": "z"}, "status": "completed",
+                         "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}}),
+            _codex_out("e", "Wall time: 0.01 seconds\nOutput:\nok"),
+        ])  # fmt: skip
+        path = tmp_path / "rollout.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    typed = _codex_item({"type": "UserMessage", "id": "u2", "content": [
+        {"type": "text", "text": "I changed it, look again", "text_elements": []}]}, "t2")  # fmt: skip
+    t = run(_codex_rec("event_msg", {"type": "task_started", "turn_id": "t2"}), typed)
+    assert [s.after_user for s in t.steps] == [True, True, False, False, False]
+    assert _repeat_findings(t) == []
+    a, b, c, d, e = t.steps
+    assert c.error == "no index" and d.error == "transport failed" and e.error is None
+    assert not t.meta.get("no_steps") and len(t.steps) == 5
+
+    # Codex mirrors only some of the person's messages: an answer to the agent's question or
+    # a prompt with a pasted image may have no UserMessage item, and the message item
+    # itself is the person's; what Codex writes (a hook's prompt, AGENTS.md, a skill) is not
+    def user(*blocks):
+        return _codex_rec("response_item", {"type": "message", "role": "user",
+                                            "content": list(blocks)})  # fmt: skip
+
+    def text(x):
+        return {"type": "input_text", "text": x}
+
+    person = {
+        "reply": [user(text('<send_user_message_question_reply>\n[{"answer":"yes"}]'))],
+        "image": [
+            user(
+                text('<image name=[Image #1] path="/tmp/p.png">'),
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBOR"},
+                text("</image>"),
+                text("[Image #1] this one"),
+            )
+        ],  # fmt: skip
+    }
+    codex = {
+        "commentary": [
+            _codex_item(
+                {
+                    "type": "AgentMessage",
+                    "id": "m1",
+                    "content": [{"type": "Text", "text": "checking again"}],
+                    "phase": "commentary",
+                }
+            )
+        ],  # fmt: skip
+        "hook": [
+            user(text('<hook_prompt hook_run_id="stop:1">keep going</hook_prompt>')),
+            _codex_item(
+                {
+                    "type": "HookPrompt",
+                    "id": "h1",
+                    "fragments": [{"text": "keep going", "hookRunId": "stop:1"}],
+                }
+            ),
+        ],  # fmt: skip
+        "agents": [
+            user(
+                text("# AGENTS.md instructions\n\n<INSTRUCTIONS>\nuse uv"),
+                text("<environment_context>\n  <cwd>/repo</cwd>"),
+            )
+        ],  # fmt: skip
+        "skill": [user(text("<skill>\n<name>plans</name>\n</skill>"))],
+    }
+    for kind, between in person.items():
+        t = run(*between)
+        assert [s.after_user for s in t.steps][:2] == [True, True], kind
+        assert _repeat_findings(t) == [], kind
+    for kind, between in codex.items():
+        t = run(*between)
+        assert [s.after_user for s in t.steps][:2] == [True, False], kind
+        assert _repeat_findings(t), kind
+
+
 def test_gemini_cli_a_user_message_starts_the_evidence_again(tmp_path):
     def gem(mid, cid):
         return {"id": mid, "timestamp": "t", "type": "gemini", "content": "",

@@ -5,6 +5,11 @@ Each line is ``{"timestamp", "type", "payload"}``: ``session_meta`` (the session
 ``reasoning``, ``function_call`` / ``function_call_output``, ``custom_tool_call`` /
 ``custom_tool_call_output``, ``local_shell_call``, ``web_search_call``...), ``event_msg`` (UI
 events; ``token_count`` carries each API call's ``last_token_usage``) and ``compacted``.
+Paginated rollouts (``history_mode: "paginated"`` in ``session_meta``, an ``ordinal`` on every
+line; Codex 0.151 and later, and older rollouts ``codex migrate-rollouts`` converted) keep the
+same response items and ``token_count`` events, but write completed turn items
+(``event_msg`` ``item_completed``: ``UserMessage``, ``McpToolCall``, ``CommandExecution``...)
+where legacy rollouts wrote ``user_message`` and ``mcp_tool_call_end`` events; both are read.
 Consecutive model-side items form one API call. Tool outputs go through the ``codex`` output
 normaliser (taxonomy/profiles.py): the per-call header (``Chunk ID``, ``Wall time``, ``Process
 exited with code N``, ``Original token count``) is removed, the exit code kept in
@@ -136,8 +141,20 @@ class _Walker(ResponsesWalker):
     def mcp_end(self, payload: dict) -> None:
         """An ``mcp_tool_call_end`` event: the MCP server's own answer says whether the call
         failed (``isError``, or an ``Err``), which the output item's text does not."""
-        error = _mcp_error(payload.get("result"))
-        cid = payload.get("call_id")
+        self.mcp_failed(payload.get("call_id"), _mcp_error(payload.get("result")))
+
+    def mcp_item(self, item: dict) -> None:
+        """A completed ``McpToolCall`` turn item (paginated rollouts keep it instead of the
+        ``mcp_tool_call_end`` event): its ``id`` is the call's id; a ``failed`` status comes
+        with the server's result (``isError``) or a transport ``error: {message}``."""
+        if item.get("status") != "failed":
+            return
+        error = _mcp_item_error(item)
+        self.mcp_failed(item.get("id"), error if error is not None else "error")
+
+    def mcp_failed(self, cid: Any, error: Any) -> None:
+        """The MCP call *cid* failed with *error*: on its step when its output was read,
+        else kept for the output."""
         if error is None or not isinstance(cid, str):
             return
         for step in reversed(self.ledger.steps):  # the output item came first: set it there
@@ -164,15 +181,35 @@ def _mcp_error(result: Any) -> Any:
     return None
 
 
+def _mcp_item_error(item: dict) -> Any:
+    """The error of a failed ``McpToolCall`` turn item, else None: the transport error's
+    message, or the text of a result the server marked ``isError``."""
+    err = item.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str) and err["message"]:
+        return err["message"]
+    if isinstance(err, str) and err:
+        return err
+    result = item.get("result")
+    if isinstance(result, dict) and (
+        result.get("isError") is True or result.get("is_error") is True
+    ):
+        content = result.get("content")
+        text = text_of(content) if isinstance(content, list) else content
+        return text if isinstance(text, str) and text else "error"
+    return None
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from a Codex rollout."""
     records = doc if isinstance(doc, list) else [doc]
     session = ctx.stem
     version = None
     p = rollout_session(records)
+    paginated = False
     if p is not None:
         session = str(p.get("id") or session)
         version = p.get("cli_version")
+        paginated = p.get("history_mode") == "paginated"
     elif records and _is_old_header(records[0]):
         session = str(records[0].get("id") or session)
     ledger = Ledger(session, ctx.profile(PROFILE))
@@ -204,6 +241,18 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         if not isinstance(payload, dict):
             continue
+        if (
+            paginated
+            and rtype == "response_item"
+            and payload.get("type") == "message"
+            and payload.get("role") == "user"
+            and _typed(payload)
+        ):
+            # A paginated rollout mirrors only some of the person's messages as UserMessage
+            # items (on real 0.15x rollouts 33 of 116 answers to the agent's questions, 24 of
+            # 40 prompts with an image): the message item itself is the person's unless Codex
+            # wrote it.
+            ledger.user()
         if rtype == "event_msg":
             et = payload.get("type")
             if et == "mcp_tool_call_end":
@@ -211,20 +260,49 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             elif et == "user_message":
                 # what the person typed (the response item beside it may carry text Codex adds)
                 ledger.user()
+            elif et == "item_completed":
+                # Paginated rollouts (session_meta.history_mode "paginated", Codex 0.151+)
+                # keep completed turn items instead of the legacy user_message and
+                # mcp_tool_call_end events; calls and outputs are still response items.
+                item = payload.get("item")
+                if isinstance(item, dict):
+                    it = item.get("type")
+                    if it == "UserMessage":
+                        ledger.user()
+                    elif it == "McpToolCall":
+                        w.mcp_item(item)
         w.rollout_record(rtype, payload, i)
     meta = {"cli_version": version} if version else None
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
 
 
-#: How the user-role messages Codex writes itself begin (the environment, AGENTS.md and the
-#: user's instructions file): context, not a message from the person.
-_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<INSTRUCTIONS>")
+#: How the user-role messages Codex writes itself begin (the environment, AGENTS.md, the
+#: user's instructions file, skill and plugin blocks, the note on an aborted turn, its own
+#: recovery notices, a hook's prompt): context, not a message from the person.
+_INJECTED = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md",
+    "<INSTRUCTIONS>",
+    "<skill>",
+    "<recommended_plugins>",
+    "<turn_aborted>",
+    "<codex_internal_context",
+    "<hook_prompt",
+)
 
 
 def _typed(item: dict) -> bool:
-    """A bare user-role message item of an older rollout (no ``event_msg`` records) that the
-    person typed, not one of the context messages Codex adds."""
-    text = text_of(item.get("content"))
+    """A user-role message item (of an older rollout with no ``event_msg`` records, or of a
+    paginated one) that the person wrote, not one of the context messages Codex adds. Its
+    text blocks are read, so a prompt with a pasted image counts."""
+    content = item.get("content")
+    if isinstance(content, list):
+        text = "\n".join(
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    else:
+        text = text_of(content)
     return isinstance(text, str) and bool(text.strip()) and not text.lstrip().startswith(_INJECTED)
 
 
