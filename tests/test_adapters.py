@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import shutil
+import sys
 
 import orjson
 import pytest
@@ -1827,6 +1828,35 @@ def test_codex_a_user_message_event_starts_the_evidence_again(tmp_path):
     assert [s.after_user for s in t.steps] == [False, True] and _repeat_findings(t) == []
     t = run(_codex_rec("event_msg", {"type": "agent_message", "message": "checking"}))
     assert [s.after_user for s in t.steps] == [False, False] and _repeat_findings(t)
+
+
+def test_codex_compressed_rollouts_are_read_once(tmp_path):
+    # Codex keeps older rollouts as rollout-*.jsonl.zst and reads the plain .jsonl when
+    # both are there (codex-rs/rollout/src/compression.rs): a folder walk does the same
+    if sys.version_info >= (3, 14):
+        from compression import zstd
+    else:
+        from backports import zstd
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-z", "cwd": "/repo", "cli_version": "0.153.4"}),
+        _codex_fn("a", "exec_command", {"cmd": "cat a.py"}),
+        _codex_out("a", "Process exited with code 0\nOutput:\nx = 1\n"),
+    ]
+    body = ("\n".join(lines) + "\n").encode()
+    day = tmp_path / "sessions" / "2026" / "09" / "05"
+    day.mkdir(parents=True)
+    old = day / "rollout-2026-09-05T10-00-00-0001.jsonl.zst"
+    old.write_bytes(zstd.compress(body))
+    (t,) = load(old)
+    assert t.format == "codex" and t.session == "sess-z" and len(t.steps) == 1
+    assert t.steps[0].result == "x = 1\n"
+    # mid-compression both are there: one trace, from the plain file
+    both = day / "rollout-2026-09-05T11-00-00-0002.jsonl"
+    both.write_bytes(body.replace(b"sess-z", b"sess-y"))
+    (day / (both.name + ".zst")).write_bytes(zstd.compress(body.replace(b"sess-z", b"sess-y")))
+    traces = list(load(tmp_path / "sessions"))
+    assert sorted(t.session for t in traces) == ["sess-y", "sess-z"]
+    assert [t.source for t in traces if t.session == "sess-y"] == [str(both)]
 
 
 def _codex_paginated(records):

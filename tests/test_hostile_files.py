@@ -179,6 +179,77 @@ def test_read_bytes_inflates_gzip_files_of_every_shape(tmp_path):
         _io.read_bytes(str(cut))
 
 
+def _zstd():
+    if sys.version_info >= (3, 14):
+        from compression import zstd
+    else:
+        from backports import zstd
+    return zstd
+
+
+def _skippable(payload: bytes) -> bytes:
+    # a skippable frame (magic 0x184D2A50..5F, then its length): no output, read past
+    return b"\x50\x2a\x4d\x18" + len(payload).to_bytes(4, "little") + payload
+
+
+def test_read_bytes_inflates_zstandard_files_of_every_shape(tmp_path):
+    """Zstandard by content: one frame (read in one go), several frames, a skippable frame,
+    an empty frame, a stream fed in pieces; trailing bytes that are no frame and a frame cut
+    short are errors naming the file, as for gzip."""
+    zstd = _zstd()
+    body = bytes(range(256)) * 4000
+    cases = {
+        "one": zstd.compress(body),
+        "two": zstd.compress(b"1") + zstd.compress(b"2"),
+        "skippable": zstd.compress(b"1") + _skippable(b"meta") + zstd.compress(b"2"),
+        "empty_frame": zstd.compress(b"") + zstd.compress(b"x"),
+        "many": b"".join(zstd.compress(body[i : i + 4096]) for i in range(0, len(body), 4096)),
+    }
+    want = {"one": body, "two": b"12", "skippable": b"12", "empty_frame": b"x", "many": body}
+    for name, raw in cases.items():
+        path = tmp_path / f"{name}.jsonl.zst"
+        path.write_bytes(raw)
+        assert _io.read_bytes(str(path)) == want[name], name
+    pieces = iter([cases["two"][5:12], cases["two"][12:], b""])
+    assert _io.unzstd(cases["two"][:5], lambda n: next(pieces), None, 10) == b"12"
+    bad = tmp_path / "trailing.jsonl.zst"
+    bad.write_bytes(cases["one"] + b"not zstd")
+    with pytest.raises(TraceFormatError, match="not a readable Zstandard file") as err:
+        _io.read_bytes(str(bad))
+    assert err.value.path == str(bad)
+    cut = tmp_path / "cut.jsonl.zst"
+    cut.write_bytes(cases["one"][: len(cases["one"]) // 2])
+    with pytest.raises(TraceFormatError, match="truncated Zstandard stream"):
+        _io.read_bytes(str(cut))
+
+
+def test_unzstd_never_holds_more_than_the_limit(monkeypatch):
+    zstd = _zstd()
+    bomb = zstd.compress(b"\0" * (64 << 20))
+    assert len(bomb) < 1 << 20
+    with pytest.raises(TraceFormatError, match="expands to more than 1,000 bytes"):
+        _io.unzstd(bomb, lambda n: b"", "x.zst", 1000)
+    # at the limit exactly, it is read
+    assert _io.unzstd(zstd.compress(b"b" * 1000), lambda n: b"", "x.zst", 1000) == b"b" * 1000
+    monkeypatch.setenv("LOOPCORE_MAX_FILE_BYTES", str(1 << 20))
+    with pytest.raises(TraceFormatError, match="expands to more than"):
+        list(load(bomb))  # a bytes source is capped as a file is
+
+
+def test_a_zstandard_bomb_is_a_clear_error_and_the_rest_is_read(impl, tmp_path):
+    zstd = _zstd()
+    bomb = tmp_path / "rollout-bomb.jsonl.zst"
+    bomb.write_bytes(zstd.compress(b" " * (64 << 20)))
+    good_trace(tmp_path / "a.jsonl")
+    res = cli(impl, "analyse", str(bomb), LOOPCORE_MAX_FILE_BYTES=str(8 << 20))
+    _clean(res)
+    assert res.returncode == 2, res.stderr
+    assert "expands to more than 8,388,608 bytes, the per-file limit" in res.stderr
+    res = cli(impl, "analyse", str(tmp_path), "--keep-going", LOOPCORE_MAX_FILE_BYTES=str(8 << 20))
+    _clean(res)
+    assert res.returncode == 0 and "skipped 1 unreadable input" in res.stderr
+
+
 def test_a_plain_file_over_the_limit_and_a_bad_limit_value(impl, tmp_path):
     big = good_trace(tmp_path / "a.jsonl")
     res = cli(impl, "analyse", str(big), LOOPCORE_MAX_FILE_BYTES="100")

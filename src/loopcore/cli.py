@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
             "paths",
             nargs="*",
             metavar="PATH",
-            help="trace files or folders (.gz too); none = the bundled example trace",
+            help="trace files or folders (.gz and .zst too); none = the bundled example trace",
         )
         sp.add_argument(
             "--format",
@@ -405,13 +405,14 @@ def _check_format(name: str) -> None:
 def _input_size(paths: Sequence[str]) -> tuple[int, int]:
     # what a folder walk reads is the adapters' rule: README.md, .yaml, .tsv beside traces are not work
     from .adapters import _TRACE_EXTS
+    from .adapters._io import plain_name
 
     files = size = 0
     for p in paths:
         if os.path.isdir(p):
             for root, _dirs, names in os.walk(p):
                 for n in names:
-                    if n.startswith(".") or not n.removesuffix(".gz").endswith(_TRACE_EXTS):
+                    if n.startswith(".") or not plain_name(n).endswith(_TRACE_EXTS):
                         continue
                     files += 1
                     try:

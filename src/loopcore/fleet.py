@@ -177,7 +177,7 @@ def _rangeable(unit: Unit, fmt: str, range_bytes: int) -> bool:
     if (
         not isinstance(item, str)
         or unit.size < range_bytes * 3 // 2
-        or item.endswith(".gz")
+        or item.endswith((".gz", ".zst"))
         or fmt not in ("auto", loopcore_steps.NAME)
         or not os.path.isfile(item)
     ):

@@ -2,7 +2,7 @@
 
 Each format lives in its own module (``FORMATS`` lists their names); ``detect_format`` picks
 one from the parsed content, never from the file name alone. A source is read once: bytes,
-gunzip when the content is gzip, one orjson parse (JSON Lines line by line), then the adapter
+inflated when the content is gzip or Zstandard, one orjson parse (JSON Lines line by line), then the adapter
 walks the parsed objects. See docs/formats.md for every format, the token rule and errors.
 """
 
@@ -34,7 +34,16 @@ from . import (
     tau_bench,
 )
 from ._base import LoadStats, TraceFormatError, estimate_tokens
-from ._io import Ctx, Parsed, gunzip, max_file_bytes, parse_bytes, read_bytes
+from ._io import (
+    Ctx,
+    Parsed,
+    gunzip,
+    max_file_bytes,
+    parse_bytes,
+    plain_name,
+    read_bytes,
+    unzstd,
+)
 
 __all__ = [
     "FORMATS",
@@ -557,10 +566,15 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
             yield StoreFolder(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        present = set(files)
         names = sorted(
             f
             for f in files
-            if not f.startswith(".") and f.removesuffix(".gz").endswith(_TRACE_EXTS)
+            if not f.startswith(".")
+            and plain_name(f).endswith(_TRACE_EXTS)
+            # Codex keeps a rollout as .jsonl or, once compressed, as .jsonl.zst, and reads
+            # the plain file when both exist (mid-compression): one trace, read once
+            and not (f.endswith(".zst") and f[:-4] in present)
         )
         if (
             os.path.basename(root) == "events"
@@ -774,7 +788,7 @@ def _sub_agent_files(path: str) -> list[str]:
     """The sub-agent files of a Claude Code session file: Claude Code 2.x writes each
     sub-agent's records to ``<sessionId>/subagents/agent-<agentId>.jsonl`` beside
     ``<sessionId>.jsonl``, so a session named on its own is only whole with them."""
-    name = path[:-3] if path.endswith(".gz") else path
+    name = plain_name(path)
     if not name.endswith(".jsonl"):
         return []
     folder = os.path.join(name[: -len(".jsonl")], "subagents")
@@ -785,7 +799,7 @@ def _sub_agent_files(path: str) -> list[str]:
     return [
         os.path.join(folder, f)
         for f in sorted(names)
-        if f.startswith("agent-") and f.removesuffix(".gz").endswith(".jsonl")
+        if f.startswith("agent-") and plain_name(f).endswith(".jsonl")
     ]
 
 
@@ -893,6 +907,8 @@ def _iter_object_bytes(
 ) -> Iterator[Trace]:
     if data[:2] == b"\x1f\x8b":
         data = gunzip(data, lambda n: b"", None, max_file_bytes())
+    elif data[:4] == b"\x28\xb5\x2f\xfd":
+        data = unzstd(data, lambda n: b"", None, max_file_bytes())
     for t in _parse_one(None, parse_bytes(data, None), fmt, keep_going, stats, profile, False):
         if stats is not None:
             stats.traces += 1

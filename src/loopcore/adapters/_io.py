@@ -1,17 +1,20 @@
-"""Reading a source once: bytes (gunzipped when needed), one orjson parse, JSONL line by line.
+"""Reading a source once: bytes (inflated when compressed), one orjson parse, JSONL line by line.
 
 Only regular files are read (a FIFO, a device such as /dev/zero, a socket or a folder named
 ``x.jsonl`` is a TraceFormatError, checked on the opened descriptor, never by waiting on it),
 and what one file may expand to is capped: ``LOOPCORE_MAX_FILE_BYTES`` (bytes, default
-``DEFAULT_MAX_FILE_BYTES`` = 1 GiB) bounds both a plain file and the gunzipped content of a
-``.gz``; gzip is inflated in bounded steps, so a gzip bomb ends in a TraceFormatError naming
-the file and the limit, never in MemoryError. See docs/formats.md.
+``DEFAULT_MAX_FILE_BYTES`` = 1 GiB) bounds a plain file and the inflated content of a gzip
+(``.gz``) or Zstandard (``.zst``: Codex keeps older rollouts as ``rollout-*.jsonl.zst``) file;
+both are inflated in bounded steps, so a compression bomb ends in a TraceFormatError naming the
+file and the limit, never in MemoryError. The format is told by the content, not the name.
+See docs/formats.md.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 import zlib
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -24,15 +27,21 @@ from ._base import LoadStats, TraceFormatError
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "Ctx",
+    "COMPRESSED_SUFFIXES",
     "Parsed",
     "gunzip",
     "max_file_bytes",
     "parse_bytes",
+    "plain_name",
     "read_bytes",
     "stem_of",
+    "unzstd",
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: Names a compressed trace file may end with after its own extension.
+COMPRESSED_SUFFIXES = (".gz", ".zst")
 #: What one file may hold, or expand to when gzipped, unless LOOPCORE_MAX_FILE_BYTES says otherwise.
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 _CHUNK = 1 << 20
@@ -58,6 +67,14 @@ def max_file_bytes() -> int:
             f"LOOPCORE_MAX_FILE_BYTES={raw!r} is not a positive number of bytes", None
         )
     return n
+
+
+def plain_name(name: str) -> str:
+    """*name* without a compression suffix (``.gz``, ``.zst``)."""
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _too_big(path: str | None, limit: int, gz: bool) -> TraceFormatError:
@@ -115,8 +132,63 @@ def gunzip(first: bytes, read: Callable[[int], bytes], path: str | None, limit: 
     return b"".join(parts)
 
 
+def _zstd_decompressor() -> Any:
+    # Python 3.14's compression.zstd, else its backport (a dependency below 3.14); imported
+    # only when a file is Zstandard, so no other path pays for it
+    if sys.version_info >= (3, 14):
+        from compression import zstd  # type: ignore[import-not-found, unused-ignore]
+    else:
+        from backports import zstd  # type: ignore[import-not-found, unused-ignore]
+    return zstd
+
+
+def unzstd(first: bytes, read: Callable[[int], bytes], path: str | None, limit: int) -> bytes:
+    """Inflate a Zstandard stream (several frames too, skippable ones among them) that starts
+    with *first* and continues with ``read(n)``, never holding more than *limit* bytes of
+    output; a frame cut short is an error, as a gzip member is."""
+    try:
+        zstd = _zstd_decompressor()
+    except ImportError:
+        raise TraceFormatError(
+            "a Zstandard file, and the backports.zstd package that reads it is not installed "
+            "(pip install backports.zstd)",
+            path,
+        ) from None
+    parts: list[bytes] = []
+    total = 0
+    d = zstd.ZstdDecompressor()
+    in_frame = False
+    pending = first
+    try:
+        while True:
+            if d.needs_input:
+                if not pending:
+                    pending = read(_CHUNK)
+                    if not pending:
+                        break
+                data, pending = pending, b""
+            else:
+                data = b""  # output held back by the bound: drain it before more input
+            in_frame = True
+            out = d.decompress(data, limit - total + 1)
+            total += len(out)
+            if total > limit:
+                raise _too_big(path, limit, True)
+            if out:
+                parts.append(out)
+            if d.eof:
+                pending = d.unused_data + pending
+                d = zstd.ZstdDecompressor()
+                in_frame = False
+    except zstd.ZstdError as exc:
+        raise TraceFormatError(f"not a readable Zstandard file ({exc})", path) from None
+    if in_frame:
+        raise TraceFormatError("truncated Zstandard stream", path)
+    return b"".join(parts)
+
+
 def read_bytes(path: str, limit: int | None = None) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by content, not by name).
+    """The file's bytes, inflated when it is gzip or Zstandard (by content, not by name).
 
     Raises TraceFormatError when the path cannot be opened, is not a regular file, or holds
     (or expands to) more than *limit* bytes (default: :func:`max_file_bytes`)."""
@@ -138,13 +210,14 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
         raise
     try:
         with f:
-            head = f.read(2)
-            if head == _GZIP_MAGIC:
+            head = f.read(4)
+            if head[:2] == _GZIP_MAGIC or head == _ZSTD_MAGIC:
                 # the compressed bytes in one read (at most the limit, as for a plain file; more
                 # in pieces if the file grew), so a one-member file inflates into one buffer,
                 # never joined from pieces
-                first = head + f.read(min(max(st.st_size - 2, 0), limit) + 1)
-                return gunzip(first, f.read, path, limit)
+                first = head + f.read(min(max(st.st_size - len(head), 0), limit) + 1)
+                inflate = unzstd if head == _ZSTD_MAGIC else gunzip
+                return inflate(first, f.read, path, limit)
             f.seek(0)  # a regular file: read it whole in one buffer, no concatenation copy
             # a buffer of the file's size, not of the limit (read(n) allocates n bytes first);
             # a file that grew since fstat is read on, up to the limit
@@ -160,11 +233,11 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
 
 
 def stem_of(path: str | None) -> str:
-    """The file name without directories and without .gz/.json/.jsonl/.traj/.traj.json."""
+    """The file name without directories and without .gz/.zst/.json/.jsonl/.traj/.traj.json."""
     if not path:
         return "session"
-    name = os.path.basename(str(path).split("#", 1)[0])
-    for ext in (".gz", ".json", ".jsonl", ".ndjson", ".traj", ".traj"):
+    name = plain_name(os.path.basename(str(path).split("#", 1)[0]))
+    for ext in (".json", ".jsonl", ".ndjson", ".traj", ".traj"):
         if name.endswith(ext):
             name = name[: -len(ext)]
     return name or "session"

@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from ._base import Ledger, Trace
-from ._io import Ctx
+from ._io import COMPRESSED_SUFFIXES, Ctx, plain_name
 from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
 
 NAME = "claude-code"
@@ -206,9 +206,9 @@ def _own_file(ctx: Ctx, sid: str, agent: str) -> bool:
     if not path or "/" in sid + agent or "\\" in sid + agent or ".." in sid + agent:
         return False
     base = os.path.join(os.path.dirname(path), sid, "subagents", f"agent-{agent}.jsonl")
-    if not (os.path.isfile(base) or os.path.isfile(base + ".gz")):
+    if not any(os.path.isfile(base + suffix) for suffix in ("", *COMPRESSED_SUFFIXES)):
         return False
-    name = path[:-3] if path.endswith(".gz") else path
+    name = plain_name(path)
     return ctx.in_folder or os.path.basename(name) == f"{sid}.jsonl"
 
 
