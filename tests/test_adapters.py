@@ -1830,6 +1830,33 @@ def test_codex_a_user_message_event_starts_the_evidence_again(tmp_path):
     assert [s.after_user for s in t.steps] == [False, False] and _repeat_findings(t)
 
 
+def test_codex_paginated_usage_as_a_completed_item_counts_once(tmp_path):
+    usage = {"input_tokens": 1200, "cached_input_tokens": 1000, "output_tokens": 30}
+    tc = {"type": "token_count", "info": {"last_token_usage": usage, "total_token_usage": usage}}
+
+    def run(*records):
+        lines = _codex_paginated([
+            _codex_rec("session_meta", {"id": "sess-k", "cli_version": "0.155.0",
+                                        "history_mode": "paginated"}),
+            _codex_fn("a", "exec_command", {"cmd": "ls"}),
+            *records,
+            _codex_out("a", "Process exited with code 0\nOutput:\na.py\n"),
+        ])  # fmt: skip
+        path = tmp_path / "rollout.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    event = _codex_rec("event_msg", tc)
+    item = _codex_item(tc)
+    one = run(event)
+    assert run(item).steps[0].tokens_out == one.steps[0].tokens_out == 30
+    both = run(event, item)
+    assert [(s.tokens_in, s.tokens_out) for s in both.steps] == [
+        (s.tokens_in, s.tokens_out) for s in one.steps
+    ]
+
+
 def test_codex_compressed_rollouts_are_read_once(tmp_path):
     # Codex keeps older rollouts as rollout-*.jsonl.zst and reads the plain .jsonl when
     # both are there (codex-rs/rollout/src/compression.rs): a folder walk does the same

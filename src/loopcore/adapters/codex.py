@@ -34,6 +34,7 @@ from ._walk import (
     RESPONSES_PASSED,
     ResponsesWalker,
     rollout_session,
+    token_count_usage,
     unwrap_output,
 )
 
@@ -271,6 +272,13 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                         ledger.user()
                     elif it == "McpToolCall":
                         w.mcp_item(item)
+                    elif it == "token_count":
+                        # an API call's usage written as a completed item (public readers
+                        # of paginated rollouts take it there too); the first usage after a
+                        # call is its own, so a token_count event beside it counts once
+                        usage = token_count_usage(item)
+                        if usage is not None:
+                            w.usage(usage)
         w.rollout_record(rtype, payload, i)
     meta = {"cli_version": version} if version else None
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
