@@ -272,6 +272,103 @@ def test_opencode_storage_folder_and_export_agree():
     assert strip(store) == strip(export)
 
 
+# The tables of opencode 1.1+ (packages/opencode/src/session/session.sql.ts): a row's data is
+# the object's JSON less the ids its columns hold.
+_OPENCODE_SCHEMA = """
+CREATE TABLE project (id text PRIMARY KEY, worktree text NOT NULL);
+CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, workspace_id text,
+  parent_id text, slug text NOT NULL, directory text NOT NULL, path text, title text NOT NULL,
+  version text NOT NULL, share_url text, cost real NOT NULL DEFAULT 0,
+  time_created integer NOT NULL, time_updated integer NOT NULL, time_archived integer);
+CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE TABLE todo (session_id text NOT NULL, content text NOT NULL, status text NOT NULL,
+  priority text NOT NULL, position integer NOT NULL);
+"""
+
+
+def _opencode_db(path, store):
+    """The sessions of a storage folder written as opencode 1.1+ writes them to SQLite (rows
+    inserted in an order of their own: the reader orders them)."""
+    import sqlite3
+
+    def objects(sub):
+        return [json.loads(p.read_text()) for p in sorted((store / sub).rglob("*.json"))]
+
+    db = sqlite3.connect(path)
+    db.executescript(_OPENCODE_SCHEMA)
+    for s in objects("session"):
+        db.execute(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version,"
+            " time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (s["id"], s["projectID"], s.get("parentID"), "fix-footer", s["directory"],
+             s["title"], s["version"], s["time"]["created"], s["time"]["updated"]),
+        )  # fmt: skip
+    for m in reversed(objects("message")):
+        data = {k: v for k, v in m.items() if k not in ("id", "sessionID")}
+        db.execute(
+            "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+            (m["id"], m["sessionID"], 0, 0, json.dumps(data)),
+        )
+    for p in reversed(objects("part")):
+        data = {k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")}
+        db.execute(
+            "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+            (p["id"], p["messageID"], p["sessionID"], 0, 0, json.dumps(data)),
+        )
+    db.commit()
+    return db
+
+
+def test_opencode_database_reads_as_its_storage_folder(tmp_path):
+    # opencode 1.1+ keeps the storage folder's objects in ~/.local/share/opencode/opencode.db
+    home = tmp_path / "share" / "opencode"
+    home.mkdir(parents=True)
+    db = _opencode_db(home / "opencode.db", FIX / "opencode_storage")
+    db.close()
+    store = only(FIX / "opencode_storage")
+    for source in (home / "opencode.db", tmp_path):  # named, or found by a folder walk
+        (t,) = load(source)
+        assert t.format == "opencode" and t.session == store.session
+        assert t.meta["opencode_version"] == "1.0.107"
+        assert t.source == f"{home / 'opencode.db'}#{store.session}"
+        assert [s.to_dict() for s in t] == [s.to_dict() for s in store]
+
+
+def test_opencode_database_rows_that_are_not_objects_are_reported(tmp_path):
+    path = tmp_path / "opencode.db"
+    db = _opencode_db(path, FIX / "opencode_storage")
+    db.execute("INSERT INTO part VALUES ('prt_zz', 'msg_a1b2c3d40002ZYXWVUTSRQPONM',"
+               " 'ses_7a1b2c3d4e5fABCDEFGHIJ', 0, 0, '{not json')")  # fmt: skip
+    db.commit()
+    db.close()
+    with pytest.raises(TraceFormatError, match="part prt_zz: invalid JSON") as err:
+        list(load(path))
+    assert err.value.path == str(path)
+    stats = LoadStats()
+    (t,) = load(path, keep_going=True, stats=stats)
+    assert len(t.steps) == len(only(FIX / "opencode_storage").steps)
+    assert [str(e) for e in stats.errors] and "prt_zz" in str(stats.errors[0])
+    # a SQLite file that is no opencode database is no trace: said so, named
+    other = tmp_path / "other.db"
+    import sqlite3
+
+    sqlite3.connect(other).executescript("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+    with pytest.raises(TraceFormatError, match="without opencode's session, message") as err:
+        list(load(other))
+    assert err.value.path == str(other)
+    # found by a folder walk under opencode's name, it is ignored like any other file that
+    # holds no trace
+    walked = tmp_path / "walk"
+    walked.mkdir()
+    shutil.copy(other, walked / "opencode.db")
+    stats = LoadStats()
+    assert list(load(walked, stats=stats)) == []
+    assert stats.ignored == [str(walked / "opencode.db")]
+
+
 def test_opencode_parts():
     t = only(FIX / "opencode_export.json")
     grep, read, invalid, edit, reply = t.steps

@@ -412,7 +412,9 @@ def _input_size(paths: Sequence[str]) -> tuple[int, int]:
         if os.path.isdir(p):
             for root, _dirs, names in os.walk(p):
                 for n in names:
-                    if n.startswith(".") or not plain_name(n).endswith(_TRACE_EXTS):
+                    if n != "opencode.db" and (
+                        n.startswith(".") or not plain_name(n).endswith(_TRACE_EXTS)
+                    ):
                         continue
                     files += 1
                     try:

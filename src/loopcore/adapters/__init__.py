@@ -111,7 +111,7 @@ _READS = {
     "tau-bench": "tau-bench result files",
     "openhands": "OpenHands V1 event folders / exports, V0 event streams, resolver and eval output.jsonl",
     "gemini-cli": "gemini-cli chat recordings (session-*.jsonl and the older .json), /chat save checkpoints",
-    "opencode": "opencode storage folders (session / message / part JSON) and `opencode export` files",
+    "opencode": "opencode's SQLite store (opencode.db), storage folders (session / message / part JSON) and `opencode export` files",
     "cline": "Cline / Roo Code task history (api_conversation_history.json, ui_messages.json)",
 }
 
@@ -161,6 +161,21 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
         ),
     ],
     "codex": [
+        _c(
+            "Codex CLI",
+            "0.151-0.159 paginated rollouts (completed turn items; no user_message or "
+            "mcp_tool_call_end event)",
+            "openai/codex",
+            "codex-rs/protocol/src/items.rs, codex-rs/rollout/src/policy.rs",
+            "01baf68dc7a70edaae9f24bbb01accaf18e9bf52",
+        ),
+        _c(
+            "Codex CLI",
+            "compressed rollouts (rollout-*.jsonl.zst, the plain file read first)",
+            "openai/codex",
+            "codex-rs/rollout/src/compression.rs",
+            "005c818463ca9b15c779df6f4fb6ef96c1441cbc",
+        ),
         _c(
             "Codex CLI",
             "rollout format of 0.5x-0.6x (session_meta / response_item / event_msg)",
@@ -387,6 +402,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
     "opencode": [
         _c(
             "opencode",
+            "1.1+ SQLite store (opencode.db: session, message, part tables)",
+            "anomalyco/opencode",
+            "packages/opencode/src/session/session.sql.ts",
+            "063e8306d9895af9bdd175306cfa4fa3291fd83a",
+        ),
+        _c(
+            "opencode",
             "1.x part schema",
             "anomalyco/opencode",
             "packages/opencode/src/session/message-v2.ts",
@@ -570,11 +592,14 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
         names = sorted(
             f
             for f in files
-            if not f.startswith(".")
-            and plain_name(f).endswith(_TRACE_EXTS)
-            # Codex keeps a rollout as .jsonl or, once compressed, as .jsonl.zst, and reads
-            # the plain file when both exist (mid-compression): one trace, read once
-            and not (f.endswith(".zst") and f[:-4] in present)
+            if (
+                not f.startswith(".")
+                and plain_name(f).endswith(_TRACE_EXTS)
+                # Codex keeps a rollout as .jsonl or, once compressed, as .jsonl.zst, and
+                # reads the plain file when both exist (mid-compression): one trace, read once
+                and not (f.endswith(".zst") and f[:-4] in present)
+            )
+            or f == opencode.DB_NAME  # opencode 1.1+ keeps its sessions in SQLite
         )
         if (
             os.path.basename(root) == "events"
@@ -728,6 +753,31 @@ def _load_file(
     profile: Any,
     in_folder: bool,
 ) -> list[Trace]:
+    if isinstance(item, str) and item.endswith(".db") and opencode.is_sqlite(item):
+        # opencode's SQLite store: one export document per session, the rows that are not
+        # JSON objects reported as malformed records of the file
+        if not opencode.is_db(item):
+            if in_folder:
+                if stats is not None:
+                    stats.ignored.append(item)
+                return []
+            raise TraceFormatError(
+                "a SQLite database without opencode's session, message and part tables: no "
+                "trace format this reader knows",
+                item,
+            )
+        if stats is not None:
+            stats.files += 1
+        docs, bad = opencode.read_db(item)
+        return _parse_one(
+            item,
+            Parsed(docs, bad=bad),
+            opencode.NAME if fmt == "auto" else fmt,
+            keep_going,
+            stats,
+            profile,
+            in_folder,
+        )
     if isinstance(item, StoreFolder):
         # An opencode store: one export document per session.
         root = str(item)

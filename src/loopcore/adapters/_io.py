@@ -16,7 +16,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 import orjson
@@ -245,7 +245,8 @@ def stem_of(path: str | None) -> str:
 
 class Parsed:
     """A parsed source: ``doc`` is the JSON value (a JSONL file becomes the list of its records,
-    with ``lines[i]`` the line number of record i); ``bad`` the JSONL lines that did not parse."""
+    with ``lines[i]`` the line number of record i); ``bad`` the JSONL lines that did not parse
+    (``(line, message)``; the line is None for a record that has none, a database row)."""
 
     __slots__ = ("doc", "lines", "bad", "empty")
 
@@ -253,7 +254,7 @@ class Parsed:
         self,
         doc: Any,
         lines: list[int] | None = None,
-        bad: list[tuple[int, str]] | None = None,
+        bad: Sequence[tuple[int | None, str]] | None = None,
         empty: bool = False,
     ) -> None:
         self.doc = doc

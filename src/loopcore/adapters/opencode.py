@@ -11,7 +11,10 @@ session, messages and parts in id order (opencode's ids sort by creation). The e
 same data as one document: ``{"info": <session>, "messages": [{"info": <message>, "parts":
 [...]}]}``; ``opencode run --format json`` prints the parts as events (``{"type": "step_start" |
 "text" | "tool_use" | "step_finish", "sessionID", "part": {...}}``), read the same way. opencode
-1.1 and later keep sessions in SQLite (``opencode.db``), which is not read: export them.
+1.1 and later keep the same objects in SQLite (``~/.local/share/opencode/opencode.db``, the
+``session``, ``message`` and ``part`` tables of ``packages/opencode/src/session/session.sql.ts``:
+a row's ``data`` is the object's JSON less the ids its columns hold), read read-only the same
+way: one trace per session, ``source`` ``<db>#<sessionID>``.
 
 A ``step-start`` ... ``step-finish`` run of an assistant message is one API call; the
 ``step-finish`` part carries its ``tokens`` (``input`` + ``cache.read`` + ``cache.write`` is the
@@ -24,6 +27,8 @@ arguments): a rejected turn. Refs are ``{"message": <id>, "part": <id>}``.
 from __future__ import annotations
 
 import os
+import sqlite3
+import urllib.parse
 from typing import Any
 
 import orjson
@@ -308,6 +313,103 @@ def read_store(root: str) -> list[dict]:
         messages.sort(key=lambda m: str(m["info"].get("id", "")))
         docs.append({"info": infos.get(sid, {"id": sid}), "messages": messages, "_source": mfolder})
     return docs
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The file name opencode gives its database (in ``~/.local/share/opencode/``): the one a folder
+#: walk reads; a database named on its own is told by its content.
+DB_NAME = "opencode.db"
+
+
+def is_sqlite(path: str) -> bool:
+    """A file that starts as every SQLite database does."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def is_db(path: str) -> bool:
+    """A SQLite file holding opencode's ``session``, ``message`` and ``part`` tables."""
+    if not is_sqlite(path):
+        return False
+    try:
+        with _connect(path) as db:
+            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error:
+        return False
+    return {"session", "message", "part"} <= names
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    # read-only: opencode may be running and writing it (WAL); nothing here ever writes
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+    return sqlite3.connect(uri, uri=True)
+
+
+def _row_object(raw: Any, what: str, path: str, bad: list) -> dict | None:
+    # a row's data column: the object's JSON (text or, from some writers, a blob)
+    try:
+        value = orjson.loads(raw) if isinstance(raw, (str, bytes)) else None
+    except orjson.JSONDecodeError as exc:
+        bad.append((None, f"{what}: invalid JSON: {exc.msg}"))
+        return None
+    if not isinstance(value, dict):
+        bad.append((None, f"{what}: its data must be a JSON object"))
+        return None
+    return value
+
+
+def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
+    """The sessions of an opencode database as export documents (``_source`` =
+    ``<path>#<sessionID>``), sessions in the order they were created, messages and parts in id
+    order as in the storage folder; and the rows whose data is not a JSON object, as
+    ``(None, message)`` (each a malformed record of the file, the rest still read)."""
+    bad: list[tuple[None, str]] = []
+    try:
+        with _connect(path) as db:
+            db.row_factory = sqlite3.Row
+            sessions = db.execute("SELECT * FROM session ORDER BY time_created, id").fetchall()
+            messages = db.execute(
+                "SELECT id, session_id, data FROM message ORDER BY session_id, id"
+            ).fetchall()
+            parts = db.execute(
+                "SELECT id, message_id, session_id, data FROM part ORDER BY message_id, id"
+            ).fetchall()
+    except sqlite3.Error as exc:
+        raise TraceFormatError(f"not a readable opencode database ({exc})", path) from None
+    by_message: dict[str, list[dict]] = {}
+    for r in parts:
+        d = _row_object(r["data"], f"part {r['id']}", path, bad)
+        if d is not None:
+            d = {"id": r["id"], "messageID": r["message_id"], "sessionID": r["session_id"]} | d
+            by_message.setdefault(r["message_id"], []).append(d)
+    by_session: dict[str, list[dict]] = {}
+    for r in messages:
+        d = _row_object(r["data"], f"message {r['id']}", path, bad)
+        if d is not None:
+            d = {"id": r["id"], "sessionID": r["session_id"]} | d
+            by_session.setdefault(r["session_id"], []).append(
+                {"info": d, "parts": by_message.get(r["id"], [])}
+            )
+    docs = []
+    seen = set()
+    for r in sessions:
+        keys = r.keys()
+        info = {"id": r["id"], "title": r["title"] if "title" in keys else None}
+        if "parent_id" in keys and r["parent_id"]:
+            info["parentID"] = r["parent_id"]
+        for col, key in (("directory", "directory"), ("version", "version")):
+            if col in keys and r[col] is not None:
+                info[key] = r[col]
+        seen.add(r["id"])
+        docs.append(
+            {"info": info, "messages": by_session.get(r["id"], []), "_source": f"{path}#{r['id']}"}
+        )
+    for sid in sorted(set(by_session) - seen):  # messages of a session row that is gone
+        docs.append({"info": {"id": sid}, "messages": by_session[sid], "_source": f"{path}#{sid}"})
+    return docs, bad
 
 
 def sniff(doc: Any) -> bool:
