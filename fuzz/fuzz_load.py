@@ -3,7 +3,8 @@ format) raise only TraceFormatError; with keep_going they are skips, and whateve
 analysed without an error.
 
 The first input byte picks the format (auto, or one forced adapter) and whether the bytes are
-loaded from memory or from a file (plain or gzipped), so _io's reading paths are covered too.
+loaded from memory or from a file (plain, gzipped or Zstandard), so _io's reading paths are
+covered too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ import tempfile
 
 import _common  # noqa: F401 - sets sys.path
 import atheris
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
 
 from loopcore import analyse_burn, load
 from loopcore.adapters import FORMATS, LoadStats, TraceFormatError
@@ -38,14 +44,19 @@ def TestOneInput(data: bytes) -> None:
         return
     sel, body = data[0], data[1:]
     fmt = CHOICES[sel % len(CHOICES)]
-    where = (sel >> 5) % 3
+    where = (sel >> 5) % 4
     for keep_going in (False, True):
         if where == 0:
             _load(body, fmt, keep_going)
         else:
-            path = os.path.join(TMP, "t.jsonl.gz" if where == 2 else "t.json")
+            name, packed = (
+                ("t.json", body),
+                ("t.jsonl.gz", gzip.compress(body, compresslevel=1)),
+                ("t.jsonl.zst", zstd.compress(body, 1)),
+            )[where - 1]
+            path = os.path.join(TMP, name)
             with open(path, "wb") as f:
-                f.write(gzip.compress(body, compresslevel=1) if where == 2 else body)
+                f.write(packed)
             _load(path, fmt, keep_going)
 
 
