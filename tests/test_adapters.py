@@ -1857,6 +1857,63 @@ def test_codex_paginated_usage_as_a_completed_item_counts_once(tmp_path):
     ]
 
 
+def _uuid7(ms, tail="7000-8000-000000000000"):
+    h = f"{ms:012x}"
+    return f"{h[:8]}-{h[8:]}-{tail}"
+
+
+def test_codex_forked_rollout_leaves_its_parents_copied_history_to_the_parent(tmp_path):
+    # A legacy rollout of a thread forked with its parent's context writes its own
+    # session_meta, then the parent's whole rollout, then its own turns: the copied steps are
+    # the parent's (its own rollout has them), told apart by the UUIDv7 times of the turns
+    parent, child = _uuid7(1_790_000_000_000), _uuid7(1_790_000_600_000)
+    usage = {"input_tokens": 5000, "cached_input_tokens": 4000, "output_tokens": 40}
+    tc = _codex_rec("event_msg", {"type": "token_count", "info": {"last_token_usage": usage}})
+
+    def rollout(child_id, parent_id, early_turn, late_turn):
+        return [
+            _codex_rec("session_meta", {"id": child_id, "forked_from_id": parent_id,
+                                        "cli_version": "0.150.0",
+                                        "source": {"subagent": {"thread_spawn": {
+                                            "parent_thread_id": parent_id}}}}),
+            _codex_rec("session_meta", {"id": parent_id, "cli_version": "0.150.0"}),
+            _codex_rec("event_msg", {"type": "task_started", "turn_id": early_turn}),
+            _codex_rec("event_msg", {"type": "user_message", "message": "fix the footer"}),
+            _codex_fn("p1", "exec_command", {"cmd": "cat src/footer.tsx"}),
+            tc,
+            _codex_out("p1", "Process exited with code 0\nOutput:\n<footer/>\n"),
+            _codex_fn("p2", "spawn_agent", {"message": "check the links", "fork_context": True}),
+            tc,
+            _codex_rec("event_msg", {"type": "task_started", "turn_id": late_turn}),
+            _codex_rec("event_msg", {"type": "user_message", "message": "check the links"}),
+            _codex_fn("c1", "exec_command", {"cmd": "cat src/footer.tsx"}),
+            tc,
+            _codex_out("c1", "Process exited with code 0\nOutput:\n<footer/>\n"),
+        ]  # fmt: skip
+
+    def load_one(lines):
+        path = tmp_path / "rollout.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    t = load_one(rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500)))
+    assert t.session == child and [s.call_id for s in t.steps] == ["c1"]
+    assert t.meta["inherited_records"] == 8 and t.meta["forked_from"] == parent
+    assert _repeat_findings(t) == []
+    # ids that hold no time (not UUIDv7): the copy cannot be told apart, nothing is cut
+    t = load_one(rollout("child-thread", "parent-thread", "turn-1", "turn-2"))
+    assert [s.call_id for s in t.steps] == ["p1", "p2", "c1"]
+    assert "inherited_records" not in t.meta
+    # a turn id without time inside the copy: its end cannot be told either
+    t = load_one(rollout(child, parent, "turn-1", _uuid7(1_790_000_600_500)))
+    assert [s.call_id for s in t.steps] == ["p1", "p2", "c1"]
+    # a thread that ended before its first turn: everything after its own meta was copied
+    lines = rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500))
+    t = load_one(lines[:9])
+    assert t.steps == [] and t.meta["inherited_records"] == 8
+
+
 def test_codex_compressed_rollouts_are_read_once(tmp_path):
     # Codex keeps older rollouts as rollout-*.jsonl.zst and reads the plain .jsonl when
     # both are there (codex-rs/rollout/src/compression.rs): a folder walk does the same

@@ -215,7 +215,14 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         session = str(records[0].get("id") or session)
     ledger = Ledger(session, ctx.profile(PROFILE))
     w = _Walker(ledger, ctx)
+    replay = _parent_replay(records, p)
+    meta: dict[str, Any] = {}
+    if replay is not None:
+        meta["inherited_records"] = replay[1] - replay[0]
+        meta["forked_from"] = records[replay[0]]["payload"].get("id")
     for i, r in enumerate(records):
+        if replay is not None and replay[0] <= i < replay[1]:
+            continue  # the parent's history, copied in: the parent's own rollout has it
         if not isinstance(r, dict):
             ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
             continue
@@ -280,8 +287,73 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                         if usage is not None:
                             w.usage(usage)
         w.rollout_record(rtype, payload, i)
-    meta = {"cli_version": version} if version else None
-    return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
+    if version:
+        meta["cli_version"] = version
+    return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta or None)]
+
+
+def _uuid7_ms(value: Any) -> int | None:
+    """The creation time (ms since the epoch) a UUIDv7 string holds, else None."""
+    if not isinstance(value, str) or len(value) != 36 or value[14] != "7":
+        return None
+    try:
+        return int(value[:8] + value[9:13], 16)
+    except ValueError:
+        return None
+
+
+def _parent_replay(records: list, meta: Any) -> tuple[int, int] | None:
+    """``(start, end)`` of the records a forked rollout copied from its parent, else None.
+
+    A legacy rollout of a forked thread (a sub-agent spawned with its parent's context) writes
+    its own ``session_meta``, then the parent's whole rollout (its ``session_meta`` first) and
+    then its own turns. The copy is told by time: thread and turn ids are UUIDv7, so a turn
+    the parent ran began before the fork created this thread, and the thread's own first turn
+    (``task_started`` / ``turn_context``) after it. Nothing is cut unless both ids are UUIDv7
+    and the copy's start is a ``session_meta`` of another thread; paginated rollouts refer to
+    the parent's history (``history_base``) instead of copying it."""
+    if not isinstance(meta, dict) or meta.get("history_mode") == "paginated":
+        return None
+    own = meta.get("id")
+    born = _uuid7_ms(own)
+    if born is None:
+        return None
+    first = start = None
+    for i, r in enumerate(records):
+        if isinstance(r, dict) and r.get("type") == "session_meta":
+            payload = r.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            if first is None:
+                first = i
+            elif payload.get("id") != own and isinstance(payload.get("id"), str):
+                start = i
+                break
+    if start is None:
+        return None
+    seen_turn = False
+    for j in range(start + 1, len(records)):
+        r = records[j]
+        if not isinstance(r, dict):
+            continue
+        payload = r.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if r.get("type") == "event_msg" and payload.get("type") == "task_started":
+            turn = payload.get("turn_id")
+        elif r.get("type") == "turn_context":
+            turn = payload.get("turn_id")
+        else:
+            continue
+        at = _uuid7_ms(turn)
+        if at is None:
+            return None  # turns without time-ordered ids: the copy's end cannot be told
+        if at >= born:
+            return start, j
+        seen_turn = True
+    # the parent's turns and none of this thread's own (it ended before its first turn): all
+    # copied; no turn at all says nothing, and nothing is cut
+    return (start, len(records)) if seen_turn else None
 
 
 #: How the user-role messages Codex writes itself begin (the environment, AGENTS.md, the
