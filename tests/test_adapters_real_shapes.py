@@ -337,7 +337,7 @@ def test_opencode_database_reads_as_its_storage_folder(tmp_path):
         assert [s.to_dict() for s in t] == [s.to_dict() for s in store]
 
 
-def test_opencode_database_rows_that_are_not_objects_are_reported(tmp_path):
+def test_opencode_database_rows_that_are_not_objects_are_reported(tmp_path, monkeypatch):
     path = tmp_path / "opencode.db"
     db = _opencode_db(path, FIX / "opencode_storage")
     db.execute("INSERT INTO part VALUES ('prt_zz', 'msg_a1b2c3d40002ZYXWVUTSRQPONM',"
@@ -351,6 +351,11 @@ def test_opencode_database_rows_that_are_not_objects_are_reported(tmp_path):
     (t,) = load(path, keep_going=True, stats=stats)
     assert len(t.steps) == len(only(FIX / "opencode_storage").steps)
     assert [str(e) for e in stats.errors] and "prt_zz" in str(stats.errors[0])
+    # the per-file limit holds for the database as for any trace file
+    monkeypatch.setenv("LOOPCORE_MAX_FILE_BYTES", "4096")
+    with pytest.raises(TraceFormatError, match="larger than 4,096 bytes, the per-file limit"):
+        list(load(path))
+    monkeypatch.delenv("LOOPCORE_MAX_FILE_BYTES")
     # a SQLite file that is no opencode database is no trace: said so, named
     other = tmp_path / "other.db"
     import sqlite3

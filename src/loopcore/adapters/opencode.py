@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from ._base import Ledger, Trace, TraceFormatError
-from ._io import Ctx, read_bytes
+from ._io import Ctx, max_file_bytes, read_bytes
 
 NAME = "opencode"
 PROFILE = "opencode"
@@ -367,6 +367,16 @@ def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
     order as in the storage folder; and the rows whose data is not a JSON object, as
     ``(None, message)`` (each a malformed record of the file, the rest still read)."""
     bad: list[tuple[None, str]] = []
+    # the per-file limit of every other trace file, on the database and its write-ahead log
+    # (what a read can bring into memory), never more than the user allowed
+    limit = max_file_bytes()
+    size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.isfile(p))
+    if size > limit:
+        raise TraceFormatError(
+            f"is larger than {limit:,} bytes, the per-file limit (set LOOPCORE_MAX_FILE_BYTES "
+            "to raise it)",
+            path,
+        )
     try:
         with _connect(path) as db:
             db.row_factory = sqlite3.Row
