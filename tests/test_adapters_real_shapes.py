@@ -112,6 +112,71 @@ def test_openhands_v1_unknown_event_kind_is_reported(tmp_path):
     assert t.meta["skipped"] == 1 and stats.skipped_lines == 1 and len(t) == 7
 
 
+def _acp(cid, status, **extra):
+    # an ACPToolCallEvent as OpenHands persists it (model_dump of the SDK's event): one per
+    # update of the call, in the shapes public users of ACP agents in OpenHands record
+    return {"kind": "ACPToolCallEvent", "id": f"{cid}-{status}", "timestamp": "2026-10-09T01:00:00",
+            "source": "agent", "tool_call_id": cid, "status": status, "is_error": False, **extra}  # fmt: skip
+
+
+def _text_block(text):
+    return [{"type": "content", "content": {"annotations": None, "field_meta": None, "type": "text",
+                                            "text": text}}]  # fmt: skip
+
+
+def test_openhands_acp_agent_calls_are_steps(tmp_path):
+    """An agent OpenHands drives over ACP (Claude Code here) writes ACPToolCallEvents, one per
+    update of a call: each call is one step at its first update, named by its ACP tool kind,
+    with the latest input and the final answer; a sub-agent's calls are a trace of their own."""
+    program = "var builder = WebApplication.CreateBuilder(args);\n" * 4
+    events = [
+        {"kind": "MessageEvent", "id": "m0", "timestamp": "t", "source": "user",
+         "llm_message": {"role": "user", "content": [{"type": "text", "text": "add a health check"}]}},
+        _acp("toolu_1", "pending", title="Read", tool_kind="read"),
+        _acp("toolu_1", "completed", title="Read src/Api/Program.cs",
+             raw_input={"file_path": "/w/src/Api/Program.cs"}, content=_text_block(program)),
+        _acp("toolu_2", "in_progress", title="dotnet build", tool_kind="execute",
+             raw_input={"command": "dotnet build", "description": "Build"}),
+        _acp("toolu_2", "in_progress", title="dotnet build", tool_kind="execute"),
+        _acp("toolu_2", "failed", title="dotnet build", tool_kind="execute", is_error=True,
+             raw_output={"error": "exit 1: CS1002 ; expected"}),
+        _acp("toolu_3", "completed", title="Task: check the tests", tool_kind="other",
+             raw_input={"description": "check the tests"}),
+        _acp("toolu_4", "completed", title="Read tests/ApiTests.cs", tool_kind="read",
+             raw_input={"file_path": "/w/tests/ApiTests.cs"}, content=_text_block("[Fact]"),
+             parent_tool_call_id="toolu_3"),
+        _acp("toolu_5", "completed", title="Read src/Api/Program.cs", tool_kind="read",
+             raw_input={"file_path": "/w/src/Api/Program.cs"}, content=_text_block(program)),
+        _acp("toolu_6", "in_progress", title="Edit Program.cs", tool_kind="edit",
+             raw_input={"file_path": "/w/src/Api/Program.cs", "old_string": "a", "new_string": "b"}),
+    ]  # fmt: skip
+    p = tmp_path / "conv.json"
+    p.write_text(json.dumps(events))
+    main, sub = load(p)
+    assert main.session == "conv" and sub.session == "conv/toolu_3"
+    read, build, task, read2, edit = main.steps
+    assert (read.name, read.kind, read.target) == ("acp:read", "observe", "/w/src/Api/Program.cs")
+    assert read.result == program and read.meta["title"] == "Read src/Api/Program.cs"
+    assert (build.kind, build.args["command"]) == ("exec", "dotnet build")
+    assert build.error is True and build.result == {"error": "exit 1: CS1002 ; expected"}
+    assert task.kind == "exec" and task.name == "acp:other"
+    assert (edit.kind, edit.target, edit.result) == ("mutate", "/w/src/Api/Program.cs", None)
+    (sub_read,) = sub.steps
+    assert sub_read.target == "/w/tests/ApiTests.cs" and sub.meta["parent_call"] == "toolu_3"
+    # the second read of Program.cs came after the build and the sub-agent's task (exec):
+    # nothing says the file was the same, so it is no finding
+    assert [f for f in loopcore.analyse_burn(main).findings] == []
+    # the same file read twice with nothing in between: the second read is charged
+    again = [events[0], events[1], events[2],
+             _acp("toolu_9", "completed", title="Read src/Api/Program.cs", tool_kind="read",
+                  raw_input={"file_path": "/w/src/Api/Program.cs"}, content=_text_block(program))]  # fmt: skip
+    p.write_text(json.dumps(again))
+    (t,) = load(p)
+    (f,) = loopcore.analyse_burn(t).findings
+    assert f.steps == (1,) and f.of_step == 0
+    assert f.kind in ("redundant_observation", "duplicate_call")
+
+
 def test_openhands_2024_resolver_output_is_read():
     assert detect_format(FIX / "openhands_resolver_2024.jsonl") == "openhands"
     t = only(FIX / "openhands_resolver_2024.jsonl")

@@ -334,6 +334,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
     ],
     "openhands": [
         _c(
+            "OpenHands SDK (ACP agents)",
+            "ACPToolCallEvent, one per update of a call",
+            "OpenHands/software-agent-sdk",
+            "openhands-sdk/openhands/sdk/event/acp_tool_call.py",
+            "dc38cf4893973b8665e952d29c9e7ecfb1f16811",
+        ),
+        _c(
             "OpenHands SDK",
             "1.43 (V1 events)",
             "OpenHands/software-agent-sdk",

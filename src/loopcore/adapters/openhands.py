@@ -9,7 +9,13 @@
   refused: unknown tool, bad arguments; V0 says so with an ``error`` observation naming a
   ``FunctionCall...Error``), ``MessageEvent``, and ``ConversationStateUpdateEvent``
   whose ``stats`` carry the accumulated token usage (each call's usage is the growth since the
-  update before).
+  update before). An agent OpenHands drives over ACP (Claude Code, Codex, Gemini CLI...) writes
+  ``ACPToolCallEvent`` instead: one per update of a call (``tool_call_id``, ``title``,
+  ``tool_kind`` of the ACP spec, ``status`` pending / in_progress / completed / failed,
+  ``raw_input``, the output in ``content`` blocks or ``raw_output``, ``is_error``). A call is one
+  step, named ``acp:<tool_kind>`` and placed at its first update, with the latest input and its
+  final answer; the calls of a sub-agent (``parent_tool_call_id``) are a trace of their own,
+  ``<conversation>/<parent call id>``, as the sub-agent has a context of its own.
 * **V0** (the ``/events`` API, trajectory exports, evaluation ``output.jsonl``): actions
   (``{"id", "source", "action", "args", "tool_call_metadata": {"function_name",
   "tool_call_id", "model_response": {"id", "usage"}}}``) and observations (``{"observation",
@@ -372,7 +378,73 @@ def _stats_usage(value: Any) -> tuple[int, int, int] | None:
     return p, c, r if isinstance(r, int) else 0
 
 
-def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
+_ACP_DONE = frozenset({"completed", "failed"})
+
+
+def _acp_calls(events: list) -> dict[str, dict]:
+    """Each ACP call's updates merged: ``{tool_call_id: {"first": index of its first update,
+    "title", "tool_kind", "raw_input", "parent", "done": its first completed / failed
+    update}}``. An update carries what changed; input seen after the call was done is not its."""
+    calls: dict[str, dict] = {}
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("kind") != "ACPToolCallEvent":
+            continue
+        cid = e.get("tool_call_id")
+        if not isinstance(cid, str):
+            continue
+        c = calls.get(cid)
+        if c is None:
+            c = calls[cid] = {"first": i, "title": None, "tool_kind": None, "raw_input": None,
+                              "parent": None, "done": None}  # fmt: skip
+        if c["done"] is not None:
+            continue
+        for key in ("title", "tool_kind", "raw_input"):
+            if e.get(key) not in (None, "", {}, []):
+                c[key] = e[key]
+        if isinstance(e.get("parent_tool_call_id"), str):
+            c["parent"] = e["parent_tool_call_id"]
+        if e.get("status") in _ACP_DONE or e.get("is_error") is True:
+            c["done"] = e
+    return calls
+
+
+def _acp_output(e: dict) -> Any:
+    """What an ACP call answered: the text of its ``content`` blocks (ACP ``ToolCallContent``:
+    ``{"type": "content", "content": {"type": "text", "text"}}``, a diff's new text), else its
+    ``raw_output`` as it is."""
+    texts = []
+    for b in e.get("content") or ():
+        if not isinstance(b, dict):
+            continue
+        inner = b.get("content") if b.get("type") == "content" else b
+        if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+            texts.append(inner["text"])
+        elif b.get("type") == "diff":
+            new = b.get("new_text", b.get("newText"))
+            if isinstance(new, str):
+                texts.append(new)
+    if texts:
+        return "\n".join(texts)
+    out = e.get("raw_output")
+    return "" if out is None else out
+
+
+def _acp_step(ledger: Ledger, c: dict, ref: dict, cid: str) -> None:
+    kind = c["tool_kind"] if isinstance(c["tool_kind"], str) and c["tool_kind"] else "other"
+    args = c["raw_input"] if c["raw_input"] is not None else {}
+    step = ledger.call(f"acp:{kind}", args, cid, ref=ref)
+    if isinstance(c["title"], str):
+        step.meta["title"] = c["title"]
+    done = c["done"]
+    if done is None:
+        return  # interrupted: never answered
+    out = _acp_output(done)
+    failed = done.get("status") == "failed" or done.get("is_error") is True
+    ledger.result(step, out, (out if isinstance(out, str) and out else True) if failed else None)
+
+
+def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None = None) -> None:
+    acp = _acp_calls(events)
     by_id: dict[Any, Any] = {}
     last_response = None
     acc = (0, 0, 0)
@@ -468,6 +540,20 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger) -> None:
                             "completion_tokens_details": {"reasoning_tokens": max(d[2], 0)},
                         }
                     acc = now
+        elif kind == "ACPToolCallEvent":
+            cid = e.get("tool_call_id")
+            c = acp.get(cid) if isinstance(cid, str) else None
+            if c is None or c["first"] != i:
+                continue  # a later update of a call already placed (or no call id)
+            if c["parent"] is not None and subs is not None:
+                sub = subs.get(c["parent"])
+                if sub is None:
+                    sub = subs[c["parent"]] = Ledger(
+                        f"{ledger.session}/{c['parent']}", ledger.profile
+                    )
+                _acp_step(sub, c, ref, cid)
+            else:
+                _acp_step(ledger, c, ref, cid)
         elif kind not in V1_KINDS:
             ctx.bad(
                 f"an OpenHands event of kind {kind!r} this reader does not know; expected one of "
@@ -494,11 +580,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if not _is_run_record(r):
                 ctx.bad("an evaluation record needs a history list of events", n)
                 continue
-            t = _parse_stream(r, ctx)
-            t.source = f"{ctx.path}#{n}" if ctx.path else f"#{n}"
-            traces.append(t)
+            for t in _parse_stream(r, ctx):
+                t.source = f"{ctx.path}#{n}" if ctx.path else f"#{n}"
+                traces.append(t)
         return traces
-    return [_parse_stream(doc, ctx)]
+    return _parse_stream(doc, ctx)
 
 
 def _record_id(r: dict) -> str | None:
@@ -512,7 +598,7 @@ def _record_id(r: dict) -> str | None:
     return None
 
 
-def _parse_stream(doc: Any, ctx: Ctx) -> Trace:
+def _parse_stream(doc: Any, ctx: Ctx) -> list[Trace]:
     session = ctx.stem
     if session == "events" and ctx.path:
         # <conversation id>/events/: the conversation folder names the session
@@ -527,20 +613,25 @@ def _parse_stream(doc: Any, ctx: Ctx) -> Trace:
         else:
             events = [doc]
     ledger = Ledger(session, ctx.profile(PROFILE))
+    subs: dict[str, Ledger] = {}  # the sub-agents' calls of an ACP agent, by parent call
     head = [e for e in events[:50] if isinstance(e, dict)]
     if any(
         "kind" in e and "action" not in e and "observation" not in e or _is_event(e) and "kind" in e
         for e in head
     ):
         gen = "v1"
-        _v1(events, ctx, ledger)
+        _v1(events, ctx, ledger, subs)
     elif head and all(_is_flat_event(e) for e in head):
         gen = "resolver-2024"
         _flat(events, ctx, ledger)
     else:
         gen = "v0"
         _v0(events, ctx, ledger)
-    return ledger.trace(source=ctx.path, fmt=NAME, meta={"generation": gen})
+    main = ledger.trace(source=ctx.path, fmt=NAME, meta={"generation": gen})
+    return [main] + [
+        sub.trace(source=ctx.path, fmt=NAME, meta={"generation": gen, "parent_call": parent})
+        for parent, sub in subs.items()
+    ]
 
 
 def _is_event(e: Any) -> bool:

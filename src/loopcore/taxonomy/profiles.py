@@ -554,6 +554,8 @@ def _ipython_rule(args: Any) -> tuple[str, Target]:
     return (kind, target)
 
 
+_ACP_PATHS = ("path", "file_path", "abs_path", "filePath", "notebook_path")
+
 OPENHANDS: dict[str, Rule] = {
     "execute_bash": shell_rule,
     "bash": shell_rule,
@@ -575,6 +577,16 @@ OPENHANDS: dict[str, Rule] = {
     "edit": ("mutate", ("path", "file_path")),
     "run_ipython": _ipython_rule,
     "browse": ("observe", "url"),
+    # an agent driven over ACP: its calls carry the ACP spec's tool kind, not a tool name,
+    # and the agent's own input (Claude Code's file_path, others' path)
+    "acp:read": ("observe", _ACP_PATHS),
+    "acp:search": ("observe", _ACP_PATHS),
+    "acp:fetch": ("observe", "url"),
+    "acp:edit": ("mutate", _ACP_PATHS),
+    "acp:delete": ("mutate", _ACP_PATHS),
+    "acp:execute": shell_rule,
+    "acp:think": "other",
+    "acp:switch_mode": "other",
     # V1 (SDK) tools beside terminal / file_editor
     "apply_patch": _patch_rule,
     "planning_file_editor": _editor_rule,
