@@ -166,6 +166,23 @@ def test_openhands_acp_agent_calls_are_steps(tmp_path):
     # the second read of Program.cs came after the build and the sub-agent's task (exec):
     # nothing says the file was the same, so it is no finding
     assert [f for f in loopcore.analyse_burn(main).findings] == []
+    # the output may come with an update before the one that ends the call (each update
+    # replaces what it names); a call that ends without any output has no outcome: a second
+    # such read is only the same call made again (the duplicate-call rule), never "the same
+    # result"
+    split = [events[0],
+             _acp("toolu_7", "in_progress", tool_kind="read", raw_input={"file_path": "/w/a.cs"},
+                  content=_text_block("class A {}")),
+             _acp("toolu_7", "completed", tool_kind="read"),
+             _acp("toolu_8", "completed", tool_kind="read", raw_input={"file_path": "/w/b.cs"}),
+             _acp("toolu_9", "completed", tool_kind="read", raw_input={"file_path": "/w/b.cs"})]  # fmt: skip
+    p.write_text(json.dumps(split))
+    (t,) = load(p)
+    a, b1, b2 = t.steps
+    assert a.result == "class A {}" and b1.result is None and b2.result is None
+    assert [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings] == [
+        ("duplicate_call", (2,))
+    ]
     # the same file read twice with nothing in between: the second read is charged
     again = [events[0], events[1], events[2],
              _acp("toolu_9", "completed", title="Read src/Api/Program.cs", tool_kind="read",

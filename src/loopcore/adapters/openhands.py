@@ -383,8 +383,10 @@ _ACP_DONE = frozenset({"completed", "failed"})
 
 def _acp_calls(events: list) -> dict[str, dict]:
     """Each ACP call's updates merged: ``{tool_call_id: {"first": index of its first update,
-    "title", "tool_kind", "raw_input", "parent", "done": its first completed / failed
-    update}}``. An update carries what changed; input seen after the call was done is not its."""
+    "title", "tool_kind", "raw_input", "content", "raw_output", "parent", "done": its first
+    completed / failed update}}``. An update carries what changed (ACP replaces a field an
+    update names), so each field is the latest one given up to the call's end; what comes after
+    the end is not the call's."""
     calls: dict[str, dict] = {}
     for i, e in enumerate(events):
         if not isinstance(e, dict) or e.get("kind") != "ACPToolCallEvent":
@@ -395,10 +397,11 @@ def _acp_calls(events: list) -> dict[str, dict]:
         c = calls.get(cid)
         if c is None:
             c = calls[cid] = {"first": i, "title": None, "tool_kind": None, "raw_input": None,
-                              "parent": None, "done": None}  # fmt: skip
+                              "content": None, "raw_output": None, "parent": None,
+                              "done": None}  # fmt: skip
         if c["done"] is not None:
             continue
-        for key in ("title", "tool_kind", "raw_input"):
+        for key in ("title", "tool_kind", "raw_input", "content", "raw_output"):
             if e.get(key) not in (None, "", {}, []):
                 c[key] = e[key]
         if isinstance(e.get("parent_tool_call_id"), str):
@@ -408,12 +411,12 @@ def _acp_calls(events: list) -> dict[str, dict]:
     return calls
 
 
-def _acp_output(e: dict) -> Any:
+def _acp_output(c: dict) -> Any:
     """What an ACP call answered: the text of its ``content`` blocks (ACP ``ToolCallContent``:
     ``{"type": "content", "content": {"type": "text", "text"}}``, a diff's new text), else its
-    ``raw_output`` as it is."""
+    ``raw_output`` as it is; None when it said nothing (no outcome to compare)."""
     texts = []
-    for b in e.get("content") or ():
+    for b in c["content"] or ():
         if not isinstance(b, dict):
             continue
         inner = b.get("content") if b.get("type") == "content" else b
@@ -425,8 +428,7 @@ def _acp_output(e: dict) -> Any:
                 texts.append(new)
     if texts:
         return "\n".join(texts)
-    out = e.get("raw_output")
-    return "" if out is None else out
+    return c["raw_output"]
 
 
 def _acp_step(ledger: Ledger, c: dict, ref: dict, cid: str) -> None:
@@ -438,8 +440,10 @@ def _acp_step(ledger: Ledger, c: dict, ref: dict, cid: str) -> None:
     done = c["done"]
     if done is None:
         return  # interrupted: never answered
-    out = _acp_output(done)
+    out = _acp_output(c)
     failed = done.get("status") == "failed" or done.get("is_error") is True
+    if out is None and not failed:
+        return  # done, and nothing of what it answered was written: no outcome to compare
     ledger.result(step, out, (out if isinstance(out, str) and out else True) if failed else None)
 
 
