@@ -419,6 +419,38 @@ def test_opencode_database_reads_as_its_storage_folder(tmp_path):
         assert [s.to_dict() for s in t] == [s.to_dict() for s in store]
 
 
+def test_opencode_storage_left_beside_its_database_is_read_once(tmp_path):
+    # opencode 1.2 migrated the storage folder into opencode.db and left the files: a walk
+    # of the data folder reads each session once, from the database; a session only in the
+    # storage is still read, and the storage named on its own is read whole
+    home = tmp_path / "opencode"
+    shutil.copytree(FIX / "opencode_storage", home / "storage")
+    only_files = home / "storage" / "message" / "ses_only_in_files"
+    only_files.mkdir()
+    (only_files / "msg_x.json").write_text(json.dumps(
+        {"id": "msg_x", "sessionID": "ses_only_in_files", "role": "user",
+         "time": {"created": 1}}))  # fmt: skip
+    _opencode_db(home / "opencode.db", FIX / "opencode_storage").close()
+    traces = list(load(home, keep_going=True))
+    by_session = {}
+    for t in traces:
+        by_session.setdefault(t.session, []).append(t.source)
+    assert by_session["ses_7a1b2c3d4e5fABCDEFGHIJ"] == [
+        f"{home / 'opencode.db'}#ses_7a1b2c3d4e5fABCDEFGHIJ"
+    ]
+    assert "ses_only_in_files" in by_session
+    # all of the storage migrated: the folder adds no trace, not even an empty one
+    shutil.rmtree(only_files)
+    (t,) = load(home, keep_going=True)
+    assert t.source == f"{home / 'opencode.db'}#ses_7a1b2c3d4e5fABCDEFGHIJ"
+    only_files.mkdir()
+    (only_files / "msg_x.json").write_text(json.dumps(
+        {"id": "msg_x", "sessionID": "ses_only_in_files", "role": "user",
+         "time": {"created": 1}}))  # fmt: skip
+    alone = list(load(home / "storage", keep_going=True))
+    assert sorted(t.session for t in alone) == ["ses_7a1b2c3d4e5fABCDEFGHIJ", "ses_only_in_files"]
+
+
 def test_opencode_database_rows_that_are_not_objects_are_reported(tmp_path, monkeypatch):
     path = tmp_path / "opencode.db"
     db = _opencode_db(path, FIX / "opencode_storage")

@@ -409,7 +409,7 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
     "opencode": [
         _c(
             "opencode",
-            "1.1+ SQLite store (opencode.db: session, message, part tables)",
+            "1.2+ SQLite store (opencode.db: session, message, part tables)",
             "anomalyco/opencode",
             "packages/opencode/src/session/session.sql.ts",
             "063e8306d9895af9bdd175306cfa4fa3291fd83a",
@@ -584,15 +584,33 @@ class StoreFolder(str):
     __slots__ = ()
 
 
+class StoreBesideDb(StoreFolder):
+    """An opencode storage folder whose opencode data folder also holds ``opencode.db``, both
+    read by the same walk: opencode 1.2 migrated the storage's sessions into the database and
+    left the files, so the sessions the database holds are read from it alone."""
+
+    __slots__ = ()
+
+
 def _walk(folder: str) -> Iterator[str | list[str]]:
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
     V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
     :class:`StoreFolder`."""
+    top = os.path.normpath(folder)
     for root, dirs, files in os.walk(folder):
         if opencode.is_store(root):
             # opencode's storage: session / message / part files that only make sense together
             dirs[:] = []
-            yield StoreFolder(root)
+            parent = os.path.dirname(os.path.normpath(root))
+            beside = os.path.join(parent, opencode.DB_NAME)
+            if (
+                os.path.normpath(root) != top
+                and os.path.commonpath([top, parent]) == top
+                and os.path.isfile(beside)
+            ):
+                yield StoreBesideDb(root)  # the walk reads the database beside it too
+            else:
+                yield StoreFolder(root)
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         present = set(files)
@@ -606,7 +624,7 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
                 # reads the plain file when both exist (mid-compression): one trace, read once
                 and not (f.endswith(".zst") and f[:-4] in present)
             )
-            or f == opencode.DB_NAME  # opencode 1.1+ keeps its sessions in SQLite
+            or f == opencode.DB_NAME  # opencode 1.2+ keeps its sessions in SQLite
         )
         if (
             os.path.basename(root) == "events"
@@ -789,6 +807,15 @@ def _load_file(
         # An opencode store: one export document per session.
         root = str(item)
         docs = opencode.read_store(root)
+        if isinstance(item, StoreBesideDb):
+            db = os.path.join(os.path.dirname(os.path.normpath(root)), opencode.DB_NAME)
+            migrated = opencode.db_session_ids(db)
+            kept = [d for d in docs if d["info"].get("id") not in migrated]
+            if docs and not kept:
+                if stats is not None:
+                    stats.files += 1
+                return []  # every session is read from the database
+            docs = kept
         if stats is not None:
             stats.files += 1
         return _parse_one(

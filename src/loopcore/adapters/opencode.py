@@ -11,10 +11,12 @@ session, messages and parts in id order (opencode's ids sort by creation). The e
 same data as one document: ``{"info": <session>, "messages": [{"info": <message>, "parts":
 [...]}]}``; ``opencode run --format json`` prints the parts as events (``{"type": "step_start" |
 "text" | "tool_use" | "step_finish", "sessionID", "part": {...}}``), read the same way. opencode
-1.1 and later keep the same objects in SQLite (``~/.local/share/opencode/opencode.db``, the
+1.2 and later keep the same objects in SQLite (``~/.local/share/opencode/opencode.db``, the
 ``session``, ``message`` and ``part`` tables of ``packages/opencode/src/session/session.sql.ts``:
 a row's ``data`` is the object's JSON less the ids its columns hold), read read-only the same
-way: one trace per session, ``source`` ``<db>#<sessionID>``.
+way: one trace per session, ``source`` ``<db>#<sessionID>``. opencode 1.2 migrated the storage
+folder's sessions into the database and left the files: a walk that reads both reads each
+session once, from the database.
 
 A ``step-start`` ... ``step-finish`` run of an assistant message is one API call; the
 ``step-finish`` part carries its ``tokens`` (``input`` + ``cache.read`` + ``cache.write`` is the
@@ -346,6 +348,18 @@ def _connect(path: str) -> sqlite3.Connection:
     # read-only: opencode may be running and writing it (WAL); nothing here ever writes
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
     return sqlite3.connect(uri, uri=True)
+
+
+def db_session_ids(path: str) -> frozenset[str]:
+    """The ids of the sessions an opencode database holds (none when it cannot be read: its
+    own reading then says why)."""
+    if not is_db(path):
+        return frozenset()
+    try:
+        with _connect(path) as db:
+            return frozenset(r[0] for r in db.execute("SELECT id FROM session"))
+    except sqlite3.Error:
+        return frozenset()
 
 
 def _row_object(raw: Any, what: str, path: str, bad: list) -> dict | None:
