@@ -99,40 +99,91 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def gunzip(first: bytes, read: Callable[[int], bytes], path: str | None, limit: int) -> bytes:
-    """Inflate a gzip stream (concatenated members too) that starts with *first* and continues
-    with ``read(n)``, never holding more than *limit* bytes of output."""
+class _Gzip:
+    """gzip members through zlib: input the bound held back stays in ``unconsumed_tail``."""
+
+    label = "gzip"
+    error: type[Exception] = zlib.error
+
+    @staticmethod
+    def new() -> Any:
+        return zlib.decompressobj(31)  # wbits 31 = the gzip container
+
+    @staticmethod
+    def wants(d: Any) -> bool:
+        return True  # zlib holds back input, never output
+
+    @staticmethod
+    def feed(d: Any, pending: bytes, room: int) -> tuple[bytes, bytes]:
+        return d.decompress(pending, room), d.unconsumed_tail
+
+
+class _Zstd:
+    """Zstandard frames (skippable ones too): output the bound held back stays in the
+    decompressor, which takes no input until it is drained."""
+
+    label = "Zstandard"
+
+    def __init__(self, zstd: Any) -> None:
+        self.zstd = zstd
+        self.error = zstd.ZstdError
+
+    def new(self) -> Any:
+        return self.zstd.ZstdDecompressor()
+
+    @staticmethod
+    def wants(d: Any) -> bool:
+        return bool(d.needs_input)
+
+    @staticmethod
+    def feed(d: Any, pending: bytes, room: int) -> tuple[bytes, bytes]:
+        if d.needs_input:
+            return d.decompress(pending, room), b""
+        return d.decompress(b"", room), pending
+
+
+def _inflate(
+    first: bytes, read: Callable[[int], bytes], path: str | None, limit: int, codec: Any
+) -> bytes:
+    """Inflate a stream of *codec* units (gzip members, Zstandard frames) that starts with
+    *first* and continues with ``read(n)``, never holding more than *limit* bytes of output;
+    a unit cut short, or bytes after one that start no other, are errors naming the file."""
     parts: list[bytes] = []
     total = 0
-    d = zlib.decompressobj(31)  # wbits 31 = the gzip container
-    in_member = False
+    d = codec.new()
+    in_unit = False
     pending = first
     try:
         while True:
-            if not pending:
+            if not pending and codec.wants(d):
                 pending = read(_CHUNK)
                 if not pending:
                     break
-            in_member = True
-            out = d.decompress(pending, limit - total + 1)
+            in_unit = True
+            out, pending = codec.feed(d, pending, limit - total + 1)
             total += len(out)
             if total > limit:
                 raise _too_big(path, limit, True)
             if out:  # a lone part is returned as it is: b"".join copies only for 2 or more
                 parts.append(out)
-            pending = d.unconsumed_tail
             if d.eof:
-                pending = d.unused_data
-                d = zlib.decompressobj(31)
-                in_member = False
-    except zlib.error as exc:
-        raise TraceFormatError(f"not a readable gzip file ({exc})", path) from None
-    if in_member:
-        raise TraceFormatError("truncated gzip stream", path)
+                pending = d.unused_data + pending
+                d = codec.new()
+                in_unit = False
+    except codec.error as exc:
+        raise TraceFormatError(f"not a readable {codec.label} file ({exc})", path) from None
+    if in_unit:
+        raise TraceFormatError(f"truncated {codec.label} stream", path)
     return b"".join(parts)
 
 
-def _zstd_decompressor() -> Any:
+def gunzip(first: bytes, read: Callable[[int], bytes], path: str | None, limit: int) -> bytes:
+    """Inflate a gzip stream (concatenated members too) that starts with *first* and continues
+    with ``read(n)``, never holding more than *limit* bytes of output."""
+    return _inflate(first, read, path, limit, _Gzip)
+
+
+def _zstd_module() -> Any:
     # Python 3.14's compression.zstd, else its backport (a dependency below 3.14); imported
     # only when a file is Zstandard, so no other path pays for it
     if sys.version_info >= (3, 14):
@@ -147,44 +198,14 @@ def unzstd(first: bytes, read: Callable[[int], bytes], path: str | None, limit: 
     with *first* and continues with ``read(n)``, never holding more than *limit* bytes of
     output; a frame cut short is an error, as a gzip member is."""
     try:
-        zstd = _zstd_decompressor()
+        zstd = _zstd_module()
     except ImportError:
         raise TraceFormatError(
             "a Zstandard file, and the backports.zstd package that reads it is not installed "
             "(pip install backports.zstd)",
             path,
         ) from None
-    parts: list[bytes] = []
-    total = 0
-    d = zstd.ZstdDecompressor()
-    in_frame = False
-    pending = first
-    try:
-        while True:
-            if d.needs_input:
-                if not pending:
-                    pending = read(_CHUNK)
-                    if not pending:
-                        break
-                data, pending = pending, b""
-            else:
-                data = b""  # output held back by the bound: drain it before more input
-            in_frame = True
-            out = d.decompress(data, limit - total + 1)
-            total += len(out)
-            if total > limit:
-                raise _too_big(path, limit, True)
-            if out:
-                parts.append(out)
-            if d.eof:
-                pending = d.unused_data + pending
-                d = zstd.ZstdDecompressor()
-                in_frame = False
-    except zstd.ZstdError as exc:
-        raise TraceFormatError(f"not a readable Zstandard file ({exc})", path) from None
-    if in_frame:
-        raise TraceFormatError("truncated Zstandard stream", path)
-    return b"".join(parts)
+    return _inflate(first, read, path, limit, _Zstd(zstd))
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:
