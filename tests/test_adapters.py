@@ -1572,6 +1572,14 @@ def _codex_fn(cid, name, args, **extra):
     return _codex_rec("response_item", item | extra)
 
 
+def _one_rollout(tmp_path, lines):
+    """The one trace of a Codex rollout holding *lines*."""
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    return t
+
+
 def _codex_out(cid, text):
     return _codex_rec(
         "response_item", {"type": "function_call_output", "call_id": cid, "output": text}
@@ -1595,9 +1603,7 @@ def test_codex_polls_of_a_running_process_are_waits_not_repeats(tmp_path):
         _codex_fn("d", "write_stdin", poll),
         _codex_out("d", "Chunk ID: 5b810b\nWall time: 3.1 seconds\nProcess exited with code 0\nOutput:\nok\n"),
     ]  # fmt: skip
-    path = tmp_path / "rollout.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    (t,) = load(path)
+    t = _one_rollout(tmp_path, lines)
     start, first, again, last = t.steps
     assert first.result == "Chunk ID: 1f1f43\n" and again.result == "Chunk ID: 8d24c7\n"
     assert last.result == "Chunk ID: 5b810b\nok\n" and last.meta["returncode"] == 0
@@ -1614,9 +1620,7 @@ def test_codex_mcp_tool_is_named_by_its_namespace(tmp_path):
         _codex_fn("b", "mcp__node_repl__js", {"code": "2+2"}, namespace="mcp__node_repl"),
         _codex_out("b", "4"),
     ]
-    path = tmp_path / "rollout.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    (t,) = load(path)
+    t = _one_rollout(tmp_path, lines)
     assert [s.name for s in t.steps] == ["mcp__node_repl__js", "mcp__node_repl__js"]
 
 
@@ -1704,9 +1708,7 @@ def test_codex_mcp_error_is_read_from_the_servers_answer(tmp_path):
         end("c", fine),
         _codex_out("c", "Wall time: 0.01 seconds\nOutput:\n4"),
     ]
-    path = tmp_path / "rollout.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    (t,) = load(path)
+    t = _one_rollout(tmp_path, lines)
     a, b, c = t.steps
     assert a.error == "Identifier 'state' has already been declared" and a.result == seen
     assert b.error == "tool call timed out" and c.error is None and c.result == "4"
@@ -1818,10 +1820,7 @@ def test_codex_a_user_message_event_starts_the_evidence_again(tmp_path):
             _codex_fn("b", "exec_command", {"cmd": "git status --short"}),
             _codex_out("b", "Process exited with code 0\nOutput:\n M a.py\n"),
         ]  # fmt: skip
-        path = tmp_path / "rollout.jsonl"
-        path.write_text("\n".join(lines) + "\n")
-        (t,) = load(path)
-        return t
+        return _one_rollout(tmp_path, lines)
 
     typed = _codex_rec("event_msg", {"type": "user_message", "message": "and now?"})
     t = run(typed)
@@ -1842,10 +1841,7 @@ def test_codex_paginated_usage_as_a_completed_item_counts_once(tmp_path):
             *records,
             _codex_out("a", "Process exited with code 0\nOutput:\na.py\n"),
         ])  # fmt: skip
-        path = tmp_path / "rollout.jsonl"
-        path.write_text("\n".join(lines) + "\n")
-        (t,) = load(path)
-        return t
+        return _one_rollout(tmp_path, lines)
 
     event = _codex_rec("event_msg", tc)
     item = _codex_item(tc)
@@ -1891,26 +1887,22 @@ def test_codex_forked_rollout_leaves_its_parents_copied_history_to_the_parent(tm
             _codex_out("c1", "Process exited with code 0\nOutput:\n<footer/>\n"),
         ]  # fmt: skip
 
-    def load_one(lines):
-        path = tmp_path / "rollout.jsonl"
-        path.write_text("\n".join(lines) + "\n")
-        (t,) = load(path)
-        return t
-
-    t = load_one(rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500)))
+    t = _one_rollout(
+        tmp_path, rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500))
+    )
     assert t.session == child and [s.call_id for s in t.steps] == ["c1"]
     assert t.meta["inherited_records"] == 8 and t.meta["forked_from"] == parent
     assert _repeat_findings(t) == []
     # ids that hold no time (not UUIDv7): the copy cannot be told apart, nothing is cut
-    t = load_one(rollout("child-thread", "parent-thread", "turn-1", "turn-2"))
+    t = _one_rollout(tmp_path, rollout("child-thread", "parent-thread", "turn-1", "turn-2"))
     assert [s.call_id for s in t.steps] == ["p1", "p2", "c1"]
     assert "inherited_records" not in t.meta
     # a turn id without time inside the copy: its end cannot be told either
-    t = load_one(rollout(child, parent, "turn-1", _uuid7(1_790_000_600_500)))
+    t = _one_rollout(tmp_path, rollout(child, parent, "turn-1", _uuid7(1_790_000_600_500)))
     assert [s.call_id for s in t.steps] == ["p1", "p2", "c1"]
     # a thread that ended before its first turn: everything after its own meta was copied
     lines = rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500))
-    t = load_one(lines[:9])
+    t = _one_rollout(tmp_path, lines[:9])
     assert t.steps == [] and t.meta["inherited_records"] == 8
 
 
@@ -1995,10 +1987,7 @@ def test_codex_paginated_rollout_person_and_mcp_failures(tmp_path):
                          "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}}),
             _codex_out("e", "Wall time: 0.01 seconds\nOutput:\nok"),
         ])  # fmt: skip
-        path = tmp_path / "rollout.jsonl"
-        path.write_text("\n".join(lines) + "\n")
-        (t,) = load(path)
-        return t
+        return _one_rollout(tmp_path, lines)
 
     typed = _codex_item({"type": "UserMessage", "id": "u2", "content": [
         {"type": "text", "text": "I changed it, look again", "text_elements": []}]}, "t2")  # fmt: skip
