@@ -1900,6 +1900,14 @@ def test_codex_forked_rollout_leaves_its_parents_copied_history_to_the_parent(tm
     # a turn id without time inside the copy: its end cannot be told either
     t = _one_rollout(tmp_path, rollout(child, parent, "turn-1", _uuid7(1_790_000_600_500)))
     assert [s.call_id for s in t.steps] == ["p1", "p2", "c1"]
+    # a meta of another thread in a rollout that says it forked from none: nothing is cut
+    unforked = rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500))
+    meta = json.loads(unforked[0])
+    meta["payload"] = {
+        k: v for k, v in meta["payload"].items() if k not in ("forked_from_id", "source")
+    }
+    t = _one_rollout(tmp_path, [json.dumps(meta), *unforked[1:]])
+    assert [s.call_id for s in t.steps] == ["p1", "p2", "c1"]
     # a thread that ended before its first turn: everything after its own meta was copied
     lines = rollout(child, parent, _uuid7(1_790_000_100_000), _uuid7(1_790_000_600_500))
     t = _one_rollout(tmp_path, lines[:9])

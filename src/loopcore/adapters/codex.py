@@ -302,6 +302,18 @@ def _uuid7_ms(value: Any) -> int | None:
         return None
 
 
+def _forked(meta: dict) -> bool:
+    """The thread's ``session_meta`` says it came from another one: ``forked_from_id``, a
+    ``parent_thread_id``, a sub-agent ``source`` or ``thread_source``."""
+    source = meta.get("source")
+    return bool(
+        meta.get("forked_from_id")
+        or meta.get("parent_thread_id")
+        or (isinstance(source, dict) and "subagent" in source)
+        or meta.get("thread_source") in ("subagent", "guardian_review")
+    )
+
+
 def _parent_replay(records: list, meta: Any) -> tuple[int, int] | None:
     """``(start, end)`` of the records a forked rollout copied from its parent, else None.
 
@@ -309,11 +321,12 @@ def _parent_replay(records: list, meta: Any) -> tuple[int, int] | None:
     its own ``session_meta``, then the parent's whole rollout (its ``session_meta`` first) and
     then its own turns. The copy is told by time: thread and turn ids are UUIDv7, so a turn
     the parent ran began before the fork created this thread, and the thread's own first turn
-    (``task_started`` / ``turn_context``) after it. Nothing is cut unless both ids are UUIDv7
-    and the copy's start is a ``session_meta`` of another thread; paginated rollouts refer to
+    (``task_started`` / ``turn_context``) after it. Nothing is cut unless the thread's meta says
+    it forked, both ids are UUIDv7 and the copy starts with a ``session_meta`` of another
+    thread; paginated rollouts refer to
     the parent's history (``history_base``) instead of copying it."""
-    if not isinstance(meta, dict) or meta.get("history_mode") == "paginated":
-        return None
+    if not isinstance(meta, dict) or meta.get("history_mode") == "paginated" or not _forked(meta):
+        return None  # (no scan of the records for a thread that says it forked from none)
     own = meta.get("id")
     born = _uuid7_ms(own)
     if born is None:
