@@ -323,24 +323,24 @@ def _parent_replay(records: list, meta: Any) -> tuple[int, int] | None:
     the parent ran began before the fork created this thread, and the thread's own first turn
     (``task_started`` / ``turn_context``) after it. Nothing is cut unless the thread's meta says
     it forked, both ids are UUIDv7 and the copy starts with a ``session_meta`` of another
-    thread; paginated rollouts refer to
-    the parent's history (``history_base``) instead of copying it."""
+    thread; paginated rollouts refer to the parent's history (``history_base``) instead of
+    copying it."""
     if not isinstance(meta, dict) or meta.get("history_mode") == "paginated" or not _forked(meta):
         return None  # (no scan of the records for a thread that says it forked from none)
     own = meta.get("id")
     born = _uuid7_ms(own)
     if born is None:
         return None
-    first = start = None
+    start = None
     for i, r in enumerate(records):
         if isinstance(r, dict) and r.get("type") == "session_meta":
             payload = r.get("payload")
-            if not isinstance(payload, dict):
-                continue
-            if first is None:
-                first = i
-            elif payload.get("id") != own and isinstance(payload.get("id"), str):
-                start = i
+            if (
+                isinstance(payload, dict)
+                and isinstance(payload.get("id"), str)
+                and payload["id"] != own
+            ):
+                start = i  # another thread's meta (its own, rewritten, carries its own id)
                 break
     if start is None:
         return None
