@@ -37,12 +37,11 @@ from ._base import LoadStats, TraceFormatError, estimate_tokens
 from ._io import (
     Ctx,
     Parsed,
-    gunzip,
+    inflate_bytes,
     max_file_bytes,
     parse_bytes,
     plain_name,
     read_bytes,
-    unzstd,
 )
 
 __all__ = [
@@ -989,10 +988,7 @@ def load(
 def _iter_object_bytes(
     data: bytes, fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any
 ) -> Iterator[Trace]:
-    if data[:2] == b"\x1f\x8b":
-        data = gunzip(data, lambda n: b"", None, max_file_bytes())
-    elif data[:4] == b"\x28\xb5\x2f\xfd":
-        data = unzstd(data, lambda n: b"", None, max_file_bytes())
+    data = inflate_bytes(data, None, max_file_bytes())
     for t in _parse_one(None, parse_bytes(data, None), fmt, keep_going, stats, profile, False):
         if stats is not None:
             stats.traces += 1

@@ -30,6 +30,7 @@ __all__ = [
     "COMPRESSED_SUFFIXES",
     "Parsed",
     "gunzip",
+    "inflate_bytes",
     "max_file_bytes",
     "parse_bytes",
     "plain_name",
@@ -208,6 +209,21 @@ def unzstd(first: bytes, read: Callable[[int], bytes], path: str | None, limit: 
     return _inflate(first, read, path, limit, _Zstd(zstd))
 
 
+def _inflater(head: bytes) -> Callable[..., bytes] | None:
+    """The inflater of a stream that starts with *head* (its first 4 bytes), else None."""
+    if head[:2] == _GZIP_MAGIC:
+        return gunzip
+    if head[:4] == _ZSTD_MAGIC:
+        return unzstd
+    return None
+
+
+def inflate_bytes(data: bytes, path: str | None, limit: int) -> bytes:
+    """*data* inflated when it is gzip or Zstandard (by content), else as it is."""
+    inflate = _inflater(data[:4])
+    return data if inflate is None else inflate(data, lambda n: b"", path, limit)
+
+
 def read_bytes(path: str, limit: int | None = None) -> bytes:
     """The file's bytes, inflated when it is gzip or Zstandard (by content, not by name).
 
@@ -232,12 +248,12 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
     try:
         with f:
             head = f.read(4)
-            if head[:2] == _GZIP_MAGIC or head == _ZSTD_MAGIC:
+            inflate = _inflater(head)
+            if inflate is not None:
                 # the compressed bytes in one read (at most the limit, as for a plain file; more
                 # in pieces if the file grew), so a one-member file inflates into one buffer,
                 # never joined from pieces
                 first = head + f.read(min(max(st.st_size - len(head), 0), limit) + 1)
-                inflate = unzstd if head == _ZSTD_MAGIC else gunzip
                 return inflate(first, f.read, path, limit)
             f.seek(0)  # a regular file: read it whole in one buffer, no concatenation copy
             # a buffer of the file's size, not of the limit (read(n) allocates n bytes first);
