@@ -28,6 +28,7 @@ arguments): a rejected turn. Refs are ``{"message": <id>, "part": <id>}``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import urllib.parse
@@ -337,7 +338,7 @@ def is_db(path: str) -> bool:
     if not is_sqlite(path):
         return False
     try:
-        with _connect(path) as db:
+        with contextlib.closing(_connect(path)) as db:
             names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error:
         return False
@@ -345,7 +346,8 @@ def is_db(path: str) -> bool:
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    # read-only: opencode may be running and writing it (WAL); nothing here ever writes
+    # read-only: opencode may be running and writing it (WAL); nothing here ever writes;
+    # callers close it (a Connection's own context manager only ends a transaction)
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
     return sqlite3.connect(uri, uri=True)
 
@@ -356,13 +358,13 @@ def db_session_ids(path: str) -> frozenset[str]:
     if not is_db(path):
         return frozenset()
     try:
-        with _connect(path) as db:
+        with contextlib.closing(_connect(path)) as db:
             return frozenset(r[0] for r in db.execute("SELECT id FROM session"))
     except sqlite3.Error:
         return frozenset()
 
 
-def _row_object(raw: Any, what: str, path: str, bad: list) -> dict | None:
+def _row_object(raw: Any, what: str, bad: list) -> dict | None:
     # a row's data column: the object's JSON (text or, from some writers, a blob)
     try:
         value = orjson.loads(raw) if isinstance(raw, (str, bytes)) else None
@@ -392,9 +394,11 @@ def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
             path,
         )
     try:
-        with _connect(path) as db:
+        with contextlib.closing(_connect(path)) as db:
             db.row_factory = sqlite3.Row
-            sessions = db.execute("SELECT * FROM session ORDER BY time_created, id").fetchall()
+            cols = {r[1] for r in db.execute("PRAGMA table_info(session)")}
+            order = "time_created, id" if "time_created" in cols else "id"  # the schema's own
+            sessions = db.execute(f"SELECT * FROM session ORDER BY {order}").fetchall()
             messages = db.execute(
                 "SELECT id, session_id, data FROM message ORDER BY session_id, id"
             ).fetchall()
@@ -405,13 +409,13 @@ def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
         raise TraceFormatError(f"not a readable opencode database ({exc})", path) from None
     by_message: dict[str, list[dict]] = {}
     for r in parts:
-        d = _row_object(r["data"], f"part {r['id']}", path, bad)
+        d = _row_object(r["data"], f"part {r['id']}", bad)
         if d is not None:
             d = {"id": r["id"], "messageID": r["message_id"], "sessionID": r["session_id"]} | d
             by_message.setdefault(r["message_id"], []).append(d)
     by_session: dict[str, list[dict]] = {}
     for r in messages:
-        d = _row_object(r["data"], f"message {r['id']}", path, bad)
+        d = _row_object(r["data"], f"message {r['id']}", bad)
         if d is not None:
             d = {"id": r["id"], "sessionID": r["session_id"]} | d
             by_session.setdefault(r["session_id"], []).append(
