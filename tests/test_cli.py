@@ -316,6 +316,38 @@ def test_unwritable_output_is_an_error_not_a_traceback(tmp_path, capsys):
     assert rc == EXIT_ERROR and "cannot write" in err
 
 
+def test_a_report_is_never_written_over_a_trace(tmp_path, capsys):
+    """``--json FILE`` takes the report's file: ``analyse --json trace.jsonl`` names no input (so
+    the bundled example would be analysed) and must not replace the trace with the report."""
+    a = write_jsonl(tmp_path / "a.jsonl", honest_trace())
+    before = a.read_bytes()
+    rc, _, err = run(["analyse", "--json", str(a)], capsys)
+    assert rc == EXIT_ERROR and "loopcore did not write" in err
+    assert f"loopcore analyse {a} --json REPORT" in err  # what was probably meant
+    assert a.read_bytes() == before
+    # an input named as the report's file, for --json and --html, analyse and replay
+    for cmd in ("analyse", "replay"):
+        for flag in ("--json", "--html"):
+            rc, _, err = run([cmd, str(a), flag, str(a)], capsys)
+            assert rc == EXIT_ERROR and "one of the inputs" in err, (cmd, flag)
+            assert a.read_bytes() == before
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    rc, _, err = run(["analyse", str(a), "--html", str(notes)], capsys)
+    assert rc == EXIT_ERROR and notes.read_text() == "mine\n"
+
+
+def test_a_report_of_loopcore_s_own_is_written_again(tmp_path, capsys):
+    a = write_jsonl(tmp_path / "a.jsonl", honest_trace())
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    for cmd in ("analyse", "analyse", "replay", "replay", "analyse"):
+        rc, _, err = run([cmd, str(a), "--json", str(out), "--html", str(page)], capsys)
+        assert rc == EXIT_OK, (cmd, err)
+    assert json.loads(out.read_text())["inputs"] == [str(a)]
+    rc, _, _ = run(["analyse", str(a), "--json", os.devnull], capsys)  # a device is not a file
+    assert rc == EXIT_OK
+
+
 # --- progress -------------------------------------------------------------------------------
 
 

@@ -16,6 +16,8 @@ import argparse
 import io
 import logging
 import os
+import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -522,12 +524,62 @@ def _write(dest: str, data: bytes | str, what: str) -> None:
     print(f"loopcore: wrote the {what} ({shown}) to {dest}", file=sys.stderr)
 
 
+# The first bytes of what loopcore writes: a JSON report (analyse's and replay's) and an HTML page.
+_OWN_JSON = re.compile(rb'\A\{\s*"schema"\s*:\s*\d+\s*,\s*"loopcore"\s*:')
+_OWN_HTML = re.compile(rb"\A<!DOCTYPE html>.{0,2000}?<title>loopcore ", re.DOTALL)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, to write a report over a file loopcore did not write.
+
+    ``--json FILE`` and ``--html FILE`` take the report's file name, so ``loopcore analyse
+    --json trace.jsonl`` reads no trace (the bundled example is analysed) and would replace the
+    trace with the report. An existing regular file is overwritten only when it is a report of
+    loopcore's own (the same command run again) and not one of the inputs; anything else (a
+    device such as /dev/null, ``-`` for stdout, a new name) is written as asked."""
+    for flag, dest in (("--json", args.json), ("--html", getattr(args, "html", None))):
+        if not dest or dest == "-":
+            continue
+        try:
+            st = os.stat(dest)
+        except OSError:
+            continue  # a new file (or one open() will name the problem with)
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        named = any(os.path.exists(p) and os.path.samefile(p, dest) for p in (args.paths or []))
+        own = False
+        if not named:
+            try:
+                with open(dest, "rb") as fh:
+                    head = fh.read(4096)
+            except OSError:
+                head = b""
+            own = bool((_OWN_JSON if flag == "--json" else _OWN_HTML).match(head))
+        if own:
+            continue
+        if named:
+            raise _CliError(
+                f"{flag} {dest}: that is where the report would be written, and it is one of the "
+                f"inputs; give {flag} another file name"
+            )
+        hint = (
+            f" (to analyse it: `loopcore {args.command} {dest} {flag} REPORT`)"
+            if not args.paths
+            else ""
+        )
+        raise _CliError(
+            f"{flag} {dest}: that is where the report would be written, and it is a file "
+            f"loopcore did not write{hint}; give {flag} a new file name, or remove {dest} first"
+        )
+
+
 def _run_analyse(args: argparse.Namespace) -> int:
     from .report import render_html, render_text, to_json
 
     _check_format(args.format)
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
+    _check_outputs(args)
     if args.html:
         _check_policy(args.html_policy)
     started = time.perf_counter()
@@ -738,6 +790,7 @@ def _run_replay(args: argparse.Namespace) -> int:
     logger.addHandler(quiet)
     if args.json == "-" and args.html == "-":
         raise _CliError("--json - and --html - cannot both write to stdout")
+    _check_outputs(args)
     html_data = None
     no_steps = _Notes()
     try:
