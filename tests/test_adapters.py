@@ -453,6 +453,63 @@ def test_claude_code_usage_of_several_sampling_passes_reads_the_first_prompt(tmp
     assert read2.tokens_out + read2.tokens_turn == 1800  # the passes' outputs, counted once
 
 
+def test_claude_code_thinking_tokens_are_the_turns_not_the_calls(tmp_path):
+    """Claude Code 2.1.2xx writes the thinking inside ``output_tokens`` as
+    ``usage.output_tokens_details.thinking_tokens`` (the Messages API's field): it is the turn's
+    reasoning, read as ``reasoning_tokens`` is, never split over the turn's calls."""
+
+    def session(details_key):
+        def usage(cr, out, thinking):
+            u = {"input_tokens": 1, "cache_creation_input_tokens": 0}
+            u |= {"cache_read_input_tokens": cr, "output_tokens": out}
+            if details_key:
+                u["output_tokens_details"] = {details_key: thinking}
+            return u
+
+        def call(mid, tid, path, u):
+            content = [
+                {"type": "thinking", "thinking": "", "signature": "sig"},
+                {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": path}},
+            ]
+            return {"id": mid, "type": "message", "role": "assistant", "content": content,
+                    "usage": u}  # fmt: skip
+
+        def answer(tid, text):
+            return {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tid, "content": text}]}  # fmt: skip
+
+        lines = [
+            _claude_line("u1", None, "user", {"role": "user", "content": "look"}),
+            _claude_line("u2", "u1", "assistant", call("m1", "t1", "a.py", usage(9000, 650, 600))),
+            _claude_line("u3", "u2", "user", answer("t1", "x" * 2000)),
+            _claude_line("u4", "u3", "assistant", call("m2", "t2", "b.py", usage(9700, 80, 40))),
+            _claude_line("u5", "u4", "user", answer("t2", "y" * 400)),
+            _claude_line("u6", "u5", "assistant", call("m3", "t3", "c.py", usage(9900, 60, 0))),
+        ]
+        path = tmp_path / f"{details_key}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return [(s.tokens_in, s.tokens_out, s.tokens_turn) for s in calls(t)]
+
+    thinking, reasoning, none = (
+        session("thinking_tokens"),
+        session("reasoning_tokens"),
+        session(None),
+    )
+    assert thinking == reasoning and thinking != none
+    (_in1, out1, turn1), (_in2, out2, turn2), _ = thinking
+    assert out1 + turn1 == 650 and turn1 >= 600  # the 600 thinking tokens are the turn's
+    assert out2 + turn2 == 80 and turn2 >= 40
+    assert none[0][1] == 650  # read without the field, the thinking went to the call
+
+
+def test_claude_code_profile_reads_structured_output_as_the_reply():
+    # `claude -p --json-schema` ends with a StructuredOutput call (its result "Structured output
+    # provided successfully"): the run's answer, which writes nothing, so no epoch advances
+    prof = loopcore.taxonomy.PROFILES["claude-code"]
+    assert prof.access("StructuredOutput", {"route": "complete"})[:2] == ("other", None)
+
+
 # ---- OpenTelemetry / Responses / OpenHands / gemini-cli -------------------------------------
 
 

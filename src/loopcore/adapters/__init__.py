@@ -282,6 +282,20 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "47/c7e9ab56d1/1/full.jsonl (branch entire/checkpoints/v1)",
             "e71980b22342e2e505ef6c50db128fd31b277c32",
         ),
+        _c(
+            "Claude Code",
+            "2.1.239 (thinking_tokens in output_tokens_details)",
+            "0-uddeshya-0/Recognition",
+            "0/full.jsonl",
+            "038f989dd4cca89fb26f9d40cb94d6df9079f44d",
+        ),
+        _c(
+            "Claude Code",
+            "2.1.216 sdk-py (StructuredOutput, a prompt in a queue-operation record)",
+            "1curafu/Fitcheck",
+            "0/full.jsonl",
+            "005bcbd9cbc9824b8c7419c3a41192255134d167",
+        ),
     ],
     "mini-swe-agent": [
         _c(

@@ -203,12 +203,15 @@ def _usage_fields(u: dict) -> tuple[int | None, int | None, int] | None:
             p += (_int(src.get("cache_creation_input_tokens")) or 0) + (
                 _int(src.get("cache_read_input_tokens")) or 0
             )
+        # the reasoning inside output_tokens: OpenAI Responses' reasoning_tokens, Anthropic's
+        # thinking_tokens (Claude Code 2.1.2xx writes them), Codex's reasoning_output_tokens
         d = u.get("output_tokens_details")
-        r = (
-            _int(d.get("reasoning_tokens"))
-            if isinstance(d, dict)
-            else _int(u.get("reasoning_output_tokens"))
-        )
+        if isinstance(d, dict):
+            r = _int(d.get("reasoning_tokens"))
+            if r is None:
+                r = _int(d.get("thinking_tokens"))
+        else:
+            r = _int(u.get("reasoning_output_tokens"))
         return p, _int(u.get("output_tokens")), r or 0
     if "promptTokenCount" in u or "candidatesTokenCount" in u:
         t = _int(u.get("thoughtsTokenCount")) or 0

@@ -461,6 +461,10 @@ CLAUDE_CODE: dict[str, Rule] = {
     "TaskUpdate": "other",
     "EnterPlanMode": "other",
     "mcp__ccd_session__mark_chapter": "other",
+    # the final answer of a run given a JSON schema (`claude -p --json-schema`, the Agent
+    # SDK's structured output): Claude Code validates its input and answers "Structured output
+    # provided successfully"; it is the reply, and runs nothing
+    "StructuredOutput": "other",
 }
 
 CODEX: dict[str, Rule] = {
