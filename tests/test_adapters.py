@@ -1668,6 +1668,115 @@ def test_codex_polls_of_a_running_process_are_waits_not_repeats(tmp_path):
     assert loopcore.analyse_burn(t).findings == ()
 
 
+def _code_exec(cid, program):
+    item = {"type": "custom_tool_call", "status": "completed", "call_id": cid, "name": "exec"}
+    return _codex_rec("response_item", item | {"input": program})
+
+
+def _code_out(cid, head, *printed):
+    parts = [{"type": "input_text", "text": head}]
+    parts += [{"type": "input_text", "text": p} for p in printed]
+    return _codex_rec(
+        "response_item", {"type": "custom_tool_call_output", "call_id": cid, "output": parts}
+    )
+
+
+def _done(secs):
+    return f"Script completed\nWall time {secs} seconds\nOutput:\n"
+
+
+def _printed(output, code=0, chunk="7f0905", secs=0.000005):
+    return json.dumps({"chunk_id": chunk, "wall_time_seconds": secs, "exit_code": code,
+                       "original_token_count": 2, "output": output})  # fmt: skip
+
+
+def test_codex_code_mode_single_calls_are_the_calls_they_make(tmp_path):
+    """Codex 0.155-0.156 code mode (the shapes of real rollouts): the model writes a JavaScript
+    program run by the custom tool ``exec``; a program that is one ``tools.exec_command`` call
+    and the text of its result is read as that call made directly, so a re-read and a re-run are
+    seen as they are with ``function_call``s. Other programs stay one opaque exec step."""
+    meta = _codex_rec("session_meta", {"id": "sess-cm", "cwd": "/w", "cli_version": "0.156.1"})
+    test = 'const r = await tools.exec_command({"cmd":"npm test","workdir":"/w","yield_time_ms":10000});\ntext(r.output);\n'
+    lines = [
+        meta,
+        _code_exec("a", 'text(await tools.exec_command({cmd:"cat src/a.ts"}));\n'),
+        _code_out("a", _done(0.1), _printed("const x = 2\n", chunk="aa11", secs=0.01)),
+        _code_exec("c", "text(await tools.exec_command({cmd: 'cat src/a.ts', max_output_tokens: 4000}))"),
+        _code_out("c", _done(0.2), _printed("const x = 2\n", chunk="bb22", secs=0.02)),
+        _code_exec("b", test),
+        _code_out("b", _done(3.1), "Tests: 1 failed\n"),
+        _code_exec("d", test),
+        _code_out("d", _done(2.9), "Tests: 1 failed\n"),
+        # two calls, a computed argument: programs, not calls
+        _code_exec("e", 'text(await tools.exec_command({cmd:"ls"})); text(await tools.exec_command({cmd:"ls"}));'),
+        _code_out("e", _done(0.3), _printed("a\n"), _printed("a\n")),
+        _code_exec("f", "const f = 'src/a.ts'; text(await tools.exec_command({cmd: `cat ${f}`}));"),
+        _code_out("f", _done(0.1), _printed("const x = 2\n")),
+        _code_exec("g", 'text(await tools.exec_command({cmd:"npm run lint"}));'),
+        _code_out("g", _done(1.5), _printed("1 problem\n", code=2)),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    read, reread, run, rerun, two, computed, lint = t.steps
+    assert (read.name, read.kind, read.target) == ("exec_command", "observe", "src/a.ts")
+    assert read.args == {"cmd": "cat src/a.ts"} and reread.args == read.args  # no noise args
+    assert read.result == reread.result == "const x = 2\n" and read.meta["returncode"] == 0
+    assert run.args == {"cmd": "npm test", "workdir": "/w"} and run.result == "Tests: 1 failed\n"
+    assert "returncode" not in run.meta  # the program printed the output alone
+    assert lint.meta["returncode"] == 2 and lint.result == "1 problem\n"
+    for step in (two, computed):
+        assert (step.name, step.kind) == ("exec", "exec") and "input" in step.args
+    findings = {(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings}
+    assert ("redundant_observation", (1,)) in findings and ("duplicate_call", (3,)) in findings
+
+    # the same session with function_call items gives the same steps
+    direct = [
+        meta,
+        _codex_fn("a", "exec_command", {"cmd": "cat src/a.ts"}),
+        _codex_out("a", "Chunk ID: aa11\nWall time: 0.01 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nconst x = 2\n"),
+        _codex_fn("c", "exec_command", {"cmd": "cat src/a.ts", "max_output_tokens": 4000}),
+        _codex_out("c", "Chunk ID: bb22\nWall time: 0.02 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nconst x = 2\n"),
+        _codex_fn("b", "exec_command", {"cmd": "npm test", "workdir": "/w", "yield_time_ms": 10000}),
+        _codex_out("b", "Tests: 1 failed\n"),
+        _codex_fn("d", "exec_command", {"cmd": "npm test", "workdir": "/w", "yield_time_ms": 10000}),
+        _codex_out("d", "Tests: 1 failed\n"),
+    ]  # fmt: skip
+    (d,) = load_lines(tmp_path, direct)
+    fields = ("name", "kind", "target", "args", "result", "error")
+    assert [[getattr(s, f) for f in fields] for s in d.steps] == [
+        [getattr(s, f) for f in fields] for s in t.steps[:4]
+    ]
+
+
+def load_lines(tmp_path, lines):
+    path = tmp_path / "direct.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return list(load(path))
+
+
+def test_codex_code_mode_failures_and_running_programs(tmp_path):
+    """A program that threw is an error; one still running printed a part of its output, and
+    the ``wait`` calls that bring the rest (the same fixed wait each time) are never repeats."""
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-cw", "cwd": "/w", "cli_version": "0.155.0"}),
+        _code_exec("a", 'text(await tools.exec_command({cmd:"cat missing.txt"}));'),
+        _code_out("a", "Script failed\nWall time 0.1 seconds\nOutput:\n", "Error: no such file"),
+        _code_exec("b", 'const r = await tools.exec_command({"cmd":"npx jest"}); text(r.output);'),
+        _code_out("b", "Script running with cell ID 28\nWall time 10.0 seconds\nOutput:\n", ""),
+        _codex_fn("w1", "wait", {"cell_id": "28", "yield_time_ms": 10000}),
+        _code_out("w1", "Script running with cell ID 28\nWall time 10.0 seconds\nOutput:\n", ""),
+        _codex_fn("w2", "wait", {"cell_id": "28", "yield_time_ms": 10000}),
+        _code_out("w2", "Script running with cell ID 28\nWall time 10.0 seconds\nOutput:\n", ""),
+        _codex_fn("w3", "wait", {"cell_id": "28", "yield_time_ms": 10000}),
+        _code_out("w3", _done(2.0), "Tests: 2 failed\n"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    failed, start, w1, w2, w3 = t.steps
+    assert failed.error == "Error: no such file" and failed.result == "Error: no such file"
+    assert start.result != w1.result != w2.result and w1.args == w2.args
+    assert w3.result == "Tests: 2 failed\n"
+    assert loopcore.analyse_burn(t).findings == ()
+
+
 def test_codex_mcp_tool_is_named_by_its_namespace(tmp_path):
     # Codex 0.137+: {"name": "js", "namespace": "mcp__node_repl"} (a real 0.140 rollout)
     lines = [

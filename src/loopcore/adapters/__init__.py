@@ -170,6 +170,14 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
         ),
         _c(
             "Codex CLI",
+            "0.155-0.156 code mode (exec programs of one tools.exec_command call, quoted lines "
+            "of a real 0.156.1 rollout)",
+            "scottcrosby-securebine/doctrine-skills",
+            "hooks/dctr-seat.codex.selftest.mjs",
+            "6463978ca035d16260888973882b2564543eaa7b",
+        ),
+        _c(
+            "Codex CLI",
             "compressed rollouts (rollout-*.jsonl.zst, the plain file read first)",
             "openai/codex",
             "codex-rs/rollout/src/compression.rs",

@@ -304,6 +304,10 @@ class ResponsesWalker:
             name, args, call_id, meta=None if ok else {"unparsed_args": True}, ref=self.call_ref(i)
         )
 
+    def custom_call(self, name: str, text: Any, call_id: Any, i: int) -> None:
+        """A ``custom_tool_call``: a tool whose input is free text (``input``)."""
+        self.ledger.call(name, {"input": text}, call_id, ref=self.call_ref(i))
+
     def other_call(self, it: dict, t: str, call_id: Any, i: int) -> None:
         """A call to a tool the API ran inside the call (:data:`RESPONSES_BUILTIN_CALLS`): the
         item holds the call and its answer. A web search's results reached the model unseen (no
@@ -451,7 +455,7 @@ class ResponsesWalker:
             if not isinstance(name, str):
                 self.ctx.bad("a custom_tool_call without a name", i)
                 return
-            ledger.call(name, {"input": it.get("input")}, cid, ref=self.call_ref(i))
+            self.custom_call(name, it.get("input"), cid, i)
         elif t == "local_shell_call":
             action = _as_dict(it.get("action"))
             args = {k: v for k, v in action.items() if k != "type"}

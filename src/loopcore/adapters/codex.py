@@ -15,6 +15,11 @@ normaliser (taxonomy/profiles.py): the per-call header (``Chunk ID``, ``Wall tim
 exited with code N``, ``Original token count``) is removed, the exit code kept in
 ``meta["returncode"]``; a ``write_stdin`` poll (no input) keeps its ``Chunk ID`` line, as each
 poll reads a new chunk of the running process's output. A ``web_search_call`` is an observe step answered inside the API call.
+In code mode (0.15x) the model's calls are a JavaScript program run by the custom tool ``exec``:
+a program that is one ``tools.exec_command`` call and the text of its result is read as that
+call (``_jslit.single_call``), any other program as one ``exec`` step; the program's output
+header (status, wall time) is removed, a failed program is an error, and the output of a program
+still running keeps its cell and call id, as a poll keeps its chunk.
 Arguments that are not JSON, and calls the harness answered "unsupported call", are rejected
 turns (nothing ran). ``yield_time_ms``, ``max_output_tokens`` and ``justification`` are dropped
 from the arguments (they shape the answer, not what runs). Every step's ``ref`` is ``{"line": N}``.
@@ -22,11 +27,15 @@ from the arguments (they shape the answer, not what runs). Every step's ``ref`` 
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import orjson
 
 from ..taxonomy.profiles import normalise_output
 from ._base import Ledger, Trace, text_of
 from ._io import Ctx
+from ._jslit import single_call
 from ._walk import (
     RESPONSES_BUILTIN_CALLS,
     RESPONSES_CALLS,
@@ -65,6 +74,14 @@ _REJECT_PREFIXES = (
 )
 
 
+# The header of a code-mode program's output (``exec``, and ``wait`` on a program still running):
+# its status, then a wall time that differs on every run.
+_CODE_HEAD = re.compile(
+    r"Script (?:completed|(?P<failed>failed)|running with cell ID (?P<cell>\S+))\n"
+    r"Wall time:? [0-9.]+ ?\w*\nOutput:\n"
+)
+
+
 def _output(raw: Any) -> tuple[Any, dict]:
     """An output's text and facts: Codex wraps shell outputs in a JSON string
     ``{"output", "metadata": {"exit_code"}}`` (older CLIs) or a text header (newer ones)."""
@@ -77,11 +94,59 @@ def _output(raw: Any) -> tuple[Any, dict]:
         ]
         if texts and len(texts) == len(raw):
             text = "\n".join(texts)
+    if isinstance(text, str) and text.startswith("Script "):
+        code = _code_output(raw, text)
+        if code is not None:
+            return code
     body, more = normalise_output(PROFILE, text)
     facts.update(more)
     if body is not text and text.startswith("Chunk ID: "):
         facts["chunk"] = text[10 : text.find("\n")].strip()
     return body, facts
+
+
+def _code_output(raw: Any, text: str) -> tuple[str, dict] | None:
+    """The output of a code-mode program without its header, and its facts: ``script_failed``
+    (the program threw), ``code_cell`` (it is still running: what it printed so far, the rest
+    comes from a later ``wait``); None when *text* has no such header. The header is the first
+    content item (the printed text the items after it, one per ``text()``) or the start of the
+    only one."""
+    m = _CODE_HEAD.match(text)
+    if m is None:
+        return None
+    first = raw[0] if isinstance(raw, list) and raw else None
+    end = m.end()
+    if isinstance(first, dict) and first.get("text") == m.group() and len(text) > end:
+        end += 1  # the line break that joined the header's item to the next
+    facts: dict = {}
+    if m.group("failed") is not None:
+        facts["script_failed"] = True
+    elif m.group("cell") is not None:
+        facts["code_cell"] = m.group("cell")
+    return text[end:], facts
+
+
+def _exec_result(text: str) -> tuple[str, dict] | None:
+    """The output and facts of an ``exec_command`` result a code-mode program printed whole
+    (``{"chunk_id", "wall_time_seconds", "exit_code" | "session_id", "original_token_count",
+    "output"}``), else None."""
+    body = text.strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        d = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("output"), str):
+        return None
+    facts: dict = {}
+    code = d.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        facts["returncode"] = code
+    sid = d.get("session_id")
+    if isinstance(sid, (str, int)) and not isinstance(sid, bool):
+        facts["exec_session"] = str(sid)
+    return d["output"], facts
 
 
 class _Walker(ResponsesWalker):
@@ -110,10 +175,45 @@ class _Walker(ResponsesWalker):
             args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
         super().function_call(name, args, ok, call_id, i)
 
+    def custom_call(self, name: str, text: Any, call_id: Any, i: int) -> None:
+        """Code mode: an ``exec`` program that is one ``tools.exec_command`` call and the text of
+        its result is that call, made directly (classified, compared and charged as one); any
+        other program is one ``exec`` step, as it runs (it may write anything)."""
+        if name == "exec" and isinstance(text, str):
+            got = single_call(text)
+            if got is not None:
+                tool, args, whole = got
+                if (
+                    tool == "exec_command"
+                    and isinstance(args, dict)
+                    and isinstance(args.get("cmd"), str)
+                ):
+                    args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
+                    self.ledger.call(
+                        tool,
+                        args,
+                        call_id,
+                        args_len=len(text) + len(name),
+                        meta={"code_mode": "result" if whole else "output"},
+                        ref=self.call_ref(i),
+                    )
+                    return
+        super().custom_call(name, text, call_id, i)
+
     def read_output(self, raw: Any) -> tuple[Any, dict]:
         return _output(raw)
 
     def answered(self, step: Any, result: Any, facts: dict) -> None:
+        if facts.get("code_cell") is not None:
+            # A program still running: what it printed so far, the rest comes from a later
+            # `wait` (whose wall time is the same fixed wait each time), so this output is
+            # never the same as another call's.
+            result = f"Script running with cell ID {facts['code_cell']} ({step.call_id})\n{result}"
+        elif step.meta.get("code_mode") == "result" and isinstance(result, str):
+            got = _exec_result(result)
+            if got is not None:
+                result, more = got
+                facts = {**facts, **more}
         args = step.args
         if (
             step.name == "write_stdin"
@@ -137,7 +237,10 @@ class _Walker(ResponsesWalker):
             step.rejected = result
             step.kind = "other"
             step.target = None
-        self.ledger.result(step, result, self.mcp_errors.pop(step.call_id, None))
+        error = self.mcp_errors.pop(step.call_id, None)
+        if facts.get("script_failed") and error is None:
+            error = result if isinstance(result, str) and result else "script failed"
+        self.ledger.result(step, result, error)
 
     def mcp_end(self, payload: dict) -> None:
         """An ``mcp_tool_call_end`` event: the MCP server's own answer says whether the call
