@@ -30,6 +30,7 @@ FIXTURE_FORMATS = {
     "openai_responses_items.json": "openai-responses",
     "codex_rollout.jsonl": "codex",
     "codex_rollout_unified_exec.jsonl": "codex",
+    "codex_rollout_code_mode.jsonl": "codex",
     "anthropic_messages.json": "anthropic",
     "claude_code_session.jsonl": "claude-code",
     "claude_code_progress.jsonl": "claude-code",
@@ -1745,6 +1746,29 @@ def test_codex_code_mode_single_calls_are_the_calls_they_make(tmp_path):
     assert [[getattr(s, f) for f in fields] for s in d.steps] == [
         [getattr(s, f) for f in fields] for s in t.steps[:4]
     ]
+
+
+def test_codex_code_mode_rollout():
+    """A paginated 0.156 rollout in code mode: reads, a test run, a patch through
+    ``tools.apply_patch`` (a change of the file it names, not of everything) and a test still
+    running, finished by a ``wait`` on its cell."""
+    t = one("codex_rollout_code_mode.jsonl")
+    got = [(s.name, s.kind, s.target) for s in t.steps]
+    assert got == [
+        ("exec_command", "observe", "src/parser.py"),
+        ("exec_command", "exec", None),
+        ("exec_command", "observe", "src/parser.py"),
+        ("apply_patch", "mutate", "src/parser.py"),
+        ("exec_command", "exec", None),
+        ("wait", "exec", None),
+        ("", "other", None),
+    ]
+    read, run, reread, patch, rerun, wait, _reply = t.steps
+    assert read.after_user and read.meta["returncode"] == 0 and read.result == reread.result
+    assert run.result.startswith("F\nFAILED") and "returncode" not in run.meta
+    assert rerun.result.startswith("Script running with cell ID 3 (call_5)")
+    assert wait.result == ".\n1 passed\n"
+    assert loopcore.analyse_burn(t).findings == ()  # each re-read follows a run
 
 
 def load_lines(tmp_path, lines):

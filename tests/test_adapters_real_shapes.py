@@ -1108,6 +1108,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 _SHAPED = [
     "codex_rollout_unified_exec.jsonl",
+    "codex_rollout_code_mode.jsonl",
     "gemini_cli_session.jsonl",
     "openhands_v1_export.json",
     "openhands_resolver_2024.jsonl",

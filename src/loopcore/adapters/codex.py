@@ -16,8 +16,8 @@ exited with code N``, ``Original token count``) is removed, the exit code kept i
 ``meta["returncode"]``; a ``write_stdin`` poll (no input) keeps its ``Chunk ID`` line, as each
 poll reads a new chunk of the running process's output. A ``web_search_call`` is an observe step answered inside the API call.
 In code mode (0.15x) the model's calls are a JavaScript program run by the custom tool ``exec``:
-a program that is one ``tools.exec_command`` call and the text of its result is read as that
-call (``_jslit.single_call``), any other program as one ``exec`` step; the program's output
+a program that is one ``tools.exec_command`` or ``tools.apply_patch`` call and the text of its
+result is read as that call (``_jslit.single_call``), any other program as one ``exec`` step; the program's output
 header (status, wall time) is removed, a failed program is an error, and the output of a program
 still running keeps its cell and call id, as a poll keeps its chunk.
 Arguments that are not JSON, and calls the harness answered "unsupported call", are rejected
@@ -176,9 +176,10 @@ class _Walker(ResponsesWalker):
         super().function_call(name, args, ok, call_id, i)
 
     def custom_call(self, name: str, text: Any, call_id: Any, i: int) -> None:
-        """Code mode: an ``exec`` program that is one ``tools.exec_command`` call and the text of
-        its result is that call, made directly (classified, compared and charged as one); any
-        other program is one ``exec`` step, as it runs (it may write anything)."""
+        """Code mode: an ``exec`` program that is one ``tools.exec_command`` or
+        ``tools.apply_patch`` call and the text of its result is that call, made directly
+        (classified, compared and charged as one); any other program is one ``exec`` step, as
+        it runs (it may write anything)."""
         if name == "exec" and isinstance(text, str):
             got = single_call(text)
             if got is not None:
@@ -189,6 +190,11 @@ class _Walker(ResponsesWalker):
                     and isinstance(args.get("cmd"), str)
                 ):
                     args = {k: v for k, v in args.items() if k not in _NOISE_ARGS}
+                elif tool == "apply_patch" and isinstance(args, str):
+                    args, whole = {"input": args}, False  # its result is the patch tool's text
+                else:
+                    args = None
+                if args is not None:
                     self.ledger.call(
                         tool,
                         args,
