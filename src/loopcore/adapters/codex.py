@@ -17,9 +17,9 @@ exited with code N``, ``Original token count``) is removed, the exit code kept i
 poll reads a new chunk of the running process's output. A ``web_search_call`` is an observe step answered inside the API call.
 In code mode (0.15x) the model's calls are a JavaScript program run by the custom tool ``exec``:
 a program that is one ``tools.exec_command`` or ``tools.apply_patch`` call and the text of its
-result is read as that call (``_jslit.single_call``), any other program as one ``exec`` step; the program's output
-header (status, wall time) is removed, a failed program is an error, and the output of a program
-still running keeps its cell and call id, as a poll keeps its chunk.
+result is read as that call (``_jslit.single_call``), any other program as one ``exec`` step;
+the program's output header (status, wall time) is removed, a failed program is an error, and
+the output of a program still running keeps its cell and call id, as a poll keeps its chunk.
 Arguments that are not JSON, and calls the harness answered "unsupported call", are rejected
 turns (nothing ran). ``yield_time_ms``, ``max_output_tokens`` and ``justification`` are dropped
 from the arguments (they shape the answer, not what runs). Every step's ``ref`` is ``{"line": N}``.
