@@ -156,6 +156,36 @@ def test_dask_keep_going(cluster, corpus, tmp_path):
     )
 
 
+def test_dask_result_fetch_that_never_answers_is_asked_again(
+    cluster, corpus, serial_json, monkeypatch
+):
+    """A fetch of a finished task's result whose reply never comes (seen on a loaded machine:
+    the request's read waiting forever, scheduler and worker idle) is abandoned after
+    FETCH_TIMEOUT and asked for again: the run ends with the same report instead of hanging."""
+    import distributed
+
+    _, client = cluster
+    real = distributed.Future.result
+    lost: set[str] = set()
+
+    def first_fetch_lost(self, timeout=None):
+        if self.key not in lost:  # this key's first fetch: its reply never arrives
+            lost.add(self.key)
+            raise TimeoutError(f"timed out after {timeout} s.")
+        return real(self, timeout=timeout)
+
+    monkeypatch.setattr(distributed.Future, "result", first_fetch_lost)
+    assert _json(fleet.analyse([str(corpus)], client=client)) == serial_json
+    assert lost  # every task's result was fetched twice
+
+    def never(self, timeout=None):
+        raise TimeoutError(f"timed out after {timeout} s.")
+
+    monkeypatch.setattr(distributed.Future, "result", never)
+    with pytest.raises(TimeoutError, match=f"{fleet.FETCH_ATTEMPTS} tries"):
+        fleet.analyse([str(corpus)], client=client)
+
+
 def test_dask_worker_killed_mid_run(cluster, corpus, serial_json):
     _, client = cluster
     pids = client.run(os.getpid)  # {worker address: pid}

@@ -564,7 +564,6 @@ class _Runner:
 
         # pure=False: two tasks with equal arguments are still two pieces of work; retries
         # cover a task whose worker died under it (Dask reschedules those on its own as well).
-        # Results come with their futures (one gather per batch, not one round trip each).
         fmt, keep_going, html_policy = args
         futs = self.client.map(
             _run_task_packed,
@@ -577,7 +576,8 @@ class _Runner:
         )
         index = {f.key: i for f, i in zip(futs, order)}
         try:
-            for fut, got in as_completed(futs, with_results=True):
+            for fut in as_completed(futs):
+                got = _fetch(fut)
                 fut.release()
                 yield index[fut.key], _unpack_task(got)
         except BaseException:
@@ -589,6 +589,32 @@ class _Runner:
             self._pool.shutdown(cancel_futures=True)
         if self._own is not None:
             self._own.close()
+
+
+#: How long one fetch of a finished task's result may take before it is asked for again, and
+#: how many times. A fetch asks the scheduler, which asks the worker holding the result; on a
+#: loaded machine a reply was seen never to arrive (the request's read waiting forever, the
+#: scheduler and the worker idle), which hung the whole run. A new request goes on a new
+#: connection; the abandoned one is cancelled. A result is a task's packed columns and findings,
+#: a few MB, so a minute is far beyond what a fetch takes when it works.
+FETCH_TIMEOUT = 60.0
+FETCH_ATTEMPTS = 5
+
+
+def _fetch(fut: Any) -> Any:
+    """The result of the finished Dask future *fut* (its task's error raised as it is)."""
+    for _ in range(FETCH_ATTEMPTS - 1):
+        try:
+            return fut.result(timeout=FETCH_TIMEOUT)
+        except TimeoutError:
+            continue
+    try:
+        return fut.result(timeout=FETCH_TIMEOUT)
+    except TimeoutError:
+        raise TimeoutError(
+            f"loopcore.fleet: the result of {fut.key} could not be fetched from the cluster in "
+            f"{FETCH_ATTEMPTS} tries of {FETCH_TIMEOUT:g} s"
+        ) from None
 
 
 def _run_pieces(
