@@ -348,6 +348,24 @@ def test_a_report_of_loopcore_s_own_is_written_again(tmp_path, capsys):
     assert rc == EXIT_OK
 
 
+def test_a_cline_task_with_only_its_ui_log_is_said_not_analysed(tmp_path, capsys):
+    """Cline / Roo Code keep the conversation in api_conversation_history.json; a task folder
+    holding only ui_messages.json (the UI's log, what public repositories often commit) has
+    nothing loopcore reads, and the report says so instead of a quiet 0 traces."""
+    task = tmp_path / "tasks" / "1760001234567"
+    task.mkdir(parents=True)
+    (task / "ui_messages.json").write_text(
+        '[{"ts": 1, "type": "say", "say": "text", "text": "hi"}]'
+    )
+    rc, out, _ = run(["analyse", str(tmp_path)], capsys)
+    assert rc == EXIT_OK
+    assert "1 Cline / Roo Code task folder holds only ui_messages.json" in " ".join(out.split())
+    assert "Nothing was analysed" in out
+    (task / "api_conversation_history.json").write_text("[]")
+    _, out, _ = run(["analyse", str(tmp_path)], capsys)
+    assert "holds only ui_messages.json" not in " ".join(out.split())
+
+
 # --- progress -------------------------------------------------------------------------------
 
 

@@ -484,6 +484,23 @@ def render_text(
             markup=False,
             highlight=False,
         )
+        ui_only = _ui_log_only(report.ignored)
+        if ui_only:
+            console.print(
+                f"({ui_only} Cline / Roo Code task folder{'s hold' if ui_only != 1 else ' holds'} "
+                "only ui_messages.json, the extension's UI log: the conversation loopcore reads "
+                "is api_conversation_history.json, which is not there, so "
+                f"{'those tasks were' if ui_only != 1 else 'that task was'} not analysed)",
+                markup=False,
+                highlight=False,
+            )
+        if not report.traces:
+            console.print(
+                "Nothing was analysed: no file in the inputs holds a trace of a known format "
+                "(`loopcore formats` lists them).",
+                markup=False,
+                highlight=False,
+            )
     if report.skipped:
         console.print(
             f"[yellow]Skipped {len(report.skipped)} unreadable input{'s' if len(report.skipped) != 1 else ''}:[/yellow]"
@@ -494,6 +511,17 @@ def render_text(
             )
         if len(report.skipped) > (top or 10):
             console.print(f"  ... and {len(report.skipped) - (top or 10)} more (see --json)")
+
+
+def _ui_log_only(ignored: Sequence[str]) -> int:
+    """How many of the *ignored* files are a Cline / Roo Code task's UI log with no
+    conversation beside it (``ui_messages.json`` without ``api_conversation_history.json``)."""
+    return sum(
+        1
+        for p in ignored
+        if os.path.basename(p) == "ui_messages.json"
+        and not os.path.exists(os.path.join(os.path.dirname(p), "api_conversation_history.json"))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
