@@ -504,6 +504,54 @@ def test_claude_code_thinking_tokens_are_the_turns_not_the_calls(tmp_path):
     assert none[0][1] == 650  # read without the field, the thinking went to the call
 
 
+def test_claude_code_message_typed_mid_turn_is_the_person_s(tmp_path):
+    """Claude Code 2.1.2xx writes a message the person types while the agent works as a
+    ``queued_command`` attachment (``commandMode: prompt``, ``origin.kind: human``), never as a
+    user record: the run after it is after the person's message, so a re-run they asked for is
+    not charged. A background task's notification, queued the same way, is not the person's."""
+
+    def session(origin, mode="prompt"):
+        def bash(mid, tid, cmd, inp):
+            content = [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": cmd}}]
+            u = {"input_tokens": inp, "output_tokens": 20}
+            return {"id": mid, "role": "assistant", "content": content, "usage": u}
+
+        def result(tid, text):
+            return {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tid, "content": text}]}  # fmt: skip
+
+        queued = {"type": "queued_command", "prompt": "run the tests again", "commandMode": mode}
+        if origin is not None:
+            queued["origin"] = {"kind": origin}
+        att = json.loads(_claude_line("u4", "u3", "attachment", {}))
+        del att["message"]
+        att["attachment"] = queued
+        att["rendered"] = [{"content": "<system-reminder>run the tests again</system-reminder>"}]
+        lines = [
+            _claude_line("u1", None, "user", {"role": "user", "content": "test it"}),
+            _claude_line("u2", "u1", "assistant", bash("m1", "t1", "pnpm test", 1000)),
+            _claude_line("u3", "u2", "user", result("t1", "3 passed\n" * 300)),
+            json.dumps(att),
+            _claude_line("u5", "u4", "assistant", bash("m2", "t2", "pnpm test", 1800)),
+            _claude_line("u6", "u5", "user", result("t2", "3 passed\n" * 300)),
+            _claude_line("u7", "u6", "assistant", bash("m3", "t3", "git status", 2600)),
+        ]
+        path = tmp_path / f"{origin}-{mode}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    for origin in ("human", None):
+        t = session(origin)
+        assert t.steps[1].after_user, origin
+        assert loopcore.analyse_burn(t).findings == ()
+        # the reminder's 55 characters took their share of the prompt's growth
+        assert t.steps[0].tokens_in < 1800 - 1000 - 20
+    notified = session("task-notification", "task-notification")
+    assert not notified.steps[1].after_user
+    assert [f.kind for f in loopcore.analyse_burn(notified).findings] == ["duplicate_call"]
+
+
 def test_claude_code_profile_reads_structured_output_as_the_reply():
     # `claude -p --json-schema` ends with a StructuredOutput call (its result "Structured output
     # provided successfully"): the run's answer, which writes nothing, so no epoch advances

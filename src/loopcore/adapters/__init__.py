@@ -304,6 +304,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "0/full.jsonl",
             "005bcbd9cbc9824b8c7419c3a41192255134d167",
         ),
+        _c(
+            "Claude Code",
+            "2.1.280 claude-desktop sub-agent file (attachment records, their rendered text)",
+            "DiscourseGraphs/discourse-graph",
+            "tasks/toolu_011FYnCL3C2Dd69KQkMu6rSC/agent-a2a7a6dcefc68a528.jsonl",
+            "ed280507fde13bd23ca9a069cf2d1c5e14b7e1dc",
+        ),
     ],
     "mini-swe-agent": [
         _c(

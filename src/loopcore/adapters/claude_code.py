@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._base import Ledger, Trace
+from ._base import Ledger, Trace, text_len
 from ._io import COMPRESSED_SUFFIXES, Ctx, plain_name
 from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
 
@@ -223,6 +223,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     ran_by: dict[str, list[tuple[str, str, int, int]]] = {}  # trace -> its sub-agents' runs
     inline = set(agents.values())
     msg: Any
+    last_side: str | None = None  # the ledger of the latest sub-agent record read
     for i in _reading_order(records):
         r = records[i]
         if not isinstance(r, dict):
@@ -247,6 +248,28 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 continue
             key = f"{sid}/{agent}"
             sub = True
+        elif rtype == "attachment":
+            # Text Claude Code adds to the next prompt (system reminders, listings of tools and
+            # agents, a message the person typed while the agent worked): context the prompt's
+            # growth is split over, never the tool result's before it; a typed message is the
+            # person's, as a prompt is
+            person, chars = _attachment(r)
+            if r.get("isSidechain"):
+                # a sub-agent's (its records come before it): context of that sub-agent's
+                # prompt; no person types into a sub-agent
+                ledger = ledgers.get(last_side) if last_side is not None else None
+                person = False
+            else:
+                sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
+                ledger = ledgers.get(sid)
+                if ledger is None and person:
+                    ledger = ledgers[sid] = Ledger(sid, profile)
+            if ledger is not None:
+                if person:
+                    ledger.user()
+                if chars:
+                    ledger.context(chars)
+            continue
         elif rtype not in _RECORD_TYPES:
             if (
                 rtype not in KNOWN_TYPES
@@ -267,6 +290,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
             sub = i in agents
             key = f"{sid}/{agents[i]}" if sub else sid
+            if sub:
+                last_side = key
         ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
@@ -311,6 +336,32 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"
     return traces
+
+
+def _attachment(r: dict) -> tuple[bool, int]:
+    """(is it a message the person typed, the characters it adds to the next prompt) of an
+    ``attachment`` record. A message typed while the agent works is written as a
+    ``queued_command`` attachment, never as a user record (Claude Code 2.1.2xx): it is the
+    person's when its ``commandMode`` is ``prompt`` and its ``origin`` (written since about
+    2.1.220) is absent or ``human``; a background task's notification or another session's
+    hand-back is not. The text is the ``rendered`` content when written, else the prompt."""
+    att = r.get("attachment")
+    if not isinstance(att, dict):
+        return False, 0
+    person = False
+    if att.get("type") == "queued_command" and att.get("commandMode") == "prompt":
+        origin = att.get("origin")
+        kind = origin.get("kind") if isinstance(origin, dict) else None
+        person = origin is None or kind == "human"
+    chars = 0
+    rendered = r.get("rendered")
+    if isinstance(rendered, list):
+        for part in rendered:
+            if isinstance(part, dict) and isinstance(part.get("content"), str):
+                chars += len(part["content"])
+    elif att.get("type") == "queued_command":
+        chars = text_len(att.get("prompt"))
+    return person, chars
 
 
 def _from_person(r: dict, msg: dict) -> bool:
