@@ -136,11 +136,7 @@ def _object(s: str, i: int, depth: int) -> tuple[dict, int]:
             raise _NotLiteral
         value, i = _value(s, _skip(s, i + 1), depth)
         out[key] = value  # a repeated key: the last one, as JavaScript keeps it
-        i = _skip(s, i)
-        if s[i] == ",":
-            i = _skip(s, i + 1)
-        elif s[i] != "}":
-            raise _NotLiteral
+        i = _after_member(s, i, "}")
     return out, i + 1
 
 
@@ -150,12 +146,18 @@ def _array(s: str, i: int, depth: int) -> tuple[list, int]:
     while s[i] != "]":
         value, i = _value(s, i, depth)
         out.append(value)
-        i = _skip(s, i)
-        if s[i] == ",":
-            i = _skip(s, i + 1)
-        elif s[i] != "]":
-            raise _NotLiteral
+        i = _after_member(s, i, "]")
     return out, i + 1
+
+
+def _after_member(s: str, i: int, close: str) -> int:
+    """Past a container member: its comma (a trailing one allowed), or at *close*."""
+    i = _skip(s, i)
+    if s[i] == ",":
+        return _skip(s, i + 1)
+    if s[i] != close:
+        raise _NotLiteral
+    return i
 
 
 # The characters a string's scan stops at: its quote, a backslash, and what it cannot hold
