@@ -366,6 +366,25 @@ def test_a_cline_task_with_only_its_ui_log_is_said_not_analysed(tmp_path, capsys
     assert "holds only ui_messages.json" not in " ".join(out.split())
 
 
+def test_inputs_without_a_step_are_not_called_free_of_waste(tmp_path, capsys):
+    """An empty rollout read alone gives a trace of no step: the report says nothing was
+    there to charge, not that every repeated call had a reason."""
+    empty = tmp_path / "rollout-2026-01-01T00-00-00-x.jsonl"
+    empty.write_bytes(b"")
+    rc, out, _ = run(["analyse", str(empty)], capsys)
+    assert rc == EXIT_OK
+    flat = " ".join(out.split())
+    assert "No step to analyse: the 1 trace read holds no tool call or reply" in flat
+    assert "No waste found" not in flat
+    page = tmp_path / "report.html"
+    run(["analyse", str(empty), "--html", str(page)], capsys)
+    assert "No step to analyse" in page.read_text()
+    assert "every repeated call had a reason" not in page.read_text()
+    a = write_jsonl(tmp_path / "a.jsonl", reread_trace())
+    _, out, _ = run(["analyse", str(a), str(empty)], capsys)
+    assert "No step to analyse" not in out
+
+
 # --- progress -------------------------------------------------------------------------------
 
 

@@ -548,9 +548,9 @@ def render_report(
             )
         out.append("</tbody></table>")
     elif traces:
-        out.append(
-            "<p>No waste found: every repeated call had a reason (a change in between, or a new result).</p>"
-        )
+        from .report import no_findings_note
+
+        out.append(f"<p>{e(no_findings_note(report))}</p>")
     out.append("</section>")
     if est:
         from .report import estimate_note

@@ -280,6 +280,19 @@ def estimate_note(report: BurnReport) -> str:
     )
 
 
+def no_findings_note(report: AnalysisReport) -> str:
+    """What the text and HTML reports say when traces were read and nothing was charged: that
+    every repeated call had a reason, or, when no trace held a step, that there was nothing to
+    charge (the first would vouch for calls that were never read)."""
+    if report.steps:
+        return "No waste found: every repeated call had a reason (a change in between, or a new result)."
+    n = len(report.traces)
+    return (
+        f"No step to analyse: the {n} trace{'s' if n != 1 else ''} read "
+        f"hold{'s' if n == 1 else ''} no tool call or reply, so nothing was charged."
+    )
+
+
 def fmt_ratio(r: float) -> str:
     """A waste ratio as a percentage with one decimal."""
     return f"{r * 100:.1f}%"
@@ -466,9 +479,7 @@ def render_text(
             )
         console.print(ft)
     elif report.traces:
-        console.print(
-            "No waste found: every repeated call had a reason (a change in between, or a new result)."
-        )
+        console.print(no_findings_note(report), markup=False, highlight=False)
     if o.top_recommendation:
         console.print()
         console.print(
