@@ -9,9 +9,13 @@ rules and loopcore._burn_py for the readable twin of this exact loop.
 """
 import numpy as np
 
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_SIZE
+from slots cimport slot_offsets
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
+__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "findings_of"]
 
 from codes cimport (
     FIND_DEGENERATE as DEGENERATE,
@@ -653,3 +657,59 @@ def analyse_columns(
                     _charge(&o, seg, i, DEGENERATE, i, s0)
 
     return finding_a, of_a, charge_a, total_a, wasted_a, bkt_a, bks_a
+
+
+# ---------------------------------------------------------------------------------------------
+# Findings from their field tuples (the fleet's client rebuilds every trace's findings from the
+# tuples its workers send): the slots of each new Finding filled at their offsets, where the
+# frozen dataclass's __init__ sets its 12 fields one object.__setattr__ at a time. Finding is
+# looked up on first use (loopcore.burn imports this module).
+
+cdef enum:
+    N_FINDING_FIELDS = 12
+cdef Py_ssize_t _FOFF[N_FINDING_FIELDS]
+cdef object _FINDING = None
+cdef bint _FSLOTS = False
+
+_FINDING_NAMES = (
+    "kind", "steps", "of_step", "target", "name", "tokens", "message", "session", "refs",
+    "of_ref", "turn_output_tokens", "tokens_estimated",
+)
+
+
+cdef int _finding_init() except -1:
+    global _FINDING, _FSLOTS
+    from loopcore.burn import Finding
+
+    _FSLOTS = (
+        tuple(Finding.__dataclass_fields__) == _FINDING_NAMES
+        and not hasattr(Finding, "__post_init__")
+        and slot_offsets(Finding, _FINDING_NAMES, _FOFF)
+    )
+    _FINDING = Finding
+    return 0
+
+
+def findings_of(rows):
+    """``tuple(Finding(*row) for row in rows)``: the same objects (the twin of
+    loopcore._burn_py.findings_of). A row that is not a tuple of the 12 fields goes to the
+    constructor itself, which takes it or raises as it does."""
+    if _FINDING is None:
+        _finding_init()
+    cdef list out = []
+    cdef PyObject** slot
+    cdef Py_ssize_t f
+    cdef tuple r
+    for row in rows:
+        if not _FSLOTS or type(row) is not tuple or PyTuple_GET_SIZE(row) != N_FINDING_FIELDS:
+            out.append(_FINDING(*row))
+            continue
+        r = <tuple>row
+        obj = _FINDING.__new__(_FINDING)
+        for f in range(N_FINDING_FIELDS):
+            v = r[f]
+            slot = <PyObject**>((<char*><PyObject*>obj) + _FOFF[f])
+            Py_INCREF(v)
+            slot[0] = <PyObject*>v  # a new object's slots are empty: nothing to release
+        out.append(obj)
+    return tuple(out)

@@ -63,7 +63,7 @@ import numpy as np
 
 from . import _codes
 
-__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns"]
+__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "findings_of"]
 
 OBSERVE, MUTATE, EXEC, ASK, OTHER = (
     _codes.K_OBSERVE,
@@ -92,6 +92,14 @@ HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE, BACKUP, RESTORE, AFTER_USER = (
 #: A question loop needs this many consecutive ask-only turns; the first is never charged.
 QUESTION_LOOP_MIN_TURNS = 3
 NOTHING, ANYTHING = -1, -2  # reads / writes that are no target set
+
+
+def findings_of(rows):
+    """``tuple(Finding(*row) for row in rows)``: the findings the fleet's workers send as field
+    tuples, rebuilt (the reference of loopcore._native_burn.findings_of)."""
+    from .burn import Finding
+
+    return tuple(Finding(*row) for row in rows)
 
 
 def _check(n, cols, trace_offsets, target_offsets, target_members, sizes):

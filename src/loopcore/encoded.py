@@ -70,9 +70,13 @@ from .textloop import repeated_spans
 from .trace import KINDS, Step, Trace
 
 if TYPE_CHECKING or NO_EXTENSIONS:
-    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns
+    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns, findings_of
 else:
-    from ._native_burn import QUESTION_LOOP_MIN_TURNS, analyse_columns  # noqa: F401 (re-export)
+    from ._native_burn import (  # noqa: F401 (re-export)
+        QUESTION_LOOP_MIN_TURNS,
+        analyse_columns,
+        findings_of,
+    )
 
 __all__ = [
     "ABSOLUTE",

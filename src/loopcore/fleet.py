@@ -368,13 +368,14 @@ def _pack(tr: TraceResult) -> tuple:
 
 
 def _unpack(t: tuple) -> TraceResult:
-    from .burn import BurnReport, Finding
+    from .burn import BurnReport
+    from .encoded import findings_of
     from .report import TraceResult
 
     if not _BURN_FIELDS:
         _init_fields()
     values = list(t[4])
-    values[_FINDINGS_AT] = tuple(Finding(*f) for f in values[_FINDINGS_AT])
+    values[_FINDINGS_AT] = findings_of(values[_FINDINGS_AT])
     return TraceResult(t[0], t[1], t[2], t[3], BurnReport(*values))
 
 
