@@ -15,7 +15,7 @@ from cpython.tuple cimport PyTuple_GET_SIZE
 from slots cimport slot_offsets
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "findings_of"]
+__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "findings_of", "results_of"]
 
 from codes cimport (
     FIND_DEGENERATE as DEGENERATE,
@@ -660,56 +660,169 @@ def analyse_columns(
 
 
 # ---------------------------------------------------------------------------------------------
-# Findings from their field tuples (the fleet's client rebuilds every trace's findings from the
-# tuples its workers send): the slots of each new Finding filled at their offsets, where the
-# frozen dataclass's __init__ sets its 12 fields one object.__setattr__ at a time. Finding is
-# looked up on first use (loopcore.burn imports this module).
+# Results from their field tuples (the fleet's client rebuilds every trace's TraceResult,
+# BurnReport and findings from the tuples its workers send): the slots of each new object
+# filled at their offsets, where the dataclasses' __init__ sets each field one
+# object.__setattr__ at a time. The classes are looked up on first use (loopcore.burn imports
+# this module; loopcore.report imports loopcore.burn).
+#
+# A rebuilt Finding whose fields hold no container the cyclic collector follows (str, int,
+# None, bool, and tuples and dicts of those: every Finding the workers send) is untracked, with
+# its tuples of such values, as CPython untracks a tuple of atoms and as msgspec's gc=False
+# structs are never tracked: a fleet run rebuilds a million findings per million steps, and
+# the collector's first pass over them alone cost more than rebuilding them (measured). Such a
+# Finding cannot be part of a reference cycle unless a caller puts a container into one of its
+# ref dicts; reference counting frees it as before.
+
+cdef extern from "Python.h":
+    bint PyObject_IS_GC(object)
+    bint PyObject_GC_IsTracked(object)
+    void PyObject_GC_UnTrack(void*)
 
 cdef enum:
     N_FINDING_FIELDS = 12
+    N_BURN_FIELDS = 10
+    N_RESULT_FIELDS = 5
+    BURN_FINDINGS_AT = 2
 cdef Py_ssize_t _FOFF[N_FINDING_FIELDS]
+cdef Py_ssize_t _BOFF[N_BURN_FIELDS]
+cdef Py_ssize_t _ROFF[N_RESULT_FIELDS]
 cdef object _FINDING = None
+cdef object _BURN = None
+cdef object _RESULT = None
 cdef bint _FSLOTS = False
+cdef bint _RSLOTS = False
 
 _FINDING_NAMES = (
     "kind", "steps", "of_step", "target", "name", "tokens", "message", "session", "refs",
     "of_ref", "turn_output_tokens", "tokens_estimated",
 )
+_BURN_NAMES = (
+    "total_tokens", "wasted_tokens", "findings", "by_kind", "top_recommendation",
+    "tokens_estimated", "steps", "traces", "session", "estimated_tokens",
+)
+_RESULT_NAMES = ("source", "session", "format", "steps", "report")
+
+
+cdef bint _fills(cls, tuple names, Py_ssize_t* offs) except -1:
+    return (
+        tuple(cls.__dataclass_fields__) == names
+        and not hasattr(cls, "__post_init__")
+        and slot_offsets(cls, names, offs)
+    )
 
 
 cdef int _finding_init() except -1:
     global _FINDING, _FSLOTS
     from loopcore.burn import Finding
 
-    _FSLOTS = (
-        tuple(Finding.__dataclass_fields__) == _FINDING_NAMES
-        and not hasattr(Finding, "__post_init__")
-        and slot_offsets(Finding, _FINDING_NAMES, _FOFF)
-    )
+    _FSLOTS = _fills(Finding, _FINDING_NAMES, _FOFF)
     _FINDING = Finding
     return 0
+
+
+cdef int _result_init() except -1:
+    global _BURN, _RESULT, _RSLOTS
+    from loopcore.burn import BurnReport
+    from loopcore.report import TraceResult
+
+    _RSLOTS = _fills(BurnReport, _BURN_NAMES, _BOFF) and _fills(
+        TraceResult, _RESULT_NAMES, _ROFF
+    )
+    _BURN = BurnReport
+    _RESULT = TraceResult
+    return 0
+
+
+cdef object _filled(cls, tuple r, Py_ssize_t* offs, Py_ssize_t n):
+    # a new instance of the slots class *cls* with r[i] in the slot at offs[i] (r has n items)
+    obj = cls.__new__(cls)
+    cdef PyObject** slot
+    cdef Py_ssize_t f
+    for f in range(n):
+        v = r[f]
+        slot = <PyObject**>((<char*><PyObject*>obj) + offs[f])
+        Py_INCREF(v)
+        slot[0] = <PyObject*>v  # a new object's slots are empty: nothing to release
+    return obj
+
+
+cdef bint _settled(object v):
+    # True when the collector need not follow *v*: not a container, or a dict or tuple it does
+    # not track; a tuple whose items are all such values is untracked first (one level: the
+    # fields of a Finding are flat)
+    if not PyObject_IS_GC(v):
+        return True
+    if type(v) is dict:
+        return not PyObject_GC_IsTracked(v)
+    if type(v) is not tuple:
+        return False
+    if PyObject_GC_IsTracked(v):
+        for item in <tuple>v:
+            if PyObject_IS_GC(item) and (
+                PyObject_GC_IsTracked(item) or (type(item) is not dict and type(item) is not tuple)
+            ):
+                return False
+        PyObject_GC_UnTrack(<PyObject*>v)
+    return True
+
+
+cdef object _finding(row):
+    if not _FSLOTS or type(row) is not tuple or PyTuple_GET_SIZE(row) != N_FINDING_FIELDS:
+        return _FINDING(*row)
+    cdef tuple r = <tuple>row
+    obj = _filled(_FINDING, r, _FOFF, N_FINDING_FIELDS)
+    cdef Py_ssize_t f
+    for f in range(N_FINDING_FIELDS):
+        if not _settled(r[f]):
+            return obj
+    PyObject_GC_UnTrack(<PyObject*>obj)
+    return obj
+
+
+cdef tuple _findings(rows):
+    if _FINDING is None:
+        _finding_init()
+    return tuple([_finding(row) for row in rows])
 
 
 def findings_of(rows):
     """``tuple(Finding(*row) for row in rows)``: the same objects (the twin of
     loopcore._burn_py.findings_of). A row that is not a tuple of the 12 fields goes to the
     constructor itself, which takes it or raises as it does."""
-    if _FINDING is None:
-        _finding_init()
+    return _findings(rows)
+
+
+def results_of(packed):
+    """``[TraceResult(source, session, format, steps, BurnReport(*values))]`` for each
+    ``(source, session, format, steps, values)`` of *packed*, the findings among *values*
+    rebuilt by :func:`findings_of`: the same objects (the twin of
+    loopcore._burn_py.results_of). An item of another shape goes through the constructors."""
+    if _RESULT is None:
+        _result_init()
     cdef list out = []
-    cdef PyObject** slot
-    cdef Py_ssize_t f
-    cdef tuple r
-    for row in rows:
-        if not _FSLOTS or type(row) is not tuple or PyTuple_GET_SIZE(row) != N_FINDING_FIELDS:
-            out.append(_FINDING(*row))
+    cdef tuple t, values
+    for item in packed:
+        if (
+            _RSLOTS
+            and type(item) is tuple
+            and PyTuple_GET_SIZE(item) == N_RESULT_FIELDS
+            and type((<tuple>item)[4]) is tuple
+            and PyTuple_GET_SIZE((<tuple>item)[4]) == N_BURN_FIELDS
+        ):
+            t = <tuple>item
+            values = <tuple>t[4]
+            burn = list(values)
+            burn[BURN_FINDINGS_AT] = _findings(values[BURN_FINDINGS_AT])
+            report = _filled(_BURN, tuple(burn), _BOFF, N_BURN_FIELDS)
+            out.append(_filled(_RESULT, t[:4] + (report,), _ROFF, N_RESULT_FIELDS))
             continue
-        r = <tuple>row
-        obj = _FINDING.__new__(_FINDING)
-        for f in range(N_FINDING_FIELDS):
-            v = r[f]
-            slot = <PyObject**>((<char*><PyObject*>obj) + _FOFF[f])
-            Py_INCREF(v)
-            slot[0] = <PyObject*>v  # a new object's slots are empty: nothing to release
-        out.append(obj)
-    return tuple(out)
+        t = tuple(item)
+        if PyTuple_GET_SIZE(t) != N_RESULT_FIELDS:
+            raise ValueError(f"a packed result has {N_RESULT_FIELDS} fields, not {len(t)}")
+        burn = list(t[4])
+        if len(burn) <= BURN_FINDINGS_AT:  # indexing is unchecked here (setup.py)
+            raise IndexError("list index out of range")
+        burn[BURN_FINDINGS_AT] = _findings(burn[BURN_FINDINGS_AT])
+        out.append(_RESULT(t[0], t[1], t[2], t[3], _BURN(*burn)))
+    return out

@@ -63,7 +63,7 @@ import numpy as np
 
 from . import _codes
 
-__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "findings_of"]
+__all__ = ["N_KINDS", "QUESTION_LOOP_MIN_TURNS", "analyse_columns", "findings_of", "results_of"]
 
 OBSERVE, MUTATE, EXEC, ASK, OTHER = (
     _codes.K_OBSERVE,
@@ -100,6 +100,29 @@ def findings_of(rows):
     from .burn import Finding
 
     return tuple(Finding(*row) for row in rows)
+
+
+#: where the findings sit among a BurnReport's fields, in field order
+BURN_FINDINGS_AT = 2
+
+
+def results_of(packed):
+    """``[TraceResult(source, session, format, steps, BurnReport(*values))]`` for each
+    ``(source, session, format, steps, values)`` the fleet's workers send, the findings among
+    *values* rebuilt by :func:`findings_of` (the reference of
+    loopcore._native_burn.results_of)."""
+    from .burn import BurnReport
+    from .report import TraceResult
+
+    out = []
+    for item in packed:
+        t = tuple(item)
+        if len(t) != 5:
+            raise ValueError(f"a packed result has 5 fields, not {len(t)}")
+        burn = list(t[4])
+        burn[BURN_FINDINGS_AT] = findings_of(burn[BURN_FINDINGS_AT])
+        out.append(TraceResult(t[0], t[1], t[2], t[3], BurnReport(*burn)))
+    return out
 
 
 def _check(n, cols, trace_offsets, target_offsets, target_members, sizes):

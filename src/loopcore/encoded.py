@@ -70,12 +70,13 @@ from .textloop import repeated_spans
 from .trace import KINDS, Step, Trace
 
 if TYPE_CHECKING or NO_EXTENSIONS:
-    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns, findings_of
+    from ._burn_py import QUESTION_LOOP_MIN_TURNS, analyse_columns, findings_of, results_of
 else:
     from ._native_burn import (  # noqa: F401 (re-export)
         QUESTION_LOOP_MIN_TURNS,
         analyse_columns,
         findings_of,
+        results_of,
     )
 
 __all__ = [

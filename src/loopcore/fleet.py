@@ -367,18 +367,6 @@ def _pack(tr: TraceResult) -> tuple:
     return (tr.source, tr.session, tr.format, tr.steps, tuple(values))
 
 
-def _unpack(t: tuple) -> TraceResult:
-    from .burn import BurnReport
-    from .encoded import findings_of
-    from .report import TraceResult
-
-    if not _BURN_FIELDS:
-        _init_fields()
-    values = list(t[4])
-    values[_FINDINGS_AT] = findings_of(values[_FINDINGS_AT])
-    return TraceResult(t[0], t[1], t[2], t[3], BurnReport(*values))
-
-
 def _init_fields() -> None:
     global _BURN_FIELDS, _FINDING_FIELDS, _FINDINGS_AT, _burn_values, _finding_values
     from operator import attrgetter
@@ -652,7 +640,10 @@ def _unit_result(pieces: list[_Piece], path: str | None) -> UnitResult:
         # a ranged file: its traces are numbered over the whole file, as load() numbers them
         n = len(packed)
         packed = [((path if n == 1 else f"{path}#{k}"),) + t[1:] for k, t in enumerate(packed)]
-    out.results = [_unpack(t) for t in packed]
+    from .encoded import results_of
+
+    # rebuilt in one call: the compiled twin fills the objects' slots (loopcore.encoded)
+    out.results = results_of(packed)
     html = [p.html for p in pieces if p.html is not None]
     if html:
         out.html = ([x for h in html for x in h[0]], [x for h in html for x in h[1]])
