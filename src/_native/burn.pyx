@@ -734,13 +734,14 @@ cdef int _result_init() except -1:
     return 0
 
 
-cdef object _filled(cls, tuple r, Py_ssize_t* offs, Py_ssize_t n):
-    # a new instance of the slots class *cls* with r[i] in the slot at offs[i] (r has n items)
+cdef object _filled(cls, tuple r, Py_ssize_t* offs, Py_ssize_t n, Py_ssize_t at=-1, sub=None):
+    # a new instance of the slots class *cls* with r[i] in the slot at offs[i] (r has n items),
+    # and *sub* in place of r[at] when *at* is a field's index
     obj = cls.__new__(cls)
     cdef PyObject** slot
     cdef Py_ssize_t f
     for f in range(n):
-        v = r[f]
+        v = sub if f == at else r[f]
         slot = <PyObject**>((<char*><PyObject*>obj) + offs[f])
         Py_INCREF(v)
         slot[0] = <PyObject*>v  # a new object's slots are empty: nothing to release
@@ -812,10 +813,9 @@ def results_of(packed):
         ):
             t = <tuple>item
             values = <tuple>t[4]
-            burn = list(values)
-            burn[BURN_FINDINGS_AT] = _findings(values[BURN_FINDINGS_AT])
-            report = _filled(_BURN, tuple(burn), _BOFF, N_BURN_FIELDS)
-            out.append(_filled(_RESULT, t[:4] + (report,), _ROFF, N_RESULT_FIELDS))
+            found = _findings(values[BURN_FINDINGS_AT])
+            report = _filled(_BURN, values, _BOFF, N_BURN_FIELDS, BURN_FINDINGS_AT, found)
+            out.append(_filled(_RESULT, t, _ROFF, N_RESULT_FIELDS, 4, report))
             continue
         t = tuple(item)
         if PyTuple_GET_SIZE(t) != N_RESULT_FIELDS:
