@@ -2091,6 +2091,127 @@ def test_codex_paginated_usage_as_a_completed_item_counts_once(tmp_path):
     ]
 
 
+def _usage160(inp, cached, out):
+    return {"input_tokens": inp, "cached_input_tokens": cached, "cache_write_input_tokens": 0,
+            "output_tokens": out, "reasoning_output_tokens": 0, "total_tokens": inp + out}  # fmt: skip
+
+
+def _codex_160_rollout():
+    """A sub-agent's paginated rollout as Codex 0.160 writes it (the line shapes of a real
+    0.160.0 ``codex-tui`` sub-agent rollout): code-mode programs, a ``token_usage_record``
+    after each response and the ``token_count`` event of the same usage after the tool's
+    output, the same ``token_count`` written again once the next response has begun, a
+    message from the parent as a model-visible ``inter_agent_communication``, and the
+    record types that carry no call (security risk score, retained context, realtime)."""
+    total = [0, 0, 0]
+    recs = [
+        _codex_rec("session_meta", {"session_id": "root", "id": "child", "parent_thread_id": "root",
+                                    "cwd": "/repo", "originator": "codex-tui", "cli_version": "0.160.0",
+                                    "history_mode": "paginated", "thread_source": "subagent",
+                                    "source": {"subagent": {"thread_spawn": {"parent_thread_id": "root",
+                                                                             "depth": 1}}}}),
+        _codex_rec("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        _codex_rec("inter_agent_communication", {"author": "/root", "recipient": "/root/review",
+                                                 "other_recipients": [], "trigger_turn": True,
+                                                 "content": "Review the parser change in src/a.py"}),
+    ]  # fmt: skip
+
+    def response(n, cmd, out, usage, *, repeat_count=False):
+        total[0] += usage[0]
+        total[1] += usage[1]
+        total[2] += usage[2]
+        running = _usage160(*total)
+        tc = {"type": "token_count", "info": {"total_token_usage": running,
+                                              "last_token_usage": _usage160(*usage)}}  # fmt: skip
+        program = 'text(await tools.exec_command({cmd:%s,"max_output_tokens":4000}));\n'
+        recs.extend([
+            _codex_item({"type": "Reasoning", "id": f"rs_{n}", "summary_text": [], "raw_content": []}),
+            _codex_rec("response_item", {"id": f"rs_{n}", "summary": [], "type": "reasoning"}),
+            *([_codex_rec("event_msg", repeat_count)] if repeat_count else []),
+            _codex_rec("response_item", {"type": "custom_tool_call", "id": f"ctc_{n}", "status": "completed",
+                                         "call_id": f"call_{n}", "name": "exec",
+                                         "input": program % json.dumps(cmd)}),
+            _codex_rec("token_usage_record", {"thread_id": "child", "turn_id": "t1", "session_id": "root",
+                                              "response_id": f"resp_{n}", "usage": _usage160(*usage),
+                                              "turn_token_usage": running, "thread_token_usage": running}),
+            _codex_item({"type": "CommandExecution", "id": f"exec-{n}", "command": ["/bin/zsh", "-lc", cmd],
+                         "cwd": "file:///repo", "status": "completed", "exit_code": 0,
+                         "aggregated_output": out}),
+            _codex_rec("response_item", {"type": "custom_tool_call_output", "id": f"ctco_{n}",
+                                         "call_id": f"call_{n}", "output": [
+                {"type": "input_text", "text": "Script completed\nWall time 0.2 seconds\nOutput:\n"},
+                {"type": "input_text", "text": json.dumps({"chunk_id": f"c{n}", "wall_time_seconds": 0.01,
+                                                           "exit_code": 0, "original_token_count": 3,
+                                                           "output": out})}]}),
+            _codex_rec("event_msg", tc),
+        ])  # fmt: skip
+        return tc
+
+    first = response(1, "cat src/a.py", "x = 1\n", (5000, 4000, 40))
+    recs.append(_codex_rec("security_risk_score", {"score": 0.1, "turn_id": "t1"}))
+    # the token_count of the first response written again after the second one began
+    response(2, "rg -n parse src", "src/a.py:1:def parse():\n", (5300, 5000, 30),
+             repeat_count=first)  # fmt: skip
+    recs.append(_codex_rec("retained_context", {"type": "verified_answer", "turn_id": "t1",
+                                                "call_id": "call_q", "questions": []}))  # fmt: skip
+    recs.append(_codex_rec("realtime_item", {"type": "presentation", "turn_id": "t1"}))
+    response(3, "cat src/a.py", "x = 1\n", (5600, 5300, 20))
+    recs.extend([
+        _codex_rec("response_item", {"type": "message", "role": "assistant", "phase": "final_answer",
+                                     "content": [{"type": "output_text", "text": "No issues."}]}),
+        _codex_rec("token_usage_record", {"thread_id": "child", "response_id": "resp_4",
+                                          "usage": _usage160(5700, 5600, 10),
+                                          "thread_token_usage": _usage160(21600, 19900, 100)}),
+        _codex_rec("event_msg", {"type": "token_count", "info": {
+            "total_token_usage": _usage160(21600, 19900, 100),
+            "last_token_usage": _usage160(5700, 5600, 10)}}),
+        _codex_rec("event_msg", {"type": "task_complete", "turn_id": "t1", "last_agent_message": "No issues."}),
+    ])  # fmt: skip
+    return _codex_paginated(recs)
+
+
+def test_codex_160_rollout_reads_every_record_and_each_usage_once(tmp_path):
+    # 0.160 rollouts failed whole ("a rollout record of type 'token_usage_record' this
+    # reader does not know"): every line is read now, each response's usage once
+    t = _one_rollout(tmp_path, _codex_160_rollout())
+    got = [(s.name, s.kind, s.target, s.tokens_out) for s in t.steps]
+    assert got == [
+        ("exec_command", "observe", "src/a.py", 40),
+        ("exec_command", "observe", "src", 30),
+        ("exec_command", "observe", "src/a.py", 20),
+        ("", "other", None, 10),
+    ]
+    assert t.meta["cli_version"] == "0.160.0" and t.meta["unanswered"] == 0
+    assert sum(s.tokens_out for s in t.steps) == 100  # the thread's own output total
+    # the repeated token_count of the first response is not the second response's usage:
+    # the second call's prompt grew by its own result, not by the first one's whole prompt
+    read, search, reread, reply = t.steps
+    assert read.result == reread.result == "x = 1\n" and read.meta["returncode"] == 0
+    assert 0 < search.tokens_in <= 5300 - 5000
+    assert [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings] == [
+        ("redundant_observation", (2,))
+    ]
+
+
+def test_codex_repeated_token_count_never_counts_twice(tmp_path):
+    # the same running total written twice: the second spent nothing and is no API call's
+    usage = {"input_tokens": 1200, "cached_input_tokens": 1000, "output_tokens": 30}
+    tc = {"type": "token_count", "info": {"last_token_usage": usage, "total_token_usage": usage}}
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-d", "cli_version": "0.128.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "ls"}),
+        _codex_out("a", "Process exited with code 0\nOutput:\na.py\n"),
+        _codex_rec("event_msg", tc),
+        _codex_rec("response_item", {"type": "reasoning", "summary": []}),
+        _codex_rec("event_msg", tc),
+        _codex_rec("response_item", {"type": "message", "role": "assistant",
+                                     "content": [{"type": "output_text", "text": "a.py is there"}]}),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    call, reply = t.steps
+    assert call.tokens_out == 30 and reply.tokens_estimated and reply.tokens_out < 30
+
+
 def _uuid7(ms, tail="7000-8000-000000000000"):
     h = f"{ms:012x}"
     return f"{h[:8]}-{h[8:]}-{tail}"

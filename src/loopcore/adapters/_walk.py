@@ -262,13 +262,14 @@ def rollout_session(records: list) -> dict | None:
     return None
 
 
-def token_count_usage(payload: dict) -> dict | None:
-    """The ``last_token_usage`` of a Codex ``event_msg`` ``token_count`` payload, if any."""
+def token_count_usage(payload: dict) -> tuple[dict, Any] | None:
+    """The ``last_token_usage`` of a Codex ``event_msg`` ``token_count`` payload and the
+    running total beside it (``total_token_usage``, None when absent), if any."""
     if payload.get("type") != "token_count":
         return None
     info = payload.get("info")
     if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-        return info["last_token_usage"]
+        return info["last_token_usage"], info.get("total_token_usage")
     return None
 
 
@@ -288,6 +289,7 @@ class ResponsesWalker:
         self.ctx = ctx
         self.model_side = False  # the previous item came from the model
         self.turn_has_usage = False
+        self.last_total: Any = None  # the running total of the last usage read (Codex)
         self.with_text = True  # read reply text and reasoning into the turn
 
     # -- what subclasses adapt ----------------------------------------------------------------
@@ -377,21 +379,41 @@ class ResponsesWalker:
         self.model_side = True
         self.turn_has_usage = usage is not None
 
-    def usage(self, usage: Any) -> None:
-        """Usage reported after the items of an API call (Codex token_count events)."""
+    def usage(self, usage: Any, total: Any = None) -> None:
+        """Usage reported after the items of an API call (Codex ``token_count`` events and
+        ``token_usage_record`` lines); *total* is the thread's running total beside it. Codex
+        writes the same usage again (a ``token_count`` beside the ``token_usage_record`` of
+        the same response, or repeated with its totals unchanged once the next response has
+        begun): a usage whose running total is the last one's spent nothing since, so it is
+        no API call's and is not read. A usage ends its API call: Codex writes it once the
+        response is complete, so a model item after it starts the next call's turn."""
+        if isinstance(total, dict) and total:
+            if total == self.last_total:
+                return
+            self.last_total = total
         if self.ledger.turns and not self.turn_has_usage:
             self.ledger.set_usage(usage)
             self.turn_has_usage = True
+            self.model_side = False
 
     def rollout_record(self, rtype: str, payload: dict, i: int) -> None:
         """A Codex rollout record (its ``type`` and ``payload``) at record *i*: a response item,
-        the usage of a ``token_count`` event, or a compaction (the next item starts a turn)."""
+        the usage of a ``token_count`` event or of a ``token_usage_record`` (a response's usage,
+        0.16x), a message between agents (``inter_agent_communication``: context the model
+        reads), or a compaction (the next item starts a turn)."""
         if rtype == "response_item":
             self.item(payload, i)
         elif rtype == "event_msg":
             usage = token_count_usage(payload)
             if usage is not None:
-                self.usage(usage)
+                self.usage(*usage)
+        elif rtype == "token_usage_record":
+            if isinstance(payload.get("usage"), dict):
+                self.usage(payload["usage"], payload.get("thread_token_usage"))
+        elif rtype == "inter_agent_communication":
+            self.model_side = False
+            content = payload.get("content")
+            self.ledger.context(text_len(content) if isinstance(content, str) else 0)
         elif rtype == "compacted":
             self.model_side = False
 

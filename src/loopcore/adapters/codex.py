@@ -51,11 +51,29 @@ NAME = "codex"
 PROFILE = "codex"
 
 RECORD_TYPES = frozenset(
-    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+    {
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "token_usage_record",
+        "inter_agent_communication",
+    }
 )
-#: Record types of newer CLIs (0.14x) that carry no model turn or tool call: the environment
-#: state the CLI tells the model, metadata of messages between agents.
-PASSED_RECORD_TYPES = frozenset({"world_state", "inter_agent_communication_metadata"})
+#: Record types of newer CLIs that carry no model turn, tool call or usage: the environment
+#: state the CLI tells the model and metadata of messages between agents (0.14x), a security
+#: review's risk score, facts the host keeps outside the model's context (a person's verified
+#: answers) and realtime presentation facts (0.16x; codex-rs/history ``RolloutItem``).
+PASSED_RECORD_TYPES = frozenset(
+    {
+        "world_state",
+        "inter_agent_communication_metadata",
+        "security_risk_score",
+        "retained_context",
+        "realtime_item",
+    }
+)
 _CALLS = RESPONSES_CALLS | RESPONSES_BUILTIN_CALLS
 _OUTPUTS = RESPONSES_OUTPUTS
 #: response_item payload types that are read (calls, outputs, text) or knowingly passed over.
@@ -394,7 +412,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                         # call is its own, so a token_count event beside it counts once
                         usage = token_count_usage(item)
                         if usage is not None:
-                            w.usage(usage)
+                            w.usage(*usage)
         w.rollout_record(rtype, payload, i)
     if version:
         meta["cli_version"] = version
