@@ -2212,6 +2212,35 @@ def test_codex_repeated_token_count_never_counts_twice(tmp_path):
     assert call.tokens_out == 30 and reply.tokens_estimated and reply.tokens_out < 30
 
 
+def test_codex_token_count_with_the_running_total_alone(tmp_path):
+    # a token_count that writes only total_token_usage (no last_token_usage): the call's usage
+    # is what the total grew by; the first total of the file may hold earlier calls (a resumed
+    # thread), so that call's usage stays unknown and is estimated
+    def tc(inp, cached, out):
+        total = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+                 "reasoning_output_tokens": 0, "total_tokens": inp + out}  # fmt: skip
+        return _codex_rec("event_msg", {"type": "token_count", "info": {
+            "total_token_usage": total, "model_context_window": 258400}})  # fmt: skip
+
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-t", "cli_version": "0.160.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "ls"}),
+        _codex_out("a", "Process exited with code 0\nOutput:\na.py\n"),
+        tc(15000, 4000, 60),
+        _codex_fn("b", "exec_command", {"cmd": "cat a.py"}),
+        _codex_out("b", "Process exited with code 0\nOutput:\nx = 1\n"),
+        tc(30100, 19000, 85),
+        tc(30100, 19000, 85),  # the same total again: nothing spent since
+        _codex_rec("response_item", {"type": "message", "role": "assistant",
+                                     "content": [{"type": "output_text", "text": "a.py sets x"}]}),
+        tc(60, 10, 90),  # a total that went down (a new thread's count): no usage read from it
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    ls, cat, reply = t.steps
+    assert cat.tokens_out == 25 and reply.tokens_estimated and reply.tokens_out < 25
+    assert ls.tokens_out < 60  # estimated from its arguments, not the file's first total
+
+
 def _uuid7(ms, tail="7000-8000-000000000000"):
     h = f"{ms:012x}"
     return f"{h[:8]}-{h[8:]}-{tail}"

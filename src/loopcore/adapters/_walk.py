@@ -262,15 +262,38 @@ def rollout_session(records: list) -> dict | None:
     return None
 
 
-def token_count_usage(payload: dict) -> tuple[dict, Any] | None:
-    """The ``last_token_usage`` of a Codex ``event_msg`` ``token_count`` payload and the
-    running total beside it (``total_token_usage``, None when absent), if any."""
+def token_count_usage(payload: dict) -> tuple[dict | None, Any] | None:
+    """The ``last_token_usage`` of a Codex ``event_msg`` ``token_count`` payload (None when
+    only the running total is written) and the running total beside it (``total_token_usage``,
+    None when absent), if the payload has either."""
     if payload.get("type") != "token_count":
         return None
     info = payload.get("info")
-    if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-        return info["last_token_usage"], info.get("total_token_usage")
+    if not isinstance(info, dict):
+        return None
+    last = info.get("last_token_usage")
+    total = info.get("total_token_usage")
+    if isinstance(last, dict):
+        return last, total
+    if isinstance(total, dict):
+        return None, total
     return None
+
+
+def _usage_delta(total: dict, before: Any) -> dict | None:
+    """What a running total grew by since *before* (the previous one): the usage of the API
+    call between them, or None when *before* is unknown or any counter went down."""
+    if not isinstance(before, dict):
+        return None
+    out: dict[str, int] = {}
+    for k, v in total.items():
+        b = before.get(k, 0)
+        if type(v) is not int or type(b) is not int:
+            continue
+        if v < b:
+            return None
+        out[k] = v - b
+    return out or None
 
 
 class ResponsesWalker:
@@ -386,11 +409,18 @@ class ResponsesWalker:
         the same response, or repeated with its totals unchanged once the next response has
         begun): a usage whose running total is the last one's spent nothing since, so it is
         no API call's and is not read. A usage ends its API call: Codex writes it once the
-        response is complete, so a model item after it starts the next call's turn."""
+        response is complete, so a model item after it starts the next call's turn. Without
+        *usage* (a ``token_count`` with the running total alone) the call's usage is what the
+        total grew by since the last one; with no total before it in the file it is unknown
+        (a resumed or forked thread's first total holds more than one call)."""
         if isinstance(total, dict) and total:
             if total == self.last_total:
                 return
+            if usage is None:
+                usage = _usage_delta(total, self.last_total)
             self.last_total = total
+        if usage is None:
+            return
         if self.ledger.turns and not self.turn_has_usage:
             self.ledger.set_usage(usage)
             self.turn_has_usage = True
