@@ -2476,6 +2476,50 @@ def test_gemini_cli_a_user_message_starts_the_evidence_again(tmp_path):
     assert [s.after_user for s in t.steps] == [True, False] and _repeat_findings(t)
 
 
+def test_gemini_cli_a_rewound_branch_is_read_and_charged_only_within_itself(tmp_path):
+    """/rewind drops a user message and what followed from the conversation; those calls were
+    made and billed, so they are read (marked ``rewound``) and a loop inside them is charged.
+    The person's prompt after the rewind starts the evidence again: the same read re-run after
+    it is not charged."""
+
+    def read(mid):
+        return {
+            "id": mid,
+            "timestamp": "t",
+            "type": "gemini",
+            "content": "",
+            "tokens": {"input": 3000, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 3020},
+            "toolCalls": [_gemini_call(f"{mid}-c", "read_file", {"file_path": "a.py"}, "A" * 2000)],
+        }  # fmt: skip
+
+    def user(mid, text):
+        return {"id": mid, "timestamp": "t", "type": "user", "content": text}
+
+    lines = [
+        {"sessionId": "s-rw", "projectHash": "h", "startTime": "t", "kind": "main"},
+        user("u1", "look at a.py"),
+        read("g1"),
+        read("g2"),  # the same read again, nothing between: the rewound branch's own repeat
+        {"$rewindTo": "u1"},
+        {"$set": {"messages": []}},
+        user("u2", "look at a.py, carefully"),
+        read("g3"),
+    ]
+    p = tmp_path / "session-rw.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (t,) = load(p)
+    assert [s.ref["line"] for s in t] == [3, 4, 8]
+    assert [bool(s.meta.get("rewound")) for s in t] == [True, True, False]
+    assert t.meta["rewound_messages"] == 3 and [s.after_user for s in t] == [True, False, True]
+    assert [steps for _kind, steps in _repeat_findings(t)] == [(1,)]
+    # a rewind to an id the file does not hold drops everything in gemini-cli's loader: all
+    # that came before is marked
+    lines[4] = {"$rewindTo": "no-such-id"}
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (t,) = load(p)
+    assert [bool(s.meta.get("rewound")) for s in t] == [True, True, False]
+
+
 def test_opencode_a_user_message_starts_the_evidence_again_unless_opencode_wrote_it(tmp_path):
     def tool(mid, cid):
         return {"info": {"id": mid, "role": "assistant", "sessionID": "ses_u"}, "parts": [

@@ -219,7 +219,7 @@ def test_gemini_cli_jsonl_recording():
     assert detect_format(path) == "gemini-cli"
     t = only(path)
     assert t.session == "7c2f9e0a-1b3d-4c5e-8f6a-9b0c1d2e3f4a" and t.meta["recording"] == "jsonl"
-    read, glob, topic, refused, replace, reply = t.steps
+    read, glob, topic, refused, replace, rewound, reply = t.steps
     # the batch of two responses is recorded on both calls: each takes its own by id
     assert read.result == "line one\nline two\n"
     assert glob.result.startswith("Found 2 file(s)")
@@ -237,9 +237,11 @@ def test_gemini_cli_jsonl_recording():
     assert (topic.kind, topic.target, topic.write_set) == ("other", None, ())
     assert refused.rejected.startswith('Tool "edit_file" not found') and refused.kind == "other"
     assert (replace.kind, replace.target) == ("mutate", "/p/src/a.ts")
-    # the rewound reply is gone; the last reply is a turn that ran nothing
+    # the rewound reply was made and billed: read, marked; the last reply ran nothing
+    assert rewound.text == "A reply the user rewound." and rewound.ref == {"line": 10}
+    assert rewound.meta["rewound"] and t.meta["rewound_messages"] == 1
     assert reply.name == "" and reply.text.startswith("a.ts now says") and reply.ref == {"line": 13}
-    assert all("rewound" not in (s.text or "") for s in t)
+    assert [s for s in t if s.meta.get("rewound")] == [rewound]
 
 
 def test_gemini_cli_old_json_recording_still_read():
@@ -1230,11 +1232,43 @@ def test_openhands_v0_function_call_error_is_a_rejected_turn():
     assert "orphan_results" not in t.meta
 
 
-def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
-    """A ``$set`` of ``messages`` (compression, resume) replaces every message before it, as
-    gemini-cli's loader does; what is appended after it counts on top."""
+def test_gemini_cli_a_json_recording_migrated_on_resume_is_read_once(tmp_path):
+    """Resuming a session recorded as ``session-X.json`` (gemini-cli 0.38 and before), gemini-cli
+    copies its messages into ``session-X.jsonl`` and appends there, leaving the JSON file: a
+    folder walk reads the session once, from the JSONL file."""
 
-    def g(mid, cmd):
+    def gem(mid, path):
+        return {"id": mid, "timestamp": "t", "type": "gemini", "content": "",
+                "toolCalls": [{"id": f"{mid}-c", "name": "read_file", "args": {"file_path": path},
+                               "status": "success", "result": [{"functionResponse": {
+                                   "id": f"{mid}-c", "name": "read_file",
+                                   "response": {"output": path * 50}}}]}]}  # fmt: skip
+
+    head = {"sessionId": "s-mig", "projectHash": "h", "startTime": "t", "lastUpdated": "t"}
+    old = [{"id": "u1", "timestamp": "t", "type": "user", "content": "read a"}, gem("g1", "a.py")]
+    chats = tmp_path / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-03-01T10-00-s-mig.json").write_text(json.dumps(head | {"messages": old}))
+    new = [head, *old, {"$set": {"sessionId": "s-mig"}}, gem("g2", "b.py")]
+    (chats / "session-2026-03-01T10-00-s-mig.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in new)
+    )
+    (t,) = load(tmp_path)
+    assert t.meta["recording"] == "jsonl" and [s.args["file_path"] for s in t] == ["a.py", "b.py"]
+    # a lone JSON recording is read as before, and a file named is always read
+    (chats / "session-2026-03-02T10-00-other.json").write_text(json.dumps(head | {"messages": old}))
+    assert [t.meta["recording"] for t in load(tmp_path)] == ["jsonl", "json"]
+    assert len(list(load(sorted(chats.iterdir())[:2]))) == 2
+
+
+def test_gemini_cli_set_messages_keeps_what_was_recorded(tmp_path):
+    """A ``$set`` of ``messages`` (compression, output masking, a cancelled turn) is the history
+    the model sees from then on; gemini-cli's loader takes it for the whole recording, but the
+    calls it leaves out were made and billed. Each message is read once, where it was first
+    written and as it was recorded then (not with the ``$set``'s masked results); a message only
+    the ``$set`` holds (the compression's summary) is context from there on."""
+
+    def g(mid, cmd, output="Output: ok"):
         return {
             "id": mid,
             "timestamp": "t",
@@ -1259,7 +1293,7 @@ def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
                             "functionResponse": {
                                 "id": f"{mid}-c",
                                 "name": "run_shell_command",
-                                "response": {"output": "Output: ok"},
+                                "response": {"output": output},
                             }
                         }
                     ],
@@ -1267,6 +1301,7 @@ def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
             ],
         }
 
+    summary = {"id": "u-sum", "timestamp": "t", "type": "user", "content": "the work so far"}
     lines = [
         {
             "sessionId": "s-set",
@@ -1276,26 +1311,21 @@ def test_gemini_cli_set_messages_rewrites_the_recording(tmp_path):
             "kind": "main",
         },
         g("g-old", "ls old"),
-        {
-            "$set": {
-                "messages": [
-                    {
-                        "id": "u1",
-                        "timestamp": "t",
-                        "type": "user",
-                        "content": "summary of the work so far",
-                    },
-                    g("g-kept", "ls kept"),
-                ]
-            }
-        },
+        g("g-kept", "ls kept"),
+        {"$set": {"messages": [summary, g("g-kept", "ls kept", "<masked: saved to f.txt>")]}},
         g("g-new", "ls new"),
     ]
     p = tmp_path / "session-set.jsonl"
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
     t = only(p)
-    assert [s.args["command"] for s in t] == ["ls kept", "ls new"]
-    assert [s.ref for s in t] == [{"line": 3}, {"line": 4}]
+    assert [s.args["command"] for s in t] == ["ls old", "ls kept", "ls new"]
+    assert [s.ref for s in t] == [{"line": 2}, {"line": 3}, {"line": 5}]
+    assert [s.result for s in t] == ["Output: ok"] * 3 and "rewound_messages" not in t.meta
+    # what gemini-cli's loader shows is a subset: nothing the file recorded is lost
+    full = [json.dumps(x) for x in lines]
+    q = tmp_path / "session-noset.jsonl"
+    q.write_text("\n".join(full[:3] + full[4:]) + "\n")
+    assert [s.args["command"] for s in only(q)] == ["ls old", "ls kept", "ls new"]
 
 
 # ---- API transcripts: OTel GenAI spans (protobuf JSON), Anthropic server tools, Responses ------

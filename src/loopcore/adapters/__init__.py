@@ -651,6 +651,10 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
                 # Codex keeps a rollout as .jsonl or, once compressed, as .jsonl.zst, and
                 # reads the plain file when both exist (mid-compression): one trace, read once
                 and not (f.endswith(".zst") and f[:-4] in present)
+                # gemini-cli, resuming a session recorded as session-*.json (0.38 and
+                # before), copies it into session-*.jsonl and appends there, leaving the
+                # .json: the .jsonl holds it all, read once
+                and not (f.startswith("session-") and f.endswith(".json") and f + "l" in present)
             )
             or f == opencode.DB_NAME  # opencode 1.2+ keeps its sessions in SQLite
         )

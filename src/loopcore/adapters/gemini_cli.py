@@ -4,8 +4,11 @@
   0.2x on): a metadata line ``{"sessionId", "projectHash", "startTime", ...}``, then one line per
   message write: a message record (``{"id", "timestamp", "type", "content", ...}``; a later line
   with the same ``id`` replaces the message in place, as gemini-cli's own loader does), ``{"$set":
-  {...}}`` metadata updates (a ``$set`` of ``messages`` replaces them all) and ``{"$rewindTo":
-  <id>}``, which drops that message and every later one.
+  {...}}`` metadata updates and ``{"$rewindTo": <id>}``. gemini-cli's loader lets a ``$set`` of
+  ``messages`` (compression, output masking, a cancelled turn) replace them all and a rewind
+  drop that message and every later one; those calls were still made and billed, so every
+  message recorded is read once (:func:`_jsonl_messages`), a rewound one's steps marked
+  ``meta["rewound"]``.
 * JSON recording (older): ``{"sessionId", "projectHash", "messages": [...]}``.
 * Messages: ``type`` user / gemini / info / error / warning; a gemini message is one API call:
   ``content`` (its reply text), ``thoughts``, ``tokens`` (``input``, ``output``, ``cached``,
@@ -196,11 +199,22 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             ledger.result(step, result, error)
 
 
-def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict]]:
-    """(metadata, messages, refs) of a JSONL recording, replayed as gemini-cli loads it."""
+def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict], set[str]]:
+    """(metadata, messages, refs, rewound ids) of a JSONL recording: every message it recorded,
+    once, where it was first written, in its last version.
+
+    gemini-cli's loader rebuilds the conversation the model sees now: a ``$set`` of
+    ``messages`` (written when compression, output masking or a cancelled turn rewrites the
+    history) replaces them all, and ``$rewindTo`` drops a message and every later one. Those
+    calls were still made and billed, so here nothing is dropped: a message the ``$set`` lacks
+    stays, one it holds keeps the version recorded before (the ``$set``'s copy may have its
+    results masked), and one only the ``$set`` holds (a compression's summary) counts from
+    there on. The messages a rewind drops stay too, their ids returned as rewound: the person's
+    next message starts the evidence again, so nothing is charged across the rewind."""
     meta: dict = {}
     msgs: dict[str, Any] = {}
     lines: dict[str, int] = {}
+    rewound: set[str] = set()
     for i, r in enumerate(records):
         line = ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1
         if not isinstance(r, dict):
@@ -208,26 +222,27 @@ def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict]]:
             continue
         if isinstance(r.get("$rewindTo"), str):
             rid = r["$rewindTo"]
-            if rid in msgs:
-                keys = list(msgs)
-                for k in keys[keys.index(rid) :]:
-                    del msgs[k]
-                    lines.pop(k, None)
-            else:
-                msgs.clear()
-                lines.clear()
+            keys = list(msgs)
+            # an id the recording does not hold: gemini-cli's loader drops every message
+            rewound.update(keys[keys.index(rid) :] if rid in msgs else keys)
         elif isinstance(r.get("id"), str):
-            msgs[r["id"]] = r
-            lines[r["id"]] = line
+            mid = r["id"]
+            if mid in rewound:
+                # written again after a rewind dropped it: the loader puts it last
+                rewound.discard(mid)
+                del msgs[mid]
+            msgs[mid] = r
+            lines[mid] = line
         elif isinstance(r.get("$set"), dict):
             upd = r["$set"]
             if isinstance(upd.get("messages"), list):
-                msgs.clear()
-                lines.clear()
                 for m in upd["messages"]:
                     if isinstance(m, dict) and isinstance(m.get("id"), str):
-                        msgs[m["id"]] = m
-                        lines[m["id"]] = line
+                        mid = m["id"]
+                        rewound.discard(mid)  # the history holds it again
+                        if mid not in msgs:
+                            msgs[mid] = m
+                            lines[mid] = line
             meta.update({k: v for k, v in upd.items() if k != "messages"})
         elif isinstance(r.get("sessionId"), str) and isinstance(r.get("projectHash"), str):
             meta.update({k: v for k, v in r.items() if k != "messages"})
@@ -241,7 +256,7 @@ def _jsonl_messages(records: list, ctx: Ctx) -> tuple[dict, list, list[dict]]:
                 "$set, $rewindTo",
                 i,
             )
-    return meta, list(msgs.values()), [{"line": lines[k]} for k in msgs]
+    return meta, list(msgs.values()), [{"line": lines[k]} for k in msgs], rewound & msgs.keys()
 
 
 def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
@@ -302,23 +317,33 @@ def _is_jsonl_recording(doc: list) -> bool:
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace from a gemini-cli recording (JSON or JSONL) or checkpoint."""
+    meta: dict[str, Any]
+    rewound: set[int] = set()  # the refs (by identity) of rewound messages
     if isinstance(doc, dict):
         ledger = Ledger(str(doc.get("sessionId") or ctx.stem), ctx.profile(PROFILE))
         msgs = doc.get("messages") or []
         _recording(msgs, ctx, ledger, [{"message": i} for i in range(len(msgs))])
         meta = {"recording": "json"}
     elif _is_jsonl_recording(doc):
-        md, msgs, refs = _jsonl_messages(doc, ctx)
+        md, msgs, refs, rewound_ids = _jsonl_messages(doc, ctx)
         ledger = Ledger(str(md.get("sessionId") or ctx.stem), ctx.profile(PROFILE))
         _recording(msgs, ctx, ledger, refs)
         meta = {"recording": "jsonl"}
         if md.get("kind"):
             meta["kind"] = md["kind"]
+        if rewound_ids:
+            meta["rewound_messages"] = len(rewound_ids)
+            rewound = {id(ref) for m, ref in zip(msgs, refs) if m["id"] in rewound_ids}
     else:
         ledger = Ledger(ctx.stem, ctx.profile(PROFILE))
         _contents(doc, ctx, ledger)
         meta = {"recording": "checkpoint"}
-    return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
+    trace = ledger.trace(source=ctx.path, fmt=NAME, meta=meta)
+    if rewound:
+        for step in trace.steps:
+            if id(step.ref) in rewound:
+                step.meta["rewound"] = True
+    return [trace]
 
 
 def sniff(doc: Any) -> bool:
