@@ -1261,6 +1261,36 @@ def test_gemini_cli_a_json_recording_migrated_on_resume_is_read_once(tmp_path):
     assert len(list(load(sorted(chats.iterdir())[:2]))) == 2
 
 
+def test_gemini_cli_a_session_named_alone_brings_its_sub_agents(tmp_path):
+    """gemini-cli records each sub-agent to ``chats/<sessionId>/<agentId>.jsonl`` (kind
+    ``subagent``); the session file named on its own is read with them, right after it, and a
+    load that also names them, or a folder walk, reads each once."""
+
+    def rec(sid, kind, path):
+        return [{"sessionId": sid, "projectHash": "h", "startTime": "t", "kind": kind},
+                {"id": f"{kind}-g", "timestamp": "t", "type": "gemini", "content": "",
+                 "toolCalls": [{"id": f"{kind}-c", "name": "read_file", "args": {"file_path": path},
+                                "status": "success", "result": "x" * 80}]}]  # fmt: skip
+
+    chats = tmp_path / "chats"
+    sid = "9b1e7c2a-5d4f-4e3a-8b2c-1d0e9f8a7b6c"
+    main = chats / "session-2026-11-30T09-15-9b1e7c2a.jsonl"
+    sub = chats / sid / "codebase-investigator-k3.jsonl"
+    sub.parent.mkdir(parents=True)
+    main.write_text("".join(json.dumps(x) + "\n" for x in rec(sid, "main", "a.py")))
+    sub.write_text("".join(json.dumps(x) + "\n" for x in rec("k3", "subagent", "b.py")))
+    traces = list(load(main))
+    assert [(t.meta["kind"], t.steps[0].args["file_path"]) for t in traces] == [
+        ("main", "a.py"),
+        ("subagent", "b.py"),
+    ]
+    assert len(list(load([main, sub]))) == 2 and len(list(load(chats))) == 2
+    # no header naming the session, or another session's id: nothing more is read
+    other = chats / "session-2026-11-30T10-00-0000aaaa.jsonl"
+    other.write_text("".join(json.dumps(x) + "\n" for x in rec("0000aaaa-x", "main", "c.py")))
+    assert len(list(load(other))) == 1
+
+
 def test_gemini_cli_set_messages_keeps_what_was_recorded(tmp_path):
     """A ``$set`` of ``messages`` (compression, output masking, a cancelled turn) is the history
     the model sees from then on; gemini-cli's loader takes it for the whole recording, but the

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .._native_flag import NO_EXTENSIONS
 from ..hashing import canonical_hash
 from ..taxonomy.profiles import get_profile
@@ -901,12 +903,17 @@ def _load_file(
 
 
 def _sub_agent_files(path: str) -> list[str]:
-    """The sub-agent files of a Claude Code session file: Claude Code 2.x writes each
-    sub-agent's records to ``<sessionId>/subagents/agent-<agentId>.jsonl`` beside
-    ``<sessionId>.jsonl``, so a session named on its own is only whole with them."""
+    """The sub-agent files of a session file named on its own, which is only whole with them:
+    Claude Code 2.x writes each sub-agent's records to ``<sessionId>/subagents/agent-<agentId>.jsonl``
+    beside ``<sessionId>.jsonl``; gemini-cli writes each sub-agent's recording to
+    ``<sessionId>/<agentId>.jsonl`` beside ``session-<time>-<id8>.jsonl`` (the full id, made
+    safe for a file name, is in the recording's first line)."""
     name = plain_name(path)
     if not name.endswith(".jsonl"):
         return []
+    base = os.path.basename(name)
+    if base.startswith("session-") and name == path:
+        return _gemini_sub_agent_files(path)
     folder = os.path.join(name[: -len(".jsonl")], "subagents")
     try:
         names = os.listdir(folder)
@@ -916,6 +923,41 @@ def _sub_agent_files(path: str) -> list[str]:
         os.path.join(folder, f)
         for f in sorted(names)
         if f.startswith("agent-") and plain_name(f).endswith(".jsonl")
+    ]
+
+
+_GEMINI_HEAD_BYTES = 1 << 16
+_UNSAFE_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _gemini_sub_agent_files(path: str) -> list[str]:
+    """``<sessionId>/*.jsonl`` beside a gemini-cli recording whose first line names that session
+    (gemini-cli's own rule for the folder name: every character but letters, digits, ``_`` and
+    ``-`` replaced by ``_``)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline(_GEMINI_HEAD_BYTES)
+        meta = orjson.loads(head)
+    except (OSError, orjson.JSONDecodeError):
+        return []
+    if not (
+        isinstance(meta, dict)
+        and isinstance(meta.get("sessionId"), str)
+        and isinstance(meta.get("projectHash"), str)
+        and meta["sessionId"]
+    ):
+        return []
+    folder = os.path.join(os.path.dirname(path), _UNSAFE_NAME_CHARS.sub("_", meta["sessionId"]))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [
+        os.path.join(folder, f)
+        for f in sorted(names)
+        if not f.startswith(".")
+        and f.endswith(".jsonl")
+        and os.path.isfile(os.path.join(folder, f))
     ]
 
 
