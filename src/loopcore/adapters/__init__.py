@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -914,16 +914,20 @@ def _sub_agent_files(path: str) -> list[str]:
     base = os.path.basename(name)
     if base.startswith("session-") and name == path:
         return _gemini_sub_agent_files(path)
-    folder = os.path.join(name[: -len(".jsonl")], "subagents")
+    return _files_in(
+        os.path.join(name[: -len(".jsonl")], "subagents"),
+        lambda f: f.startswith("agent-") and plain_name(f).endswith(".jsonl"),
+    )
+
+
+def _files_in(folder: str, keep: Callable[[str], bool]) -> list[str]:
+    """The paths of the entries of *folder* whose names *keep* takes, sorted by name; none when
+    the folder cannot be listed."""
     try:
         names = os.listdir(folder)
     except OSError:
         return []
-    return [
-        os.path.join(folder, f)
-        for f in sorted(names)
-        if f.startswith("agent-") and plain_name(f).endswith(".jsonl")
-    ]
+    return [os.path.join(folder, f) for f in sorted(names) if keep(f)]
 
 
 _GEMINI_HEAD_BYTES = 1 << 16
@@ -934,6 +938,8 @@ def _gemini_sub_agent_files(path: str) -> list[str]:
     """``<sessionId>/*.jsonl`` beside a gemini-cli recording whose first line names that session
     (gemini-cli's own rule for the folder name: every character but letters, digits, ``_`` and
     ``-`` replaced by ``_``)."""
+    if not os.path.isfile(path):
+        return []  # a FIFO or a device is never opened here: reading it could wait forever
     try:
         with open(path, "rb") as fh:
             head = fh.readline(_GEMINI_HEAD_BYTES)
@@ -948,17 +954,14 @@ def _gemini_sub_agent_files(path: str) -> list[str]:
     ):
         return []
     folder = os.path.join(os.path.dirname(path), _UNSAFE_NAME_CHARS.sub("_", meta["sessionId"]))
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return [
-        os.path.join(folder, f)
-        for f in sorted(names)
-        if not f.startswith(".")
-        and f.endswith(".jsonl")
-        and os.path.isfile(os.path.join(folder, f))
-    ]
+    return _files_in(
+        folder,
+        lambda f: (
+            not f.startswith(".")
+            and f.endswith(".jsonl")
+            and os.path.isfile(os.path.join(folder, f))
+        ),
+    )
 
 
 def _inputs(paths: Iterable[str]) -> Iterator[tuple[Any, bool | None]]:
