@@ -2694,3 +2694,39 @@ def test_cline_a_person_s_words_start_the_evidence_again(tmp_path):
         reads, t = run(*between)
         assert [s.after_user for s in reads] == [True, False], between
         assert [k for k, _ in _repeat_findings(t) if k != "rejected_action"] != [], between
+
+
+def test_a_last_line_cut_short_is_not_read_and_the_rest_is(tmp_path):
+    # a session still being written (or cut off by a crash): its last record has no newline
+    # and does not parse; the records before it are the trace, the line is named, nothing fails
+    good = (FIX / "malformed_steps.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    path = tmp_path / "live.jsonl"
+    path.write_text(f"{good}\n{good}\n" + good[: len(good) // 2], encoding="utf-8")
+    stats = LoadStats()
+    (t,) = load(path, stats=stats)
+    assert len(t) == 2 and t.meta["incomplete_line"] == 3 and t.meta["skipped"] == 0
+    assert stats.errors == [] and stats.skipped_lines == 0
+    # the same half line with its newline, or before other lines, is malformed as before
+    path.write_text(f"{good}\n" + good[: len(good) // 2] + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError) as ei:
+        list(load(path))
+    assert ei.value.line == 2
+    path.write_text(f"{good}\n" + good[: len(good) // 2] + f"\n{good}", encoding="utf-8")
+    with pytest.raises(TraceFormatError):
+        list(load(path))
+    # a whole last line without its newline is read as usual
+    path.write_text(f"{good}\n{good}", encoding="utf-8")
+    (t,) = load(path)
+    assert len(t) == 2 and "incomplete_line" not in t.meta
+
+
+def test_a_utf8_byte_order_mark_is_passed_over(tmp_path):
+    src = (FIX / "openai_chat.json").read_bytes()
+    (tmp_path / "bom").mkdir()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "bom" / "s.json").write_bytes(b"\xef\xbb\xbf" + src)
+    (tmp_path / "plain" / "s.json").write_bytes(src)
+    (a,) = load(tmp_path / "bom" / "s.json")
+    (b,) = load(tmp_path / "plain" / "s.json")
+    assert [s.to_dict() for s in a] == [s.to_dict() for s in b] and len(a) > 0
+    assert a.total_tokens == b.total_tokens

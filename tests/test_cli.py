@@ -483,3 +483,17 @@ def test_the_cli_starts_numpy_with_one_blas_thread_unless_told_otherwise():
             [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
         )
         assert out.stdout.split() == want.split()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_session_still_being_written_is_analysed_and_its_cut_line_named(tmp_path, capsys, jobs):
+    lines = [json.dumps(s.to_dict()) for s in reread_trace("live")]
+    (tmp_path / "live.jsonl").write_text("\n".join(lines) + "\n" + lines[0][:20], encoding="utf-8")
+    write_jsonl(tmp_path / "other.jsonl", reread_trace("other"))
+    dest = tmp_path / "r.json"
+    rc, out, err = run(["analyse", str(tmp_path), "--jobs", jobs, "--json", str(dest)], capsys)
+    assert rc in (EXIT_OK, EXIT_FINDINGS), err
+    rep = orjson.loads(dest.read_bytes())
+    assert sorted(t["session"] for t in rep["traces"]) == ["live", "other"]
+    assert rep["skipped"] == []
+    assert f"live.jsonl:{len(lines) + 1}" in out and "cut short" in out

@@ -704,13 +704,15 @@ def _chain(*callbacks: Callable[[Any], None] | None) -> Callable[[Any], None]:
 
 class _Notes:
     """What the traces of a run told that the summary must say: the sources of a known format
-    that gave no step, and the sessions whose sub-agents' records were not read."""
+    that gave no step, the sessions whose sub-agents' records were not read, and the files
+    whose last line was cut short."""
 
-    __slots__ = ("no_steps", "unread")
+    __slots__ = ("no_steps", "unread", "incomplete")
 
     def __init__(self) -> None:
         self.no_steps: list[str] = []
         self.unread: list[tuple[str, int, int]] = []  # (source, sub-agents, their tool calls)
+        self.incomplete: list[tuple[str, int]] = []  # (file, line)
 
 
 def _watch_no_steps(callback: Callable[[Any], None] | None, into: _Notes) -> Callable[[Any], None]:
@@ -724,6 +726,10 @@ def _watch_no_steps(callback: Callable[[Any], None] | None, into: _Notes) -> Cal
         if unread:
             calls = sum(a.get("tool_uses", 0) for a in unread if isinstance(a, dict))
             into.unread.append((trace.source or "<input>", len(unread), calls))
+        line = trace.meta.get("incomplete_line")
+        if line:
+            # a file of several traces names each "file#k": the line is the file's
+            into.incomplete.append(((trace.source or "<input>").split("#", 1)[0], line))
         if callback is not None:
             callback(trace)
 
@@ -757,6 +763,17 @@ def _warn_no_steps(notes: _Notes) -> None:
             f"their own count) in {shown}: their records are not in the files read, so their "
             f"calls are not analysed (Claude Code writes them to <sessionId>/subagents/ beside "
             f"the session's file: analyse the folder that holds both)"
+        )
+    if notes.incomplete:
+        cut = sorted(notes.incomplete)
+        n = len(cut)
+        shown = terminal_safe(", ".join(f"{f}:{line}" for f, line in cut[:3])) + (
+            f" and {n - 3} more" if n > 3 else ""
+        )
+        print(
+            f"Warning: {n} file{'s' if n != 1 else ''} end{'s' if n == 1 else ''} in a line cut "
+            f"short, not read: {shown} (a session still being written, or one a crash cut off; "
+            f"every record before it was analysed)"
         )
     sys.stdout.flush()
 

@@ -718,7 +718,7 @@ def _missing(paths_units: list[Any], keep_going: bool) -> list[Any]:
 
 
 #: The trace meta a worker passes back for the summary's warnings.
-_NOTED = ("no_steps", "sub_agents_unread")
+_NOTED = ("no_steps", "sub_agents_unread", "incomplete_line")
 
 
 def _notes(meta: dict) -> dict:

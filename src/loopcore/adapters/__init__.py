@@ -723,6 +723,9 @@ def _parse_one(
             _drop_unhashable_steps(t, ctx)
     for k, t in enumerate(traces):
         t.meta["skipped"] = ctx.skipped if k == 0 else 0
+        if k == 0 and parsed.incomplete is not None:
+            # the file's last line, cut short: the summary says it was not read
+            t.meta["incomplete_line"] = parsed.incomplete
         if detected:
             t.meta["format_detected"] = True
     if not parsed.empty and not any(t.steps for t in traces):

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: Names a compressed trace file may end with after its own extension.
 COMPRESSED_SUFFIXES = (".gz", ".zst")
@@ -283,9 +284,10 @@ def stem_of(path: str | None) -> str:
 class Parsed:
     """A parsed source: ``doc`` is the JSON value (a JSONL file becomes the list of its records,
     with ``lines[i]`` the line number of record i); ``bad`` the JSONL lines that did not parse
-    (``(line, message)``; the line is None for a record that has none, a database row)."""
+    (``(line, message)``; the line is None for a record that has none, a database row);
+    ``incomplete`` the line number of a last record cut short (see :func:`parse_bytes`)."""
 
-    __slots__ = ("doc", "lines", "bad", "empty")
+    __slots__ = ("doc", "lines", "bad", "empty", "incomplete")
 
     def __init__(
         self,
@@ -293,15 +295,26 @@ class Parsed:
         lines: list[int] | None = None,
         bad: Sequence[tuple[int | None, str]] | None = None,
         empty: bool = False,
+        incomplete: int | None = None,
     ) -> None:
         self.doc = doc
         self.lines = lines
         self.bad = bad or []
         self.empty = empty
+        self.incomplete = incomplete
 
 
 def parse_bytes(data: bytes, path: str | None) -> Parsed:
-    """Parse a whole JSON document, else JSON Lines; raises TraceFormatError naming file and line."""
+    """Parse a whole JSON document, else JSON Lines; raises TraceFormatError naming file and line.
+
+    A UTF-8 byte order mark at the start (written by Windows tools that re-save a file) is
+    passed over, as JSON's RFC 8259 lets a parser do. A JSON Lines file whose last line has no
+    newline and does not parse, after records that do, is a file still being written (a harness
+    appends each record with its newline, so a reader can catch the last one half written) or
+    cut short by a crash: the records before it are read, and the line is
+    ``Parsed.incomplete``, never a malformed record that fails the file."""
+    if data[:3] == _UTF8_BOM:
+        data = data[3:]
     if not data or data.isspace():  # isspace stops at the first other byte; strip() would copy
         return Parsed([], [], empty=True)
     try:
@@ -315,7 +328,11 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
     bad: list[tuple[int, str]] = []
     first = True
     lineno = 0
-    for raw in data.split(b"\n"):
+    chunks = data.split(b"\n")
+    # the last chunk is a line without its newline when the data does not end in one
+    cut = len(chunks) if chunks[-1].strip() else 0
+    incomplete = None
+    for raw in chunks:
         lineno += 1
         if not raw.strip():
             continue
@@ -326,6 +343,9 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
                 raise TraceFormatError(
                     f"invalid JSON: {whole_error.msg}", path, whole_error.lineno
                 ) from None
+            if lineno == cut:
+                incomplete = lineno
+                continue
             bad.append((lineno, f"invalid JSON: {exc.msg}"))
             continue
         if first and not isinstance(rec, (dict, list)):
@@ -335,7 +355,7 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
         first = False
         records.append(rec)
         lines.append(lineno)
-    return Parsed(records, lines, bad)
+    return Parsed(records, lines, bad, incomplete=incomplete)
 
 
 class Ctx:
