@@ -2730,3 +2730,129 @@ def test_a_utf8_byte_order_mark_is_passed_over(tmp_path):
     (b,) = load(tmp_path / "plain" / "s.json")
     assert [s.to_dict() for s in a] == [s.to_dict() for s in b] and len(a) > 0
     assert a.total_tokens == b.total_tokens
+
+
+# ----------------------------------------------------------------------------- lone surrogates
+
+_ESCAPES = st.sampled_from(
+    ["a", "\\\\", "\\ud83d", "\\ude00", "\\udc00", "\\n", "ud83d", "\\u0041", '\\"', "é", "\\uDBFF"]
+)
+
+
+@given(st.lists(_ESCAPES, max_size=10).map("".join))
+@settings(max_examples=2000, deadline=None)
+def test_lone_surrogates_are_read_as_a_lenient_decoder_reads_them(body):
+    """What loopcore reads is what Python's json (which keeps a lone surrogate) reads, each lone
+    surrogate then replaced by U+FFFD: a well-formed pair and an escaped backslash's "u" are
+    left alone, and the text keeps its length."""
+    import re
+
+    from loopcore._json import loads, mend_surrogates
+
+    text = '{"s": "' + body + '"}'
+    want = {"s": re.sub("[\ud800-\udfff]", "\ufffd", json.loads(text)["s"])}
+    for data in (text, text.encode()):
+        assert loads(data) == want
+        mended = mend_surrogates(data)
+        assert len(mended) == len(data)
+        if "\\ud" not in text.lower():
+            assert mended is data
+
+
+def _with_a_cut_emoji(value, tail):
+    """*value* (parsed JSON) with *tail* appended to its longest text (a string with a space:
+    no type name or id): a tool output cut to a length in UTF-16 code units ends in an emoji's
+    high half."""
+    best: list = [None, None, -1]
+
+    def walk(v, parent, key):
+        if isinstance(v, str) and parent is not None and " " in v and len(v) > best[2]:
+            best[:] = [parent, key, len(v)]
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, v, k)
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                walk(x, v, i)
+
+    walk(value, None, None)
+    if best[0] is not None:
+        best[0][best[1]] += tail
+    return value
+
+
+def _surrogate_twins(src: pathlib.Path, root: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """The fixture written twice under *root*, with the same names: with a lone high surrogate
+    (as JSON.stringify and json.dumps escape it) at the end of each record's longest string,
+    and with U+FFFD there instead."""
+    rel = src.relative_to(FIX)
+    out = []
+    for tail, name in (("\ud83d", "cut"), ("\ufffd", "mended")):
+        dest = root / name / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if rel.parent != pathlib.Path("."):  # a task folder: its other files as they are
+            for sib in src.parent.iterdir():
+                if sib.is_file() and sib != src:
+                    shutil.copy(sib, dest.parent / sib.name)
+        text = src.read_text(encoding="utf-8")
+        if src.suffix == ".jsonl":
+            lines = [
+                json.dumps(_with_a_cut_emoji(json.loads(ln), tail)) if ln.strip() else ln
+                for ln in text.split("\n")
+            ]
+            dest.write_text("\n".join(lines), encoding="utf-8")
+        else:
+            dest.write_text(json.dumps(_with_a_cut_emoji(json.loads(text), tail)), encoding="utf-8")
+        out.append(dest)
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_FORMATS))
+def test_a_lone_surrogate_loses_no_record(name, tmp_path):
+    """Claude Code, gemini-cli, opencode and Cline (JavaScript) and the Python harnesses write a
+    half of an emoji cut from its pair as a lone surrogate escape, which orjson refuses: every
+    format reads such a record as it reads the same record with U+FFFD in its place, and no
+    line is malformed."""
+    cut, mended = _surrogate_twins(FIX / name, tmp_path)
+    cut_records = cut.read_text().split("\n") if cut.suffix == ".jsonl" else [cut.read_text()]
+    assert any("\\ud83d" in r for r in cut_records)
+    for r in cut_records:
+        if "\\ud83d" in r:
+            with pytest.raises(orjson.JSONDecodeError, match="surrogate"):
+                orjson.loads(r)
+    stats = LoadStats()
+    got = list(load(cut, stats=stats))
+    want = list(load(mended))
+    assert not stats.errors and not stats.skipped_lines
+    assert [[s.to_dict() for s in t] for t in got] == [[s.to_dict() for s in t] for t in want]
+    assert [t.total_tokens for t in got] == [t.total_tokens for t in want]
+    assert sum(len(t) for t in got) > 0
+
+
+def test_tool_call_arguments_with_a_lone_surrogate_are_parsed():
+    from loopcore.adapters._base import parse_args
+
+    assert parse_args('{"command": "echo \\ud83d!"}') == ({"command": "echo \ufffd!"}, True)
+    assert parse_args('{"command": "echo \\ud83d\\ude00"}') == (
+        {"command": "echo \U0001f600"},
+        True,
+    )
+    assert parse_args('{"command": "echo \\\\ud83d"}') == ({"command": "echo \\ud83d"}, True)
+    assert parse_args('{"command": "\\ud83d') == ('{"command": "\\ud83d', False)
+
+
+def test_a_line_with_a_lone_surrogate_and_another_fault_is_still_named(tmp_path):
+    """Mending is for surrogates only: a line broken otherwise is malformed, with its own error
+    and line, and the lines around it are read."""
+    good = (FIX / "loopcore_steps.jsonl").read_text().splitlines()
+    lines = [good[0], '{"kind": "observe", "name": "Read\\ud83d", ', *good[1:]]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFormatError) as err:
+        list(load(path))
+    assert err.value.line == 2 and "surrogate" not in str(err.value)
+    stats = LoadStats()
+    got = list(load(path, keep_going=True, stats=stats))
+    assert [e.line for e in stats.errors] == [2] and stats.skipped_lines == 1
+    want = list(load(FIX / "loopcore_steps.jsonl"))
+    assert [len(t) for t in got] == [len(t) for t in want]

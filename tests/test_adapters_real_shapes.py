@@ -1524,3 +1524,34 @@ def test_swe_agent_edit_the_linter_reverted_is_a_failed_no_op():
     assert bad.error is not None and "NOT been applied" in bad.error
     assert (good.no_op, good.error) == (False, None)
     assert opened.target == good.target == "/repo/calc.py"
+
+
+def test_opencode_storage_and_database_read_a_lone_surrogate_as_u_fffd(tmp_path):
+    """opencode (TypeScript) writes a half of an emoji cut from its pair as a lone surrogate
+    escape, in its storage files and in its database rows alike: both are read as the same
+    objects with U+FFFD in its place, nothing skipped."""
+    from test_adapters import _with_a_cut_emoji
+
+    src = FIX / "opencode_storage"
+    traces = {}
+    for tail, name in (("\ud83d", "cut"), ("\ufffd", "mended")):
+        store = tmp_path / name / "storage"
+        for f in sorted(src.rglob("*.json")):
+            dest = store / f.relative_to(src)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            doc = json.loads(f.read_text())
+            if f.relative_to(src).parts[0] != "session":  # its title is a plain column
+                doc = _with_a_cut_emoji(doc, tail)
+            dest.write_text(json.dumps(doc))
+        home = tmp_path / name / "db"
+        home.mkdir()
+        _opencode_db(home / "opencode.db", store).close()
+        for source in (store, home / "opencode.db"):
+            stats = LoadStats()
+            (t,) = load(source, stats=stats)
+            assert not stats.errors
+            traces[name, source.name] = [s.to_dict() for s in t]
+    parts = (tmp_path / "cut" / "storage" / "part").rglob("*.json")
+    assert any("\\ud83d" in p.read_text() for p in parts)
+    for where in ("storage", "opencode.db"):
+        assert traces["cut", where] == traces["mended", where] and traces["cut", where]

@@ -497,3 +497,27 @@ def test_a_session_still_being_written_is_analysed_and_its_cut_line_named(tmp_pa
     assert sorted(t["session"] for t in rep["traces"]) == ["live", "other"]
     assert rep["skipped"] == []
     assert f"live.jsonl:{len(lines) + 1}" in out and "cut short" in out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_session_with_a_lone_surrogate_is_analysed_whole(tmp_path, capsys, jobs):
+    """A tool output cut mid-emoji leaves a lone surrogate escape in the session (Claude Code's
+    "no low surrogate in string" sessions): the session is analysed, its repeats found, as the
+    same session with U+FFFD in place of the half character."""
+    reports = {}
+    for name, tail in (("cut", "\ud83d"), ("mended", "\ufffd")):
+        folder = tmp_path / name
+        folder.mkdir()
+        steps = reread_trace("s1")
+        for s in steps:
+            if isinstance(s.result, str):
+                s.result += tail
+        write_jsonl(folder / "s1.jsonl", steps)
+        dest = tmp_path / f"{name}.json"
+        rc, out, err = run(["analyse", str(folder), "--jobs", jobs, "--json", str(dest)], capsys)
+        assert rc in (EXIT_OK, EXIT_FINDINGS), err
+        reports[name] = orjson.loads(dest.read_bytes())
+    assert "\\ud83d" in (tmp_path / "cut" / "s1.jsonl").read_text()
+    cut, mended = reports["cut"], reports["mended"]
+    assert cut["skipped"] == [] and cut["overall"] == mended["overall"]
+    assert cut["overall"]["wasted_tokens"] > 0

@@ -206,6 +206,8 @@ USAGE = st.one_of(
 )
 ARGS_RAW = st.one_of(
     st.sampled_from(['{"command": "ls"}', '{"command": "cat a.py"}', "{bad json", "", '"x"']),
+    # a lone surrogate's escape (a model's half character), mended, beside a well-formed pair
+    st.sampled_from(['{"command": "echo \\ud83d"}', '{"command": "echo \\ud83d\\ude00 \\udc00"}']),
     # the other keys a shell command may sit under, and commands that are no str
     st.sampled_from(
         [

@@ -190,6 +190,28 @@ def test_a_warning_is_appended_to_the_servers_result_as_a_text_block(raw_server)
     assert b"warn consecutive_repeat" in proc.stderr
 
 
+def test_a_call_with_a_lone_surrogate_is_still_checked_and_its_answer_still_counted(raw_server):
+    """A model's half character (a lone surrogate escape in the arguments, which orjson
+    refuses) does not hide a loop from the guard: the calls are checked and blocked as any
+    other, those let through reach the server byte for byte, and the server's answers (which
+    echo the half character) are read as outcomes."""
+    server, log = raw_server
+    lines = [
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_file",'
+        b'"arguments":{"path":"notes \\ud83d.md"}}}\n' % i
+        for i in range(1, 8)
+    ]
+    proc = _run_proxy(server, lines, "--policy", "cline")
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_bytes() == b"".join(lines[:4])  # the blocked calls never reached the server
+    first = next(x for x in proc.stdout.splitlines() if b'"id": 1,' in x)
+    assert b"\\ud83d" in first  # an answer the proxy leaves alone is passed on as it came
+    got = {r["id"]: r["result"] for r in responses(proc.stdout.replace(b"\\ud83d", b"?"))}
+    assert sorted(got) == list(range(1, 8))
+    assert got[3]["content"][-1]["text"].startswith("WARNING")
+    assert all(got[i]["content"][0]["text"].startswith("BLOCKED") for i in (5, 6, 7))
+
+
 def test_quiet_says_nothing_of_its_own(raw_server):
     server, _ = raw_server
     proc = _run_proxy(

@@ -411,9 +411,8 @@ cdef int _walk_messages(
                         else:
                             try:
                                 args = _LOADS(raw)
-                            except _JSON_ERROR:
-                                args = raw
-                                ok = False
+                            except _JSON_ERROR:  # the reference's answer, lone surrogates mended
+                                args, ok = parse_args(raw)
                     else:
                         args, ok = parse_args(raw)
                 args_len = (len(raw) if type(raw) is str else text_len(args)) + len(<str>name)

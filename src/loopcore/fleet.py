@@ -182,7 +182,7 @@ def _rangeable(unit: Unit, fmt: str, range_bytes: int) -> bool:
         or not os.path.isfile(item)
     ):
         return False
-    import orjson
+    from ._json import loads
 
     records: list[Any] = []
     try:
@@ -191,7 +191,7 @@ def _rangeable(unit: Unit, fmt: str, range_bytes: int) -> bool:
                 if len(records) >= _SNIFF_RECORDS or fh.tell() > (8 << 20):
                     break
                 if raw.strip():
-                    records.append(orjson.loads(raw))
+                    records.append(loads(raw))
     except (OSError, ValueError):
         return False
     if len(records) < 2 or not all(isinstance(r, dict) for r in records):
@@ -244,10 +244,12 @@ def _parse_line(raw: bytes, stem: str) -> tuple[str | None, Any]:
     line is not a step record."""
     import orjson
 
+    from ._json import loads
+
     if not raw.strip():
         return None, None
     try:
-        rec = orjson.loads(raw)
+        rec = loads(raw)
     except orjson.JSONDecodeError:
         raise _Irregular from None
     if not isinstance(rec, dict):

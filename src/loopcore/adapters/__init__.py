@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._json import loads
 from .._native_flag import NO_EXTENSIONS
 from ..hashing import canonical_hash
 from ..taxonomy.profiles import get_profile
@@ -946,7 +947,7 @@ def _gemini_sub_agent_files(path: str) -> list[str]:
     try:
         with open(path, "rb") as fh:
             head = fh.readline(_GEMINI_HEAD_BYTES)
-        meta = orjson.loads(head)
+        meta = loads(head)
     except (OSError, orjson.JSONDecodeError):
         return []
     if not (

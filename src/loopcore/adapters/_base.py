@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._json import loads
 from .._native_flag import NO_EXTENSIONS
 from ..taxonomy.profiles import Profile
 from ..trace import Step, Trace
@@ -133,7 +134,7 @@ def parse_args(raw: Any) -> tuple[Any, bool]:
         if not raw:
             return {}, True
         try:
-            return orjson.loads(raw), True
+            return loads(raw), True
         except orjson.JSONDecodeError:
             return raw, False
     return raw, True

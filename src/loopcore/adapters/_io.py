@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from .._json import loads
 from ..taxonomy.profiles import Profile, get_profile
 from ._base import LoadStats, TraceFormatError
 
@@ -318,7 +319,7 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
     if not data or data.isspace():  # isspace stops at the first other byte; strip() would copy
         return Parsed([], [], empty=True)
     try:
-        return Parsed(orjson.loads(data))
+        return Parsed(loads(data))
     except orjson.JSONDecodeError as exc:
         whole_error = exc
     # JSON Lines: only when the first record parses on its own, so a broken pretty-printed
@@ -337,7 +338,7 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
         if not raw.strip():
             continue
         try:
-            rec = orjson.loads(raw)
+            rec = loads(raw)
         except orjson.JSONDecodeError as exc:
             if first:
                 raise TraceFormatError(

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from .._json import loads
 from ._base import Ledger, parse_args, record_ref, text_len, text_of
 from ._io import Ctx
 
@@ -234,7 +235,7 @@ def unwrap_output(raw: Any) -> tuple[Any, dict]:
     facts: dict = {}
     if isinstance(raw, str) and raw.startswith("{") and '"metadata"' in raw:
         try:
-            d = orjson.loads(raw)
+            d = loads(raw)
         except orjson.JSONDecodeError:
             d = None
         if isinstance(d, dict) and "output" in d:

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from .._json import loads
 from ._base import Ledger, Trace, text_len, text_of
 from ._io import Ctx, read_bytes
 
@@ -177,7 +178,7 @@ def _ui_usage(path: str | None) -> list[dict]:
     if not os.path.isfile(ui):
         return []
     try:
-        msgs = orjson.loads(read_bytes(ui))
+        msgs = loads(read_bytes(ui))
     except (OSError, ValueError):  # unreadable (TraceFormatError) or not JSON: no usage to read
         return []
     out = []
@@ -188,7 +189,7 @@ def _ui_usage(path: str | None) -> list[dict]:
             and isinstance(m.get("text"), str)
         ):
             try:
-                d = orjson.loads(m["text"])
+                d = loads(m["text"])
             except orjson.JSONDecodeError:
                 continue
             if (

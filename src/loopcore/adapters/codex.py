@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from .._json import loads
 from ..taxonomy.profiles import normalise_output
 from ._base import Ledger, Trace, text_of
 from ._io import Ctx
@@ -152,7 +153,7 @@ def _exec_result(text: str) -> tuple[str, dict] | None:
     if not body.startswith("{"):
         return None
     try:
-        d = orjson.loads(body)
+        d = loads(body)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(d, dict) or not isinstance(d.get("output"), str):

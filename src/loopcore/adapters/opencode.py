@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from .._json import loads
 from ._base import Ledger, Trace, TraceFormatError
 from ._io import Ctx, max_file_bytes, read_bytes
 
@@ -262,7 +263,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
 
 def _load_json(path: str) -> Any:
     try:
-        return orjson.loads(read_bytes(path))
+        return loads(read_bytes(path))
     except orjson.JSONDecodeError as exc:
         raise TraceFormatError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
 
@@ -367,7 +368,7 @@ def db_session_ids(path: str) -> frozenset[str]:
 def _row_object(raw: Any, what: str, bad: list) -> dict | None:
     # a row's data column: the object's JSON (text or, from some writers, a blob)
     try:
-        value = orjson.loads(raw) if isinstance(raw, (str, bytes)) else None
+        value = loads(raw) if isinstance(raw, (str, bytes)) else None
     except orjson.JSONDecodeError as exc:
         bad.append((None, f"{what}: invalid JSON: {exc.msg}"))
         return None

@@ -38,6 +38,8 @@ from typing import IO, Any
 
 import orjson
 
+from .._json import loads
+
 __all__ = ["MCPProxy", "SERVER_GONE", "block_result", "load_policy", "run", "run_cli"]
 
 #: The JSON-RPC error code of the answers the proxy gives for requests a dead server left open.
@@ -260,7 +262,7 @@ class MCPProxy:
         # else (responses to the server's own requests, blank lines) is not even parsed.
         if b'"method"' in line or line.lstrip()[:1] == b"[":
             try:
-                msg = orjson.loads(line)
+                msg = loads(line)  # a lone surrogate in the arguments is still a call to check
             except orjson.JSONDecodeError:
                 msg = None  # not JSON: the server decides what to make of it
             if isinstance(msg, list) and msg:  # a JSON-RPC batch (protocol revision 2025-03-26)
@@ -388,7 +390,8 @@ class MCPProxy:
         if not (self._open or self._calls or self._timed_out):
             return line  # nothing is waiting for an answer: nothing to look at
         try:
-            msg = orjson.loads(line)
+            # a lone surrogate in a result (a tool output cut mid-emoji) still answers its call
+            msg = loads(line)
         except orjson.JSONDecodeError:
             return line
         if isinstance(msg, list):
