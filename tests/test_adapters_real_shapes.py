@@ -1555,3 +1555,72 @@ def test_opencode_storage_and_database_read_a_lone_surrogate_as_u_fffd(tmp_path)
     assert any("\\ud83d" in p.read_text() for p in parts)
     for where in ("storage", "opencode.db"):
         assert traces["cut", where] == traces["mended", where] and traces["cut", where]
+
+
+# ---- Claude Code 2.1.2+: outputs persisted to tool-results/ --------------------------------
+
+
+def _persisted(file: str, size: str = "61.3KB", preview: str = "FAIL tests/a.test.ts\n") -> str:
+    # the tool_result text Claude Code 2.1.2+ gives the model for an output over its limit
+    return (
+        f"<persisted-output>\nOutput too large ({size}). Full output saved to: {file}\n\n"
+        f"Preview (first 2KB):\n{preview}...\n</persisted-output>"
+    )
+
+
+def _bash_session(path, results, command="npm test"):
+    """A Claude Code 2.1 session running *command* once per result, nothing in between."""
+    sid = "5e55e55e-0000-4000-8000-00000000b16b"
+    base = {"sessionId": sid, "version": "2.1.170", "userType": "external", "cwd": "/w"}
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 900,
+             "output_tokens": 20}  # fmt: skip
+    recs, parent = [], None
+    for i, res in enumerate(results):
+        tid = f"toolu_{i:02d}"
+        recs.append({**base, "parentUuid": parent, "isSidechain": False, "uuid": f"a{i}",
+                     "type": "assistant", "message": {"id": f"msg_{i}", "role": "assistant",
+                     "content": [{"type": "tool_use", "id": tid, "name": "Bash",
+                                  "input": {"command": command}}], "usage": usage}})  # fmt: skip
+        recs.append({**base, "parentUuid": f"a{i}", "isSidechain": False, "uuid": f"u{i}",
+                     "type": "user", "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": tid, "content": res}]}})  # fmt: skip
+        parent = f"u{i}"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_claude_code_persisted_output_is_named_without_its_per_call_file():
+    from loopcore.taxonomy.profiles import normalise_output
+
+    folder = "/home/u/.claude/projects/-w/5e55e55e-0000-4000-8000-00000000b16b/tool-results/"
+    a, fa = normalise_output("claude-code", _persisted(folder + "bj7wqc2ln.txt"))
+    b, fb = normalise_output("claude-code", _persisted(folder + "toolu_01AbCdEf.txt"))
+    assert a == b == _persisted(folder + "<id>.txt")
+    assert fa == {"persisted_output": folder + "bj7wqc2ln.txt"}
+    win = "C:\\Users\\u\\.claude\\projects\\H--p\\db273e77\\tool-results\\x9.txt"
+    c, fc = normalise_output("claude-code", _persisted(win).replace("\n", "\r\n"))
+    assert c == _persisted(win[: -len("x9.txt")] + "<id>.txt").replace("\n", "\r\n")
+    assert fc == {"persisted_output": win}
+    # the size and the preview stay: different outputs stay different
+    assert normalise_output("claude-code", _persisted(folder + "1.txt", size="2.0MB"))[0] != a
+    plain = "Output too large. Full output saved to: /tmp/x.txt"  # not the harness's wrapper
+    assert normalise_output("claude-code", plain) == (plain, {})
+
+
+def test_claude_code_a_big_output_run_again_unchanged_is_a_repeat(tmp_path):
+    """The same big test run twice with nothing in between: the second is charged, though each
+    output was saved to a file of its own; a run whose output changed is not."""
+    folder = "/home/u/.claude/projects/-w/5e55e55e-0000-4000-8000-00000000b16b/tool-results/"
+    same = _bash_session(
+        tmp_path / "same.jsonl", [_persisted(folder + "b1x.txt"), _persisted(folder + "q7z.txt")]
+    )
+    (t,) = load(same)
+    assert [s.meta.get("persisted_output") for s in t] == [folder + "b1x.txt", folder + "q7z.txt"]
+    assert t[0].result == t[1].result
+    rep = loopcore.analyse_burn(t)
+    assert [(f.steps, f.of_step) for f in rep.findings] == [((1,), 0)] and rep.wasted_tokens > 0
+    changed = _bash_session(
+        tmp_path / "changed.jsonl",
+        [_persisted(folder + "b1x.txt"), _persisted(folder + "q7z.txt", preview="PASS\n")],
+    )
+    assert loopcore.analyse_burn(only(changed)).findings == ()

@@ -7,6 +7,7 @@ header and noise arguments) as parameters or overridden methods; the walk itself
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -131,11 +132,18 @@ def anthropic_assistant_blocks(
             ledger.result(step, res, err)
 
 
-def anthropic_user_blocks(content: Any, ledger: Ledger, *, refusals: tuple[str, ...] = ()) -> None:
+def anthropic_user_blocks(
+    content: Any,
+    ledger: Ledger,
+    *,
+    refusals: tuple[str, ...] = (),
+    normalise: Callable[[str], tuple[str, dict]] | None = None,
+) -> None:
     """Pair the tool_result blocks of a user message with their calls; other blocks (and a
     string content) are context. An ``is_error`` result is an error; one whose text starts
     (within 300 characters) with one of *refusals* is a call the harness refused: a rejected
-    turn."""
+    turn. *normalise* (the harness's output normaliser) takes a text result's per-call noise
+    out; the facts it returns go into the step's meta."""
     if not isinstance(content, list):
         ledger.context(text_len(content))
         return
@@ -149,6 +157,10 @@ def anthropic_user_blocks(content: Any, ledger: Ledger, *, refusals: tuple[str, 
                 ledger.orphans += 1
                 ledger.context(text_len(res))
                 continue
+            if normalise is not None and isinstance(res, str):
+                res, facts = normalise(res)
+                if facts:
+                    step.meta.update(facts)
             err = None
             if b.get("is_error"):
                 err = res if isinstance(res, str) and res else True

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..taxonomy.profiles import OUTPUT_NORMALISERS
 from ._base import Ledger, Trace, text_len
 from ._io import COMPRESSED_SUFFIXES, Ctx, plain_name
 from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
@@ -56,6 +57,8 @@ KNOWN_TYPES = _RECORD_TYPES | frozenset(
     }
 )
 _DESCRIBED = frozenset({"Bash"})
+#: A tool output too big for the transcript is in a file of its own, named anew on every call.
+_PERSISTED = OUTPUT_NORMALISERS[PROFILE]
 _REFUSALS = (
     "No such tool available",
     "InputValidationError",
@@ -314,7 +317,9 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         else:
             if not sub and _from_person(r, msg):
                 ledger.user()
-            anthropic_user_blocks(msg.get("content"), ledger, refusals=_REFUSALS)
+            anthropic_user_blocks(
+                msg.get("content"), ledger, refusals=_REFUSALS, normalise=_PERSISTED
+            )
             ran = _sub_agent_run(r)
             if ran is not None:
                 ran_by.setdefault(key, []).append((sid, *ran))

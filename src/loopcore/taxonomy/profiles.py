@@ -886,11 +886,35 @@ def _strip_gemini_shell_footer(text: str) -> tuple[str, dict]:
     return "\n".join(kept), facts
 
 
+_CLAUDE_PERSISTED = re.compile(r"<persisted-output>\r?\n[^\n]*?Full output saved to: ([^\r\n]+)")
+
+
+def _claude_persisted_name(text: str) -> tuple[str, dict]:
+    """Claude Code 2.1.2+ keeps a tool output over its size limit in a file of its own,
+    ``<session>/tool-results/<id>.txt``, and gives the model ``<persisted-output>``, ``Output too
+    large (1.2MB). Full output saved to: <path>``, then a preview of its first 2 KB; the file's
+    id is new on every call, so two identical big outputs (a test run, a log, a search re-run)
+    only compare equal without it. Returns (text with the file named ``<id>`` and its folder
+    and extension kept, facts): ``persisted_output`` is the path as written."""
+    if not text.startswith("<persisted-output>"):
+        return text, {}
+    m = _CLAUDE_PERSISTED.match(text)
+    if m is None:
+        return text, {}
+    path = m.group(1).rstrip()
+    k = max(path.rfind("/"), path.rfind("\\"))
+    name = path[k + 1 :]
+    dot = name.rfind(".")
+    kept = path[: k + 1] + "<id>" + (name[dot:] if dot > 0 else "")
+    return text[: m.start(1)] + kept + text[m.start(1) + len(path) :], {"persisted_output": path}
+
+
 #: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
 #: wraps tool outputs in per-call noise (Codex's ``Chunk ID`` / ``Wall time`` header) gets the
 #: noise removed so two identical results compare equal; *facts* are what the noise said
 #: (``returncode``, ``exec_session``). See docs/formats.md.
 OUTPUT_NORMALISERS: dict[str, Callable[[str], tuple[str, dict]]] = {
+    "claude-code": _claude_persisted_name,
     "codex": _strip_codex_headers,
     "gemini-cli": _strip_gemini_shell_footer,
 }
