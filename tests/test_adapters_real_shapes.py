@@ -1596,11 +1596,11 @@ def test_claude_code_persisted_output_is_named_without_its_per_call_file():
     a, fa = normalise_output("claude-code", _persisted(folder + "bj7wqc2ln.txt"))
     b, fb = normalise_output("claude-code", _persisted(folder + "toolu_01AbCdEf.txt"))
     assert a == b == _persisted(folder + "<id>.txt")
-    assert fa == {"persisted_output": folder + "bj7wqc2ln.txt"}
+    assert fa == {"output_file": folder + "bj7wqc2ln.txt"}
     win = "C:\\Users\\u\\.claude\\projects\\H--p\\db273e77\\tool-results\\x9.txt"
     c, fc = normalise_output("claude-code", _persisted(win).replace("\n", "\r\n"))
     assert c == _persisted(win[: -len("x9.txt")] + "<id>.txt").replace("\n", "\r\n")
-    assert fc == {"persisted_output": win}
+    assert fc == {"output_file": win}
     # the size and the preview stay: different outputs stay different
     assert normalise_output("claude-code", _persisted(folder + "1.txt", size="2.0MB"))[0] != a
     plain = "Output too large. Full output saved to: /tmp/x.txt"  # not the harness's wrapper
@@ -1615,12 +1615,85 @@ def test_claude_code_a_big_output_run_again_unchanged_is_a_repeat(tmp_path):
         tmp_path / "same.jsonl", [_persisted(folder + "b1x.txt"), _persisted(folder + "q7z.txt")]
     )
     (t,) = load(same)
-    assert [s.meta.get("persisted_output") for s in t] == [folder + "b1x.txt", folder + "q7z.txt"]
+    assert [s.meta.get("output_file") for s in t] == [folder + "b1x.txt", folder + "q7z.txt"]
     assert t[0].result == t[1].result
     rep = loopcore.analyse_burn(t)
     assert [(f.steps, f.of_step) for f in rep.findings] == [((1,), 0)] and rep.wasted_tokens > 0
     changed = _bash_session(
         tmp_path / "changed.jsonl",
         [_persisted(folder + "b1x.txt"), _persisted(folder + "q7z.txt", preview="PASS\n")],
+    )
+    assert loopcore.analyse_burn(only(changed)).findings == ()
+
+
+# ---- gemini-cli: outputs truncated and saved to tool-outputs/ -----------------------------
+
+_GEMINI_TMP = "/home/u/.gemini/tmp/9f8e7d6c/tool-outputs"
+
+
+def _gemini_truncated(path: str, tail: str = "FAIL src/a.test.ts") -> str:
+    # gemini-cli 0.3x+'s formatTruncatedToolOutput notice
+    return (
+        "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: "
+        f"{path}\nnpm test\n\n... [51,234 characters omitted] ...\n\n{tail}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, path",
+    [
+        (_gemini_truncated(f"{_GEMINI_TMP}/session-p1/run_shell_command_c1.txt"),
+         f"{_GEMINI_TMP}/session-p1/run_shell_command_c1.txt"),
+        ("Tool output was too large and has been truncated.\nThe full output has been saved to: "
+         "/tmp/g/c7.output\nTo read the complete output, use the read_file tool.\nTruncated part "
+         "of the output:\nabc", "/tmp/g/c7.output"),
+        ("[Message Normalized: Tool output exceeded size limit]abc\n\nFull output saved to: "
+         f"{_GEMINI_TMP}/mcp_c9.txt", f"{_GEMINI_TMP}/mcp_c9.txt"),
+    ],
+)  # fmt: skip
+def test_gemini_cli_saved_output_is_named_without_its_per_call_file(text, path):
+    from loopcore.taxonomy.profiles import normalise_output
+
+    got, facts = normalise_output("gemini-cli", text)
+    assert facts == {"output_file": path}
+    assert got == text.replace(path, "<file>")
+    other = text.replace(path, f"{_GEMINI_TMP}/session-p2/run_shell_command_c8.txt")
+    assert normalise_output("gemini-cli", other)[0] == got
+    # a command's own output that names a file is not the harness's notice
+    own = "Build done. For full output see: /tmp/build.log"
+    assert normalise_output("gemini-cli", own) == (own, {})
+
+
+def _gemini_shell_session(path, outputs, command="npm test"):
+    """A gemini-cli recording running *command* once per output, one turn each."""
+    lines = [{"sessionId": "5e55e55e-1b3d-4c5e-8f6a-9b0c1d2e3f4a", "projectHash": "9f8e7d6c",
+              "startTime": "2026-11-20T08:00:00.000Z", "lastUpdated": "2026-11-20T08:00:00.000Z",
+              "kind": "main"},
+             {"id": "m-u1", "timestamp": "2026-11-20T08:00:00.000Z", "type": "user",
+              "content": [{"text": "Run the tests."}]}]  # fmt: skip
+    for i, out in enumerate(outputs):
+        cid = f"run_shell_command_{i}"
+        lines.append({"id": f"m-g{i}", "timestamp": "2026-11-20T08:00:00.000Z", "type": "gemini",
+                      "content": "", "toolCalls": [{"id": cid, "name": "run_shell_command",
+                      "args": {"command": command}, "status": "success",
+                      "timestamp": "2026-11-20T08:00:00.000Z", "result": [{"functionResponse": {
+                          "id": cid, "name": "run_shell_command",
+                          "response": {"output": out}}}]}],
+                      "tokens": {"input": 900, "output": 20, "cached": 0, "thoughts": 0,
+                                 "tool": 0, "total": 920}})  # fmt: skip
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_gemini_cli_a_big_output_run_again_unchanged_is_a_repeat(tmp_path):
+    a = f"{_GEMINI_TMP}/session-p1/run_shell_command_0.txt"
+    b = f"{_GEMINI_TMP}/session-p2/run_shell_command_1.txt"
+    t = only(_gemini_shell_session(tmp_path / "session-s.jsonl", [_gemini_truncated(a),
+                                                                   _gemini_truncated(b)]))  # fmt: skip
+    assert [s.meta.get("output_file") for s in t] == [a, b]
+    rep = loopcore.analyse_burn(t)
+    assert [(f.steps, f.of_step) for f in rep.findings] == [((1,), 0)]
+    changed = _gemini_shell_session(
+        tmp_path / "session-c.jsonl", [_gemini_truncated(a), _gemini_truncated(b, tail="PASS")]
     )
     assert loopcore.analyse_burn(only(changed)).findings == ()

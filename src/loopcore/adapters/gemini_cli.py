@@ -196,6 +196,8 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
                 facts = facts or more
             if facts.get("returncode") is not None:
                 step.meta["returncode"] = facts["returncode"]
+            if "output_file" in facts:
+                step.meta["output_file"] = facts["output_file"]
             ledger.result(step, result, error)
 
 

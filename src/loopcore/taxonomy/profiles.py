@@ -886,6 +886,48 @@ def _strip_gemini_shell_footer(text: str) -> tuple[str, dict]:
     return "\n".join(kept), facts
 
 
+# gemini-cli's notices of a tool output it truncated and saved whole to a file: each starts the
+# result, and the file's path (to the end of its line) is named for the call (and, since 0.3x,
+# the prompt), so it is new every time.
+_GEMINI_SAVED = (
+    # 0.3x+: the scheduler's formatTruncatedToolOutput
+    ("Output too large. Showing first ", "For full output see: "),
+    # 0.1x-0.2x: truncateAndSaveToFile
+    ("Tool output was too large and has been truncated.", "The full output has been saved to: "),
+    # the context pipeline's distillation, the path after the truncated text
+    ("[Message Normalized: Tool output exceeded size limit]", "\n\nFull output saved to: "),
+)
+
+
+def _gemini_saved_file(text: str) -> tuple[str, dict]:
+    """gemini-cli truncates a shell or MCP output over its limit, saves it whole to
+    ``<project temp>/tool-outputs/[session-<prompt id>/]<tool>_<call id>.txt`` (``<call
+    id>.output`` before 0.3x) and gives the model a notice naming that file: the path becomes
+    ``<file>``, the rest (sizes, head and tail) stays. Returns (text, facts): ``output_file`` is
+    the path as written."""
+    for head, marker in _GEMINI_SAVED:
+        if not text.startswith(head):
+            continue
+        at = text.rfind(marker) if marker.startswith("\n") else text.find(marker)
+        if at < 0:
+            return text, {}
+        start = at + len(marker)
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        path = text[start:end].rstrip("\r")
+        if not path:
+            return text, {}
+        return text[:start] + "<file>" + text[start + len(path) :], {"output_file": path}
+    return text, {}
+
+
+def _gemini_output(text: str) -> tuple[str, dict]:
+    # gemini-cli's normaliser: the shell footer, then a saved output's file
+    text, facts = _strip_gemini_shell_footer(text)
+    text, more = _gemini_saved_file(text)
+    return text, {**facts, **more} if more else facts
+
+
 _CLAUDE_PERSISTED = re.compile(r"<persisted-output>\r?\n[^\n]*?Full output saved to: ([^\r\n]+)")
 
 
@@ -895,7 +937,7 @@ def _claude_persisted_name(text: str) -> tuple[str, dict]:
     large (1.2MB). Full output saved to: <path>``, then a preview of its first 2 KB; the file's
     id is new on every call, so two identical big outputs (a test run, a log, a search re-run)
     only compare equal without it. Returns (text with the file named ``<id>`` and its folder
-    and extension kept, facts): ``persisted_output`` is the path as written."""
+    and extension kept, facts): ``output_file`` is the path as written."""
     if not text.startswith("<persisted-output>"):
         return text, {}
     m = _CLAUDE_PERSISTED.match(text)
@@ -906,7 +948,7 @@ def _claude_persisted_name(text: str) -> tuple[str, dict]:
     name = path[k + 1 :]
     dot = name.rfind(".")
     kept = path[: k + 1] + "<id>" + (name[dot:] if dot > 0 else "")
-    return text[: m.start(1)] + kept + text[m.start(1) + len(path) :], {"persisted_output": path}
+    return text[: m.start(1)] + kept + text[m.start(1) + len(path) :], {"output_file": path}
 
 
 #: Per-harness output normalisation: profile name -> ``fn(text) -> (text, facts)``. A harness that
@@ -916,7 +958,7 @@ def _claude_persisted_name(text: str) -> tuple[str, dict]:
 OUTPUT_NORMALISERS: dict[str, Callable[[str], tuple[str, dict]]] = {
     "claude-code": _claude_persisted_name,
     "codex": _strip_codex_headers,
-    "gemini-cli": _strip_gemini_shell_footer,
+    "gemini-cli": _gemini_output,
 }
 
 
