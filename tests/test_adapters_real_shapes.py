@@ -1697,3 +1697,73 @@ def test_gemini_cli_a_big_output_run_again_unchanged_is_a_repeat(tmp_path):
         tmp_path / "session-c.jsonl", [_gemini_truncated(a), _gemini_truncated(b, tail="PASS")]
     )
     assert loopcore.analyse_burn(only(changed)).findings == ()
+
+
+# ---- opencode: outputs truncated and saved to its truncation folder ------------------------
+
+_OC_DIR = "/home/u/.local/share/opencode/tool-output"
+
+
+def _opencode_truncated(file: str, head: str = "FAIL src/a.test.ts", how: str = "head") -> str:
+    # opencode's Truncate.output: the kept lines, the count cut, and the hint naming the file
+    hint = (
+        f"Full output saved to: {file}\nUse Grep to search the full content or Read with "
+        "offset/limit to view specific sections."
+    )
+    if how == "tail":
+        return f"...4512 lines truncated...\n\n{hint}\n\n{head}"
+    if how == "streamed":  # a bash command's output spilled to the file as it ran
+        return (
+            "The command output was 91234 bytes and was truncated (inline limit: 51200 bytes).\n"
+            f"{hint}\nNote: This file will be deleted after a few more commands."
+        )
+    if how == "task":
+        hint = (
+            f"Full output saved to: {file}\nUse the Task tool to have explore agent process "
+            "this file with Grep and Read (with offset/limit). Do NOT read the full file "
+            "yourself - delegate to save context."
+        )
+    return f"{head}\n\n...4512 lines truncated...\n\n{hint}"
+
+
+@pytest.mark.parametrize("how", ["head", "tail", "task", "streamed"])
+def test_opencode_saved_output_is_named_without_its_per_call_file(how):
+    from loopcore.taxonomy.profiles import normalise_output
+
+    a = f"{_OC_DIR}/tool_9a1b2c3d4e5f001"
+    got, facts = normalise_output("opencode", _opencode_truncated(a, how=how))
+    assert facts == {"output_file": a}
+    assert got == _opencode_truncated("<file>", how=how)
+    assert (
+        normalise_output("opencode", _opencode_truncated(f"{_OC_DIR}/tool_x2", how=how))[0] == got
+    )
+    own = "make: see the log. Full output saved to: /tmp/build.log\nDone."
+    assert normalise_output("opencode", own) == (own, {})
+
+
+def test_opencode_a_big_output_run_again_unchanged_is_a_repeat(tmp_path):
+    doc = json.loads((FIX / "opencode_export.json").read_text())
+    user, asst = doc["messages"][0], doc["messages"][1]
+
+    def session(outputs):
+        msgs = [user]
+        for i, out in enumerate(outputs):
+            m = json.loads(json.dumps(asst))
+            m["info"]["id"] = f"msg_b{i}"
+            m["parts"] = [{"id": f"prt_b{i}", "sessionID": doc["info"]["id"], "messageID": f"msg_b{i}",
+                           "type": "tool", "callID": f"toolu_b{i}", "tool": "bash",
+                           "state": {"status": "completed", "input": {"command": "npm test"},
+                                     "output": out, "metadata": {"exit": 1, "truncated": True},
+                                     "title": "npm test", "time": {"start": 1, "end": 2}}}]  # fmt: skip
+            msgs.append(m)
+        path = tmp_path / f"s{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"info": doc["info"], "messages": msgs}))
+        return only(path)
+
+    a, b = f"{_OC_DIR}/tool_9a1b001", f"{_OC_DIR}/tool_9a1b002"
+    t = session([_opencode_truncated(a), _opencode_truncated(b)])
+    assert [s.meta.get("output_file") for s in t] == [a, b]
+    rep = loopcore.analyse_burn(t)
+    assert [(f.steps, f.of_step) for f in rep.findings] == [((1,), 0)]
+    changed = session([_opencode_truncated(a), _opencode_truncated(b, head="PASS")])
+    assert loopcore.analyse_burn(changed).findings == ()

@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from .._json import loads
+from ..taxonomy.profiles import normalise_output
 from ._base import Ledger, Trace, TraceFormatError
 from ._io import Ctx, max_file_bytes, read_bytes
 
@@ -149,7 +150,10 @@ def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
         code = md.get("exit") if isinstance(md, dict) else None
         if isinstance(code, int) and not isinstance(code, bool):
             step.meta["returncode"] = code  # the bash tool's exit code
-        ledger.result(step, state.get("output"))
+        output, facts = normalise_output(PROFILE, state.get("output"))
+        if facts:
+            step.meta.update(facts)
+        ledger.result(step, output)
     elif status == "error":
         err = state.get("error")
         ledger.result(step, err, err or True)

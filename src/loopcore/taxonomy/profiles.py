@@ -928,6 +928,29 @@ def _gemini_output(text: str) -> tuple[str, dict]:
     return text, {**facts, **more} if more else facts
 
 
+# opencode's hint after a truncated tool output: the file (``tool_<id>`` in its truncation
+# folder) is new on every call; the line after it is opencode's own advice.
+_OPENCODE_SAVED = re.compile(
+    r"Full output saved to: ([^\r\n]+)\r?\n"
+    r"Use (?:Grep to search|the Task tool to have explore agent process)"
+)
+
+
+def _opencode_saved_file(text: str) -> tuple[str, dict]:
+    """opencode truncates a tool output over its limit (a bash command's streamed output too),
+    saves it whole to a file of its truncation folder named for the call (``tool_<id>``), and
+    gives the model the head or tail, or the size, with ``Full output saved to: <path>`` and a
+    line of advice on reading it: the path becomes ``<file>``. Returns (text, facts):
+    ``output_file`` is the path as written."""
+    if "Full output saved to: " not in text:
+        return text, {}
+    m = _OPENCODE_SAVED.search(text)
+    if m is None:
+        return text, {}
+    path = m.group(1)
+    return text[: m.start(1)] + "<file>" + text[m.end(1) :], {"output_file": path}
+
+
 _CLAUDE_PERSISTED = re.compile(r"<persisted-output>\r?\n[^\n]*?Full output saved to: ([^\r\n]+)")
 
 
@@ -959,6 +982,7 @@ OUTPUT_NORMALISERS: dict[str, Callable[[str], tuple[str, dict]]] = {
     "claude-code": _claude_persisted_name,
     "codex": _strip_codex_headers,
     "gemini-cli": _gemini_output,
+    "opencode": _opencode_saved_file,
 }
 
 
