@@ -1603,6 +1603,19 @@ def test_claude_code_persisted_output_is_named_without_its_per_call_file():
     assert fc == {"output_file": win}
     # the size and the preview stay: different outputs stay different
     assert normalise_output("claude-code", _persisted(folder + "1.txt", size="2.0MB"))[0] != a
+    # no size, no preview; the path on a line of its own
+    bare = "<persisted-output>\nOutput too large. Full output saved to: /c/tool-results/b1.txt\n"
+    assert normalise_output("claude-code", bare + "</persisted-output>")[0] == (
+        "<persisted-output>\nOutput too large. Full output saved to: /c/tool-results/<id>.txt\n"
+        "</persisted-output>"
+    )
+    own_line = (
+        "<persisted-output>\nOutput too large. Full output saved to:\n/t/tool-results/c_1.txt\n"
+    )
+    assert normalise_output("claude-code", own_line) == (
+        "<persisted-output>\nOutput too large. Full output saved to:\n/t/tool-results/<id>.txt\n",
+        {"output_file": "/t/tool-results/c_1.txt"},
+    )
     plain = "Output too large. Full output saved to: /tmp/x.txt"  # not the harness's wrapper
     assert normalise_output("claude-code", plain) == (plain, {})
 

@@ -951,7 +951,10 @@ def _opencode_saved_file(text: str) -> tuple[str, dict]:
     return text[: m.start(1)] + "<file>" + text[m.end(1) :], {"output_file": path}
 
 
-_CLAUDE_PERSISTED = re.compile(r"<persisted-output>\r?\n[^\n]*?Full output saved to: ([^\r\n]+)")
+# the path follows on the same line, or (in some sub-agents' results) on the next one
+_CLAUDE_PERSISTED = re.compile(
+    r"<persisted-output>\r?\n[^\n]*?Full output saved to:(?: |\r?\n)([^\r\n]+)"
+)
 
 
 def _claude_persisted_name(text: str) -> tuple[str, dict]:
