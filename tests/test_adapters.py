@@ -2720,6 +2720,29 @@ def test_a_last_line_cut_short_is_not_read_and_the_rest_is(tmp_path):
     assert len(t) == 2 and "incomplete_line" not in t.meta
 
 
+def test_a_session_whose_first_record_is_being_written_is_empty_not_malformed(tmp_path):
+    # a .jsonl session caught while its first record is written: nothing to read yet, the
+    # line is named; a whole JSON document cut short (.json) and a line broken mid-way stay
+    # malformed
+    good = (FIX / "malformed_steps.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    for name in ("new.jsonl", "new.jsonl.gz"):
+        path = tmp_path / name
+        half = good[: len(good) // 2].encode()
+        path.write_bytes(gzip.compress(half) if name.endswith(".gz") else half)
+        stats = LoadStats()
+        (t,) = load(path, stats=stats)
+        assert len(t) == 0 and t.meta["incomplete_line"] == 1 and t.meta["empty"]
+        assert stats.errors == [] and stats.no_steps == []
+    cut_doc = tmp_path / "doc.json"
+    cut_doc.write_text(good[: len(good) // 2], encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="invalid JSON"):
+        list(load(cut_doc))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(good.replace(",", " x,", 1), encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="invalid JSON"):
+        list(load(broken))
+
+
 def test_a_utf8_byte_order_mark_is_passed_over(tmp_path):
     src = (FIX / "openai_chat.json").read_bytes()
     (tmp_path / "bom").mkdir()

@@ -499,6 +499,15 @@ def test_a_session_still_being_written_is_analysed_and_its_cut_line_named(tmp_pa
     assert f"live.jsonl:{len(lines) + 1}" in out and "cut short" in out
 
 
+def test_a_session_whose_first_record_is_being_written_is_named_not_fatal(tmp_path, capsys):
+    write_jsonl(tmp_path / "done.jsonl", reread_trace("done"))
+    first = json.dumps(reread_trace("new")[0].to_dict())
+    (tmp_path / "new.jsonl").write_text(first[: len(first) // 2], encoding="utf-8")
+    rc, out, err = run(["analyse", str(tmp_path), "--jobs", "1"], capsys)
+    assert rc in (EXIT_OK, EXIT_FINDINGS), err
+    assert "new.jsonl:1" in out and "cut short" in out
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_session_with_a_lone_surrogate_is_analysed_whole(tmp_path, capsys, jobs):
     """A tool output cut mid-emoji leaves a lone surrogate escape in the session (Claude Code's

@@ -313,7 +313,10 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
     newline and does not parse, after records that do, is a file still being written (a harness
     appends each record with its newline, so a reader can catch the last one half written) or
     cut short by a crash: the records before it are read, and the line is
-    ``Parsed.incomplete``, never a malformed record that fails the file."""
+    ``Parsed.incomplete``, never a malformed record that fails the file. A ``.jsonl`` file
+    whose only line is such a record (a session whose first record is being written) is an
+    empty source with that line incomplete: a whole JSON document cut short is malformed, and
+    only the name tells the two apart."""
     if data[:3] == _UTF8_BOM:
         data = data[3:]
     if not data or data.isspace():  # isspace stops at the first other byte; strip() would copy
@@ -322,6 +325,14 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
         return Parsed(loads(data))
     except orjson.JSONDecodeError as exc:
         whole_error = exc
+    if (
+        whole_error.msg == "unexpected end of data"
+        and path is not None
+        and plain_name(path).endswith(".jsonl")
+        and b"\n" not in data
+        and data.lstrip()[:1] == b"{"
+    ):
+        return Parsed([], [], empty=True, incomplete=1)
     # JSON Lines: only when the first record parses on its own, so a broken pretty-printed
     # document reports its own error and line instead of a cascade of bad "lines".
     records: list[Any] = []
