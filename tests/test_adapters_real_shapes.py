@@ -1780,3 +1780,30 @@ def test_opencode_a_big_output_run_again_unchanged_is_a_repeat(tmp_path):
     assert [(f.steps, f.of_step) for f in rep.findings] == [((1,), 0)]
     changed = session([_opencode_truncated(a), _opencode_truncated(b, head="PASS")])
     assert loopcore.analyse_burn(changed).findings == ()
+
+
+def test_claude_code_saved_tool_results_are_not_traces_of_their_own(tmp_path):
+    """``~/.claude/projects/<project>/<sessionId>/tool-results/`` holds the outputs Claude Code
+    saved whole (a structured one as JSON, here one shaped like a chat export and one ``[]``):
+    a walk of the projects folder reads the session, not them; a folder of that name anywhere
+    else, or named on its own, is read as usual."""
+    sid = "0f1e2d3c-0000-4000-8000-000000000001"
+    project = tmp_path / "projects" / "-w"
+    saved = project / sid / "tool-results"
+    saved.mkdir(parents=True)
+    shutil.copy(FIX / "claude_code_session.jsonl", project / f"{sid}.jsonl")
+    shutil.copy(FIX / "openai_chat.json", saved / "toolu_01.json")
+    (saved / "toolu_02.json").write_text("[]")
+    (saved / "b1x.txt").write_text("plain output")
+    stats = LoadStats()
+    got = list(load(tmp_path / "projects", stats=stats))
+    assert {t.format for t in got} == {"claude-code"}
+    assert [s.to_dict() for t in got for s in t] == [
+        s.to_dict() for t in load(FIX / "claude_code_session.jsonl") for s in t
+    ]
+    assert stats.ignored == [] and stats.no_steps == []
+    assert {t.format for t in load(saved)} == {"openai-chat", "loopcore"}
+    elsewhere = tmp_path / "runs" / "tool-results"
+    elsewhere.mkdir(parents=True)
+    shutil.copy(FIX / "openai_chat.json", elsewhere / "run.json")
+    assert [t.format for t in load(tmp_path / "runs")] == ["openai-chat"]

@@ -38,6 +38,7 @@ from . import (
 )
 from ._base import LoadStats, TraceFormatError, estimate_tokens
 from ._io import (
+    COMPRESSED_SUFFIXES,
     Ctx,
     Parsed,
     inflate_bytes,
@@ -623,6 +624,17 @@ class StoreBesideDb(StoreFolder):
     __slots__ = ()
 
 
+def _side_outputs(root: str, d: str) -> bool:
+    """Whether *d* (a folder in *root*) is Claude Code's ``<sessionId>/tool-results/`` beside
+    ``<sessionId>.jsonl``: the outputs too big for the transcript, saved whole (a structured
+    one as JSON, which could pass for a trace). The transcript holds what the model saw of
+    them; read as traces they would count tokens twice."""
+    if d != "tool-results":
+        return False
+    base = os.path.normpath(root)
+    return any(os.path.isfile(base + ".jsonl" + s) for s in ("", *COMPRESSED_SUFFIXES))
+
+
 def _walk(folder: str) -> Iterator[str | list[str]]:
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
     V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
@@ -643,7 +655,7 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
             else:
                 yield StoreFolder(root)
             continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _side_outputs(root, d))
         present = set(files)
         names = sorted(
             f
