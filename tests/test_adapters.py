@@ -2743,6 +2743,24 @@ def test_a_session_whose_first_record_is_being_written_is_empty_not_malformed(tm
         list(load(broken))
 
 
+def test_an_empty_list_in_a_folder_is_no_trace(tmp_path):
+    # ~/.claude/todos/<id>.json is [] for a session with no todo list: no trace, no warning of
+    # a source without steps; the same file named on its own, and an empty .jsonl session in
+    # the folder, are still empty traces
+    home = tmp_path / ".claude"
+    (home / "todos").mkdir(parents=True)
+    (home / "projects" / "-w").mkdir(parents=True)
+    todo = home / "todos" / "5e55e55e-agent-5e55e55e.json"
+    todo.write_text("[]")
+    (home / "projects" / "-w" / "new.jsonl").write_text("")
+    stats = LoadStats()
+    got = list(load(home, stats=stats))
+    assert [t.session for t in got] == ["new"] and got[0].meta["empty"]
+    assert stats.ignored == [str(todo)] and stats.no_steps == []
+    (t,) = load(todo)
+    assert len(t) == 0 and t.meta["empty"]
+
+
 def test_a_utf8_byte_order_mark_is_passed_over(tmp_path):
     src = (FIX / "openai_chat.json").read_bytes()
     (tmp_path / "bom").mkdir()

@@ -705,6 +705,12 @@ def _parse_one(
     for lineno, msg in parsed.bad:
         ctx.bad(msg, line=lineno)
     detected = fmt == "auto"
+    if detected and in_folder and not parsed.empty and parsed.doc == []:
+        # a JSON document that is [] names no format: in a folder it is some tool's empty list
+        # (Claude Code keeps each session's todo list as ~/.claude/todos/<id>.json), no trace
+        if stats is not None:
+            stats.ignored.append(path)
+        return []
     if parsed.empty or (isinstance(parsed.doc, list) and not parsed.doc):
         name: str | None = loopcore_steps.NAME if detected else fmt
         traces = [
