@@ -1807,3 +1807,25 @@ def test_claude_code_saved_tool_results_are_not_traces_of_their_own(tmp_path):
     elsewhere.mkdir(parents=True)
     shutil.copy(FIX / "openai_chat.json", elsewhere / "run.json")
     assert [t.format for t in load(tmp_path / "runs")] == ["openai-chat"]
+
+
+def test_gemini_cli_checkpoint_beside_recordings_is_read_once(tmp_path):
+    """``/chat save`` writes the conversation's history to ``checkpoint-<tag>.json`` in the
+    project's temp folder, beside ``chats/`` where the same conversation is recorded: a walk
+    reads the recordings, not the copy (its calls would count twice); a checkpoint with no
+    recordings beside it (gemini-cli before chat recording) or named on its own is read."""
+    project = tmp_path / "tmp" / "9f8e7d6c"
+    (project / "chats").mkdir(parents=True)
+    shutil.copy(
+        FIX / "gemini_cli_session.jsonl",
+        project / "chats" / "session-2026-05-20T08-00-7c2f9e0a.jsonl",
+    )
+    shutil.copy(FIX / "gemini_cli_checkpoint.json", project / "checkpoint-fix.json")
+    got = list(load(tmp_path / "tmp"))
+    assert [t.meta["recording"] for t in got] == ["jsonl"]
+    (alone,) = load(project / "checkpoint-fix.json")
+    assert alone.meta["recording"] == "checkpoint" and len(alone) > 0
+    old = tmp_path / "old" / "9f8e7d6c"
+    old.mkdir(parents=True)
+    shutil.copy(FIX / "gemini_cli_checkpoint.json", old / "checkpoint-fix.json")
+    assert [t.meta["recording"] for t in load(tmp_path / "old")] == ["checkpoint"]

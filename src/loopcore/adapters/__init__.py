@@ -624,6 +624,14 @@ class StoreBesideDb(StoreFolder):
     __slots__ = ()
 
 
+def _gemini_recordings(chats: str) -> bool:
+    """Whether gemini-cli's ``chats/`` folder holds chat recordings (``session-*.json[l]``)."""
+    try:
+        return any(plain_name(f).startswith("session-") for f in os.listdir(chats))
+    except OSError:
+        return False
+
+
 def _side_outputs(root: str, d: str) -> bool:
     """Whether *d* (a folder in *root*) is Claude Code's ``<sessionId>/tool-results/`` beside
     ``<sessionId>.jsonl``: the outputs too big for the transcript, saved whole (a structured
@@ -657,6 +665,7 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not _side_outputs(root, d))
         present = set(files)
+        recorded = "chats" in dirs and _gemini_recordings(os.path.join(root, "chats"))
         names = sorted(
             f
             for f in files
@@ -670,6 +679,9 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
                 # before), copies it into session-*.jsonl and appends there, leaving the
                 # .json: the .jsonl holds it all, read once
                 and not (f.startswith("session-") and f.endswith(".json") and f + "l" in present)
+                # a gemini-cli /chat save checkpoint beside the project's recordings is a copy
+                # of a recorded conversation: read, its calls would count twice
+                and not (f.startswith("checkpoint-") and f.endswith(".json") and recorded)
             )
             or f == opencode.DB_NAME  # opencode 1.2+ keeps its sessions in SQLite
         )
