@@ -717,12 +717,6 @@ def _parse_one(
     for lineno, msg in parsed.bad:
         ctx.bad(msg, line=lineno)
     detected = fmt == "auto"
-    if detected and in_folder and not parsed.empty and parsed.doc == []:
-        # a JSON document that is [] names no format: in a folder it is some tool's empty list
-        # (Claude Code keeps each session's todo list as ~/.claude/todos/<id>.json), no trace
-        if stats is not None:
-            stats.ignored.append(path)
-        return []
     if parsed.empty or (isinstance(parsed.doc, list) and not parsed.doc):
         name: str | None = loopcore_steps.NAME if detected else fmt
         traces = [
@@ -931,9 +925,14 @@ def _load_file(
         return traces
     if stats is not None:
         stats.files += 1
-    return _parse_one(
-        item, parse_bytes(read_bytes(item), item), fmt, keep_going, stats, profile, in_folder
-    )
+    parsed = parse_bytes(read_bytes(item), item)
+    if in_folder and fmt == "auto" and not parsed.empty and parsed.doc == []:
+        # a JSON file that is [] names no format: in a folder it is some tool's empty list
+        # (Claude Code keeps each session's todo list as ~/.claude/todos/<id>.json), no trace
+        if stats is not None:
+            stats.ignored.append(item)
+        return []
+    return _parse_one(item, parsed, fmt, keep_going, stats, profile, in_folder)
 
 
 def _sub_agent_files(path: str) -> list[str]:
