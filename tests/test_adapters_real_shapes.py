@@ -1829,3 +1829,99 @@ def test_gemini_cli_checkpoint_beside_recordings_is_read_once(tmp_path):
     old.mkdir(parents=True)
     shutil.copy(FIX / "gemini_cli_checkpoint.json", old / "checkpoint-fix.json")
     assert [t.meta["recording"] for t in load(tmp_path / "old")] == ["checkpoint"]
+
+
+# ---- Claude Code: records written again with their own uuid -------------------------------
+
+
+def _read_files_session(reads):
+    """Claude Code 2.1 records: a prompt, then one Read per path of *reads*, each answered."""
+    sid = "5e55e55e-0000-4000-8000-00000000c0de"
+    base = {"sessionId": sid, "version": "2.1.240", "userType": "external", "cwd": "/w",
+            "isSidechain": False}  # fmt: skip
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 900,
+             "output_tokens": 20}  # fmt: skip
+    recs = [{**base, "parentUuid": None, "uuid": "p0", "type": "user",
+             "message": {"role": "user", "content": "Look at the config."}}]  # fmt: skip
+    parent = "p0"
+    for i, path in enumerate(reads):
+        tid = f"toolu_r{i:02d}"
+        recs.append({**base, "parentUuid": parent, "uuid": f"a{i}", "type": "assistant",
+                     "message": {"id": f"msg_{i}", "role": "assistant", "usage": usage,
+                                 "content": [{"type": "tool_use", "id": tid, "name": "Read",
+                                              "input": {"file_path": path}}]}})  # fmt: skip
+        recs.append({**base, "parentUuid": f"a{i}", "uuid": f"u{i}", "type": "user",
+                     "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": tid,
+                          "content": f"     1\tcontents of {path}\n"}]}})  # fmt: skip
+        parent = f"u{i}"
+    return recs
+
+
+def _write_records(path, recs):
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_claude_code_records_written_again_are_read_once(tmp_path):
+    """Claude Code appends records it already wrote, each with its original uuid and timestamp:
+    the VS Code extension re-appends a session's records when it reopens it (only ``cwd``
+    differs), a resumed session after a compaction gets its post-compaction part again, a hook
+    attachment is written twice (the copy with one more field). Read as new, every replayed call
+    was a repeat of its original: false waste, and the session's tokens counted twice."""
+    recs = _read_files_session(["/w/a.py", "/w/b.py", "/w/c.py"])
+    once = _write_records(tmp_path / "once.jsonl", recs)
+    expect = [s.to_dict() for s in only(once)]
+    base_rep = loopcore.analyse_burn(only(once))
+    assert base_rep.findings == () and len(expect) == 3
+    reopened = [{**r, "cwd": "/w/sub"} for r in recs]  # the VS Code reopen: cwd may differ
+    hook = {"type": "attachment", "uuid": "h1", "parentUuid": "u0", "isSidechain": False,
+            "sessionId": recs[0]["sessionId"],
+            "attachment": {"type": "hook_success", "hookName": "PreToolUse:Read"}}  # fmt: skip
+    shapes = {
+        "reopened": recs + reopened,
+        "compaction_resume": recs[:3]
+        + [{"type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": None,
+            "sessionId": recs[0]["sessionId"], "isSidechain": False},
+           {**recs[0], "uuid": "cs", "parentUuid": "cb", "isCompactSummary": True,
+            "message": {"role": "user", "content": "This session is being continued..."}}]
+        + recs[3:]
+        + [{"type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": None,
+            "sessionId": recs[0]["sessionId"], "isSidechain": False},
+           {**recs[0], "uuid": "cs", "parentUuid": "cb", "isCompactSummary": True,
+            "message": {"role": "user", "content": "This session is being continued..."}}]
+        + recs[3:],
+        "hook_twice": recs[:3] + [hook, {**hook, "slug": "x"}] + recs[3:],
+    }  # fmt: skip
+    replayed = {"reopened": 7, "compaction_resume": 6, "hook_twice": 1}
+    for name, shape in shapes.items():
+        (t,) = load(_write_records(tmp_path / f"{name}.jsonl", shape))
+        # the same steps (their lines aside: the compaction's records come between)
+        assert [{**s.to_dict(), "ref": None} for s in t] == [{**d, "ref": None} for d in expect]
+        assert t.meta["replayed_records"] == replayed[name], name
+        rep = loopcore.analyse_burn(t)
+        assert rep.findings == () and rep.total_tokens == base_rep.total_tokens, name
+    assert "replayed_records" not in only(once).meta
+
+
+def test_claude_code_a_real_repeat_after_a_replay_is_still_charged(tmp_path):
+    """Only a record written again (its uuid seen before) is passed over: a new call after a
+    replay that reads a file again unchanged is a repeat like any other, and records that carry
+    no uuid are all read."""
+    recs = _read_files_session(["/w/a.py", "/w/b.py"])
+    again = _read_files_session(["/w/a.py"])[1:]
+    for r in again:  # the same call made anew: new record ids, a new call id
+        r["uuid"] = "n" + r["uuid"]
+        r["parentUuid"] = "n" + r["parentUuid"] if r["parentUuid"] != "p0" else "u1"
+    again[0]["message"] = {**again[0]["message"], "id": "msg_new"}
+    again[0]["message"]["content"] = [{**again[0]["message"]["content"][0], "id": "toolu_new"}]
+    again[1]["message"]["content"] = [{**again[1]["message"]["content"][0],
+                                       "tool_use_id": "toolu_new"}]  # fmt: skip
+    (t,) = load(_write_records(tmp_path / "s.jsonl", recs + recs[1:] + again))
+    assert [s.target for s in t] == ["/w/a.py", "/w/b.py", "/w/a.py"]
+    assert t.meta["replayed_records"] == len(recs) - 1
+    rep = loopcore.analyse_burn(t)
+    assert [(f.steps, f.of_step) for f in rep.findings] == [((2,), 0)]
+    bare = [{k: v for k, v in r.items() if k != "uuid"} for r in recs]
+    (u,) = load(_write_records(tmp_path / "bare.jsonl", bare))
+    assert len(u) == 2 and "replayed_records" not in u.meta

@@ -130,6 +130,26 @@ def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
     return out
 
 
+def _replays(records: list) -> dict[int, str]:
+    """The records that repeat an earlier record of the file (by index: the session they are
+    of). Claude Code appends records it already wrote, each with its original ``uuid`` and
+    timestamp: the post-compaction part of a session when it is resumed, a session's records
+    again when the VS Code extension reopens it, a hook's attachment record a second time.
+    They are the same work written twice: the first copy is read, the later ones are passed
+    over (read, every call of the replay would look like a repeat of its original)."""
+    seen: set[str] = set()
+    out: dict[int, str] = {}
+    for i, r in enumerate(records):
+        if isinstance(r, dict):
+            u = r.get("uuid")
+            if isinstance(u, str) and u:
+                if u in seen:
+                    out[i] = str(r.get("sessionId") or r.get("session_id") or "")
+                else:
+                    seen.add(u)
+    return out
+
+
 def _ids(content: Any, kind: str, key: str) -> list:
     """The *key* of each *kind* block of a message's content."""
     if not isinstance(content, list):
@@ -218,6 +238,9 @@ def _own_file(ctx: Ctx, sid: str, agent: str) -> bool:
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace per session (and per sidechain) in the file, in order of first appearance."""
     records = doc if isinstance(doc, list) else [doc]
+    replays = _replays(records)
+    if replays:
+        records = [None if i in replays else r for i, r in enumerate(records)]
     profile = ctx.profile(PROFILE)
     ledgers: dict[str, Ledger] = {}
     last_msg_id: dict[str, Any] = {}
@@ -229,6 +252,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     last_side: str | None = None  # the ledger of the latest sub-agent record read
     for i in _reading_order(records):
         r = records[i]
+        if r is None and i in replays:
+            continue
         if not isinstance(r, dict):
             ctx.bad(f"a record must be an object, got {type(r).__name__}", i)
             continue
@@ -323,6 +348,10 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ran = _sub_agent_run(r)
             if ran is not None:
                 ran_by.setdefault(key, []).append((sid, *ran))
+    replayed: dict[str, int] = {}
+    for of in replays.values():
+        of = of or ctx.stem
+        replayed[of] = replayed.get(of, 0) + 1
     traces = []
     for key, lg in ledgers.items():
         # sub-agents whose own records this load does not read (Claude Code 2.1.1xx writes
@@ -332,11 +361,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             for sid, agent, uses, tokens in ran_by.get(key, ())
             if f"{sid}/{agent}" not in ledgers and not _own_file(ctx, sid, agent)
         ]
-        traces.append(
-            lg.trace(
-                source=ctx.path, fmt=NAME, meta={"sub_agents_unread": unread} if unread else None
-            )
-        )
+        meta: dict[str, Any] = {}
+        if unread:
+            meta["sub_agents_unread"] = unread
+        if key in replayed:
+            meta["replayed_records"] = replayed[key]
+        traces.append(lg.trace(source=ctx.path, fmt=NAME, meta=meta or None))
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"
