@@ -1925,3 +1925,59 @@ def test_claude_code_a_real_repeat_after_a_replay_is_still_charged(tmp_path):
     bare = [{k: v for k, v in r.items() if k != "uuid"} for r in recs]
     (u,) = load(_write_records(tmp_path / "bare.jsonl", bare))
     assert len(u) == 2 and "replayed_records" not in u.meta
+
+
+def test_claude_code_calls_cancelled_by_a_failed_sibling_never_ran(tmp_path):
+    """When one call of a batch fails, Claude Code answers the batch's calls that had not
+    started with ``<tool_use_error>Sibling tool call errored</tool_use_error>``: they never
+    ran. The agent sends the batch again with the failing call changed; the cancelled calls sent
+    again are no repeat (and, cancelled again, repeat nothing), and the run of them that
+    succeeds is a first reading. Only a repeat of what really ran is charged."""
+    sid = "5e55e55e-0000-4000-8000-00000000ca11"
+    base = {"sessionId": sid, "version": "2.1.42", "userType": "external", "cwd": "/r",
+            "isSidechain": False}  # fmt: skip
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 900, "output_tokens": 40}
+    cancelled = "<tool_use_error>Sibling tool call errored</tool_use_error>"
+    recs = [{**base, "uuid": "p", "parentUuid": None, "type": "user",
+             "message": {"role": "user", "content": "Read big.txt and a.go."}}]  # fmt: skip
+    batches = [
+        ({}, "File content (399.5KB) exceeds maximum allowed size (256KB).", cancelled),
+        (
+            {"limit": 2000},
+            "File content (120KB) exceeds maximum allowed tokens (25000).",
+            cancelled,
+        ),
+        ({"limit": 200}, "     1\tline one of big.txt\n", "     1\tpackage main\n"),
+        ({"offset": 201, "limit": 200}, "   201\tline 201 of big.txt\n", "     1\tpackage main\n"),
+    ]
+    parent = "p"
+    for n, (extra, big, small) in enumerate(batches):
+        t1, t2 = f"toolu_b{n}", f"toolu_a{n}"
+        recs.append({**base, "uuid": f"a{n}", "parentUuid": parent, "type": "assistant",
+                     "message": {"id": f"msg_{n}", "role": "assistant", "usage": usage,
+                                 "content": [
+                                     {"type": "tool_use", "id": t1, "name": "Read",
+                                      "input": {"file_path": "/r/big.txt", **extra}},
+                                     {"type": "tool_use", "id": t2, "name": "Read",
+                                      "input": {"file_path": "/r/a.go"}}]}})  # fmt: skip
+        recs.append({**base, "uuid": f"u{n}", "parentUuid": f"a{n}", "type": "user",
+                     "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": t1, "content": big,
+                          "is_error": small == cancelled},
+                         {"type": "tool_result", "tool_use_id": t2, "content": small,
+                          "is_error": small == cancelled}]}})  # fmt: skip
+        parent = f"u{n}"
+    (t,) = load(_write_records(tmp_path / "s.jsonl", recs))
+    assert [s.meta.get("not_run", False) for s in t] == [False, True] * 2 + [False] * 4
+    assert t[1].error == cancelled and t[1].result == cancelled
+    rep = loopcore.analyse_burn(t)
+    # a.go read at step 5, read again unchanged at step 7: the one repeat
+    assert [(f.kind, f.steps, f.of_step) for f in rep.findings] == [
+        ("redundant_observation", (7,), 5)
+    ]
+    # an error that is not the cancellation is a call that ran and failed
+    recs[2]["message"]["content"][1]["content"] = (
+        "<tool_use_error>File does not exist.</tool_use_error>"
+    )
+    (u,) = load(_write_records(tmp_path / "ran.jsonl", recs))
+    assert not u[1].meta.get("not_run")

@@ -155,6 +155,9 @@ reply_text = st.sampled_from(
 )
 
 
+NOT_RUN = "<tool_use_error>Sibling tool call errored</tool_use_error>"
+
+
 def _shell(t):
     kind, name, target, args, result, reads, writes = t
     return (kind, name, target, args, result, None, 0, 100, reads, writes)
@@ -177,7 +180,8 @@ rich_step = st.tuples(
     step_st,
     reply_text,
     st.integers(0, 300),
-    st.sampled_from([None, None, None, None, "format error"]),
+    # rejected, or cancelled unrun by the harness (a sibling call of its batch failed)
+    st.sampled_from([None, None, None, None, "format error", NOT_RUN]),
     st.sampled_from([False, False, False, False, True]),  # a user's message before the step
 )
 
@@ -193,6 +197,11 @@ def build(raw, session="s", turn0=0):
         turn += dturn
         reads, writes = access if access else (None, None)
         ref = {"message": 2 * n + 1}
+        if rejected == NOT_RUN:
+            result, error, rejected = None, NOT_RUN, None
+            meta = {"not_run": True}
+        else:
+            meta = {}
         if rejected:
             steps.append(
                 Step(
@@ -232,6 +241,7 @@ def build(raw, session="s", turn0=0):
                 tokens_turn=turn_tokens or 0,
                 ref=ref,
                 after_user=after_user,
+                meta=meta,
             )
         )
     return Trace(steps)
@@ -475,3 +485,25 @@ def test_appending_steps_never_uncharges_a_step(impl_name, trace, extra):
     res = twin(impl_name).analyse_encoded(encode([trace, longer]))
     assert np.array_equal(res.finding[: len(trace)], np.asarray(codes, dtype=np.int8))
     assert res.finding[len(trace) :].tolist() == codes2
+
+
+@SETTINGS
+@given(trace=rich_traces_st)
+def test_a_call_the_harness_never_ran_is_never_charged_nor_repeated(impl_name, trace):
+    """A call cancelled before it ran (``meta["not_run"]``) observed and wrote nothing: it is
+    charged nothing as a call (the looping reply of the turn it opens is still that reply's
+    waste), no finding cites it as the work it repeats, and dropping it changes no other
+    step's charge."""
+    codes, of = charges(impl_name, trace)
+    degenerate = FINDING_KINDS.index("degenerate_output") + 1
+    unrun = {i for i, s in enumerate(trace.steps) if s.meta.get("not_run")}
+    for i in unrun:
+        assert codes[i] in (0, degenerate)
+    assert not unrun & {of[i] for i, c in enumerate(codes) if c and c != degenerate}
+    kept = [i for i in range(len(trace.steps)) if i not in unrun]
+    if unrun and kept:
+        steps = [trace.steps[i] for i in kept]
+        if any(s.after_user for s in (trace.steps[i] for i in unrun)):
+            return  # the person's message moves to the next kept step: not the same trace
+        codes2, _ = charges(impl_name, Trace(steps))
+        assert [codes[i] for i in kept] == codes2

@@ -522,6 +522,8 @@ def any_steps(draw, session):
         tokens_turn=draw(st.integers(0, 300)),
         no_op=draw(st.booleans()) and draw(st.booleans()),
         after_user=draw(st.booleans()) and draw(st.booleans()),
+        # a call the harness never ran, and meta that only looks like it
+        meta=draw(st.sampled_from([{}, {}, {}, {"not_run": True}, {"not_run": 1}, {"rc": 1}])),
     )
 
 

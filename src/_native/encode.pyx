@@ -87,11 +87,13 @@ cdef tuple _EMPTY = ()
 # descriptor's), not through attribute lookup; anything else (a subclass) through getattr.
 cdef enum:
     F_KIND, F_TARGET, F_ARGS, F_RESULT, F_ERROR, F_NAME, F_REJECTED, F_NO_OP, F_READS, F_WRITES
-    F_TURN, F_ESTIMATED, F_TOKENS_IN, F_TOKENS_OUT, F_TOKENS_TURN, F_TEXT, F_AFTER_USER, N_FIELDS
+    F_TURN, F_ESTIMATED, F_TOKENS_IN, F_TOKENS_OUT, F_TOKENS_TURN, F_TEXT, F_AFTER_USER, F_META
+    N_FIELDS
 
 _FIELD_NAMES = (
     "kind", "target", "args", "result", "error", "name", "rejected", "no_op", "reads", "writes",
     "turn", "tokens_estimated", "tokens_in", "tokens_out", "tokens_turn", "text", "after_user",
+    "meta",
 )
 cdef Py_ssize_t _OFF[N_FIELDS]
 cdef object _STEP = Step
@@ -815,8 +817,15 @@ def encode_columns(list traces, settings):
             failed = error is not None
             name = _f(step, fast, F_NAME)
             c_args[i] = 0
+            meta = _f(step, fast, F_META)
             if _f(step, fast, F_REJECTED) is not None:
                 flags = S_REJECTED
+                reads = _EMPTY
+                writes = _EMPTY
+            elif type(meta) is dict and _get(<dict>meta, "not_run") is True:
+                # a call the harness never ran (see step_facts): no outcome, no call, no access
+                has_outcome = False
+                outcome = 0
                 reads = _EMPTY
                 writes = _EMPTY
             else:

@@ -427,6 +427,15 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
     result, error = step.result, step.error
     has_outcome = result is not None or error is not None
     outcome = canonical_hash([result, error], default=repr) if has_outcome else 0
+    meta = step.meta
+    if type(meta) is dict and meta.get("not_run") is True and step.rejected is None:
+        # the harness never ran the call (Claude Code cancels the calls of a batch that had not
+        # started when one of them failed): it observed, wrote and repeated nothing, and its
+        # synthetic error is no outcome a later call could repeat
+        return _new_facts(
+            StepFacts,
+            (kind, targets, None, False, 0, error is not None, None, None, (), (), 0, False),
+        )
     if step.rejected is not None:
         flags |= REJECTED
         return _new_facts(

@@ -138,12 +138,14 @@ def anthropic_user_blocks(
     *,
     refusals: tuple[str, ...] = (),
     normalise: Callable[[str], tuple[str, dict]] | None = None,
+    cancelled: tuple[str, ...] = (),
 ) -> None:
     """Pair the tool_result blocks of a user message with their calls; other blocks (and a
     string content) are context. An ``is_error`` result is an error; one whose text starts
     (within 300 characters) with one of *refusals* is a call the harness refused: a rejected
-    turn. *normalise* (the harness's output normaliser) takes a text result's per-call noise
-    out; the facts it returns go into the step's meta."""
+    turn; one that starts (within 100) with one of *cancelled* is a call the harness never ran
+    (``step.meta["not_run"]``). *normalise* (the harness's output normaliser) takes a text
+    result's per-call noise out; the facts it returns go into the step's meta."""
     if not isinstance(content, list):
         ledger.context(text_len(content))
         return
@@ -168,6 +170,8 @@ def anthropic_user_blocks(
                     step.rejected = res
                     step.kind = "other"
                     step.target = None
+                elif cancelled and isinstance(res, str) and any(x in res[:100] for x in cancelled):
+                    step.meta["not_run"] = True
             ledger.result(step, res, err)
         else:
             ledger.context(text_len(b.get("text")))

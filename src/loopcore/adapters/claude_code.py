@@ -64,6 +64,10 @@ _REFUSALS = (
     "InputValidationError",
     "<tool_use_error>Error: No such tool",
 )
+#: When one call of a batch fails, Claude Code answers each call of the batch that had not
+#: started with this synthetic error (unless every call of the batch is a Write or an Edit):
+#: the call never ran, and running it again is no repeat.
+_CANCELLED = ("<tool_use_error>Sibling tool call errored</tool_use_error>",)
 
 
 def _sidechain_agents(records: list, stem: str) -> dict[int, str]:
@@ -343,7 +347,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if not sub and _from_person(r, msg):
                 ledger.user()
             anthropic_user_blocks(
-                msg.get("content"), ledger, refusals=_REFUSALS, normalise=_PERSISTED
+                msg.get("content"),
+                ledger,
+                refusals=_REFUSALS,
+                normalise=_PERSISTED,
+                cancelled=_CANCELLED,
             )
             ran = _sub_agent_run(r)
             if ran is not None:
