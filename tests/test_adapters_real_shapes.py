@@ -1981,3 +1981,94 @@ def test_claude_code_calls_cancelled_by_a_failed_sibling_never_ran(tmp_path):
     )
     (u,) = load(_write_records(tmp_path / "ran.jsonl", recs))
     assert not u[1].meta.get("not_run")
+
+
+# ---- Cline: a request's input tokens, with or without the cached ones ---------------------
+
+
+def _cline_reads(folder, usage, ui=None):
+    """A Cline 3.x task reading a.py, b.py, c.py: one assistant message per read with
+    ``metrics.tokens`` *usage* (prompt, completion, cached) each, or no metrics and *ui*
+    ``api_req_started`` entries (tokensIn, cacheWrites, cacheReads, tokensOut)."""
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "<task>\nread them\n</task>"}]}]
+    for n, path in enumerate(["a.py", "b.py", "c.py"]):
+        m = {"role": "assistant", "ts": n,
+             "content": [{"type": "tool_use", "id": f"t{n}", "name": "read_file",
+                          "input": {"path": path}}],
+             "modelInfo": {"modelId": "m", "providerId": "p", "mode": "act"}}  # fmt: skip
+        if usage is not None:
+            prompt, completion, cached = usage[n]
+            m["metrics"] = {
+                "tokens": {"prompt": prompt, "completion": completion, "cached": cached}
+            }
+        msgs.append(m)
+        msgs.append({"role": "user", "content": [
+            {"type": "text", "text": f"[read_file for '{path}'] Result:\n" + "x = 1\n" * 40}]})  # fmt: skip
+    folder.mkdir(parents=True)
+    (folder / "api_conversation_history.json").write_text(json.dumps(msgs))
+    if ui is not None:
+        (folder / "ui_messages.json").write_text(json.dumps([
+            {"ts": n, "type": "say", "say": "api_req_started",
+             "text": json.dumps({"request": "...", "tokensIn": a, "cacheWrites": b,
+                                 "cacheReads": c, "tokensOut": d})}
+            for n, (a, b, c, d) in enumerate(ui)]))  # fmt: skip
+    (t,) = load(folder / "api_conversation_history.json")
+    return t
+
+
+def test_cline_input_tokens_are_read_as_the_provider_counts_them(tmp_path):
+    """Cline's Anthropic provider records a request's input without the cached tokens (the
+    prompt is input + cached; gmfstu/Online-Card-Architecture, Cline 3.51: ``prompt`` 10 on
+    every message, the growth all in ``cached``), its OpenAI compatible one the whole prompt
+    with the cached tokens in it. Read as input alone, the first kind's prompt never grew: every
+    step estimated, and a cache miss put the whole prompt on one result."""
+    # Anthropic: input 10, the cache holds the rest; the second request a cache miss
+    anth = _cline_reads(tmp_path / "1", [(10, 50, 2000), (2110, 50, 0), (10, 50, 2210)])
+    # each read its prompt's growth less the reply; the last, which no prompt follows, estimated
+    assert [s.tokens_estimated for s in anth] == [False, False, True]
+    assert [s.tokens_in for s in anth][:2] == [50, 60]
+    # OpenAI compatible: the same prompts, cached tokens inside them
+    oai = _cline_reads(tmp_path / "2", [(2010, 50, 1800), (2110, 50, 2000), (2220, 50, 2100)])
+    assert [s.tokens_in for s in oai][:2] == [50, 60]
+    # ui_messages.json beside the task, both kinds (DeepSeek's writes are its cache misses)
+    ui_anth = _cline_reads(
+        tmp_path / "3", None, [(10, 0, 2000, 50), (10, 100, 2000, 50), (10, 0, 2210, 50)]
+    )
+    assert [s.tokens_in for s in ui_anth][:2] == [50, 60]
+    ui_deepseek = _cline_reads(
+        tmp_path / "4", None, [(2010, 10, 2000, 50), (2110, 110, 2000, 50), (2220, 10, 2210, 50)]
+    )
+    assert [s.tokens_in for s in ui_deepseek][:2] == [50, 60]
+
+
+def test_cline_task_named_from_inside_its_folder(tmp_path, monkeypatch):
+    """``loopcore analyse api_conversation_history.json`` run in the task folder names the
+    session for the task, as the full path does."""
+    t = _cline_reads(tmp_path / "1769053680585", [(10, 50, 2000), (10, 50, 2110), (10, 50, 2220)])
+    monkeypatch.chdir(tmp_path / "1769053680585")
+    (u,) = load("api_conversation_history.json")
+    assert t.session == u.session == "1769053680585"
+
+
+@pytest.mark.parametrize("tool", ["edit", "search_replace", "edit_file", "search_and_replace"])
+def test_roo_native_edit_tools_name_the_file_they_edit(tmp_path, tool):
+    """Roo Code 3.3x+'s native edit tools (``edit``, ``search_replace``, ``edit_file``, and
+    ``search_and_replace`` kept under its own name) take ``file_path``. Read as an observation
+    (``search_replace``: "search") or as a write of everything (no target), an edit undone and
+    redone went unseen."""
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "<task>\nfix it\n</task>"}]}]
+    swaps = [("return 1", "return 2"), ("return 2", "return 1"), ("return 1", "return 2")]
+    for n, (old, new) in enumerate(swaps):
+        msgs.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"e{n}", "name": tool,
+             "input": {"file_path": "src/a.ts", "old_string": old, "new_string": new}}]})  # fmt: skip
+        msgs.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"e{n}",
+             "content": "Changes applied to src/a.ts."}]})  # fmt: skip
+    task = tmp_path / "tasks" / "019a2b3c-0000-7000-8000-00000000ed17"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(msgs))
+    (t,) = load(task / "api_conversation_history.json")
+    assert t.format == "cline"
+    assert [(s.kind, s.target) for s in t] == [("mutate", "src/a.ts")] * 3
+    assert [f.kind for f in loopcore.analyse_burn(t).findings] == ["oscillation"]

@@ -197,21 +197,44 @@ def _ui_usage(path: str | None) -> list[dict]:
                 and isinstance(d.get("tokensIn"), int)
                 and isinstance(d.get("tokensOut"), int)
             ):
-                prompt = d["tokensIn"] + (d.get("cacheWrites") or 0) + (d.get("cacheReads") or 0)
-                out.append({"prompt_tokens": prompt, "completion_tokens": d["tokensOut"]})
-    return out
+                cache = _int(d.get("cacheWrites")) + _int(d.get("cacheReads"))
+                out.append((d["tokensIn"], cache, d["tokensOut"]))
+    return _prompts(out)
 
 
-def _metrics_usage(m: dict) -> dict | None:
-    met = m.get("metrics")
-    tok = met.get("tokens") if isinstance(met, dict) else None
-    if (
-        isinstance(tok, dict)
-        and isinstance(tok.get("prompt"), int)
-        and isinstance(tok.get("completion"), int)
-    ):
-        return {"prompt_tokens": tok["prompt"], "completion_tokens": tok["completion"]}
-    return None
+def _int(v: Any) -> int:
+    return v if type(v) is int and v > 0 else 0
+
+
+def _prompts(usage: list[tuple[int, int, int]]) -> list[dict]:
+    """The usage of each request from Cline's (input, cached, output) counts. What Cline
+    records as a request's input depends on its provider: the Anthropic, Bedrock and Vertex
+    ones give the tokens the cache did not hold (the prompt is input + cached), the OpenAI
+    compatible one the whole prompt with the cached tokens in it (input alone). A task is of
+    the first kind when some request's cached tokens exceed its input, which the second kind
+    never records."""
+    exclusive = any(cache > tin for tin, cache, _ in usage)
+    return [
+        {"prompt_tokens": tin + cache if exclusive else tin, "completion_tokens": out}
+        for tin, cache, out in usage
+    ]
+
+
+def _metrics_usages(messages: list) -> dict[int, dict]:
+    """The usage of each assistant message (by index) from the ``metrics.tokens`` Cline 3.x
+    writes on it (``prompt``, ``completion``, ``cached``), read as :func:`_prompts` says."""
+    at, usage = [], []
+    for i, m in enumerate(messages):
+        met = m.get("metrics") if isinstance(m, dict) and m.get("role") == "assistant" else None
+        tok = met.get("tokens") if isinstance(met, dict) else None
+        if (
+            isinstance(tok, dict)
+            and type(tok.get("prompt")) is int
+            and type(tok.get("completion")) is int
+        ):
+            at.append(i)
+            usage.append((tok["prompt"], _int(tok.get("cached")), tok["completion"]))
+    return dict(zip(at, _prompts(usage)))
 
 
 def _blocks(content: Any) -> list:
@@ -225,12 +248,13 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     messages = doc if isinstance(doc, list) else []
     # tasks/<taskId>/api_conversation_history.json: the task folder names the session
     task = (
-        os.path.basename(os.path.dirname(ctx.path))
+        os.path.basename(os.path.dirname(os.path.abspath(ctx.path)))
         if ctx.path and ctx.stem == "api_conversation_history"
         else ""
     )
     ledger = Ledger(task or ctx.stem, ctx.profile(PROFILE))
     ui_usage = _ui_usage(ctx.path)
+    metrics = _metrics_usages(messages)
     replies = 0
     xml_open = None  # the XML call of the last reply, waiting for its "[tool] Result:" block
     for i, m in enumerate(messages):
@@ -241,7 +265,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         ref = {"message": i}
         blocks = _blocks(m.get("content"))
         if role == "assistant":
-            usage = _metrics_usage(m)
+            usage = metrics.get(i)
             if usage is None and replies < len(ui_usage):
                 usage = ui_usage[replies]
             replies += 1

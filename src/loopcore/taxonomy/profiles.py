@@ -780,9 +780,13 @@ CLINE: dict[str, Rule] = {
     "replace_in_file": ("mutate", ("path", "absolutePath")),
     "apply_diff": ("mutate", ("path",)),
     "insert_content": ("mutate", ("path",)),
-    "search_and_replace": ("mutate", ("path",)),
+    # Roo Code 3.3x+'s native edit tools take file_path (search_and_replace is kept in the
+    # history under its own name, an alias of edit)
+    "search_and_replace": ("mutate", ("path", "file_path")),
+    "edit": ("mutate", ("file_path", "path")),
+    "search_replace": ("mutate", ("file_path", "path")),
     "apply_patch": _patch_rule,
-    "edit_file": ("mutate", ("path", "target_file")),
+    "edit_file": ("mutate", ("path", "target_file", "file_path")),
     "search_files": ("observe", ("path",)),
     "list_files": ("observe", ("path",)),
     "list_code_definition_names": ("observe", ("path",)),
@@ -807,6 +811,7 @@ CLINE: dict[str, Rule] = {
     "report_bug": "other",
     "new_rule": ("mutate", ("path",)),
     "use_skill": "other",
+    "skill": "other",
     "use_subagents": "exec",
     "fetch_instructions": "observe",
     "run_slash_command": "exec",
