@@ -2072,3 +2072,33 @@ def test_roo_native_edit_tools_name_the_file_they_edit(tmp_path, tool):
     assert t.format == "cline"
     assert [(s.kind, s.target) for s in t] == [("mutate", "src/a.ts")] * 3
     assert [f.kind for f in loopcore.analyse_burn(t).findings] == ["oscillation"]
+
+
+def test_gemini_cli_tool_results_sent_back_are_no_message_from_the_person(tmp_path):
+    """gemini-cli 0.44+ records each batch of tool results it sends back to the model as a
+    ``user`` message of ``functionResponse`` parts (``recordSyntheticMessage('user', ...)`` in
+    ``geminiChat.ts``), besides the calls' own ``result``. Read as the person's message, it
+    started the evidence again after every call: no repeat across a tool round trip was ever
+    charged. The same session with and without those messages reads the same."""
+    out = "\n".join(f"line {n} of the config" for n in range(60))
+    no_echo = _gemini_shell_session(tmp_path / "no-echo.jsonl", [out, out, out])
+    lines = [json.loads(x) for x in no_echo.read_text().splitlines()]
+    echoed = []
+    for rec in lines:
+        echoed.append(rec)
+        if rec.get("type") == "gemini":
+            call = rec["toolCalls"][0]
+            echoed.append({"id": rec["id"] + "_response", "timestamp": rec["timestamp"],
+                           "type": "user", "content": call["result"]})  # fmt: skip
+    path = tmp_path / "session-2026-11-20T08-00-5e55e55e.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in echoed))
+    (t,) = load(path)
+    (u,) = load(no_echo)
+    assert [s.after_user for s in t] == [True, False, False]
+    assert [{**s.to_dict(), "ref": None} for s in t] == [{**s.to_dict(), "ref": None} for s in u]
+    rep = loopcore.analyse_burn(t)
+    assert [(f.kind, f.steps) for f in rep.findings] == [("duplicate_call", (1, 2))]
+    assert (rep.total_tokens, rep.wasted_tokens) == (
+        loopcore.analyse_burn(u).total_tokens,
+        loopcore.analyse_burn(u).wasted_tokens,
+    )

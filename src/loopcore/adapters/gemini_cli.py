@@ -132,6 +132,16 @@ def _continues(m: dict, open_turn: bool) -> bool:
     )
 
 
+def _tool_responses(content: Any) -> bool:
+    """True for the content of a ``user`` message that sends tool results back to the model
+    (``functionResponse`` parts): gemini-cli 0.44+ records each batch of results so, besides
+    the calls' own ``result`` that the walk reads them from. It is no message from the person,
+    and its text is already counted with the calls."""
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and "functionResponse" in p for p in content
+    )
+
+
 def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> None:
     open_turn = False  # the last model-facing message is a gemini message with no call
     for i, m in enumerate(messages):
@@ -149,9 +159,8 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
             )
             continue
         if mtype != "gemini":
-            if (
-                mtype == "user"
-            ):  # info / error / warning messages are shown, never sent to the model
+            # info / error / warning messages are shown, never sent to the model
+            if mtype == "user" and not _tool_responses(m.get("content")):
                 ledger.user()  # tool results are on the gemini message: this is the person
                 ledger.context(len(_content_text(m.get("content"))))
                 open_turn = False
