@@ -2102,3 +2102,54 @@ def test_gemini_cli_tool_results_sent_back_are_no_message_from_the_person(tmp_pa
         loopcore.analyse_burn(u).total_tokens,
         loopcore.analyse_burn(u).wasted_tokens,
     )
+
+
+def test_claude_code_hidden_thinking_is_the_turns_not_its_calls(tmp_path):
+    """Claude Code 2.1.15x-2.1.17x (claude-opus-4-8) writes a turn's thinking as a block with
+    empty ``thinking`` text and only its ``signature``, and its usage says no thinking count:
+    the output was split by characters over the reply and the calls, so the calls took the
+    thinking (a 2,195-character question given 6,834 of a turn's 9,162 output tokens). The
+    output beyond what the text and calls can hold is now the turn's reasoning, and a re-read
+    in such a turn is charged its own tokens, not the thinking."""
+    sid = "5e55e55e-0000-4000-8000-0000000071a7"
+    base = {"sessionId": sid, "version": "2.1.179", "userType": "external", "cwd": "/r",
+            "isSidechain": False}  # fmt: skip
+    usage = {"input_tokens": 2, "cache_read_input_tokens": 10000, "output_tokens": 2000}
+    recs = [{**base, "uuid": "p", "parentUuid": None, "type": "user",
+             "message": {"role": "user", "content": "Check a.go."}}]  # fmt: skip
+    parent = "p"
+    for n in range(2):
+        recs.append({**base, "uuid": f"t{n}", "parentUuid": parent, "type": "assistant",
+                     "message": {"id": f"msg_{n}", "role": "assistant", "usage": usage,
+                                 "content": [{"type": "thinking", "thinking": "",
+                                              "signature": "EpQBCkYIBxgCKkB"}]}})  # fmt: skip
+        recs.append({**base, "uuid": f"a{n}", "parentUuid": f"t{n}", "type": "assistant",
+                     "message": {"id": f"msg_{n}", "role": "assistant", "usage": usage,
+                                 "content": [{"type": "tool_use", "id": f"toolu_{n}",
+                                              "name": "Read",
+                                              "input": {"file_path": "/r/a.go"}}]}})  # fmt: skip
+        recs.append({**base, "uuid": f"u{n}", "parentUuid": f"a{n}", "type": "user",
+                     "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": f"toolu_{n}",
+                          "content": "     1\tpackage main\n"}]}})  # fmt: skip
+        parent = f"u{n}"
+    (t,) = load(_write_records(tmp_path / "s.jsonl", recs))
+    own = (len("Read") + len('{"file_path": "/r/a.go"}') + 3) // 4
+    for s in t.steps[:2]:
+        assert 0 < s.tokens_out <= own + 1 and s.tokens_out + s.tokens_turn == 2000
+    rep = loopcore.analyse_burn(t)
+    ((f,),) = [rep.findings]
+    assert f.steps == (1,) and f.tokens < 100  # the re-read's own tokens, not 2,000
+    # with the thinking's text written, the text holds the turn's output as before
+    for r in recs:
+        for b in r["message"]["content"] if isinstance(r["message"]["content"], list) else []:
+            if b.get("type") == "thinking":
+                b["thinking"] = "I should look at a.go again. " * 200
+    (u,) = load(_write_records(tmp_path / "shown.jsonl", recs))
+    assert u[0].tokens_out < 20 and u[0].tokens_turn > 1900
+    # a usage with a thinking count is read as it says
+    for r in recs:
+        if r["type"] == "assistant":
+            r["message"]["usage"] = {**usage, "output_tokens_details": {"thinking_tokens": 1500}}
+    (v,) = load(_write_records(tmp_path / "counted.jsonl", recs))
+    assert v[0].tokens_turn >= 1500

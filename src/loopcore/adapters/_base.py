@@ -330,6 +330,7 @@ class Ledger:
         "_results",
         "_replies",
         "_users",
+        "_hidden",
     )
 
     def __init__(self, session: str, profile: Profile) -> None:
@@ -350,6 +351,8 @@ class Ledger:
         self._replies = 0  # steps finish() added for the turns that ran nothing
         # The turns that begin after a user's message (see user()), ascending.
         self._users: list[int] = []
+        # The turns whose reasoning the trace holds no text of (see hidden_reasoning()).
+        self._hidden: list[int] = []
 
     # -- building -----------------------------------------------------------------------
     def turn(self, usage: Any = None, *, text: str | None = None, ref: dict | None = None) -> int:
@@ -409,6 +412,35 @@ class Ledger:
         self._args_chars.append(args_len)
         self._results[id(step)] = len(message) if chars is None else chars
         return step
+
+    def hidden_reasoning(self) -> None:
+        """The current turn reasoned without the trace holding its text (a thinking block whose
+        text the API withheld, a redacted one). When the usage gives no reasoning count, the
+        output beyond what the turn's text and calls can hold is read as that reasoning (see
+        :meth:`finish`), so the calls are not given the reasoning's tokens."""
+        if not self.turns:
+            self.turn(None)
+        t = len(self.turns) - 1
+        if not self._hidden or self._hidden[-1] != t:
+            self._hidden.append(t)
+
+    def _hidden_reasoning(self) -> None:
+        # each hidden-reasoning turn with no reasoning count: its output less an estimate of
+        # what its text and calls hold (a token for every 4 characters, as estimates go)
+        turns, args_chars = self.turns, self._args_chars
+        for t in self._hidden:
+            row = turns[t]
+            completion = row[_C]
+            if row[_R] > 0 or completion is None or completion <= 0:
+                continue
+            end = turns[t + 1][_START] if t + 1 < len(turns) else len(self.steps)
+            text = row[_TEXT]
+            visible = ((len(text) if text else 0) + 3) >> 2
+            for i in range(row[_START], end):
+                visible += (args_chars[i] + 3) >> 2
+            if completion > visible:
+                row[_R] = completion - visible
+        self._hidden = []
 
     def set_usage(self, usage: Any, turn: int = -1) -> None:
         """Replace the usage of a turn (the last one by default): Claude Code repeats it per line."""
@@ -570,7 +602,10 @@ class Ledger:
     def finish(self) -> tuple[list[Step], str]:
         """Fill in the tokens; returns (steps, tokens_source): usage / estimate / mixed, or none
         for a trace without steps. The accounting is :meth:`_finish_py` (the reference); an
-        exact Ledger runs its compiled twin, ``loopcore._native_ingest.finish``."""
+        exact Ledger runs its compiled twin, ``loopcore._native_ingest.finish``. A turn marked
+        by :meth:`hidden_reasoning` is given its reasoning first, so both twins read it."""
+        if self._hidden:
+            self._hidden_reasoning()
         if _native_finish is not None and self.__class__ is Ledger:
             result: tuple[list[Step], str] = _native_finish(self)
             return result

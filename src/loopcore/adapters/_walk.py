@@ -116,8 +116,14 @@ def anthropic_assistant_blocks(
             ledger.call(name, args, b.get("id"), ref=ref)
         elif t == "text" or t == "thinking":
             text = b.get(t)
-            if isinstance(text, str) and text:
+            if isinstance(text, str) and text and (t == "text" or text.strip()):
                 ledger.add_text(text)
+            elif t == "thinking":
+                # the API withheld the thinking's text (its signature stands for it): the
+                # turn's output holds reasoning no text says
+                ledger.hidden_reasoning()
+        elif t == "redacted_thinking":
+            ledger.hidden_reasoning()
         elif isinstance(t, str) and t.endswith("_tool_result") and "tool_use_id" in b:
             step = ledger.pair(b.get("tool_use_id"))
             res, err, rc = server_tool_result(b.get("content"))
