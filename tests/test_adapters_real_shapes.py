@@ -1896,8 +1896,15 @@ def test_claude_code_records_written_again_are_read_once(tmp_path):
     replayed = {"reopened": 7, "compaction_resume": 6, "hook_twice": 1}
     for name, shape in shapes.items():
         (t,) = load(_write_records(tmp_path / f"{name}.jsonl", shape))
-        # the same steps (their lines aside: the compaction's records come between)
-        assert [{**s.to_dict(), "ref": None} for s in t] == [{**d, "ref": None} for d in expect]
+
+        # the same steps (their lines aside: the compaction's records come between, and the
+        # step after the compaction starts the evidence again)
+        def plain(d):
+            return {k: v for k, v in d.items() if k not in ("ref", "after_user", "meta")}
+
+        assert [plain(s.to_dict()) for s in t] == [plain(d) for d in expect]
+        if name == "compaction_resume":
+            assert [s.meta.get("after_compaction", False) for s in t] == [False, True, False]
         assert t.meta["replayed_records"] == replayed[name], name
         rep = loopcore.analyse_burn(t)
         assert rep.findings == () and rep.total_tokens == base_rep.total_tokens, name
@@ -2153,3 +2160,148 @@ def test_claude_code_hidden_thinking_is_the_turns_not_its_calls(tmp_path):
             r["message"]["usage"] = {**usage, "output_tokens_details": {"thinking_tokens": 1500}}
     (v,) = load(_write_records(tmp_path / "counted.jsonl", recs))
     assert v[0].tokens_turn >= 1500
+
+
+# ---- a compaction of the context starts the evidence again --------------------------------
+
+
+def _codex_reads(path, compact_between):
+    """A Codex rollout reading the same file twice (sed -n of 60 lines), a compaction between
+    them when *compact_between*."""
+    body = "".join(f"line {n}: const value{n} = {n};\n" for n in range(60))
+    recs = [
+        {"type": "session_meta", "payload": {"id": "0199a1b2-0000-7000-8000-00000000c0a1",
+                                             "cli_version": "0.140.0", "cwd": "/w"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "Fix the theme."}},
+    ]  # fmt: skip
+    for n in range(2):
+        if n and compact_between:
+            recs.append({"type": "compacted", "payload": {"message": "", "replacement_history": [
+                {"type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": "Fix the theme."}]}]}})  # fmt: skip
+        recs.append({"type": "response_item", "payload": {
+            "type": "function_call", "name": "exec_command", "call_id": f"c{n}",
+            "arguments": json.dumps({"cmd": "sed -n '1,220p' src/theme.js"})}})  # fmt: skip
+        recs.append({"type": "response_item", "payload": {
+            "type": "function_call_output", "call_id": f"c{n}",
+            "output": f"Chunk ID: {n}a\nWall time: 0.1 seconds\nProcess exited with code 0\n"
+                      f"Output:\n{body}"}})  # fmt: skip
+        recs.append({"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "last_token_usage": {"input_tokens": 9000 + 900 * n, "cached_input_tokens": 0,
+                                 "output_tokens": 30, "reasoning_output_tokens": 0,
+                                 "total_tokens": 9030 + 900 * n}}}})  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (t,) = load(path)
+    return t
+
+
+def test_a_re_read_after_the_context_was_compacted_is_no_repeat(tmp_path):
+    """After a compaction the model holds a summary, not what it read: the same read again is
+    necessary work (Codex 0.140 re-reading ``src/theme.js`` after a ``compacted`` record was
+    charged 1,187 tokens). The step after a compaction starts the evidence again, as after a
+    person's message; the guard replay is told of the compaction."""
+    plain = _codex_reads(tmp_path / "plain.jsonl", False)
+    assert [f.kind for f in loopcore.analyse_burn(plain).findings] == ["redundant_observation"]
+    compacted = _codex_reads(tmp_path / "compacted.jsonl", True)
+    assert [s.meta.get("after_compaction", False) for s in compacted] == [False, True]
+    assert compacted[1].after_user and loopcore.analyse_burn(compacted).findings == ()
+
+    class Spy(loopcore.Guard):
+        def __init__(self):
+            super().__init__()
+            self.noted = []
+
+        def note_compaction(self, session, *, run_id=None):
+            self.noted.append(("compaction", session))
+            return super().note_compaction(session, run_id=run_id)
+
+        def note_message(self, session, text, *, role="assistant", run_id=None):
+            self.noted.append((role, session))
+            return super().note_message(session, text, role=role, run_id=run_id)
+
+    from loopcore.replay import replay_trace
+
+    spy = Spy()
+    replay_trace(compacted, spy)
+    assert ("compaction", compacted.session) in spy.noted
+
+
+@pytest.mark.parametrize("subtype", ["compact_boundary", "microcompact_boundary"])
+def test_claude_code_a_re_read_after_a_compaction_is_no_repeat(tmp_path, subtype):
+    recs = _read_files_session(["/w/a.py", "/w/a.py"])
+    boundary = {"type": "system", "subtype": subtype, "uuid": "cb", "parentUuid": "u0",
+                "sessionId": recs[0]["sessionId"], "isSidechain": False,
+                "content": "Conversation compacted"}  # fmt: skip
+    (t,) = load(_write_records(tmp_path / "s.jsonl", recs[:3] + [boundary] + recs[3:]))
+    assert [s.meta.get("after_compaction", False) for s in t] == [False, True]
+    assert loopcore.analyse_burn(t).findings == ()
+    (u,) = load(_write_records(tmp_path / "plain.jsonl", recs))
+    assert [f.kind for f in loopcore.analyse_burn(u).findings] == ["redundant_observation"]
+
+
+def test_openhands_a_re_read_after_a_condensation_is_no_repeat(tmp_path):
+    """An OpenHands ``Condensation`` event drops events from what the model sees: the same
+    grep after it is necessary work, not a repeat."""
+
+    def grep(n):
+        return [
+            {"id": f"a{n}", "timestamp": "2026-04-10T09:00:04", "source": "agent", "thought": [],
+             "action": {"command": "grep -n greet app.py", "kind": "TerminalAction"},
+             "tool_name": "terminal", "tool_call_id": f"t{n}",
+             "tool_call": {"id": f"t{n}", "name": "terminal",
+                           "arguments": json.dumps({"command": "grep -n greet app.py"})},
+             "llm_response_id": f"r{n}", "kind": "ActionEvent"},
+            {"id": f"o{n}", "timestamp": "2026-04-10T09:00:05", "source": "environment",
+             "tool_name": "terminal", "tool_call_id": f"t{n}", "action_id": f"a{n}",
+             "observation": {"content": [{"type": "text", "text": "3:def greet(name):"}],
+                             "is_error": False, "command": "grep -n greet app.py",
+                             "exit_code": 0, "kind": "TerminalObservation"},
+             "kind": "ObservationEvent"},
+        ]  # fmt: skip
+
+    condensation = {"id": "c1", "timestamp": "2026-04-10T09:00:06", "source": "environment",
+                    "forgotten_event_ids": ["a0", "o0"], "summary": "grepped app.py",
+                    "kind": "Condensation"}  # fmt: skip
+    user = {"id": "u", "timestamp": "2026-04-10T09:00:01", "source": "user",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "Rename it."}]},
+            "kind": "MessageEvent"}  # fmt: skip
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps([user, *grep(0), *grep(1)]))
+    assert [f.kind for f in loopcore.analyse_burn(only(plain)).findings] == [
+        "redundant_observation"
+    ]
+    cond = tmp_path / "condensed.json"
+    cond.write_text(json.dumps([user, *grep(0), condensation, *grep(1)]))
+    t = only(cond)
+    assert [s.meta.get("after_compaction", False) for s in t] == [False, True]
+    assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_opencode_a_re_read_after_a_compaction_is_no_repeat(tmp_path):
+    """opencode compacts a session with a user message holding a ``compaction`` part (the
+    summary that answers it replaces the conversation): a read after it is no repeat."""
+
+    def read(n):
+        return {"info": {"id": f"msg_a{n}", "sessionID": "ses_c", "role": "assistant",
+                         "tokens": {"input": 10, "output": 20, "reasoning": 0,
+                                    "cache": {"read": 900, "write": 0}}},
+                "parts": [{"id": f"prt_{n}", "type": "tool", "callID": f"c{n}", "tool": "read",
+                           "state": {"status": "completed", "input": {"filePath": "/w/a.ts"},
+                                     "output": "".join(f"{k}| line {k}\n" for k in range(40))}}]}  # fmt: skip
+
+    def user(n, parts):
+        return {"info": {"id": f"msg_u{n}", "sessionID": "ses_c", "role": "user"}, "parts": parts}
+
+    compact = user(1, [{"id": "prt_c", "type": "compaction", "auto": True}])
+    for name, msgs, findings in (
+        ("plain", [user(0, [{"type": "text", "text": "look"}]), read(0), read(1)], 1),
+        ("compacted", [user(0, [{"type": "text", "text": "look"}]), read(0), compact, read(1)], 0),
+    ):
+        path = tmp_path / f"{name}.json"
+        path.write_text(
+            json.dumps({"info": {"id": "ses_c", "version": "1.3.17"}, "messages": msgs})
+        )
+        t = only(path)
+        assert len(loopcore.analyse_burn(t).findings) == findings, name
+        if findings == 0:
+            assert t[1].meta.get("after_compaction") is True

@@ -229,7 +229,10 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
     """
     events: list[ReplayEvent] = []
     for i, step in enumerate(trace.steps):
-        if step.after_user:
+        if step.after_user and step.meta.get("after_compaction") is True:
+            # the compaction the live guard would have been told of
+            guard.note_compaction(step.session)
+        elif step.after_user:
             # the person's message the live guard would have been told of (every loop's
             # evidence starts again), as the burn rules start theirs
             guard.note_message(step.session, "", role="user")

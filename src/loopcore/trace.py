@@ -60,6 +60,8 @@ class Step:
       and this one (in a harness where that person shares the agent's workspace: Claude Code,
       Codex, Gemini CLI...). They may have changed anything since, so nothing before it is
       evidence that a later step repeats work: the burn rules start again here.
+      The same mark follows a compaction of the context (the model holds a summary, not what
+      it read), with ``meta["after_compaction"]`` set.
 
     ``meta`` holds what an adapter read beside the fields (an exit code, the file an output was
     saved to...); one key of it is a rule of the analysis: ``meta["not_run"] is True`` says the

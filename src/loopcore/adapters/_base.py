@@ -331,6 +331,7 @@ class Ledger:
         "_replies",
         "_users",
         "_hidden",
+        "_compactions",
     )
 
     def __init__(self, session: str, profile: Profile) -> None:
@@ -353,6 +354,8 @@ class Ledger:
         self._users: list[int] = []
         # The turns whose reasoning the trace holds no text of (see hidden_reasoning()).
         self._hidden: list[int] = []
+        # The turns that begin after the harness compacted the context (see compacted()).
+        self._compactions: list[int] = []
 
     # -- building -----------------------------------------------------------------------
     def turn(self, usage: Any = None, *, text: str | None = None, ref: dict | None = None) -> int:
@@ -592,6 +595,16 @@ class Ledger:
         users = self._users
         if not users or users[-1] != n:
             users.append(n)
+
+    def compacted(self) -> None:
+        """The harness compacted the context (a summary replaced the conversation, or old tool
+        outputs were cleared): the model no longer holds what it saw, so reading it again is
+        no repeat. The first step of a later turn gets ``Step.after_user`` (no burn rule looks
+        back across it, as after a person's message) and ``meta["after_compaction"]``."""
+        n = len(self.turns)
+        marks = self._compactions
+        if not marks or marks[-1] != n:
+            marks.append(n)
 
     def context(self, chars: int) -> None:
         """Other text that entered the context after the current turn (user messages...)."""
@@ -844,6 +857,9 @@ class Ledger:
         steps, tokens_source = self.finish()
         if self._users:
             _mark_after_user(steps, self._users)
+        if self._compactions:
+            for s in _mark_after_user(steps, self._compactions):
+                s.meta["after_compaction"] = True
         m = {
             "tokens_source": tokens_source,
             "unanswered": len(steps) - self._replies - len(self._results),
@@ -855,18 +871,22 @@ class Ledger:
         return Trace(steps, session=self.session, source=source, format=fmt, meta=m)
 
 
-def _mark_after_user(steps: list[Step], users: list[int]) -> None:
+def _mark_after_user(steps: list[Step], users: list[int]) -> list[Step]:
     """Set ``after_user`` on the first step of a turn >= each of *users* (ascending turn
-    indexes; the steps are in turn order): several messages before one step mark it once."""
+    indexes; the steps are in turn order): several messages before one step mark it once.
+    Returns the steps marked."""
     k = 0
     n = len(users)
+    marked = []
     for s in steps:
         if s.turn >= users[k]:
             s.after_user = True
+            marked.append(s)
             while k < n and users[k] <= s.turn:
                 k += 1
             if k == n:
-                return
+                break
+    return marked
 
 
 # Step(...) with every field in order: the compiled twin fills a new Step's slots in C (the

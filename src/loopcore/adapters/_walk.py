@@ -469,6 +469,7 @@ class ResponsesWalker:
             self.ledger.context(text_len(content) if isinstance(content, str) else 0)
         elif rtype == "compacted":
             self.model_side = False
+            self.ledger.compacted()  # the summary (replacement_history) replaced what it saw
 
     def item(self, it: dict, i: int) -> None:
         t = it.get("type")

@@ -67,6 +67,9 @@ _REFUSALS = (
 #: When one call of a batch fails, Claude Code answers each call of the batch that had not
 #: started with this synthetic error (unless every call of the batch is a Write or an Edit):
 #: the call never ran, and running it again is no repeat.
+#: The records that say Claude Code compacted the context: a summary replaced the
+#: conversation (``/compact``, auto-compaction), or old tool outputs were cleared (micro).
+_COMPACTIONS = frozenset({"compact_boundary", "microcompact_boundary"})
 _CANCELLED = ("<tool_use_error>Sibling tool call errored</tool_use_error>",)
 
 
@@ -301,6 +304,13 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                     ledger.user()
                 if chars:
                     ledger.context(chars)
+            continue
+        elif rtype == "system" and r.get("subtype") in _COMPACTIONS:
+            if not r.get("isSidechain"):
+                sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
+                ledger = ledgers.get(sid)
+                if ledger is not None:
+                    ledger.compacted()
             continue
         elif rtype not in _RECORD_TYPES:
             if (

@@ -180,6 +180,9 @@ def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> 
                 # the person's own text or file (opencode marks the text it adds itself, after
                 # a compaction or for a sub-task, synthetic)
                 ledger.user()
+            if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
+                # the request to compact: the summary that answers it replaces the conversation
+                ledger.compacted()
             for p in parts:
                 if (
                     isinstance(p, dict)

@@ -218,6 +218,11 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 if isinstance(e.get("tool_call_metadata"), dict)
                 else None
             )
+            if action == "condensation":
+                # the condenser dropped events from what the model sees: reading them again is
+                # no repeat
+                ledger.compacted()
+                continue
             args_in = e.get("args") if isinstance(e.get("args"), dict) else {}
             resp = tcm.get("model_response") if tcm else None
             rid = resp.get("id") if isinstance(resp, dict) else None
@@ -544,6 +549,8 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
                             "completion_tokens_details": {"reasoning_tokens": max(d[2], 0)},
                         }
                     acc = now
+        elif kind == "Condensation":
+            ledger.compacted()  # the condenser dropped events from what the model sees
         elif kind == "ACPToolCallEvent":
             cid = e.get("tool_call_id")
             c = acp.get(cid) if isinstance(cid, str) else None
