@@ -2305,3 +2305,98 @@ def test_opencode_a_re_read_after_a_compaction_is_no_repeat(tmp_path):
         assert len(loopcore.analyse_burn(t).findings) == findings, name
         if findings == 0:
             assert t[1].meta.get("after_compaction") is True
+
+
+def _codex_usage(prompt, out, reasoning, total):
+    return {"type": "event_msg", "payload": {"type": "token_count", "info": {
+        "total_token_usage": {"input_tokens": total, "output_tokens": out,
+                              "reasoning_output_tokens": reasoning, "total_tokens": total + out},
+        "last_token_usage": {"input_tokens": prompt, "output_tokens": out,
+                             "reasoning_output_tokens": reasoning,
+                             "total_tokens": prompt + out}}}}  # fmt: skip
+
+
+def test_codex_a_response_that_searched_the_web_tells_nothing_of_the_results_before_it(tmp_path):
+    """A response with ``web_search_call`` items sampled in several passes: the prompt its
+    usage reports holds the pages the search read (Codex 0.140: 29,684 -> 44,841 around six
+    searches, a 1,765-character output charged 8,718 tokens). Its prompt is no measure of what
+    the results before it added, so they are estimated from their text; nor does it tell
+    whether reasoning stays in the context."""
+    head = [{"type": "session_meta", "payload": {"id": "0199a1b2-0000-7000-8000-0000000000ws",
+                                                "cli_version": "0.140.0", "cwd": "/r"}},
+            {"type": "event_msg", "payload": {"type": "user_message", "message": "why?"}}]  # fmt: skip
+
+    def call(n, cmd, out):
+        return [
+            {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+             "arguments": json.dumps({"cmd": cmd}), "call_id": f"c{n}"}},
+            {"type": "response_item", "payload": {"type": "function_call_output",
+             "call_id": f"c{n}", "output": f"Chunk ID: {n}\nWall time: 0.1 seconds\n"
+             f"Process exited with code 0\nOutput:\n{out}"}},
+        ]  # fmt: skip
+
+    search = {"type": "response_item", "payload": {"type": "web_search_call",
+              "status": "completed", "action": {"type": "open_page",
+                                                "url": "https://docs.example.com/a"}}}  # fmt: skip
+    recs = [*head, *call(1, "tool show 1", "x" * 60), _codex_usage(20000, 100, 50, 20000),
+            search, search, *call(2, "git status", "clean"),
+            _codex_usage(35000, 100, 50, 55000)]  # fmt: skip
+    path = tmp_path / "ws.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (t,) = load(path)
+    first = t[0]
+    assert first.name == "exec_command" and first.tokens_in < 100  # was 14,900
+    assert first.tokens_estimated
+
+
+def test_codex_a_web_search_response_does_not_decide_whether_reasoning_stays(tmp_path):
+    """Four patches whose prompts each grow by the whole completion (the reasoning stays in
+    the context), then a response that searched the web and whose next prompt grew less: that
+    one gap had made the whole session read as "reasoning dropped", so each patch's 40-token
+    result was charged its call's 800 reasoning tokens."""
+
+    def session(with_search):
+        recs = [{"type": "session_meta", "payload": {"id": "0199a1b2-0000-7000-8000-0000000000fl",
+                                                    "cli_version": "0.140.0", "cwd": "/r"}},
+                {"type": "event_msg", "payload": {"type": "user_message", "message": "edit"}}]  # fmt: skip
+        total, prompt = 0, 20000
+
+        def usage(p, c, r):
+            nonlocal total
+            total += p + c
+            recs.append(_codex_usage(p, c, r, total))
+
+        for n in range(4):
+            recs += [
+                {"type": "response_item", "payload": {"type": "reasoning", "summary": []}},
+                {"type": "response_item", "payload": {"type": "custom_tool_call", "call_id": f"p{n}",
+                 "name": "apply_patch", "status": "completed",
+                 "input": f"*** Begin Patch\n*** Update File: f{n}.md\n@@\n-a\n+b\n*** End Patch\n"}},
+                {"type": "response_item", "payload": {"type": "custom_tool_call_output",
+                 "call_id": f"p{n}", "output": "Exit code: 0\nWall time: 0 seconds\nOutput:\n"
+                 "Success. Updated the following files:\nM f.md\n"}},
+            ]  # fmt: skip
+            usage(prompt, 1000, 800)
+            prompt += 1040
+        if with_search:
+            recs += [
+                {"type": "response_item", "payload": {"type": "web_search_call",
+                 "status": "completed", "action": {"type": "open_page", "url": "https://e.com"}}},
+                {"type": "response_item", "payload": {"type": "function_call", "call_id": "w1",
+                 "name": "exec_command", "arguments": json.dumps({"cmd": "git diff"})}},
+                {"type": "response_item", "payload": {"type": "function_call_output",
+                 "call_id": "w1", "output": "Chunk ID: x\nWall time: 0 seconds\n"
+                 "Process exited with code 0\nOutput:\n+b\n"}},
+            ]  # fmt: skip
+            usage(prompt, 1100, 950)
+            prompt += 800
+        recs.append({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                     "content": [{"type": "output_text", "text": "done"}]}})  # fmt: skip
+        usage(prompt, 20, 0)
+        path = tmp_path / f"s{int(with_search)}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        (t,) = load(path)
+        return [s.tokens_in for s in t if s.name == "apply_patch"]
+
+    assert session(False)[:3] == [40, 40, 40]
+    assert session(True)[:3] == [40, 40, 40]

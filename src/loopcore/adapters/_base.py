@@ -332,6 +332,7 @@ class Ledger:
         "_users",
         "_hidden",
         "_compactions",
+        "_passes",
     )
 
     def __init__(self, session: str, profile: Profile) -> None:
@@ -356,6 +357,8 @@ class Ledger:
         self._hidden: list[int] = []
         # The turns that begin after the harness compacted the context (see compacted()).
         self._compactions: list[int] = []
+        # The turns whose API call ran tools on the provider's side (see server_tools()).
+        self._passes: list[int] = []
 
     # -- building -----------------------------------------------------------------------
     def turn(self, usage: Any = None, *, text: str | None = None, ref: dict | None = None) -> int:
@@ -426,6 +429,19 @@ class Ledger:
         t = len(self.turns) - 1
         if not self._hidden or self._hidden[-1] != t:
             self._hidden.append(t)
+
+    def server_tools(self) -> None:
+        """The current API call ran tools on the provider's side (a web search, a code
+        interpreter, a remote MCP call): it sampled in several passes, and the prompt its usage
+        reports sums them, the tools' content included. That prompt tells nothing of what the
+        results before the call added (nor does the reasoning the call dropped or kept), so
+        :meth:`finish` reads it as unknown: the results around it are estimated from their
+        text, not given the pages a search read."""
+        if not self.turns:
+            self.turn(None)
+        t = len(self.turns) - 1
+        if not self._passes or self._passes[-1] != t:
+            self._passes.append(t)
 
     def _hidden_reasoning(self) -> None:
         # each hidden-reasoning turn with no reasoning count: its output less an estimate of
@@ -616,9 +632,12 @@ class Ledger:
         """Fill in the tokens; returns (steps, tokens_source): usage / estimate / mixed, or none
         for a trace without steps. The accounting is :meth:`_finish_py` (the reference); an
         exact Ledger runs its compiled twin, ``loopcore._native_ingest.finish``. A turn marked
-        by :meth:`hidden_reasoning` is given its reasoning first, so both twins read it."""
+        by :meth:`hidden_reasoning` is given its reasoning first, and one marked by
+        :meth:`server_tools` loses its prompt size, so both twins read them so."""
         if self._hidden:
             self._hidden_reasoning()
+        for t in self._passes:
+            self.turns[t][_P] = None
         if _native_finish is not None and self.__class__ is Ledger:
             result: tuple[list[Step], str] = _native_finish(self)
             return result

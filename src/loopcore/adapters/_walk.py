@@ -398,6 +398,7 @@ class ResponsesWalker:
             return
         step = ledger.call(name, args, call_id, ref=self.call_ref(i))
         ledger.result(step, result, error, chars=chars)
+        ledger.server_tools()
 
     def read_output(self, raw: Any) -> tuple[Any, dict]:
         raw, facts = unwrap_output(raw)
