@@ -2400,3 +2400,18 @@ def test_codex_a_web_search_response_does_not_decide_whether_reasoning_stays(tmp
 
     assert session(False)[:3] == [40, 40, 40]
     assert session(True)[:3] == [40, 40, 40]
+
+
+def test_claude_code_bash_exit_code_is_read(tmp_path):
+    """A Bash command that exited non-zero is answered ``Exit code N`` then its output
+    (``is_error``): the step's ``meta["returncode"]`` is N, as Codex's, gemini-cli's and
+    opencode's are; the text is kept, and a text that only looks like it gives none."""
+    path = _bash_session(
+        tmp_path / "s.jsonl", ["Exit code 2\nFAIL src/a.test.ts", "ok", "Exit code x"]
+    )
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows[1]["message"]["content"][0]["is_error"] = True
+    _write_records(path, rows)
+    (t,) = load(path)
+    assert [s.meta.get("returncode") for s in t] == [2, None, None]
+    assert t[0].result == "Exit code 2\nFAIL src/a.test.ts" and t[0].error

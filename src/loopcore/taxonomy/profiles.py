@@ -962,13 +962,21 @@ _CLAUDE_PERSISTED = re.compile(
 )
 
 
+_CLAUDE_EXIT = re.compile(r"Exit code (-?[0-9]{1,10})(?:\r?\n|$)")
+
+
 def _claude_persisted_name(text: str) -> tuple[str, dict]:
     """Claude Code 2.1.2+ keeps a tool output over its size limit in a file of its own,
     ``<session>/tool-results/<id>.txt``, and gives the model ``<persisted-output>``, ``Output too
     large (1.2MB). Full output saved to: <path>``, then a preview of its first 2 KB; the file's
     id is new on every call, so two identical big outputs (a test run, a log, a search re-run)
     only compare equal without it. Returns (text with the file named ``<id>`` and its folder
-    and extension kept, facts): ``output_file`` is the path as written."""
+    and extension kept, facts): ``output_file`` is the path as written. A Bash command that
+    exited non-zero is answered ``Exit code N`` then its output: the text is kept and
+    ``returncode`` is N."""
+    if text.startswith("Exit code "):
+        m = _CLAUDE_EXIT.match(text)
+        return text, ({"returncode": int(m.group(1))} if m is not None else {})
     if not text.startswith("<persisted-output>"):
         return text, {}
     m = _CLAUDE_PERSISTED.match(text)
