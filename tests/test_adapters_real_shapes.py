@@ -2415,3 +2415,70 @@ def test_claude_code_bash_exit_code_is_read(tmp_path):
     (t,) = load(path)
     assert [s.meta.get("returncode") for s in t] == [2, None, None]
     assert t[0].result == "Exit code 2\nFAIL src/a.test.ts" and t[0].error
+
+
+def _cline_sdk_session(folder, sid, agent="lead", stem=None):
+    """A Cline 4.x SDK session file (the SDK's messages file: version, agent, sessionId,
+    messages with ``metrics``): a prompt, then read_files of a.ts twice, then run_commands."""
+    body = "".join(f"{n}\tconst v{n} = {n};\n" for n in range(1, 41))
+
+    def asst(n, name, inp, metrics):
+        return {"role": "assistant", "id": f"m{n}", "ts": n,
+                "modelInfo": {"id": "claude-sonnet-4-5", "provider": "anthropic"},
+                "metrics": metrics,
+                "content": [{"type": "tool_use", "id": f"t{n}", "name": name, "input": inp}]}  # fmt: skip
+
+    def result(n, text):
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}",
+                                             "content": text}]}  # fmt: skip
+
+    read = {"files": [{"path": "/w/a.ts", "start_line": None, "end_line": None}]}
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "Tidy a.ts"}]},
+        asst(1, "read_files", read, {"inputTokens": 10, "outputTokens": 40,
+                                     "cacheReadTokens": 9000, "cacheWriteTokens": 0}),
+        result(1, body),
+        asst(2, "read_files", read, {"inputTokens": 10, "outputTokens": 40,
+                                     "cacheReadTokens": 9400, "cacheWriteTokens": 0}),
+        result(2, body),
+        asst(3, "run_commands", {"commands": ["npm test", "git status"]},
+             {"inputTokens": 10, "outputTokens": 30, "cacheReadTokens": 9800,
+              "cacheWriteTokens": 0}),
+        result(3, "ok"),
+    ]  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem or sid}.messages.json"
+    path.write_text(json.dumps({"version": 1, "updated_at": "2026-11-30T10:00:00.000Z",
+                                "agent": agent, "sessionId": sid, "messages": msgs}))  # fmt: skip
+    return path
+
+
+def test_cline_sdk_session_files_are_read_as_cline(tmp_path):
+    """Cline 4.x keeps a session as ``~/.cline/data/sessions/<id>/<id>.messages.json`` (the
+    SDK's messages file). It was read as Anthropic messages: the session named
+    ``<id>.messages``, every step estimated, ``read_files`` an observation of nothing and
+    ``run_commands`` unclassified. It is Cline's now: named for the session, tokens from
+    ``metrics``, the files read and the commands classified."""
+    sid = "1790000000000_abc12"
+    folder = tmp_path / "sessions" / sid
+    lead = _cline_sdk_session(folder, sid)
+    assert detect_format(lead) == "cline"
+    (t,) = load(lead)
+    assert t.session == sid and t.format == "cline"
+    assert [(s.name, s.kind, s.target) for s in t] == [
+        ("read_files", "observe", "/w/a.ts"),
+        ("read_files", "observe", "/w/a.ts"),
+        ("run_commands", "exec", None),
+    ]
+    assert t[0].after_user and not t[1].after_user
+    assert [s.tokens_estimated for s in t][:2] == [False, False]
+    assert t[0].tokens_in == 400 - 40  # the prompt's growth less the reply: cached tokens in
+    rep = loopcore.analyse_burn(t)
+    assert [(f.kind, f.steps, f.of_step) for f in rep.findings] == [
+        ("redundant_observation", (1,), 0)
+    ]
+    sub = _cline_sdk_session(folder, sid, agent="subagent", stem="agent_7")
+    (u,) = load(sub)
+    assert u.session == f"{sid}/agent_7" and not u[0].after_user
+    # a folder walk reads both, once each
+    assert sorted(x.session for x in load(tmp_path / "sessions")) == [sid, f"{sid}/agent_7"]

@@ -476,6 +476,20 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "apps/vscode/src/shared/messages/content.ts, apps/vscode/src/shared/tools.ts",
             "21cb8d2525bcedf1f4b6890b27a74a14fe7451e4",
         ),
+        _c(
+            "Cline",
+            "4.x SDK session messages file (<id>.messages.json), its tools",
+            "cline/cline",
+            "sdk/packages/llms/src/providers/types/messages.ts, sdk/packages/core/src/tools/schemas.ts",
+            "341a5d60516a22f0859c1e3054259cff6d5f3e5a",
+        ),
+        _c(
+            "Roo Code",
+            "3.52 native edit tools (file_path)",
+            "RooCodeInc/Roo-Code",
+            "src/core/prompts/tools/native-tools/search_replace.ts",
+            "342cc696b562f0ff322b3cf828ce9176e90d3aeb",
+        ),
     ],
 }
 
@@ -539,6 +553,8 @@ def _sniff(doc: Any) -> str | None:
             return openai_responses.NAME
         if claude_code.sniff([doc]):
             return claude_code.NAME
+        if cline.sniff_sdk(doc):
+            return cline.NAME
         msgs = doc.get("messages")
         if isinstance(msgs, list):
             if anthropic.sniff(msgs) or anthropic.sniff_request(doc):

@@ -15,9 +15,19 @@ only in newer versions). Tools come in two shapes:
   harness refused for a missing parameter.
 
 Tokens: ``metrics.tokens`` of an assistant message, else the ``api_req_started`` entries of
-``ui_messages.json`` beside the file (``tokensIn`` + ``cacheWrites`` + ``cacheReads`` is the
-prompt, ``tokensOut`` the completion; the k-th entry belongs to the k-th reply), else estimated.
-Refs are ``{"message": i}``.
+``ui_messages.json`` beside the file (``tokensIn``, ``cacheWrites`` + ``cacheReads``, ``tokensOut``;
+the k-th entry belongs to the k-th reply), else estimated; the input is read as the provider
+counts it (:func:`_prompts`). Refs are ``{"message": i}``.
+
+Cline 4.x (its extension and CLI on the Cline SDK) keeps a session as
+``~/.cline/data/sessions/<sessionId>/<sessionId>.messages.json`` (a sub-agent's as
+``<agentId>.messages.json`` beside it): ``{"version": 1, "updated_at", "agent": "lead" |
+"subagent" | "teammate", "sessionId", "messages": [...]}``, each message ``{"role", "content":
+[text | tool_use | tool_result | thinking | redacted_thinking | file | image], "metrics":
+{"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"}, "modelInfo", "ts"}``
+(the SDK's ``MessageWithMetadata``, sdk/packages/llms/src/providers/types/messages.ts). Its tools:
+``read_files``, ``search_codebase``, ``run_commands``, ``fetch_web_content``, ``editor``,
+``apply_patch``, ``skills``, ``ask_question``.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import orjson
 from .._json import loads
 from ._base import Ledger, Trace, text_len, text_of
 from ._io import Ctx, read_bytes
+from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
 
 NAME = "cline"
 PROFILE = "cline"
@@ -243,8 +254,71 @@ def _blocks(content: Any) -> list:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
+#: The agents a Cline SDK messages file is written for.
+_SDK_AGENTS = frozenset({"lead", "subagent", "teammate"})
+
+
+def sniff_sdk(doc: Any) -> bool:
+    """A Cline SDK session messages file: ``version``, ``agent``, ``sessionId``, ``messages``."""
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("messages"), list)
+        and isinstance(doc.get("sessionId"), str)
+        and doc.get("agent") in _SDK_AGENTS
+        and "version" in doc
+    )
+
+
+def _sdk_usages(messages: list) -> dict[int, dict]:
+    """The usage of each assistant message of a Cline SDK session (by index), from its
+    ``metrics`` and read as :func:`_prompts` says."""
+    at, usage = [], []
+    for i, m in enumerate(messages):
+        met = m.get("metrics") if isinstance(m, dict) and m.get("role") == "assistant" else None
+        if (
+            isinstance(met, dict)
+            and type(met.get("inputTokens")) is int
+            and type(met.get("outputTokens")) is int
+        ):
+            cache = _int(met.get("cacheReadTokens")) + _int(met.get("cacheWriteTokens"))
+            at.append(i)
+            usage.append((met["inputTokens"], cache, met["outputTokens"]))
+    return dict(zip(at, _prompts(usage)))
+
+
+def _parse_sdk(doc: dict, ctx: Ctx) -> list[Trace]:
+    """One trace from a Cline SDK session messages file (see the module doc)."""
+    sid = doc["sessionId"]
+    stem = ctx.stem.removesuffix(".messages")
+    session = sid if doc.get("agent") == "lead" or stem in ("", sid) else f"{sid}/{stem}"
+    ledger = Ledger(session, ctx.profile(PROFILE))
+    messages = doc["messages"]
+    usages = _sdk_usages(messages)
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            ctx.bad(f"a message must be an object, got {type(m).__name__}", i)
+            continue
+        role, content, ref = m.get("role"), m.get("content"), {"message": i}
+        if role == "assistant":
+            ledger.turn(usages.get(i), text="", ref=ref)
+            anthropic_assistant_blocks(content, ledger, ctx, i, ref=ref)
+        elif role == "user":
+            if doc.get("agent") == "lead" and not (
+                isinstance(content, list)
+                and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+            ):
+                ledger.user()  # the person's words (a sub-agent's prompt is its lead's)
+            anthropic_user_blocks(content, ledger)
+        else:
+            ctx.bad(f"a message with role {role!r}; expected user or assistant", i)
+    meta = {"agent": doc.get("agent")} if doc.get("agent") != "lead" else None
+    return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta)]
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
-    """One trace from a task's api_conversation_history.json."""
+    """One trace from a task's api_conversation_history.json, or from a Cline SDK session."""
+    if sniff_sdk(doc):
+        return _parse_sdk(doc, ctx)
     messages = doc if isinstance(doc, list) else []
     # tasks/<taskId>/api_conversation_history.json: the task folder names the session
     task = (

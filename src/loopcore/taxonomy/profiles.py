@@ -774,7 +774,70 @@ OPENCODE: dict[str, Rule] = {
     "invalid": "other",
 }
 
+
+def _read_files_rule(args: Any) -> tuple[str, Target]:
+    """The Cline SDK's ``read_files``: the paths of ``files`` (requests ``{"path": ...}``), of
+    ``file_paths``, or the string or list it was given (the forms its schema accepts)."""
+    v = args
+    if isinstance(args, dict):
+        v = args.get("files", args.get("file_paths", args.get("path")))
+    if isinstance(v, (str, dict)):
+        v = [v]
+    paths: list[str] = []
+    for x in v if isinstance(v, list) else ():
+        p = x.get("path") if isinstance(x, dict) else x
+        if isinstance(p, str) and p and p not in paths:
+            paths.append(p)
+    if not paths:
+        return ("observe", None)
+    return ("observe", paths[0] if len(paths) == 1 else tuple(paths))
+
+
+def _commands_text(args: Any) -> str | None:
+    # the Cline SDK's run_commands: its commands, one a line (a script run in order)
+    v = args.get("commands", args.get("command")) if isinstance(args, dict) else args
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and v and all(isinstance(c, str) for c in v):
+        return "\n".join(v)
+    return None
+
+
+def _run_commands_rule(args: Any) -> tuple[str, Target]:
+    """The Cline SDK's ``run_commands``: its commands classified as one shell script."""
+    text = _commands_text(args)
+    return ("exec", None) if text is None else classify_shell(text)
+
+
+def _run_commands_access(args: Any) -> tuple:
+    text = _commands_text(args)
+    return ("exec", None, None, None, False) if text is None else _shell_access(text)
+
+
+_run_commands_rule.access = _run_commands_access  # type: ignore[attr-defined]
+
+
+def _fetch_requests_rule(args: Any) -> tuple[str, Target]:
+    """The Cline SDK's ``fetch_web_content``: the URLs of its ``requests``."""
+    reqs = args.get("requests") if isinstance(args, dict) else None
+    urls = []
+    for r in reqs if isinstance(reqs, list) else ():
+        if isinstance(r, dict) and isinstance(r.get("url"), str) and r["url"] not in urls:
+            urls.append(r["url"])
+    if not urls:
+        return ("observe", None)
+    return ("observe", urls[0] if len(urls) == 1 else tuple(urls))
+
+
 CLINE: dict[str, Rule] = {
+    # the Cline SDK's tools (Cline 4.x, its CLI and extension)
+    "read_files": _read_files_rule,
+    "search_codebase": _web_search_rule,
+    "run_commands": _run_commands_rule,
+    "fetch_web_content": _fetch_requests_rule,
+    "editor": ("mutate", ("path",)),
+    "skills": "other",
+    "ask_question": "ask",
     "read_file": ("observe", ("path", "absolutePath")),
     "write_to_file": ("mutate", ("path", "absolutePath")),
     "replace_in_file": ("mutate", ("path", "absolutePath")),
