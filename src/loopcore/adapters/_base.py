@@ -424,11 +424,7 @@ class Ledger:
         text the API withheld, a redacted one). When the usage gives no reasoning count, the
         output beyond what the turn's text and calls can hold is read as that reasoning (see
         :meth:`finish`), so the calls are not given the reasoning's tokens."""
-        if not self.turns:
-            self.turn(None)
-        t = len(self.turns) - 1
-        if not self._hidden or self._hidden[-1] != t:
-            self._hidden.append(t)
+        self._mark_turn(self._hidden)
 
     def server_tools(self) -> None:
         """The current API call ran tools on the provider's side (a web search, a code
@@ -437,11 +433,15 @@ class Ledger:
         results before the call added (nor does the reasoning the call dropped or kept), so
         :meth:`finish` reads it as unknown: the results around it are estimated from their
         text, not given the pages a search read."""
+        self._mark_turn(self._passes)
+
+    def _mark_turn(self, marks: list[int]) -> None:
+        # add the current turn (started if there is none) to *marks*, once
         if not self.turns:
             self.turn(None)
         t = len(self.turns) - 1
-        if not self._passes or self._passes[-1] != t:
-            self._passes.append(t)
+        if not marks or marks[-1] != t:
+            marks.append(t)
 
     def _hidden_reasoning(self) -> None:
         # each hidden-reasoning turn with no reasoning count: its output less an estimate of
