@@ -2482,3 +2482,41 @@ def test_cline_sdk_session_files_are_read_as_cline(tmp_path):
     assert u.session == f"{sid}/agent_7" and not u[0].after_user
     # a folder walk reads both, once each
     assert sorted(x.session for x in load(tmp_path / "sessions")) == [sid, f"{sid}/agent_7"]
+
+
+def test_openhands_v1_observations_of_late_2025_sdk_builds(tmp_path):
+    """SDK builds of late 2025 (OpenHands/benchmarks openagentsafety outputs, 2025-10-30) write
+    an observation as ``{"output", "error"}`` with no ``content``: a failed call is an empty
+    output and the message the model saw in ``error`` (it was read as a successful empty read),
+    and a command's exit code is ``metadata.exit_code`` with ``exit_code`` null (not read)."""
+
+    def pair(n, tool, action, obs):
+        return [
+            {"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "llm_response_id": f"r{n}",
+             "tool_name": tool, "tool_call_id": f"c{n}", "action": action},
+            {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+             "tool_name": tool, "tool_call_id": f"c{n}", "action_id": f"a{n}",
+             "observation": obs},
+        ]  # fmt: skip
+
+    missing = "Invalid `path` parameter: /w/x.py. The path /w/x.py does not exist."
+    events = [
+        *pair(1, "str_replace_editor", {"kind": "FileEditorAction", "command": "view", "path": "/w/x.py"},
+              {"kind": "FileEditorObservation", "command": "view", "output": "", "path": None,
+               "error": missing}),
+        *pair(2, "execute_bash", {"kind": "ExecuteBashAction", "command": "mail -s hi x@y"},
+              {"kind": "ExecuteBashObservation", "output": "bash: mail: command not found",
+               "command": "mail -s hi x@y", "exit_code": None, "error": False,
+               "metadata": {"exit_code": 127}}),
+        *pair(3, "str_replace_editor",
+              {"kind": "FileEditorAction", "command": "str_replace", "path": "/w/y.py",
+               "old_str": "a", "new_str": "b"},
+              {"kind": "FileEditorObservation", "command": "str_replace", "output": "",
+               "error": "No replacement was performed, old_str `a` did not appear verbatim."}),
+    ]  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    view, bash, edit = only(path).steps
+    assert (view.result, view.error) == (missing, missing) and view.tokens_in > 0
+    assert bash.meta["returncode"] == 127
+    assert edit.error and edit.no_op

@@ -494,11 +494,24 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
                 ledger.orphans += 1
                 ledger.context(text_len(content))
                 continue
-            if obs.get("exit_code") is not None:
-                step.meta["returncode"] = obs.get("exit_code")
+            rc = obs.get("exit_code")
+            if rc is None and isinstance(obs.get("metadata"), dict):
+                # SDK builds of late 2025 leave exit_code null and keep the code in metadata
+                rc = obs["metadata"].get("exit_code")
+            if rc is not None:
+                step.meta["returncode"] = rc
+            old_error = obs.get("error") if "content" not in obs else None
+            if isinstance(old_error, str) and old_error and not content:
+                # SDK builds before 1.0.0a6 answer a failed call with an empty output and the
+                # message the model saw in "error"
+                content = old_error
             if kind == "UserRejectObservation":
                 err = e.get("rejection_reason") or "rejected by the user"
-            elif obs.get("is_error"):
+            elif isinstance(old_error, str) and old_error and content == old_error:
+                err = content
+                if step.kind == "mutate":
+                    step.no_op = True  # the edit was refused: nothing was written
+            elif obs.get("is_error") or old_error is True:
                 err = content if isinstance(content, str) and content else True
                 if (
                     step.kind == "mutate"
