@@ -2520,3 +2520,31 @@ def test_openhands_v1_observations_of_late_2025_sdk_builds(tmp_path):
     assert (view.result, view.error) == (missing, missing) and view.tokens_in > 0
     assert bash.meta["returncode"] == 127
     assert edit.error and edit.no_op
+
+
+def test_the_guard_replay_passes_over_a_call_that_never_ran():
+    """A call Claude Code cancelled before it started reached no hook: the replay does not
+    check it, so it feeds no loop or error streak."""
+    from loopcore.replay import replay_trace
+    from loopcore.trace import Step, Trace
+
+    steps = [
+        Step("s", 0, "observe", "Read", "/a", {"file_path": "/a"}, None, "too big"),
+        Step("s", 0, "observe", "Read", "/b", {"file_path": "/b"}, None,
+             "<tool_use_error>Sibling tool call errored</tool_use_error>",
+             meta={"not_run": True}),
+        Step("s", 1, "observe", "Read", "/b", {"file_path": "/b"}, "text of b"),
+    ]  # fmt: skip
+
+    class Spy(loopcore.Guard):
+        def __init__(self):
+            super().__init__()
+            self.checked = []
+
+        def check(self, session, tool, args=None, **kw):
+            self.checked.append(args)
+            return super().check(session, tool, args, **kw)
+
+    spy = Spy()
+    replay_trace(Trace(steps, session="s"), spy)
+    assert spy.checked == [{"file_path": "/a"}, {"file_path": "/b"}]
