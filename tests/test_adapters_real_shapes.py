@@ -2548,3 +2548,21 @@ def test_the_guard_replay_passes_over_a_call_that_never_ran():
     spy = Spy()
     replay_trace(Trace(steps, session="s"), spy)
     assert spy.checked == [{"file_path": "/a"}, {"file_path": "/b"}]
+
+
+def test_gemini_cli_tool_results_sent_back_as_one_part(tmp_path):
+    """The results message's content is a PartListUnion: one Part (an object) is the same echo
+    as a list of them."""
+    out = "\n".join(f"line {n} of the config" for n in range(60))
+    no_echo = _gemini_shell_session(tmp_path / "no-echo.jsonl", [out, out])
+    echoed = []
+    for rec in (json.loads(x) for x in no_echo.read_text().splitlines()):
+        echoed.append(rec)
+        if rec.get("type") == "gemini":
+            part = rec["toolCalls"][0]["result"][0]
+            echoed.append({"id": rec["id"] + "_r", "timestamp": rec["timestamp"], "type": "user",
+                           "content": part})  # fmt: skip
+    path = tmp_path / "session-2026-11-20T08-00-5e55e55f.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in echoed))
+    (t,) = load(path)
+    assert [s.after_user for s in t] == [True, False]

@@ -137,6 +137,8 @@ def _tool_responses(content: Any) -> bool:
     (``functionResponse`` parts): gemini-cli 0.44+ records each batch of results so, besides
     the calls' own ``result`` that the walk reads them from. It is no message from the person,
     and its text is already counted with the calls."""
+    if isinstance(content, dict):  # a PartListUnion may be one Part
+        return "functionResponse" in content
     return isinstance(content, list) and any(
         isinstance(p, dict) and "functionResponse" in p for p in content
     )
