@@ -607,18 +607,18 @@ class Ledger:
         harness, not a tool's result nor text the harness adds): the first step of a later turn
         gets ``Step.after_user``, so the burn rules take nothing before it as evidence that work
         was repeated. Its text is context as before (:meth:`context`)."""
-        n = len(self.turns)
-        users = self._users
-        if not users or users[-1] != n:
-            users.append(n)
+        self._mark_next(self._users)
 
     def compacted(self) -> None:
         """The harness compacted the context (a summary replaced the conversation, or old tool
         outputs were cleared): the model no longer holds what it saw, so reading it again is
         no repeat. The first step of a later turn gets ``Step.after_user`` (no burn rule looks
         back across it, as after a person's message) and ``meta["after_compaction"]``."""
+        self._mark_next(self._compactions)
+
+    def _mark_next(self, marks: list[int]) -> None:
+        # add the next turn (the first one not begun yet) to *marks*, once
         n = len(self.turns)
-        marks = self._compactions
         if not marks or marks[-1] != n:
             marks.append(n)
 

@@ -67,10 +67,10 @@ _REFUSALS = (
 #: When one call of a batch fails, Claude Code answers each call of the batch that had not
 #: started with this synthetic error (unless every call of the batch is a Write or an Edit):
 #: the call never ran, and running it again is no repeat.
+_CANCELLED = ("<tool_use_error>Sibling tool call errored</tool_use_error>",)
 #: The records that say Claude Code compacted the context: a summary replaced the
 #: conversation (``/compact``, auto-compaction), or old tool outputs were cleared (micro).
 _COMPACTIONS = frozenset({"compact_boundary", "microcompact_boundary"})
-_CANCELLED = ("<tool_use_error>Sibling tool call errored</tool_use_error>",)
 
 
 def _sidechain_agents(records: list, stem: str) -> dict[int, str]:

@@ -231,21 +231,34 @@ def _prompts(usage: list[tuple[int, int, int]]) -> list[dict]:
     ]
 
 
-def _metrics_usages(messages: list) -> dict[int, dict]:
-    """The usage of each assistant message (by index) from the ``metrics.tokens`` Cline 3.x
-    writes on it (``prompt``, ``completion``, ``cached``), read as :func:`_prompts` says."""
+def _message_usages(messages: list, counts: Any) -> dict[int, dict]:
+    """The usage of each assistant message (by index) whose ``metrics`` *counts* reads as
+    (input, cached, output), read as :func:`_prompts` says."""
     at, usage = [], []
     for i, m in enumerate(messages):
         met = m.get("metrics") if isinstance(m, dict) and m.get("role") == "assistant" else None
-        tok = met.get("tokens") if isinstance(met, dict) else None
-        if (
-            isinstance(tok, dict)
-            and type(tok.get("prompt")) is int
-            and type(tok.get("completion")) is int
-        ):
+        got = counts(met) if isinstance(met, dict) else None
+        if got is not None:
             at.append(i)
-            usage.append((tok["prompt"], _int(tok.get("cached")), tok["completion"]))
+            usage.append(got)
     return dict(zip(at, _prompts(usage)))
+
+
+def _v3_counts(met: dict) -> tuple[int, int, int] | None:
+    # Cline 3.x: metrics.tokens {prompt, completion, cached}
+    tok = met.get("tokens")
+    if isinstance(tok, dict) and type(tok.get("prompt")) is int:
+        if type(tok.get("completion")) is int:
+            return tok["prompt"], _int(tok.get("cached")), tok["completion"]
+    return None
+
+
+def _sdk_counts(met: dict) -> tuple[int, int, int] | None:
+    # the Cline SDK: metrics {inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}
+    if type(met.get("inputTokens")) is int and type(met.get("outputTokens")) is int:
+        cache = _int(met.get("cacheReadTokens")) + _int(met.get("cacheWriteTokens"))
+        return met["inputTokens"], cache, met["outputTokens"]
+    return None
 
 
 def _blocks(content: Any) -> list:
@@ -269,23 +282,6 @@ def sniff_sdk(doc: Any) -> bool:
     )
 
 
-def _sdk_usages(messages: list) -> dict[int, dict]:
-    """The usage of each assistant message of a Cline SDK session (by index), from its
-    ``metrics`` and read as :func:`_prompts` says."""
-    at, usage = [], []
-    for i, m in enumerate(messages):
-        met = m.get("metrics") if isinstance(m, dict) and m.get("role") == "assistant" else None
-        if (
-            isinstance(met, dict)
-            and type(met.get("inputTokens")) is int
-            and type(met.get("outputTokens")) is int
-        ):
-            cache = _int(met.get("cacheReadTokens")) + _int(met.get("cacheWriteTokens"))
-            at.append(i)
-            usage.append((met["inputTokens"], cache, met["outputTokens"]))
-    return dict(zip(at, _prompts(usage)))
-
-
 def _parse_sdk(doc: dict, ctx: Ctx) -> list[Trace]:
     """One trace from a Cline SDK session messages file (see the module doc)."""
     sid = doc["sessionId"]
@@ -293,7 +289,7 @@ def _parse_sdk(doc: dict, ctx: Ctx) -> list[Trace]:
     session = sid if doc.get("agent") == "lead" or stem in ("", sid) else f"{sid}/{stem}"
     ledger = Ledger(session, ctx.profile(PROFILE))
     messages = doc["messages"]
-    usages = _sdk_usages(messages)
+    usages = _message_usages(messages, _sdk_counts)
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             ctx.bad(f"a message must be an object, got {type(m).__name__}", i)
@@ -328,7 +324,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     )
     ledger = Ledger(task or ctx.stem, ctx.profile(PROFILE))
     ui_usage = _ui_usage(ctx.path)
-    metrics = _metrics_usages(messages)
+    metrics = _message_usages(messages, _v3_counts)
     replies = 0
     xml_open = None  # the XML call of the last reply, waiting for its "[tool] Result:" block
     for i, m in enumerate(messages):
