@@ -2549,7 +2549,8 @@ def test_opencode_a_user_message_starts_the_evidence_again_unless_opencode_wrote
 def test_openhands_a_person_s_message_starts_the_evidence_again(tmp_path):
     """V0 and V1 streams: a user message is the person's (interactive OpenHands), unless it is
     the text a run sends when no one is there (the evaluation harnesses' fake user response,
-    the headless auto-continue), which marks nothing."""
+    the headless auto-continue, the critic's retry, the goal loop's follow-up), which marks
+    nothing."""
     output = "total 4\n-rw-r--r-- 1 dev dev 812 a.py\n" * 10
 
     def v0(between):
@@ -2606,6 +2607,11 @@ def test_openhands_a_person_s_message_starts_the_evidence_again(tmp_path):
             "Please continue working on the task on whatever approach you think is suitable.\n"
             "IMPORTANT: YOU SHOULD NEVER ASK FOR HUMAN HELP.\n",
             "Please continue on whatever approach you think is suitable.\n",
+            # the SDK critic's retry (iterative refinement) and the goal loop's audit follow-up
+            "The task appears incomplete (iteration 1/3, predicted success likelihood: 37.8%)."
+            "\n\nPlease review what you've done and verify each requirement is met.\n",
+            "The goal is NOT yet complete (audit iteration 2).\nOutstanding: the tests\n\n"
+            "Inspect the real current state of the workspace (do not rely on memory).",
         )
         for between in nudges:
             t = build(between)

@@ -2566,3 +2566,118 @@ def test_gemini_cli_tool_results_sent_back_as_one_part(tmp_path):
     path.write_text("".join(json.dumps(x) + "\n" for x in echoed))
     (t,) = load(path)
     assert [s.after_user for s in t] == [True, False]
+
+
+def test_openhands_v1_the_run_s_last_finish_is_its_final_submission(tmp_path):
+    """OpenHands-CLI trajectories (2026-02, iterative refinement): the FinishObservation that
+    answers the run's last call echoes the agent's message and no later call read it, so it
+    adds no input tokens; a finish the critic answered with a retry was read back."""
+    said = "I listed the folder: it holds a.py and b.py, both as the task asked. " * 4
+
+    def finish(n):
+        return [
+            {"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "llm_response_id": f"r{n}",
+             "tool_name": "finish", "tool_call_id": f"c{n}",
+             "action": {"kind": "FinishAction", "message": said}},
+            {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+             "tool_name": "finish", "tool_call_id": f"c{n}", "action_id": f"a{n}",
+             "observation": {"kind": "FinishObservation",
+                             "content": [{"type": "text", "text": said}]}},
+        ]  # fmt: skip
+
+    retry = {
+        "kind": "MessageEvent", "id": "m1", "source": "user",
+        "llm_message": {"role": "user", "content": [{"type": "text", "text":
+            "The task appears incomplete (iteration 1/3, predicted success likelihood: 37.8%)."}]},
+    }  # fmt: skip
+    state = {"kind": "ConversationStateUpdateEvent", "id": "s1", "key": "execution_status",
+             "value": "finished"}  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in [*finish(1), retry, *finish(2), state]))
+    first, last = only(path).steps
+    assert first.tokens_in > 0 and "final" not in first.meta
+    assert last.result == said and last.tokens_in == 0 and last.meta["final"] is True
+    assert not last.after_user  # the critic's retry is the run's own text
+
+
+def _opencode_session(path, tokens, tool="read", args=None):
+    """An opencode export: the person's message, then one assistant message of two API calls
+    (a `tool` call each), the first with *tokens* on its step-finish."""
+    sid = "ses_oc"
+
+    def part(mid, n, **kw):
+        return {"id": f"prt_{mid}_{n}", "sessionID": sid, "messageID": mid, **kw}
+
+    def call(mid, n, name, inp, out):
+        return part(mid, n, type="tool", callID=f"call_{n}", tool=name,
+                    state={"status": "completed", "input": inp, "output": out,
+                           "time": {"start": 1, "end": 2}})  # fmt: skip
+
+    # the next call's prompt: the first one's, its output and the result read (60 tokens)
+    grown = tokens["input"] + tokens["cache"]["read"] + 8467 + 60
+    later = {"input": grown, "output": 40, "reasoning": 0, "cache": {"read": 0, "write": 0},
+             "total": grown + 40}  # fmt: skip
+    parts = [
+        part("m1", 0, type="step-start"),
+        call("m1", 1, tool, args or {"filePath": "/w/a.py"}, "x = 1\n" * 40),
+        part("m1", 2, type="step-finish", tokens=tokens),
+        part("m1", 3, type="step-start"),
+        call("m1", 4, "read", {"filePath": "/w/b.py"}, "y = 2\n" * 40),
+        part("m1", 5, type="step-finish", tokens=later),
+    ]
+    doc = {
+        "info": {"id": sid, "version": "1.2.16", "title": "t"},
+        "messages": [
+            {"info": {"id": "m0", "sessionID": sid, "role": "user"},
+             "parts": [part("m0", 0, type="text", text="fix it")]},
+            {"info": {"id": "m1", "sessionID": sid, "role": "assistant"}, "parts": parts},
+        ],
+    }  # fmt: skip
+    path.write_text(json.dumps(doc))
+    return only(path)
+
+
+def test_opencode_reasoning_inside_output_is_counted_once(tmp_path):
+    """opencode 1.2.x (iyaki/reglint Entire checkpoints, github-copilot/gpt-5.2-codex) left the
+    reasoning inside `output` and summed `total` without it (2483 + 8467 + 29312 = 40262 with
+    6336 reasoning): that call's output is 8467 tokens, not 14803. Since anomalyco/opencode
+    #21047 (1.16.2 files) `output` is the visible part and `total` adds the reasoning."""
+    old = {"input": 2483, "output": 8467, "reasoning": 6336,
+           "cache": {"read": 29312, "write": 0}, "total": 40262}  # fmt: skip
+    new = {"input": 2483, "output": 2131, "reasoning": 6336,
+           "cache": {"read": 29312, "write": 0}, "total": 40262}  # fmt: skip
+    for name, tokens, completion in (("old", old, 8467), ("new", new, 2131 + 6336)):
+        first = _opencode_session(tmp_path / f"{name}.json", tokens).steps[0]
+        assert not first.tokens_estimated, name
+        assert first.tokens_out + first.tokens_turn == completion, name
+    # without a total, or with one that adds the reasoning, the two are apart as before
+    bare = {k: v for k, v in old.items() if k != "total"}
+    first = _opencode_session(tmp_path / "bare.json", bare).steps[0]
+    assert first.tokens_out + first.tokens_turn == 8467 + 6336
+
+
+def test_opencode_apply_patch_names_the_files_of_its_patch_text(tmp_path):
+    """opencode's apply_patch takes `patchText` (packages/opencode/src/tool/apply_patch.ts;
+    the GPT models' edit tool): it writes the files the patch names, not everything."""
+    patch = "*** Begin Patch\n*** Update File: /w/a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    tokens = {"input": 100, "output": 50, "reasoning": 0, "cache": {"read": 0, "write": 0},
+              "total": 150}  # fmt: skip
+    t = _opencode_session(tmp_path / "p.json", tokens, "apply_patch", {"patchText": patch})
+    step = t.steps[0]
+    assert (step.kind, step.target) == ("mutate", "/w/a.py")
+    assert step.write_set == ("/w/a.py",)
+
+
+def test_opencode_messages_one_per_line_read_as_the_export(tmp_path):
+    """Entire 0.4 checkpoints an opencode session as the export's messages, one
+    ``{"info", "parts"}`` per line (adrianmg/test-repo ``full.jsonl``, opencode with
+    github-copilot/claude-opus-4.6): the same session as the export, named by its sessionID."""
+    doc = json.loads((FIX / "opencode_export.json").read_text())
+    path = tmp_path / "full.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in doc["messages"]))
+    got = only(path)
+    want = only(FIX / "opencode_export.json")
+    assert got.format == "opencode" and got.session == doc["info"]["id"]
+    assert [(s.name, s.args, s.result, s.tokens_in, s.tokens_out) for s in got.steps] == [
+        (s.name, s.args, s.result, s.tokens_in, s.tokens_out) for s in want.steps
+    ]

@@ -20,7 +20,8 @@ session once, from the database.
 
 A ``step-start`` ... ``step-finish`` run of an assistant message is one API call; the
 ``step-finish`` part carries its ``tokens`` (``input`` + ``cache.read`` + ``cache.write`` is the
-prompt, ``output`` + ``reasoning`` the completion). A ``tool`` part is a call and its result:
+prompt, ``output`` + ``reasoning`` the completion; a record whose ``total`` is the prompt plus
+``output`` alone, as opencode 1.2 and older wrote them, holds the reasoning in ``output``). A ``tool`` part is a call and its result:
 ``callID``, ``tool``, ``state`` (``status`` completed with ``output`` / error with ``error``).
 The ``invalid`` tool is opencode's answer to a call it could not run (an unknown tool, bad
 arguments): a rejected turn. Refs are ``{"message": <id>, "part": <id>}``.
@@ -72,9 +73,17 @@ def _usage(tokens: Any) -> dict | None:
     reasoning = tokens.get("reasoning") if isinstance(tokens.get("reasoning"), int) else 0
     read, write = cache.get("read"), cache.get("write")
     prompt = inp + (read if isinstance(read, int) else 0) + (write if isinstance(write, int) else 0)
+    completion = out + reasoning
+    total = tokens.get("total")
+    if reasoning > 0 and type(total) is int and total == prompt + out and out >= reasoning:
+        # opencode before anomalyco/opencode#21047 (1.2.x and older) left the reasoning in
+        # `output` for providers that count it there (OpenAI's convention) and summed `total`
+        # without it; since then `output` is the visible part and `total` adds the reasoning.
+        # The record's own total tells which one wrote it.
+        completion = out
     return {
         "prompt_tokens": prompt,
-        "completion_tokens": out + reasoning,
+        "completion_tokens": completion,
         "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
 
@@ -251,11 +260,39 @@ def _from_stream(records: list, ctx: Ctx) -> list[dict]:
     ]
 
 
+def _is_message_lines(doc: Any) -> bool:
+    """A JSONL of the export's messages, one ``{"info": {"role", "sessionID"...}, "parts"}`` per
+    line (how Entire 0.4 checkpoints an opencode session: ``full.jsonl``)."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("info"), dict)
+            and isinstance(m["info"].get("role"), str)
+            and isinstance(m.get("parts"), list)
+            for m in doc[:20]
+        )
+    )
+
+
+def _from_message_lines(records: list, ctx: Ctx) -> list[dict]:
+    """The message lines as export documents, one per session (``info.sessionID``), in order."""
+    sessions: dict[str, list] = {}
+    for m in records:
+        info = m.get("info") if isinstance(m, dict) else None
+        sid = info.get("sessionID") if isinstance(info, dict) else None
+        sessions.setdefault(str(sid) if sid else ctx.stem, []).append(m)
+    return [{"info": {"id": sid}, "messages": msgs} for sid, msgs in sessions.items()]
+
+
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     """One trace per session: an export document, a list of them (what a store folder reads as),
-    or a ``--format json`` event stream."""
+    a ``--format json`` event stream, or the export's messages one per line."""
     if _is_stream(doc):
         doc = _from_stream(doc, ctx)
+    elif _is_message_lines(doc):
+        doc = _from_message_lines(doc, ctx)
     docs = doc if isinstance(doc, list) else [doc]
     traces = []
     for n, d in enumerate(docs):
@@ -449,9 +486,9 @@ def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
 
 
 def sniff(doc: Any) -> bool:
-    """An export: ``{"info": {...}, "messages": [{"info": {"role"...}, "parts": [...]}]}``, or a
-    ``--format json`` event stream."""
-    if _is_stream(doc):
+    """An export: ``{"info": {...}, "messages": [{"info": {"role"...}, "parts": [...]}]}``, a
+    ``--format json`` event stream, or the export's messages one per line."""
+    if _is_stream(doc) or _is_message_lines(doc):
         return True
     if (
         not isinstance(doc, dict)

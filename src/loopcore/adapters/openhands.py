@@ -174,11 +174,16 @@ def _mark_failure(step: Any, content: Any) -> Any:
 
 
 # What an OpenHands run sends as the user when no person is there (the evaluation harnesses'
-# fake user responses and the headless auto-continue of openhands.core.main): the harness's own
-# text, so the evidence before it still counts; any other user message is the person's.
+# fake user responses, the headless auto-continue of openhands.core.main, the SDK critic's
+# retry of a task it predicts failed, sdk/critic/base.py and the CLI's iterative refinement,
+# and the goal loop's follow-up after an audit, sdk/conversation/goal/prompts.py): the
+# harness's own text, sent the moment the agent stopped, so the evidence before it still
+# counts; any other user message is the person's (a goal resumed after a pause is theirs).
 _AUTO_CONTINUE = (
     "Please continue working on the task",
     "Please continue on whatever approach you think is suitable",
+    "The task appears incomplete (iteration ",
+    "The goal is NOT yet complete (audit iteration ",
 )
 
 
@@ -458,6 +463,20 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
     last_response = None
     acc = (0, 0, 0)
     pending = None  # the usage of the LLM call whose events come next
+    # The last event an LLM call wrote: a finish answered after it ended the run, and its
+    # observation (the agent's own message echoed back) never entered a prompt.
+    last_call = max(
+        (
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, dict)
+            and (
+                e.get("kind") in ("ActionEvent", "AgentErrorEvent")
+                or (e.get("kind") == "MessageEvent" and e.get("source") == "agent")
+            )
+        ),
+        default=-1,
+    )
     for i, e in enumerate(events):
         if not isinstance(e, dict):
             ctx.bad(f"an event must be an object, got {type(e).__name__}", i)
@@ -522,7 +541,12 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
             else:
                 err = _mark_failure(step, content)
             _refuse(step, content)
-            ledger.result(step, content, err)
+            if step.name == "finish" and i > last_call and err is None:
+                # the run's final answer: no later call ever read it back
+                ledger.result(step, content, in_context=False)
+                step.meta["final"] = True
+            else:
+                ledger.result(step, content, err)
         elif kind == "AgentErrorEvent":
             step = ledger.pair(e.get("tool_call_id"), e.get("tool_name"))
             error = e.get("error")

@@ -250,10 +250,13 @@ shell_rule.access = _shell_access  # type: ignore[attr-defined]
 
 
 def _patch_rule(args: Any) -> tuple[str, Target]:
+    """An ``apply_patch`` mutates the files its patch names: the patch is the whole argument
+    (Codex's custom tool), or ``input`` / ``patch`` (Codex's function tool, OpenHands), or
+    ``patchText`` (opencode's tool, packages/opencode/src/tool/apply_patch.ts)."""
     text = (
         args
         if isinstance(args, str)
-        else (args.get("input") or args.get("patch") or "")
+        else (args.get("input") or args.get("patch") or args.get("patchText") or "")
         if isinstance(args, dict)
         else ""
     )
