@@ -207,6 +207,18 @@ def test_reasoning_left_out_of_the_next_prompt_is_read_so():
     assert (c1.tokens_in, c2.tokens_in) == (510, 12)
 
 
+def test_one_gap_a_few_tokens_short_does_not_outvote_the_reasoning_kept():
+    # a public Claude Code 2.1.177 session: 95 gaps held the whole completion, one grew by 29
+    # tokens less than its 160 (a prompt's count of a thinking block sent back is not exactly
+    # its output's); that gap alone had every turn's reasoning counted twice (29% of the
+    # session). A shortfall within the framing slack shows nothing either way.
+    c1, _c2 = _reasoning_chat(1000 + 520 + 10, 1530 + 330 - 29)
+    assert c1.tokens_in == 10  # not 510: the reasoning the next prompt holds again
+    # a gap far short of its completion still shows the reasoning left out
+    c1, _c2 = _reasoning_chat(1000 + 520 + 10, 1530 + 330 - 200)
+    assert c1.tokens_in == 510
+
+
 def test_reasoning_with_no_gap_that_shows_where_it_went_is_read_as_left_out():
     # results large enough to hold the reasoning: neither kind of gap, the prompts as they are
     big = ("x" * 4000, "y" * 4000)
@@ -1715,8 +1727,32 @@ def test_codex_polls_of_a_running_process_are_waits_not_repeats(tmp_path):
     start, first, again, last = t.steps
     assert first.result == "Chunk ID: 1f1f43\n" and again.result == "Chunk ID: 8d24c7\n"
     assert last.result == "Chunk ID: 5b810b\nok\n" and last.meta["returncode"] == 0
-    assert start.result == ""  # a command's own output is compared without its chunk's id
+    # a command's own output is compared without its chunk's id; one still running keeps its
+    # session's
+    assert start.result == "Process running with session ID 275\n"
     assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_codex_a_command_started_again_while_running_is_no_repeat(tmp_path):
+    """A real Codex 0.142.5 rollout (EntityProcess/agentv) runs `sleep 60; workmux status ...`
+    again and again; each call returns `Process running with session ID N` with no output yet
+    and its polls bring the progress (2m, 3m, 10m...). Each start is a new session, not the
+    same outcome: no duplicate. The same command that finished alike twice still is one."""
+    cmd = {"cmd": "sleep 60; workmux status wtg", "yield_time_ms": 1000}
+
+    def started(cid, sid):
+        head = f"Chunk ID: {cid}0\nWall time: 1.0 seconds\nProcess running with session ID {sid}\n"
+        return [_codex_fn(cid, "exec_command", cmd), _codex_out(cid, head + "Output:\n")]
+
+    def done(cid):
+        out = f"Chunk ID: {cid}0\nWall time: 61.0 seconds\nProcess exited with code 0\nOutput:\nworking\n"
+        return [_codex_fn(cid, "exec_command", cmd), _codex_out(cid, out)]
+
+    meta = _codex_rec("session_meta", {"id": "sess-r", "cwd": "/repo", "cli_version": "0.142.5"})
+    t = _one_rollout(tmp_path, [meta, *started("a", 9527), *started("b", 90463)])
+    assert loopcore.analyse_burn(t).findings == ()
+    t = _one_rollout(tmp_path, [meta, *done("a"), *done("b")])
+    assert [f.kind for f in loopcore.analyse_burn(t).findings] == ["duplicate_call"]
 
 
 def _code_exec(cid, program):
@@ -2905,3 +2941,49 @@ def test_a_line_with_a_lone_surrogate_and_another_fault_is_still_named(tmp_path)
     assert [e.line for e in stats.errors] == [2] and stats.skipped_lines == 1
     want = list(load(FIX / "loopcore_steps.jsonl"))
     assert [len(t) for t in got] == [len(t) for t in want]
+
+
+def test_claude_code_a_notification_written_as_a_user_record_is_not_the_person_s(tmp_path):
+    """Claude Code 2.1.173 (a public Entire checkpoint) writes a background task's notification
+    as a user record with ``origin.kind: task-notification`` and ``promptSource: system``, no
+    ``isMeta``: it is no message from the person, so the re-run after it is still a repeat;
+    a user record whose origin is ``human`` (or absent) is theirs."""
+
+    def bash(mid, tid, inp):
+        content = [
+            {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "pnpm test"}}
+        ]
+        return {"id": mid, "role": "assistant", "content": content,
+                "usage": {"input_tokens": inp, "output_tokens": 20}}  # fmt: skip
+
+    def result(tid):
+        return {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": "3 passed\n" * 300}]}  # fmt: skip
+
+    def session(origin):
+        note = json.loads(_claude_line("u4", "u3", "user", {"role": "user", "content":
+            "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"}))  # fmt: skip
+        if origin is not None:
+            note["origin"] = {"kind": origin}
+            note["promptSource"] = "system"
+        lines = [
+            _claude_line("u1", None, "user", {"role": "user", "content": "test it"}),
+            _claude_line("u2", "u1", "assistant", bash("m1", "t1", 1000)),
+            _claude_line("u3", "u2", "user", result("t1")),
+            json.dumps(note),
+            _claude_line("u5", "u4", "assistant", bash("m2", "t2", 1800)),
+            _claude_line("u6", "u5", "user", result("t2")),
+            _claude_line("u7", "u6", "assistant", bash("m3", "t3", 2600)),
+        ]
+        path = tmp_path / f"{origin}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    for origin in ("task-notification", "peer"):
+        t = session(origin)
+        assert not t.steps[1].after_user, origin
+        assert [f.kind for f in loopcore.analyse_burn(t).findings][:1] == ["duplicate_call"]
+    for origin in ("human", None):
+        t = session(origin)
+        assert t.steps[1].after_user, origin

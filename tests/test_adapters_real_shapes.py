@@ -2681,3 +2681,61 @@ def test_opencode_messages_one_per_line_read_as_the_export(tmp_path):
     assert [(s.name, s.args, s.result, s.tokens_in, s.tokens_out) for s in got.steps] == [
         (s.name, s.args, s.result, s.tokens_in, s.tokens_out) for s in want.steps
     ]
+
+
+def _otlp(path, spans):
+    """An OTLP JSON export of *spans*: (span id, start, attributes) each."""
+
+    def value(v):
+        return {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}
+
+    out = [
+        {"traceId": "t1", "spanId": sid, "name": attrs.get("gen_ai.tool.name", "chat"),
+         "startTimeUnixNano": str(start),
+         "attributes": [{"key": k, "value": value(v)} for k, v in attrs.items()]}
+        for sid, start, attrs in spans
+    ]  # fmt: skip
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": out}]}]}))
+    return only(path)
+
+
+def test_otel_tool_arguments_where_the_frameworks_keep_them(tmp_path):
+    """Spans as the frameworks' own instrumentation writes them (run with scripted models):
+    pydantic-ai 1.x (instrumentation version 2) keeps a call's arguments and result in
+    ``tool_arguments`` / ``tool_response``, Google ADK's legacy schema in
+    ``gcp.vertex.agent.tool_call_args``; ADK opens a ``(merged tools)`` span over each parallel
+    batch. A call whose arguments no span recorded is never the same call as another: reading
+    b.py was charged as a repeat of reading a.py."""
+    body = "line of a.py\n" * 30
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 100,
+            "gen_ai.usage.output_tokens": 20}  # fmt: skip
+
+    def tool(name, **attrs):
+        return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, **attrs}
+
+    pyd = _otlp(tmp_path / "pyd.json", [
+        ("c1", 1, chat),
+        ("s1", 2, tool("read_file", tool_arguments='{"path": "a.py"}', tool_response=body)),
+        ("c2", 3, chat),
+        ("s2", 4, tool("read_file", tool_arguments='{"path": "b.py"}', tool_response="b")),
+        ("c3", 5, chat),
+        ("s3", 6, tool("read_file", tool_arguments='{"path": "a.py"}', tool_response=body)),
+    ])  # fmt: skip
+    assert [s.args for s in pyd.steps] == [{"path": "a.py"}, {"path": "b.py"}, {"path": "a.py"}]
+    assert pyd.steps[0].result == body
+    found = loopcore.analyse_burn(pyd).findings
+    assert [(f.kind, f.steps) for f in found] == [("redundant_observation", (2,))]
+
+    adk = _otlp(tmp_path / "adk.json", [
+        ("c1", 1, chat),
+        ("m1", 2, tool("(merged tools)")),
+        ("s1", 3, tool("read_file", **{"gcp.vertex.agent.tool_call_args": '{"path": "a.py"}'})),
+        ("s2", 4, tool("read_file", **{"gcp.vertex.agent.tool_call_args": '{"path": "b.py"}'})),
+    ])  # fmt: skip
+    assert [s.args for s in adk.steps] == [{"path": "a.py"}, {"path": "b.py"}]
+
+    unknown = _otlp(tmp_path / "none.json", [
+        ("c1", 1, chat), ("s1", 2, tool("read_file")),
+        ("c2", 3, chat), ("s2", 4, tool("read_file")),
+    ])  # fmt: skip
+    assert loopcore.analyse_burn(unknown).findings == ()

@@ -728,7 +728,7 @@ cdef list _context_prompts(list turns, list steps, dict results):
             continue
         growth = nxt - p
         extra = row[4]
-        if growth < c and not extra:
+        if growth + _FRAMING < c and not extra:
             return prompts  # this call's reasoning did not reach the next prompt
         if not kept:
             gap = extra

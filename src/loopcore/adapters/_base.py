@@ -276,8 +276,12 @@ def _context_prompts(turns: list, steps: list, results: dict) -> list:
     next prompt holds the whole completion, reasoning included; others leave it out. The
     trace tells which, from the gaps between consecutive API calls with reasoning:
 
-    * the prompt grew by less than the completion, with nothing but the call's results in the
-      gap (0 <= P' - P < completion): the reasoning was left out;
+    * the prompt grew by less than the completion, by more than ``_FRAMING`` can explain, with
+      nothing but the call's results in the gap (0 <= P' - P < completion - _FRAMING): the
+      reasoning was left out (the two tests have the same slack: a prompt's count of a block
+      sent back may differ a little from the count of its output, and one gap 29 tokens short
+      in a Claude Code session whose 95 other gaps held the whole completion had every turn's
+      reasoning counted twice);
     * the prompt grew by more than the visible completion, the gap's characters and
       ``_FRAMING`` together can hold (a token is at least a character): only the reasoning
       explains the rest, so it stayed.
@@ -294,7 +298,7 @@ def _context_prompts(turns: list, steps: list, results: dict) -> list:
             continue
         growth = nxt - p
         extra = row[_EXTRA]
-        if growth < c and not extra:
+        if growth + _FRAMING < c and not extra:
             return prompts  # this call's reasoning did not reach the next prompt
         if not kept:
             gap = extra

@@ -422,8 +422,13 @@ def _from_person(r: dict, msg: dict) -> bool:
     command, a ``!`` shell command's output or an interruption are; tool results (and the text
     the harness sends beside them), the records Claude Code marks ``isMeta`` (caveats, skill
     and command bodies), a compaction's summary and a sub-agent's prompt (from the agent that
-    started it) are not."""
+    started it) are not, nor is a record whose ``origin`` names something other than a person
+    (Claude Code 2.1.12x and later: a background task's ``task-notification``, another
+    session's message), as with a queued command's."""
     if r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"):
+        return False
+    origin = r.get("origin")
+    if isinstance(origin, dict) and origin.get("kind") not in (None, "human"):
         return False
     content = msg.get("content")
     if isinstance(content, str):

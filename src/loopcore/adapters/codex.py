@@ -14,7 +14,8 @@ Consecutive model-side items form one API call. Tool outputs go through the ``co
 normaliser (taxonomy/profiles.py): the per-call header (``Chunk ID``, ``Wall time``, ``Process
 exited with code N``, ``Original token count``) is removed, the exit code kept in
 ``meta["returncode"]``; a ``write_stdin`` poll (no input) keeps its ``Chunk ID`` line, as each
-poll reads a new chunk of the running process's output. A ``web_search_call`` is an observe step answered inside the API call.
+poll reads a new chunk of the running process's output, and a command still running when its
+call returned keeps its ``Process running with session ID N`` line (each run is a new session). A ``web_search_call`` is an observe step answered inside the API call.
 In code mode (0.15x) the model's calls are a JavaScript program run by the custom tool ``exec``:
 a program that is one ``tools.exec_command`` or ``tools.apply_patch`` call and the text of its
 result is read as that call (``_jslit.single_call``), any other program as one ``exec`` step;
@@ -251,6 +252,16 @@ class _Walker(ResponsesWalker):
             # polls never read the same chunk, even when both came back empty, so the chunk's
             # id stays in what the poll returned and a wait is never a repeat of the one before.
             result = f"Chunk ID: {facts['chunk']}\n{result}"
+        elif (
+            facts.get("exec_session") is not None
+            and facts.get("returncode") is None
+            and step.name != "write_stdin"
+            and isinstance(result, str)
+        ):
+            # A command still running when its call returned: what it printed so far, the rest
+            # comes from polls of its session. Each run is a new session, so its id stays in
+            # the result: the same command started again is never the same outcome.
+            result = f"Process running with session ID {facts['exec_session']}\n{result}"
         if facts.get("returncode") is not None:
             step.meta["returncode"] = facts["returncode"]
         if facts.get("exec_session") is not None:

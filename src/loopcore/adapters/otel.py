@@ -23,6 +23,13 @@ NAME = "otel"
 PROFILE = "generic"
 _MODEL_OPS = frozenset({"chat", "text_completion", "generate_content"})
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+# Where a tool span keeps its call's arguments and result: the GenAI semantic conventions
+# (1.37+), pydantic-ai's instrumentation versions 1-2 (its 1.x default), Google ADK's legacy
+# schema.
+_ARGS_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments", "gcp.vertex.agent.tool_call_args")
+_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response", "gcp.vertex.agent.tool_response")
+# Google ADK opens one more execute_tool span over each parallel batch (telemetry/tracing.py)
+_ADK_MERGED = "(merged tools)"
 
 
 def _value(v: Any) -> Any:
@@ -111,7 +118,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     for key, spans in groups.items():
         spans.sort(key=lambda x: (x[0], x[1]))
         ledger = Ledger(key, profile)
-        for _, _, span, a in spans:
+        for _, n, span, a in spans:
             op = a.get("gen_ai.operation.name")
             if op in _MODEL_OPS:
                 ledger.turn(
@@ -125,15 +132,24 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if not isinstance(name, str):
                 ctx.bad("an execute_tool span without gen_ai.tool.name")
                 continue
-            args, _ = parse_args(a.get("gen_ai.tool.call.arguments"))
+            if name == _ADK_MERGED:
+                continue  # bookkeeping of a parallel batch: each call has its own span
+            raw_args = next((a[k] for k in _ARGS_KEYS if a.get(k) is not None), None)
             span_id = span.get("spanId")
+            if raw_args is None:
+                # the arguments were not recorded (content capture off, or a key this reader
+                # does not know): two such calls are not proven the same, so each is known by
+                # its span alone and never repeats another
+                args: Any = {"span": span_id if isinstance(span_id, str) else n}
+            else:
+                args, _ = parse_args(raw_args)
             ref = {"event": span_id} if isinstance(span_id, str) and span_id else None
             step = ledger.call(name, args, a.get("gen_ai.tool.call.id"), ref=ref)
             status = span.get("status") if isinstance(span.get("status"), dict) else {}
             error = a.get("error.type")
             if error is None and status.get("code") in _STATUS_ERROR:
                 error = status.get("message") or True
-            result = a.get("gen_ai.tool.call.result")
+            result = next((a[k] for k in _RESULT_KEYS if a.get(k) is not None), None)
             ledger.result(step, result, error)
         traces.append(ledger.trace(source=ctx.path, fmt=NAME))
     if len(traces) > 1 and ctx.path:
