@@ -792,6 +792,40 @@ def test_a_push_after_a_new_commit_redoes_nothing(impl):
     assert analyse(impl, steps).findings == ()
 
 
+def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
+    # the shape of a real Codex 0.142 run (EntityProcess/agentv): a fetch fails (the remote's
+    # URL is wrong), the agent fixes the URL and fetches again; elsewhere a fetch, the branch
+    # cleanup the person asked for, a last fetch. `remote set-url` and `branch -D` are no undo
+    # of a fetch (what it brings is the remote's), so neither second fetch is a redo.
+    prof = loopcore.taxonomy.PROFILES["codex"]
+
+    def sh(turn, cmd, result):
+        kind, target, reads, writes, no_op = prof.access("exec_command", {"cmd": cmd})
+        return Step(
+            "s1", turn, kind, "exec_command", target, {"cmd": cmd}, result, None, 100, 0,
+            reads=reads, writes=writes, no_op=no_op,
+        )  # fmt: skip
+
+    fixed = [
+        sh(1, "git fetch origin", "fatal: repository 'https://github.com/..git/' not found"),
+        sh(2, "git remote set-url origin https://github.com/e/agentv.git", ""),
+        sh(3, "git fetch origin", "From https://github.com/e/agentv\n * [new branch] fix"),
+        sh(4, "git status -sb", "## fix...origin/fix"),
+    ]
+    assert (fixed[0].target, fixed[0].write_set) == ("git:fetched", ("git:fetched",))
+    assert analyse(impl, fixed).findings == ()
+    cleanup = [
+        sh(1, "git fetch origin", ""),
+        sh(2, "git branch -f results origin/results && git branch -D old", "Deleted branch old"),
+        sh(3, "git fetch origin", ""),
+        sh(4, "git status -sb", "## main...origin/main"),
+    ]
+    assert analyse(impl, cleanup).findings == ()
+    # two fetches with nothing between them, the same answer: the second learned nothing
+    again = [sh(1, "git fetch origin", ""), sh(2, "git fetch origin", "")]
+    assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
+
+
 # ------------------------------------------------------------------ a user's message
 
 

@@ -95,8 +95,8 @@ cdef frozenset _GIT_LISTERS = frozenset({"branch", "tag", "remote", "config", "w
 cdef frozenset _GIT_LIST_DELETES = frozenset({"-d", "-D", "-m", "-M", "--delete", "--unset"})
 cdef frozenset _GIT_LIST_FIRST = frozenset({"list", "-l", "--list", "-v", "--get", "show", "get-url"})
 cdef frozenset _GIT_STATE_ONLY = frozenset({
-    "add", "commit", "tag", "branch", "fetch", "config", "remote", "notes", "gc", "prune",
-    "worktree", "submodule",
+    "add", "commit", "tag", "branch", "config", "remote", "notes", "gc", "prune", "worktree",
+    "submodule",
 })
 cdef frozenset _GIT_PATH_WRITERS = frozenset({"checkout", "restore", "rm", "mv"})
 
@@ -1786,6 +1786,10 @@ cdef _Part _classify_git(list words):
             # the remote's history changes, not the repository's: a commit is never the undo of
             # a push, so pushing the next commit redoes nothing
             return _part(K_MUTATE, _EMPTY, [u"git:remote"], False)
+        if sub == u"fetch":
+            # what a fetch brings is the remote's, and only fetches write the remote-tracking
+            # refs: no commit, branch or `remote set-url` is its undo
+            return _part(K_MUTATE, [u"git:repo", u"git:remote"], [u"git:fetched"], False)
         if sub in _GIT_STATE_ONLY:
             # Only git's own state changes; the working tree is as it was.
             return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)

@@ -994,12 +994,16 @@ def _classify_git(words: list[str]) -> _Part:
             # the remote's history changes, not the repository's: a commit is never the undo of
             # a push, so pushing the next commit redoes nothing
             return ("mutate", [], ["git:remote"], False)
+        if sub == "fetch":
+            # what a fetch brings is the remote's (read through the repository's remote
+            # settings), and only fetches write the remote-tracking refs: no commit, branch or
+            # `remote set-url` is the undo of a fetch, so fetching again redoes nothing
+            return ("mutate", ["git:repo", "git:remote"], ["git:fetched"], False)
         if sub in (
             "add",
             "commit",
             "tag",
             "branch",
-            "fetch",
             "config",
             "remote",
             "notes",
