@@ -766,18 +766,23 @@ def test_restoring_a_backup_taken_after_the_work_is_no_undo_of_it(impl):
     assert analyse(impl, steps).findings == ()
 
 
+def _classified(profile, tool, key, turn, cmd, result):
+    """A shell step of *tool* (its command under *key*) as *profile* classifies it."""
+    kind, target, reads, writes, no_op = loopcore.taxonomy.PROFILES[profile].access(
+        tool, {key: cmd}
+    )
+    return Step(
+        "s1", turn, kind, tool, target, {key: cmd}, result, None, 100, 0,
+        reads=reads, writes=writes, no_op=no_op,
+    )  # fmt: skip
+
+
 def test_a_push_after_a_new_commit_redoes_nothing(impl):
     # the shape of a real Codex run: commit, push, check; later commit the next change, push
     # again, check. The commit is no undo of the push (git push changes the remote, not the
     # repository), so the second push and the check after it are new work.
-    prof = loopcore.taxonomy.PROFILES["mini-swe-agent"]
-
     def bash(turn, cmd, result):
-        kind, target, reads, writes, no_op = prof.access("bash", {"command": cmd})
-        return Step(
-            "s1", turn, kind, "bash", target, {"command": cmd}, result, None, 100, 0,
-            reads=reads, writes=writes, no_op=no_op,
-        )  # fmt: skip
+        return _classified("mini-swe-agent", "bash", "command", turn, cmd, result)
 
     steps = [
         bash(1, "git add a.md && git commit -m one", "[main d15f942] one"),
@@ -797,14 +802,8 @@ def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
     # URL is wrong), the agent fixes the URL and fetches again; elsewhere a fetch, the branch
     # cleanup the person asked for, a last fetch. `remote set-url` and `branch -D` are no undo
     # of a fetch (what it brings is the remote's), so neither second fetch is a redo.
-    prof = loopcore.taxonomy.PROFILES["codex"]
-
     def sh(turn, cmd, result):
-        kind, target, reads, writes, no_op = prof.access("exec_command", {"cmd": cmd})
-        return Step(
-            "s1", turn, kind, "exec_command", target, {"cmd": cmd}, result, None, 100, 0,
-            reads=reads, writes=writes, no_op=no_op,
-        )  # fmt: skip
+        return _classified("codex", "exec_command", "cmd", turn, cmd, result)
 
     fixed = [
         sh(1, "git fetch origin", "fatal: repository 'https://github.com/..git/' not found"),
@@ -824,6 +823,46 @@ def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
     # two fetches with nothing between them, the same answer: the second learned nothing
     again = [sh(1, "git fetch origin", ""), sh(2, "git fetch origin", "")]
     assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
+
+
+def test_a_search_of_a_folder_after_an_edit_inside_it_is_no_repeat(impl):
+    # the shape of a real Codex 0.140 rollout (planetfall-seed-signalkit): `rg ... src` finds
+    # nothing, a patch updates /repo/src/debris.js, the same `rg` again before the checks. The
+    # folder holds the file (its path, or a tail of an absolute one), and the working folder
+    # holds anything: read, write, read is never waste.
+    def bash(turn, cmd, result):
+        return _classified("mini-swe-agent", "bash", "command", turn, cmd, result)
+
+    hits = "src/debris.js:3:const blue = 1;\n" * 3
+
+    def session(folder, written):
+        return [
+            bash(1, f"rg -n blue {folder}", hits),
+            bash(2, f"sed -i 's/teal/red/' {written}", ""),
+            bash(3, f"rg -n blue {folder}", hits),
+        ]
+
+    for folder, written in (
+        ("src", "src/debris.js"),
+        ("src", "/repo/src/debris.js"),
+        ("src/", "src/debris.js"),
+        ("./src", "/repo/src/debris.js"),
+        (".", "src/debris.js"),
+        (".", "/repo/debris.js"),
+        ("/repo/src", "/repo/src/a/b.js"),
+    ):
+        assert analyse(impl, session(folder, written)).findings == (), (folder, written)
+    # a folder written whole (rm -r) changes a read of a file in it
+    gone = [
+        bash(1, "cat src/debris.js", hits),
+        bash(2, "rm -rf src", ""),
+        bash(3, "cat src/debris.js", hits),
+    ]
+    assert analyse(impl, gone).findings == ()
+    # an edit outside the folder changes nothing it reads: the search again is a repeat
+    for written in ("lib/debris.js", "/repo/srcx/debris.js", "src.js"):
+        found = analyse(impl, session("src", written)).findings
+        assert [(f.kind, f.steps) for f in found] == [("redundant_observation", (2,))], written
 
 
 # ------------------------------------------------------------------ a user's message

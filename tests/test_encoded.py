@@ -429,7 +429,18 @@ def assert_twins_agree(encoders, traces, settings=DEFAULT_SETTINGS):
     return want
 
 
-PATHS = ["a.py", "src/a.py", "/testbed/src/a.py", "b.py", "p.txt", "git:HEAD"]
+PATHS = [
+    "a.py",
+    "src/a.py",
+    "/testbed/src/a.py",
+    "b.py",
+    "p.txt",
+    "git:HEAD",
+    "src",
+    "./src/",
+    ".",
+    "/testbed",
+]
 LOOP = "the same sentence again and again, over and over in this reply; " * 12
 BIG = "".join(f"line {i} of a file\n" for i in range(30))
 text_values = st.sampled_from(["", "x", "ok", "a\n\n b\n", " \t\n", BIG, "ünï©ødé\u2028z", LOOP])

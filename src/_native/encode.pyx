@@ -431,6 +431,54 @@ cdef dict _path_aliases(set names):
     return {n: tuple(v) for n, v in out.items()}
 
 
+cdef str _folder_key(str name):
+    # loopcore.encoded._folder_key: no leading "./", no trailing "/"; "." for the working folder
+    while name.startswith("./"):
+        name = name[2:]
+    if len(name) > 1:
+        name = name.rstrip("/") or "/"
+    return name or "."
+
+
+cdef tuple _folders(set names):
+    # loopcore.encoded._folders: (each name that may be a folder with the names that may lie in
+    # it, the names of the working folder); names with a ":" or the untargeted mark are no paths
+    cdef dict keys = {}, out = {}
+    cdef list same, holders, slashes, folder, got
+    cdef str key
+    cdef Py_ssize_t i, start, end
+    for name in names:
+        if type(name) is str and ":" not in <str>name and "\x00" not in <str>name:
+            key = _folder_key(<str>name)
+            same = <list>_get(keys, key)
+            if same is None:
+                keys[key] = [name]
+            else:
+                same.append(name)
+    cdef frozenset here = frozenset(keys.pop(".", ()))
+    for key, same_o in keys.items():
+        same = <list>same_o
+        holders = list(same) if len(same) > 1 else []
+        slashes = [i for i in range(len(key)) if key[i] == "/"]
+        starts = [0]
+        starts.extend([i + 1 for i in slashes])
+        for start in starts:
+            for end in slashes:
+                if end > start:
+                    folder = <list>_get(keys, key[start:end])
+                    if folder is not None:
+                        holders.extend(folder)
+        for name in same:
+            for holder in holders:
+                if holder != name:
+                    got = <list>_get(out, holder)
+                    if got is None:
+                        out[holder] = [name]
+                    else:
+                        got.append(name)
+    return {n: tuple(v) for n, v in out.items()}, here
+
+
 cdef str _last_part(str name):
     # name[name.rfind("/") + 1:]
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(name), i = n - 1
@@ -779,7 +827,8 @@ def encode_columns(list traces, settings):
     cdef list later = []  # steps of the trace with a reply text, scanned after its facts
     cdef object name, target, targets_t, result, error, args, reads, writes, deps
     cdef object kind_code, old_h, new_h, step, steps
-    cdef dict alias
+    cdef dict alias, inside
+    cdef frozenset here
     cdef set names
 
     for k in range(len(traces)):
@@ -935,6 +984,7 @@ def encode_columns(list traces, settings):
             if r:
                 _add_all(names, r)
         alias = _path_aliases(names)
+        inside, here = _folders(names)
 
         # pass 2: intern names, sets and keys in the order of the reference
         i = i0
@@ -945,6 +995,17 @@ def encode_columns(list traces, settings):
             writes = l_writes[j]
             if alias and writes:
                 writes = _widen(writes, alias)
+            if here:
+                # the working folder holds anything
+                if writes and not here.isdisjoint(writes):
+                    writes = None
+                if reads and not here.isdisjoint(reads):
+                    reads = None
+            if inside:
+                if writes:
+                    writes = _widen(writes, inside)
+                if reads:
+                    reads = _widen(reads, inside)
             nb = c_note[i]
             tool = _intern(tool_ids, tools, _f(step, type(step) is _STEP and _SLOTS, F_NAME))
             if len(targets_t):

@@ -24,8 +24,10 @@ from .encoded import (
     HAS_OUTCOME,
     OBSERVE,
     BurnSettings,
+    _aliases,
+    _folders,
     _Interner,
-    _path_aliases,
+    _target_names,
     _widen,
     degenerate_tokens,
     step_facts,
@@ -96,12 +98,29 @@ def encode_columns(traces: list[Trace], settings: BurnSettings) -> tuple[Any, ..
         ):
             # a trace that writes files: a search tool without a target may read any of them
             facts = [f._replace(reads=None) if f.reads is _UNTARGETED else f for f in facts]
-        alias = _path_aliases(facts)
+        names = _target_names(facts)
+        alias = _aliases(names)
+        inside, here = _folders(names)
         for step, f in zip(trace.steps, facts):
             if alias and f.writes:
                 wider = _widen(f.writes, alias)
                 if wider is not f.writes:
                     f = f._replace(writes=wider)
+            if here:
+                # the working folder holds anything
+                if f.writes and not here.isdisjoint(f.writes):
+                    f = f._replace(writes=None)
+                if f.reads and not here.isdisjoint(f.reads):
+                    f = f._replace(reads=None)
+            if inside:
+                if f.writes:
+                    wider = _widen(f.writes, inside)
+                    if wider is not f.writes:
+                        f = f._replace(writes=wider)
+                if f.reads:
+                    wider = _widen(f.reads, inside)
+                    if wider is not f.reads:
+                        f = f._replace(reads=wider)
             tool = tools(step.name)
             tset = tset_of(f.targets) if f.targets else -1
             call = calls((tool, f.call[1])) if f.call is not None else -1

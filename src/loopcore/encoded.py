@@ -736,10 +736,9 @@ def degenerate_tokens(step: Step) -> int:
     return min(out, out * rep // len(text)) if rep else 0
 
 
-def _path_aliases(facts: list[StepFacts]) -> dict[str, tuple[str, ...]]:
-    """Targets of one trace that may name the same file: a relative path and an absolute one
-    ending with it (``patch.txt`` and ``/testbed/patch.txt``, the working folder unknown). A
-    write of either is taken as a write of both, so a repeat never spans a write it cannot see."""
+def _target_names(facts: list[StepFacts]) -> set[str]:
+    """Every target one trace's steps name, read or write (for :func:`_aliases` and
+    :func:`_folders`)."""
     names: set[str] = set()
     for f in facts:
         names.update(f.targets)
@@ -747,11 +746,14 @@ def _path_aliases(facts: list[StepFacts]) -> dict[str, tuple[str, ...]]:
             names.update(f.writes)
         if f.reads:
             names.update(f.reads)
-    return _aliases(names)
+    return names
 
 
 def _aliases(names: set[str]) -> dict[str, tuple[str, ...]]:
-    """:func:`_path_aliases` of a trace's set of target names."""
+    """Targets of one trace (*names*) that may name the same file: a relative path and an
+    absolute one ending with it (``patch.txt`` and ``/testbed/patch.txt``, the working folder
+    unknown). A write of either is taken as a write of both, so a repeat never spans a write it
+    cannot see."""
     if len(names) < 2:
         return {}
     out: dict[str, list[str]] = {}
@@ -766,6 +768,47 @@ def _aliases(names: set[str]) -> dict[str, tuple[str, ...]]:
                 out.setdefault(tail, []).append(name)
             k = name.find("/", k + 1)
     return {n: tuple(v) for n, v in out.items()}
+
+
+def _folder_key(name: str) -> str:
+    """*name* as a folder is named: no leading ``./``, no trailing ``/``; the working folder
+    (``.``, ``./``) is ``.``."""
+    while name.startswith("./"):
+        name = name[2:]
+    if len(name) > 1:
+        name = name.rstrip("/") or "/"
+    return name or "."
+
+
+def _folders(names: set[str]) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
+    """(each target of a trace that may be a folder with the targets that may lie in it, the
+    names of the working folder). A path lies in the name that is the path up to one of its "/"
+    (``src`` holds ``src/a.py``) and in one that starts a tail of it after a "/" (``src`` holds
+    ``/testbed/src/a.py``, the working folder unknown); names of one folder written differently
+    (``src``, ``src/``, ``./src``) hold each other. The working folder (``.``, ``./``) holds any
+    path: a step that reads or writes it reads or writes anything. So a search of ``src`` run
+    again after an edit of ``src/a.py`` is no repeat (read, write, read), nor one of ``.`` after
+    any write. Names with a ":" (``git:repo``, a search, a URL) are no paths."""
+    keys: dict[str, list[str]] = {}
+    for name in names:
+        if ":" not in name and "\x00" not in name:  # not the mark of an untargeted read
+            keys.setdefault(_folder_key(name), []).append(name)
+    here = frozenset(keys.pop(".", ()))
+    out: dict[str, list[str]] = {}
+    for key, same in keys.items():
+        holders: list[str] = list(same) if len(same) > 1 else []
+        slashes = [i for i, ch in enumerate(key) if ch == "/"]
+        for start in (0, *(i + 1 for i in slashes)):
+            for end in slashes:
+                if end > start:
+                    folder = keys.get(key[start:end])
+                    if folder is not None:
+                        holders.extend(folder)
+        for name in same:
+            for holder in holders:
+                if holder != name:
+                    out.setdefault(holder, []).append(name)
+    return {n: tuple(v) for n, v in out.items()}, here
 
 
 def _widen(writes: tuple[str, ...], alias: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
