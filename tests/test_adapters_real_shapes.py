@@ -1377,8 +1377,10 @@ def test_otel_protobuf_json_export_takes_the_agent_spans_conversation():
         read.result == "buy milk\n" and read.error is None and read.ref == {"event": "EQ4b8k2xQ0I="}
     )
     assert save.error == "TimeoutError" and save.call_id == "call_p2"
-    # the chat span's 60 output tokens, shared by the two calls it issued
-    assert read.tokens_out + save.tokens_out == 60 and not save.tokens_estimated
+    # the chat span's 60 output tokens, shared by the two calls it issued (the rounding is the
+    # turn's own)
+    assert read.tokens_out + save.tokens_out + read.tokens_turn == 60
+    assert not save.tokens_estimated
 
 
 def test_anthropic_server_and_mcp_tools_are_calls_answered_in_the_message():
@@ -2739,3 +2741,23 @@ def test_otel_tool_arguments_where_the_frameworks_keep_them(tmp_path):
         ("c2", 3, chat), ("s2", 4, tool("read_file")),
     ])  # fmt: skip
     assert loopcore.analyse_burn(unknown).findings == ()
+
+
+def test_otel_the_last_answer_counts(tmp_path):
+    """A model call that issues no tool call (pydantic-ai 2.x, Strands, LangGraph: the final
+    answer) is a turn too: its output tokens count, and its text, where
+    ``gen_ai.output.messages`` holds it, is the reply."""
+    reply = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}],
+                         "finish_reason": "stop"}])  # fmt: skip
+    t = _otlp(tmp_path / "last.json", [
+        ("c1", 1, {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 100,
+                   "gen_ai.usage.output_tokens": 20}),
+        ("s1", 2, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file",
+                   "gen_ai.tool.call.arguments": '{"path": "a.py"}',
+                   "gen_ai.tool.call.result": "x = 1\n"}),
+        ("c2", 3, {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 130,
+                   "gen_ai.usage.output_tokens": 25, "gen_ai.output.messages": reply}),
+    ])  # fmt: skip
+    read, answer = t.steps
+    assert (answer.kind, answer.text, answer.tokens_out) == ("other", "done", 25)
+    assert t.total_tokens == read.tokens_in + 20 + 25

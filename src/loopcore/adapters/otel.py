@@ -5,8 +5,10 @@ Tool calls are the spans with ``gen_ai.operation.name = "execute_tool"``: ``gen_
 ``gen_ai.tool.call.id``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` (opt-in
 content attributes; absent ones stay None). A span status of ERROR, or an ``error.type``
 attribute, marks the call failed. Model-call spans (``chat``, ``text_completion``,
-``generate_content``) are the turns, with ``gen_ai.usage.input_tokens``/``output_tokens``; each
-tool span belongs to the latest model call that started before it. Spans are grouped into one
+``generate_content``) are the turns, with ``gen_ai.usage.input_tokens``/``output_tokens`` and
+the text parts of ``gen_ai.output.messages`` as the reply (a call that issued no tool call, the
+last answer, is a step of its own); each tool span belongs to the latest model call that
+started before it. Spans are grouped into one
 trace per ``gen_ai.conversation.id`` (a span without one takes its nearest ancestor's: the
 conversation id is often set on the ``invoke_agent`` span only), else per traceId, and ordered
 by start time.
@@ -15,6 +17,8 @@ by start time.
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from ._base import Ledger, Trace, parse_args
 from ._io import Ctx
@@ -121,11 +125,13 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         for _, n, span, a in spans:
             op = a.get("gen_ai.operation.name")
             if op in _MODEL_OPS:
+                # every model call counts, the last answer (no tool call) too
                 ledger.turn(
                     {
                         "input_tokens": a.get("gen_ai.usage.input_tokens"),
                         "output_tokens": a.get("gen_ai.usage.output_tokens"),
-                    }
+                    },
+                    text=_reply_text(a.get("gen_ai.output.messages")),
                 )
                 continue
             name = a.get("gen_ai.tool.name") or span.get("name")
@@ -158,6 +164,26 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     if not traces:
         traces.append(Ledger(ctx.stem, profile).trace(source=ctx.path, fmt=NAME))
     return traces
+
+
+def _reply_text(messages: Any) -> str:
+    """The text parts of a model call's ``gen_ai.output.messages`` (semconv 1.37+: a JSON list
+    of ``{"role", "parts": [{"type": "text", "content"}...]}``); "" when not recorded."""
+    if isinstance(messages, str):
+        try:
+            messages = orjson.loads(messages)
+        except orjson.JSONDecodeError:
+            return ""
+    if not isinstance(messages, list):
+        return ""
+    texts = [
+        p["content"]
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("parts"), list)
+        for p in m["parts"]
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)
+    ]
+    return "\n".join(texts)
 
 
 def sniff(doc: Any) -> bool:
