@@ -419,3 +419,14 @@ def test_generic_profile_knows_every_harness():
         "execute_bash",
     ):
         assert name in g.rules
+
+
+def test_a_server_s_ask_tool_queries_the_server_not_the_person():
+    """DeepWiki's MCP tool `ask_question` (Codex 0.142 rollouts, `mcp__deepwiki__ask_question`)
+    asks the server: an observation, so three such queries in a row are no question loop. An
+    MCP tool whose name says it asks a person, and a harness's own ask tool, still ask."""
+    prof = PROFILES["generic"]
+    assert prof.classify("mcp__deepwiki__ask_question", {"question": "How?"})[0] == "observe"
+    assert prof.classify("mcp__ops__confirm_deploy", {})[0] == "observe"
+    for name in ("mcp__h__ask_user", "mcp__x__request_human_input", "ask_question"):
+        assert prof.classify(name, {"question": "Which one?"})[0] == "ask", name

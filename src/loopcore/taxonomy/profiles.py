@@ -156,6 +156,8 @@ _MUTATE_VERBS = frozenset(
     }
 )
 _ASK_VERBS = frozenset({"ask", "question", "clarify", "confirm", "prompt", "request"})
+# the words of an MCP tool's name that say it asks a person (`ask_user`, `request_human_input`)
+_PEOPLE = frozenset({"user", "human", "person", "operator", "followup", "follow"})
 _OTHER_VERBS = frozenset(
     {
         "think",
@@ -294,6 +296,16 @@ def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], tuple[str, Ta
     return rule
 
 
+def _asks_a_server(name: str) -> bool:
+    """A server's tool (``mcp__<server>__<tool>``) that would ask by its name or rule asks the
+    server (DeepWiki's ``ask_question``), not the person: a query, unless its name says it asks
+    a person (``ask_user``, ``request_human_input``)."""
+    if "__" not in name:
+        return False
+    words = _WORD_RE.findall(name.rsplit("__", 1)[-1])
+    return not any(w.lower() in _PEOPLE for w in words)
+
+
 def _verb_kind(name: str) -> str | None:
     """The kind a tool's name says by its first word (``get_user`` observes), or None."""
     if name.__class__ is str:
@@ -314,7 +326,7 @@ def _verb_kind_uncached(name: str) -> str | None:
         return None
     head = words[0].lower()
     if head in _ASK_VERBS:
-        return "ask"
+        return "observe" if _asks_a_server(name) else "ask"
     if head in _OTHER_VERBS:
         return "other"
     if head in _OBSERVE_VERBS:
@@ -384,6 +396,8 @@ class Profile:
             fn = self._lookup(name)
         if fn is not None:
             kind, target = fn(args)
+            if kind == "ask" and _asks_a_server(name):
+                return "observe", _first_target(args)
             if target.__class__ is list:
                 target = tuple(target)
             return kind, target
