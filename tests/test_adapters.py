@@ -2987,3 +2987,28 @@ def test_claude_code_a_notification_written_as_a_user_record_is_not_the_person_s
     for origin in ("human", None):
         t = session(origin)
         assert t.steps[1].after_user, origin
+
+
+def test_codex_a_patch_that_failed_verification_wrote_nothing(tmp_path):
+    """Codex verifies a patch whole before it writes a file (`apply_patch verification failed:
+    Failed to find expected lines in ...`, 15 such answers in public 0.142 rollouts): the call
+    failed and wrote nothing, so the same file printed again, unchanged, is a repeat."""
+    body = "".join(f"line {n} of the loader test\n" for n in range(40))
+    patch = "*** Begin Patch\n*** Update File: /w/t.ts\n@@\n-it('x')\n+it('y')\n*** End Patch\n"
+    failed = "apply_patch verification failed: Failed to find expected lines in /w/t.ts:\n  it('x')"
+
+    def cat(cid):
+        return [_codex_fn(cid, "exec_command", {"cmd": "cat /w/t.ts"}),
+                _codex_out(cid, f"Chunk ID: {cid}1\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n{body}")]  # fmt: skip
+
+    call = {"type": "custom_tool_call", "status": "completed", "call_id": "p",
+            "name": "apply_patch", "input": patch}  # fmt: skip
+    out = {"type": "custom_tool_call_output", "call_id": "p", "output": failed}
+    meta = _codex_rec("session_meta", {"id": "sess-f", "cwd": "/w", "cli_version": "0.142.4"})
+    t = _one_rollout(tmp_path, [meta, *cat("a"), _codex_rec("response_item", call),
+                                _codex_rec("response_item", out), *cat("b")])  # fmt: skip
+    read, edit, again = t.steps
+    assert edit.error == failed and edit.no_op and edit.target == "/w/t.ts"
+    assert [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings] == [
+        ("redundant_observation", (2,))
+    ]

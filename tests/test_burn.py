@@ -811,14 +811,17 @@ def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
         sh(3, "git fetch origin", "From https://github.com/e/agentv\n * [new branch] fix"),
         sh(4, "git status -sb", "## fix...origin/fix"),
     ]
-    assert (fixed[0].target, fixed[0].write_set) == ("git:fetched", ("git:fetched",))
+    written = ("git:FETCH_HEAD", "git:refs/remotes")
+    assert (fixed[0].target, fixed[0].write_set) == (written, written)
     assert analyse(impl, fixed).findings == ()
     cleanup = [
         sh(1, "git fetch origin", ""),
-        sh(2, "git branch -f results origin/results && git branch -D old", "Deleted branch old"),
-        sh(3, "git fetch origin", ""),
-        sh(4, "git status -sb", "## main...origin/main"),
+        sh(2, "git fetch origin && git rev-parse HEAD origin/main", "354de72\n354de72\n"),
+        sh(3, "git branch -f results origin/results && git branch -D old", "Deleted branch old"),
+        sh(4, "git fetch origin", ""),
+        sh(5, "git status -sb", "## main...origin/main"),
     ]
+    # no fetch undoes another either: the second is no undo of the first, the last no redo
     assert analyse(impl, cleanup).findings == ()
     # two fetches with nothing between them, the same answer: the second learned nothing
     again = [sh(1, "git fetch origin", ""), sh(2, "git fetch origin", "")]

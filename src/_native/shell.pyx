@@ -1787,9 +1787,11 @@ cdef _Part _classify_git(list words):
             # a push, so pushing the next commit redoes nothing
             return _part(K_MUTATE, _EMPTY, [u"git:remote"], False)
         if sub == u"fetch":
-            # what a fetch brings is the remote's, and only fetches write the remote-tracking
-            # refs: no commit, branch or `remote set-url` is its undo
-            return _part(K_MUTATE, [u"git:repo", u"git:remote"], [u"git:fetched"], False)
+            # what a fetch brings is the remote's; it writes the remote-tracking refs and
+            # FETCH_HEAD, and a fetch is never undone (nothing else writes them)
+            return _part(
+                K_MUTATE, [u"git:repo", u"git:remote"], [u"git:FETCH_HEAD", u"git:refs/remotes"], False
+            )
         if sub in _GIT_STATE_ONLY:
             # Only git's own state changes; the working tree is as it was.
             return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)

@@ -996,9 +996,15 @@ def _classify_git(words: list[str]) -> _Part:
             return ("mutate", [], ["git:remote"], False)
         if sub == "fetch":
             # what a fetch brings is the remote's (read through the repository's remote
-            # settings), and only fetches write the remote-tracking refs: no commit, branch or
-            # `remote set-url` is the undo of a fetch, so fetching again redoes nothing
-            return ("mutate", ["git:repo", "git:remote"], ["git:fetched"], False)
+            # settings); it writes the remote-tracking refs and FETCH_HEAD, nothing a commit,
+            # a branch or `remote set-url` writes, and no content it could return to: a fetch
+            # is never undone, so fetching again redoes nothing
+            return (
+                "mutate",
+                ["git:repo", "git:remote"],
+                ["git:FETCH_HEAD", "git:refs/remotes"],
+                False,
+            )
         if sub in (
             "add",
             "commit",

@@ -87,6 +87,9 @@ ITEM_TYPES = (
 )
 # Arguments that shape how output comes back, not what runs: dropped so repeats compare equal.
 _NOISE_ARGS = frozenset({"yield_time_ms", "max_output_tokens", "justification"})
+# Codex's answer to a patch whose lines it could not find (codex-rs apply-patch: the patch is
+# verified whole before any file is written)
+_PATCH_FAILED = "apply_patch verification failed"
 _REJECT_PREFIXES = (
     "unsupported call",
     "failed to parse function arguments",
@@ -276,6 +279,15 @@ class _Walker(ResponsesWalker):
         error = self.mcp_errors.pop(step.call_id, None)
         if facts.get("script_failed") and error is None:
             error = result if isinstance(result, str) and result else "script failed"
+        if (
+            step.name == "apply_patch"
+            and isinstance(result, str)
+            and result.startswith(_PATCH_FAILED)
+            and error is None
+        ):
+            # the patch's context did not match: Codex checks it before writing anything
+            error = result
+            step.no_op = True
         self.ledger.result(step, result, error)
 
     def mcp_end(self, payload: dict) -> None:
