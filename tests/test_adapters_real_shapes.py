@@ -2686,16 +2686,20 @@ def test_opencode_messages_one_per_line_read_as_the_export(tmp_path):
 
 
 def _otlp(path, spans):
-    """An OTLP JSON export of *spans*: (span id, start, attributes) each."""
+    """An OTLP JSON export of *spans*: (span id, start, attributes[, events]) each, events as
+    (name, attributes)."""
 
     def value(v):
         return {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}
 
+    def attrs_of(attrs):
+        return [{"key": k, "value": value(v)} for k, v in attrs.items()]
+
     out = [
         {"traceId": "t1", "spanId": sid, "name": attrs.get("gen_ai.tool.name", "chat"),
-         "startTimeUnixNano": str(start),
-         "attributes": [{"key": k, "value": value(v)} for k, v in attrs.items()]}
-        for sid, start, attrs in spans
+         "startTimeUnixNano": str(start), "attributes": attrs_of(attrs),
+         "events": [{"name": n, "attributes": attrs_of(a)} for n, a in (more[0] if more else ())]}
+        for sid, start, attrs, *more in spans
     ]  # fmt: skip
     path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": out}]}]}))
     return only(path)
@@ -2761,3 +2765,71 @@ def test_otel_the_last_answer_counts(tmp_path):
     read, answer = t.steps
     assert (answer.kind, answer.text, answer.tokens_out) == ("other", "done", 25)
     assert t.total_tokens == read.tokens_in + 20 + 25
+
+
+def test_otel_calls_as_strands_openllmetry_pydantic_ai_1_0_and_openinference_write_them(tmp_path):
+    """The same run (read a.py, b.py, a.py again) as four instrumentations write it, each read
+    to the same three calls and the one repeat: Strands without the latest conventions (the
+    arguments and result in the span's gen_ai.tool.message / gen_ai.choice events),
+    OpenLLMetry's LangChain instrumentation (LangChain's callback envelope around the
+    arguments, a serialized ToolMessage as the result), pydantic-ai 1.0 ("running tool" spans
+    with no operation name) and OpenInference (LLM and TOOL span kinds)."""
+    body = "x = 1\n" * 30
+    files = {"a.py": body, "b.py": "y = 2\n"}
+    order = ("a.py", "b.py", "a.py")
+
+    def chat(n):
+        return (f"c{n}", 2 * n, {"gen_ai.operation.name": "chat",
+                "gen_ai.usage.input_tokens": 100 + 150 * n, "gen_ai.usage.output_tokens": 10})  # fmt: skip
+
+    def strands(n, path):
+        events = [("gen_ai.tool.message", {"role": "tool", "content": json.dumps({"path": path})}),
+                  ("gen_ai.choice", {"message": json.dumps([{"text": files[path]}])})]  # fmt: skip
+        return (f"s{n}", 2 * n + 1, {"gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "read_file", "gen_ai.tool.call.id": f"t{n}"}, events)  # fmt: skip
+
+    def openllmetry(n, path):
+        envelope = {
+            "input_str": str({"path": path}),
+            "tags": ["seq:step:1"],
+            "metadata": {"langgraph_step": 2 + 3 * n, "checkpoint_ns": f"tools:{n}"},
+            "inputs": {"path": path},
+            "kwargs": {"tool_call_id": f"c{n}"},
+        }
+        message = {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "schema", "messages", "ToolMessage"],
+            "kwargs": {"content": files[path], "tool_call_id": f"c{n}", "type": "tool"},
+        }
+        return (f"s{n}", 2 * n + 1, {"gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "read_file", "gen_ai.tool.call.arguments": json.dumps(envelope),
+                "gen_ai.tool.call.result": json.dumps({"output": message})})  # fmt: skip
+
+    def pydantic_1_0(n, path):
+        return (f"s{n}", 2 * n + 1, {"gen_ai.tool.name": "read_file", "gen_ai.tool.call.id": f"c{n}",
+                "tool_arguments": json.dumps({"path": path}), "tool_response": files[path],
+                "logfire.msg": "running tool: read_file"})  # fmt: skip
+
+    def oi_chat(n):
+        return (f"c{n}", 2 * n, {"openinference.span.kind": "LLM",
+                "llm.token_count.prompt": 100 + 150 * n, "llm.token_count.completion": 10})  # fmt: skip
+
+    def openinference(n, path):
+        out = json.dumps({"type": "tool", "data": {"content": files[path], "type": "tool"}})
+        return (f"s{n}", 2 * n + 1, {"openinference.span.kind": "TOOL", "tool.name": "read_file",
+                "input.value": json.dumps({"path": path}), "output.value": out})  # fmt: skip
+
+    for name, tool, model in (
+        ("strands", strands, chat),
+        ("openllmetry", openllmetry, chat),
+        ("pydantic-1.0", pydantic_1_0, chat),
+        ("openinference", openinference, oi_chat),
+    ):
+        spans = [x for n, path in enumerate(order) for x in (model(n), tool(n, path))]
+        t = _otlp(tmp_path / f"{name}.json", spans)
+        assert [s.args for s in t.steps] == [{"path": p} for p in order], name
+        assert [s.result for s in t.steps] == [files[p] for p in order], name
+        assert t.steps[0].tokens_out > 0, name
+        found = loopcore.analyse_burn(t).findings
+        assert [(f.kind, f.steps) for f in found] == [("redundant_observation", (2,))], name

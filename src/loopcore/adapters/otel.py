@@ -11,7 +11,9 @@ last answer, is a step of its own); each tool span belongs to the latest model c
 started before it. Spans are grouped into one
 trace per ``gen_ai.conversation.id`` (a span without one takes its nearest ancestor's: the
 conversation id is often set on the ``invoke_agent`` span only), else per traceId, and ordered
-by start time.
+by start time. What the frameworks write beside the conventions is read too: pydantic-ai 1.x's
+``tool_arguments`` / ``tool_response``, Google ADK's legacy ``gcp.vertex.agent.*`` keys,
+Strands' span events, OpenLLMetry's LangChain envelope and OpenInference's span kinds.
 """
 
 from __future__ import annotations
@@ -102,7 +104,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         tid, sid = span.get("traceId"), span.get("spanId")
         if isinstance(tid, str) and isinstance(sid, str):
             tree[(tid, sid)] = (span.get("parentSpanId"), a.get("gen_ai.conversation.id"))
+        if "openinference.span.kind" in a and "gen_ai.operation.name" not in a:
+            _from_openinference(a)
         op = a.get("gen_ai.operation.name")
+        if op is None and a.get("gen_ai.tool.name") is not None:
+            # pydantic-ai 1.0's "running tool" spans name the tool but no operation
+            a["gen_ai.operation.name"] = op = "execute_tool"
         if op == "execute_tool" or op in _MODEL_OPS:
             spans_read.append((n, span, a))
     for n, span, a in spans_read:
@@ -131,7 +138,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                         "input_tokens": a.get("gen_ai.usage.input_tokens"),
                         "output_tokens": a.get("gen_ai.usage.output_tokens"),
                     },
-                    text=_reply_text(a.get("gen_ai.output.messages")),
+                    text=a[_REPLY] if _REPLY in a else _reply_text(a.get("gen_ai.output.messages")),
                 )
                 continue
             name = a.get("gen_ai.tool.name") or span.get("name")
@@ -141,6 +148,11 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if name == _ADK_MERGED:
                 continue  # bookkeeping of a parallel batch: each call has its own span
             raw_args = next((a[k] for k in _ARGS_KEYS if a.get(k) is not None), None)
+            events = _events(span)
+            if raw_args is None:
+                # Strands without the latest conventions: the arguments are the content of
+                # the span's gen_ai.tool.message event
+                raw_args = events.get("gen_ai.tool.message", {}).get("content")
             span_id = span.get("spanId")
             if raw_args is None:
                 # the arguments were not recorded (content capture off, or a key this reader
@@ -149,6 +161,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 args: Any = {"span": span_id if isinstance(span_id, str) else n}
             else:
                 args, _ = parse_args(raw_args)
+                args = _langchain_inputs(args)
             ref = {"event": span_id} if isinstance(span_id, str) and span_id else None
             step = ledger.call(name, args, a.get("gen_ai.tool.call.id"), ref=ref)
             status = span.get("status") if isinstance(span.get("status"), dict) else {}
@@ -156,6 +169,12 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             if error is None and status.get("code") in _STATUS_ERROR:
                 error = status.get("message") or True
             result = next((a[k] for k in _RESULT_KEYS if a.get(k) is not None), None)
+            if result is None:
+                result = _blocks_text(events.get("gen_ai.choice", {}).get("message"))
+            else:
+                result = _langchain_output(result)
+            if error is None and a.get("gen_ai.tool.status") == "error":
+                error = result if isinstance(result, str) and result else True
             ledger.result(step, result, error)
         traces.append(ledger.trace(source=ctx.path, fmt=NAME))
     if len(traces) > 1 and ctx.path:
@@ -164,6 +183,103 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     if not traces:
         traces.append(Ledger(ctx.stem, profile).trace(source=ctx.path, fmt=NAME))
     return traces
+
+
+# the reply text a span's attributes give outside the GenAI conventions (OpenInference)
+_REPLY = "\x00reply"
+
+
+def _from_openinference(a: dict) -> None:
+    """OpenInference attributes (Arize's conventions: LangChain, LlamaIndex, smolagents, CrewAI,
+    the OpenAI Agents SDK instrumented through ``openinference-instrumentation-*``) as the GenAI
+    ones this reader reads: an ``LLM`` span is a model call (``llm.token_count.prompt`` /
+    ``completion``, the first output message's content its reply), a ``TOOL`` span a call
+    (``tool.name``, ``input.value`` its arguments, ``output.value`` its result); ``session.id``
+    is the conversation."""
+    kind = a.get("openinference.span.kind")
+    if kind == "LLM":
+        a["gen_ai.operation.name"] = "chat"
+        a["gen_ai.usage.input_tokens"] = a.get("llm.token_count.prompt")
+        a["gen_ai.usage.output_tokens"] = a.get("llm.token_count.completion")
+        reply = a.get("llm.output_messages.0.message.content")
+        a[_REPLY] = reply if isinstance(reply, str) else ""
+    elif kind == "TOOL" and isinstance(a.get("tool.name"), str):
+        a["gen_ai.operation.name"] = "execute_tool"
+        a["gen_ai.tool.name"] = a["tool.name"]
+        if a.get("input.value") is not None:
+            a["gen_ai.tool.call.arguments"] = a["input.value"]
+        out = a.get("output.value")
+        if isinstance(out, str) and out.startswith('{"type": "tool"'):
+            # LangChain's ToolMessage as OpenInference dumps it: {"type": "tool", "data": {...}}
+            try:
+                doc = orjson.loads(out)
+            except orjson.JSONDecodeError:
+                doc = None
+            data = doc.get("data") if isinstance(doc, dict) else None
+            if isinstance(data, dict) and "content" in data:
+                out = data["content"]
+        if out is not None:
+            a["gen_ai.tool.call.result"] = out
+        if a.get("tool_call.id") is not None:
+            a["gen_ai.tool.call.id"] = a["tool_call.id"]
+    if a.get("session.id") is not None and "gen_ai.conversation.id" not in a:
+        a["gen_ai.conversation.id"] = a["session.id"]
+
+
+def _events(span: dict) -> dict[str, dict]:
+    """A span's events by name (the first of each), their attributes as plain dicts."""
+    out: dict[str, dict] = {}
+    for e in span.get("events") or []:
+        if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"] not in out:
+            out[e["name"]] = attributes(e)
+    return out
+
+
+def _blocks_text(message: Any) -> Any:
+    """A Strands ``gen_ai.choice`` event's message (a JSON list of content blocks,
+    ``[{"text": ...}]``) as its text; None when absent, as it is when not blocks."""
+    if not isinstance(message, str):
+        return message
+    try:
+        blocks = orjson.loads(message)
+    except orjson.JSONDecodeError:
+        return message
+    if (
+        isinstance(blocks, list)
+        and blocks
+        and all(isinstance(b, dict) and isinstance(b.get("text"), str) for b in blocks)
+    ):
+        return "\n".join(b["text"] for b in blocks)
+    return message
+
+
+# OpenLLMetry's LangChain instrumentation records a tool's input as LangChain's callback
+# envelope (the input string, tags, metadata with the graph step and checkpoint, the inputs,
+# kwargs with the call id): the call is its `inputs`, or the step counter and ids would make
+# every call unique
+_LC_ENVELOPE = frozenset({"input_str", "inputs"})
+
+
+def _langchain_inputs(args: Any) -> Any:
+    if isinstance(args, dict) and _LC_ENVELOPE <= args.keys() and isinstance(args["inputs"], dict):
+        return args["inputs"]
+    return args
+
+
+def _langchain_output(result: Any) -> Any:
+    """OpenLLMetry's LangChain tool output, ``{"output": <a serialized ToolMessage>}``, as the
+    message's content (the message also holds the call id); anything else as it is."""
+    if not isinstance(result, str) or not result.startswith('{"output"'):
+        return result
+    try:
+        doc = orjson.loads(result)
+    except orjson.JSONDecodeError:
+        return result
+    out = doc.get("output") if isinstance(doc, dict) else None
+    kw = out.get("kwargs") if isinstance(out, dict) and out.get("lc") is not None else None
+    if isinstance(kw, dict) and "content" in kw:
+        return kw["content"]
+    return result
 
 
 def _reply_text(messages: Any) -> str:
