@@ -3012,3 +3012,23 @@ def test_codex_a_patch_that_failed_verification_wrote_nothing(tmp_path):
     assert [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings] == [
         ("redundant_observation", (2,))
     ]
+
+
+def test_codex_a_poll_the_rollout_never_answered_is_no_repeat(tmp_path):
+    """A rollout written while a command still ran ends with a `write_stdin` poll and no output
+    (8 of 62 public Codex Desktop 0.137-0.140 rollouts): it was charged as a duplicate of the
+    poll before it (the same session, no input). Which chunk it would have read is unknown:
+    it is charged nothing and repeats nothing."""
+    poll = {"session_id": 275, "chars": "", "yield_time_ms": 30000}
+    running = "Wall time: 30.0 seconds\nProcess running with session ID 275\nOutput:\n"
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-u", "cwd": "/repo", "cli_version": "0.140.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "npm run bench"}),
+        _codex_out("a", "Chunk ID: 7358a0\n" + running),
+        _codex_fn("b", "write_stdin", poll),
+        _codex_out("b", "Chunk ID: 1f1f43\n" + running),
+        _codex_fn("c", "write_stdin", poll),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert t.steps[-1].meta.get("not_run") is True and "not_run" not in t.steps[1].meta
+    assert loopcore.analyse_burn(t).findings == ()

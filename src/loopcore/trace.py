@@ -65,8 +65,10 @@ class Step:
 
     ``meta`` holds what an adapter read beside the fields (an exit code, the file an output was
     saved to...); one key of it is a rule of the analysis: ``meta["not_run"] is True`` says the
-    harness never ran the call (Claude Code cancels the calls of a batch that had not started
-    when one of them failed), so the step is charged nothing and repeats or precedes nothing.
+    call did nothing the trace shows: the harness never ran it (Claude Code cancels the calls of
+    a batch that had not started when one of them failed), or it is a poll of a running command
+    the trace never answered (a Codex rollout written while the command ran); the step is
+    charged nothing and repeats or precedes nothing.
 
     A model turn that ran nothing is a step too, ``kind="other"``: with ``name=""`` for a plain
     reply, or with ``rejected`` set (and the attempted tool's name, if any).

@@ -440,6 +440,18 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         w.rollout_record(rtype, payload, i)
     if version:
         meta["cli_version"] = version
+    for step in ledger.steps:
+        if (
+            step.name == "write_stdin"
+            and step.result is None
+            and step.error is None
+            and isinstance(step.args, dict)
+            and not step.args.get("chars")
+        ):
+            # a poll the rollout never answered (it was written while the command still ran):
+            # which chunk it would have read is unknown, and polling again is how a wait is
+            # done, so it is no repeat of the poll before it and nothing it shows was read
+            step.meta["not_run"] = True
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta or None)]
 
 
