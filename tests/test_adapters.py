@@ -3032,3 +3032,63 @@ def test_codex_a_poll_the_rollout_never_answered_is_no_repeat(tmp_path):
     t = _one_rollout(tmp_path, lines)
     assert t.steps[-1].meta.get("not_run") is True and "not_run" not in t.steps[1].meta
     assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_a_growth_whose_output_count_is_unknown_is_not_put_on_the_results():
+    # an API call with a prompt count and no output count: the next prompt's growth holds its
+    # output too, so the results are estimated from their text, not given the growth
+    def call(cid, path, usage):
+        fn = {"name": "read_file", "arguments": json.dumps({"path": path})}
+        tc = [{"id": cid, "type": "function", "function": fn}]
+        return {"role": "assistant", "content": "", "tool_calls": tc, "usage": usage}
+
+    msgs = [
+        {"role": "user", "content": "task"},
+        call("c1", "a.py", {"prompt_tokens": 1000}),
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1\n"},
+        call("c2", "b.py", {"prompt_tokens": 9000, "completion_tokens": 10}),
+        {"role": "tool", "tool_call_id": "c2", "content": "y = 2\n"},
+        {
+            "role": "assistant",
+            "content": "Done.",
+            "usage": {"prompt_tokens": 9020, "completion_tokens": 2},
+        },
+    ]
+    (t,) = load(msgs)
+    first, second = calls(t)
+    assert first.tokens_estimated and first.tokens_in == 2  # not 8000
+    assert second.tokens_in == 9020 - 9000 - 10
+
+
+def test_claude_code_a_usage_snapshot_of_the_stream_is_no_output_count(tmp_path):
+    """Claude Code 2.1.38-2.1.39 wrote each copy of a message with `stop_reason` null and the
+    usage of the stream's start (marot/spotter's fixtures: 8 output tokens for a message with
+    28,058 characters of thinking, the next prompt 29,709 tokens bigger): that growth went to
+    the call's 581-character result. Such a count is no count: the result is estimated."""
+    thinking = "Weighing the plan before writing it. " * 760
+
+    def asst(mid, blocks, inp, out, stop=None):
+        u = {"input_tokens": inp, "output_tokens": out}
+        return {"id": mid, "role": "assistant", "content": blocks, "usage": u, "stop_reason": stop}
+
+    use = {"type": "tool_use", "id": "t1", "name": "EnterPlanMode", "input": {}}
+    lines = [
+        _claude_line("u1", None, "user", {"role": "user", "content": "plan it"}),
+        _claude_line("u2", "u1", "assistant", asst("m1", [{"type": "thinking", "thinking": thinking, "signature": "s"}], 5000, 8)),
+        _claude_line("u3", "u2", "assistant", asst("m1", [use], 5000, 8)),
+        _claude_line("u4", "u3", "user", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "Entered plan mode. " * 30}]}),
+        _claude_line("u5", "u4", "assistant", asst("m2", [{"type": "text", "text": "Here is the plan."}], 34709, 12, "end_turn")),
+    ]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    step = t.steps[0]
+    assert step.name == "EnterPlanMode" and step.tokens_estimated
+    assert step.tokens_in == (len("Entered plan mode. " * 30) + 3) // 4  # not 29,701
+    # a count the message's characters can hold is read as it is
+    lines[1] = _claude_line("u2", "u1", "assistant", asst("m1", [{"type": "thinking", "thinking": thinking, "signature": "s"}], 5000, 7000))  # fmt: skip
+    lines[2] = _claude_line("u3", "u2", "assistant", asst("m1", [use], 5000, 7000))
+    path.write_text("\n".join(lines) + "\n")
+    (t,) = load(path)
+    assert not t.steps[0].tokens_estimated

@@ -600,8 +600,8 @@ cdef inline object _chars_of(dict results, object step):
 
 cdef object _growth(list answered, prompt, nxt, completion, reasoning, extra):
     # loopcore.adapters._base._split_growth: True / False
-    if prompt is not None and nxt is not None:
-        visible = (completion or 0) - reasoning
+    if prompt is not None and nxt is not None and completion is not None:
+        visible = completion - reasoning
         growth = nxt - prompt - (visible if visible > 0 else 0)
         if growth >= 0:
             total = extra
@@ -664,8 +664,8 @@ cdef tuple _split_turn(
         chars = _chars_of(results, first)
         if chars is None:
             return used, estimated
-        if prompt is not None and nxt is not None:
-            visible = (completion or 0) - reasoning
+        if prompt is not None and nxt is not None and completion is not None:
+            visible = completion - reasoning
             growth = nxt - prompt - (visible if visible > 0 else 0)
             if growth >= 0:
                 total = extra + chars
@@ -806,8 +806,8 @@ def finish(ledger):
             chars = _chars_of(results, s)
             if chars is None:
                 continue
-            if prompt is not None and nxt is not None:
-                visible = (completion or 0) - reasoning
+            if prompt is not None and nxt is not None and completion is not None:
+                visible = completion - reasoning
                 growth = nxt - prompt - (visible if visible > 0 else 0)
                 if growth >= 0:
                     total = extra + chars

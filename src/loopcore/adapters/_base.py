@@ -246,8 +246,8 @@ def _split_growth(
     next API call (less the completion tokens it holds) split in proportion to the result text
     (*extra* chars of other messages in the gap take their share too); True when the usage
     allowed that, else the estimate ceil(chars / 4) and False."""
-    if prompt is not None and nxt is not None:
-        visible = (completion or 0) - reasoning  # completion tokens the next prompt holds
+    if prompt is not None and nxt is not None and completion is not None:
+        visible = completion - reasoning  # completion tokens the next prompt holds
         growth = nxt - prompt - (visible if visible > 0 else 0)
         if growth >= 0:
             total = extra
@@ -716,8 +716,8 @@ class Ledger:
                 chars = results.get(id(s))
                 if chars is None:
                     continue
-                if prompt is not None and nxt is not None:
-                    visible = (completion or 0) - reasoning
+                if prompt is not None and nxt is not None and completion is not None:
+                    visible = completion - reasoning
                     growth = nxt - prompt - (visible if visible > 0 else 0)
                     if growth >= 0:
                         total = extra + chars
@@ -822,8 +822,8 @@ class Ledger:
             chars = results.get(id(first))
             if chars is None:
                 return used, estimated
-            if prompt is not None and nxt is not None:
-                visible = (completion or 0) - reasoning
+            if prompt is not None and nxt is not None and completion is not None:
+                visible = completion - reasoning
                 growth = nxt - prompt - (visible if visible > 0 else 0)
                 if growth >= 0:
                     total = extra + chars

@@ -251,6 +251,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     profile = ctx.profile(PROFILE)
     ledgers: dict[str, Ledger] = {}
     last_msg_id: dict[str, Any] = {}
+    msg_chars: dict[str, int] = {}  # per trace, the characters of its last message so far
     agents = _sidechain_agents(records, ctx.stem)
     own_files: dict[tuple[str, str], bool] = {}
     ran_by: dict[str, list[tuple[str, str, int, int]]] = {}  # trace -> its sub-agents' runs
@@ -340,10 +341,14 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             ledger = ledgers[key] = Ledger(key, profile)
         if rtype == "assistant":
             mid = msg.get("id")
-            if mid is not None and mid == last_msg_id.get(key) and ledger.turns:
-                ledger.set_usage(msg.get("usage"))
+            same = mid is not None and mid == last_msg_id.get(key) and ledger.turns
+            chars = _content_chars(msg.get("content"))
+            msg_chars[key] = msg_chars.get(key, 0) + chars if same else chars
+            usage = _final_usage(msg, msg_chars[key])
+            if same:
+                ledger.set_usage(usage)
             else:
-                ledger.turn(msg.get("usage"), text="", ref=ref)
+                ledger.turn(usage, text="", ref=ref)
                 last_msg_id[key] = mid
             anthropic_assistant_blocks(
                 msg.get("content"),
@@ -389,6 +394,39 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"
     return traces
+
+
+def _content_chars(content: Any) -> int:
+    """The characters a copy's content blocks hold: text, thinking, a call's input."""
+    if not isinstance(content, list):
+        return len(content) if isinstance(content, str) else 0
+    n = 0
+    for b in content:
+        if isinstance(b, dict):
+            for k in ("text", "thinking"):
+                if isinstance(b.get(k), str):
+                    n += len(b[k])
+            if b.get("type") == "tool_use":
+                n += text_len(b.get("input"))
+    return n
+
+
+def _final_usage(msg: dict, chars: int) -> Any:
+    """The message's usage, less an ``output_tokens`` that is a snapshot taken while the
+    response streamed: Claude Code 2.1.38-2.1.39 wrote every copy with ``stop_reason`` null and
+    the count of the stream's start (8 tokens for a message of 28 K characters of thinking), so
+    the rest of the output was put on the calls' results by the next prompt's growth. A count
+    under an eighth of what the message's own characters hold (4 to a token) on such a copy is
+    no count: the output is unknown and the results are estimated."""
+    usage = msg.get("usage")
+    if (
+        isinstance(usage, dict)
+        and msg.get("stop_reason") is None
+        and type(usage.get("output_tokens")) is int
+        and usage["output_tokens"] * 32 < chars
+    ):
+        return {k: v for k, v in usage.items() if k != "output_tokens"}
+    return usage
 
 
 def _attachment(r: dict) -> tuple[bool, int]:
