@@ -2833,3 +2833,19 @@ def test_otel_calls_as_strands_openllmetry_pydantic_ai_1_0_and_openinference_wri
         assert t.steps[0].tokens_out > 0, name
         found = loopcore.analyse_burn(t).findings
         assert [(f.kind, f.steps) for f in found] == [("redundant_observation", (2,))], name
+
+
+def test_gemini_cli_its_own_acknowledgement_of_binary_content_is_no_turn(tmp_path):
+    """After a read of binary content gemini-cli records a gemini message of its own, a thought
+    part "Binary content received. Proceeding with analysis." signed
+    `skip_thought_signature_validator` (geminiChat.ts), no tokens, no calls: no API call made
+    it, so it adds no step and no tokens."""
+    path = _gemini_shell_session(tmp_path / "session-b.jsonl", ["ok\n"])
+    plain = only(path)
+    lines = path.read_text().splitlines()
+    ack = {"id": "m-ack", "timestamp": "2026-11-20T08:00:01.000Z", "type": "gemini",
+           "content": [{"text": "Binary content received. Proceeding with analysis.",
+                        "thought": True, "thoughtSignature": "skip_thought_signature_validator"}]}  # fmt: skip
+    path.write_text("\n".join([*lines, json.dumps(ack)]) + "\n")
+    t = only(path)
+    assert len(t.steps) == len(plain.steps) and t.total_tokens == plain.total_tokens

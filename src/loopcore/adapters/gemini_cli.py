@@ -144,6 +144,31 @@ def _tool_responses(content: Any) -> bool:
     )
 
 
+def _synthetic_ack(m: dict) -> bool:
+    """A gemini message gemini-cli wrote itself, not the model: after a read of binary content
+    it records a thought part, "Binary content received. Proceeding with analysis.", signed
+    ``skip_thought_signature_validator`` (geminiChat.ts), with no calls and no token counts.
+    No API call made it, so it is no turn."""
+    content = m.get("content")
+    if isinstance(content, dict):
+        content = [content]
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and not m.get("toolCalls")
+        and usage_of(m.get("tokens")) is None
+        and all(
+            isinstance(p, dict)
+            and p.get("thought") is True
+            and (
+                p.get("thoughtSignature") == "skip_thought_signature_validator"
+                or str(p.get("text", "")).startswith("Binary content received")
+            )
+            for p in content
+        )
+    )
+
+
 def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> None:
     open_turn = False  # the last model-facing message is a gemini message with no call
     for i, m in enumerate(messages):
@@ -166,6 +191,8 @@ def _recording(messages: list, ctx: Ctx, ledger: Ledger, refs: list[dict]) -> No
                 ledger.user()  # tool results are on the gemini message: this is the person
                 ledger.context(len(_content_text(m.get("content"))))
                 open_turn = False
+            continue
+        if _synthetic_ack(m):
             continue
         if not _continues(m, open_turn):
             reply = "\n".join(
