@@ -3092,3 +3092,54 @@ def test_claude_code_a_usage_snapshot_of_the_stream_is_no_output_count(tmp_path)
     path.write_text("\n".join(lines) + "\n")
     (t,) = load(path)
     assert not t.steps[0].tokens_estimated
+
+
+def test_claude_code_a_read_answered_file_unchanged_observed_the_earlier_read(tmp_path):
+    """Claude Code answers a Read of a file unchanged since the model last read it the same way
+    with a stub ("File unchanged since last read. ... refer to that instead of re-reading.",
+    `toolUseResult.type: file_unchanged`; FileReadTool): the re-read learned nothing, so it is
+    the same observation as the full read, charged the stub's tokens; a compaction between
+    starts the evidence again."""
+    body = "".join(f"{n}\tline {n} of the module\n" for n in range(1, 60))
+    stub = ("File unchanged since last read. The content from the earlier Read tool_result in "
+            "this conversation is still current \u2014 refer to that instead of re-reading.")  # fmt: skip
+
+    def read(uuid, parent, mid, tid, inp):
+        use = {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": "/w/m.py"}}
+        return _claude_line(uuid, parent, "assistant", {"id": mid, "role": "assistant", "content": [use],
+                            "usage": {"input_tokens": inp, "output_tokens": 30}})  # fmt: skip
+
+    def answer(uuid, parent, tid, text):
+        return _claude_line(uuid, parent, "user", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": text}]})  # fmt: skip
+
+    def session(*between):
+        lines = [
+            _claude_line("u0", None, "user", {"role": "user", "content": "look at m.py"}),
+            read("a1", "u0", "m1", "t1", 1000), answer("r1", "a1", "t1", body),
+            *between,
+            read("a2", "r1", "m2", "t2", 1700), answer("r2", "a2", "t2", stub),
+            read("a3", "r2", "m3", "t3", 1780), answer("r3", "a3", "t3", stub),
+            _claude_line("a4", "r3", "assistant", {"id": "m4", "role": "assistant",
+                         "content": [{"type": "text", "text": "Done."}],
+                         "usage": {"input_tokens": 1860, "output_tokens": 5}}),
+        ]  # fmt: skip
+        path = tmp_path / f"s{len(between)}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    t = session()
+    first, again, third = calls(t)
+    assert again.result == body and again.meta["unchanged_stub"] is True
+    assert again.tokens_in < 60  # the stub's tokens, not the body's
+    found = loopcore.analyse_burn(t).findings
+    assert [(f.kind, f.steps, f.of_step) for f in found] == [("redundant_observation", (1, 2), 0)]
+    compacted = json.loads(_claude_line("c1", "r1", "system", {}))
+    del compacted["message"]
+    compacted |= {"subtype": "compact_boundary", "content": "Conversation compacted"}
+    t = session(json.dumps(compacted))
+    # the stub after the compaction gave the model no content: it is only a stub, and so is
+    # the one after it (the same stub again, a repeat of nothing it learned)
+    assert calls(t)[1].result == stub and "unchanged_stub" not in calls(t)[1].meta
+    assert [f.steps for f in loopcore.analyse_burn(t).findings] == [(2,)]

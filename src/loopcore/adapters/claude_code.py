@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import orjson
+
 from ..taxonomy.profiles import OUTPUT_NORMALISERS
 from ._base import Ledger, Trace, text_len
 from ._io import COMPRESSED_SUFFIXES, Ctx, plain_name
@@ -389,11 +391,45 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             meta["sub_agents_unread"] = unread
         if key in replayed:
             meta["replayed_records"] = replayed[key]
-        traces.append(lg.trace(source=ctx.path, fmt=NAME, meta=meta or None))
+        trace = lg.trace(source=ctx.path, fmt=NAME, meta=meta or None)
+        _unchanged_reads(trace.steps)
+        traces.append(trace)
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"
     return traces
+
+
+# Claude Code's answer to a Read of a file unchanged since the model last read it the same way
+# (FileReadTool, FILE_UNCHANGED_STUB: the same path, offset and limit, the file's mtime the same)
+_UNCHANGED = "File unchanged since last read."
+
+
+def _unchanged_reads(steps: list) -> None:
+    """A Read Claude Code answered with its unchanged-file stub observed what the earlier Read
+    of the same call returned ("refer to that instead of re-reading"): it gets that outcome, so
+    it is the same observation, and stays marked ``meta["unchanged_stub"]``; its tokens are the
+    stub's (the ledger counted the stub's characters). After a person's message or a compaction
+    the model may no longer hold that content (Claude Code stubs a re-read after a compaction
+    too): a stub there is only a stub."""
+    last: dict[bytes, str] = {}  # the canonical call of a Read -> its latest full result
+    for s in steps:
+        if s.after_user:
+            last.clear()
+        if s.name != "Read" or s.error is not None or not isinstance(s.result, str):
+            continue
+        key = (
+            orjson.dumps(s.args, option=orjson.OPT_SORT_KEYS) if isinstance(s.args, dict) else None
+        )
+        if key is None:
+            continue
+        if s.result.startswith(_UNCHANGED):
+            earlier = last.get(key)
+            if earlier is not None:
+                s.result = earlier
+                s.meta["unchanged_stub"] = True
+        else:
+            last[key] = s.result
 
 
 def _content_chars(content: Any) -> int:

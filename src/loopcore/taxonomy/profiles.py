@@ -482,6 +482,9 @@ CLAUDE_CODE: dict[str, Rule] = {
     # SDK's structured output): Claude Code validates its input and answers "Structured output
     # provided successfully"; it is the reply, and runs nothing
     "StructuredOutput": "other",
+    # a sub-agent's final report to the agent that started it (Claude Code 2.1.281: "Only a
+    # SubagentHandback call reaches your caller as your result"): its reply, it runs nothing
+    "SubagentHandback": "other",
 }
 
 CODEX: dict[str, Rule] = {
