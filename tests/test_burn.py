@@ -823,6 +823,11 @@ def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
     ]
     # no fetch undoes another either: the second is no undo of the first, the last no redo
     assert analyse(impl, cleanup).findings == ()
+    # a refspec with a local destination, or a deepened history, writes the repository too;
+    # `git remote update` fetches
+    for cmd in ("git fetch origin main:main", "git fetch --unshallow", "git fetch -u origin x:x"):
+        assert "git:repo" in sh(1, cmd, "").write_set, cmd
+    assert sh(1, "git remote update", "").write_set == written
     # two fetches with nothing between them, the same answer: the second learned nothing
     again = [sh(1, "git fetch origin", ""), sh(2, "git fetch origin", "")]
     assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
@@ -850,9 +855,13 @@ def test_a_search_of_a_folder_after_an_edit_inside_it_is_no_repeat(impl):
         ("src", "/repo/src/debris.js"),
         ("src/", "src/debris.js"),
         ("./src", "/repo/src/debris.js"),
+        (".//src", "src/debris.js"),
+        ("src/.", "src/debris.js"),
         (".", "src/debris.js"),
         (".", "/repo/debris.js"),
+        ("/", "/etc/debris.js"),
         ("/repo/src", "/repo/src/a/b.js"),
+        ("/repo/src", "src/debris.js"),  # the folder named from a root the trace does not show
     ):
         assert analyse(impl, session(folder, written)).findings == (), (folder, written)
     # a folder written whole (rm -r) changes a read of a file in it
@@ -866,6 +875,31 @@ def test_a_search_of_a_folder_after_an_edit_inside_it_is_no_repeat(impl):
     for written in ("lib/debris.js", "/repo/srcx/debris.js", "src.js"):
         found = analyse(impl, session("src", written)).findings
         assert [(f.kind, f.steps) for f in found] == [("redundant_observation", (2,))], written
+    # a failed copy into a folder wrote nothing: the file read again unchanged is a repeat
+    failed = [
+        bash(1, "cat src/debris.js", hits),
+        _classified("mini-swe-agent", "bash", "command", 2, "cp /nope src", ""),
+        bash(3, "cat src/debris.js", hits),
+    ]
+    failed[1].error = "cp: cannot stat '/nope': No such file or directory"
+    assert failed[1].write_set == ("src",)
+    found = analyse(impl, failed).findings
+    assert [(f.kind, f.steps) for f in found] == [("redundant_observation", (2,))]
+
+
+def test_a_folder_s_contents_are_found_fast_and_alike_for_any_string(impl):
+    # a hostile target of thousands of "/" costs no more than its first FOLDER_DEPTH, and a
+    # str subclass (numpy's str_) is a name like any other, in both twins
+    import numpy as np
+
+    deep = "/" + "/".join(["d"] * 5000) + "/x.py"
+    steps = [
+        sh(1, "observe", np.str_("src"), "rg -n blue src", "src/a.py:1:blue\n" * 3),
+        sh(2, "mutate", "src/a.py", "sed -i s/a/b/ src/a.py", reads=("src/a.py",), writes=("src/a.py",)),
+        sh(3, "observe", np.str_("src"), "rg -n blue src", "src/a.py:1:blue\n" * 3),
+        sh(4, "observe", deep, f"cat {deep}", "x = 1\n"),
+    ]  # fmt: skip
+    assert analyse(impl, steps).findings == ()
 
 
 # ------------------------------------------------------------------ a user's message

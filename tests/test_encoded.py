@@ -440,6 +440,10 @@ PATHS = [
     "./src/",
     ".",
     "/testbed",
+    "/testbed/src",
+    "/",
+    ".//src",
+    "src/.",
 ]
 LOOP = "the same sentence again and again, over and over in this reply; " * 12
 BIG = "".join(f"line {i} of a file\n" for i in range(30))

@@ -427,6 +427,14 @@ def test_a_server_s_ask_tool_queries_the_server_not_the_person():
     MCP tool whose name says it asks a person, and a harness's own ask tool, still ask."""
     prof = PROFILES["generic"]
     assert prof.classify("mcp__deepwiki__ask_question", {"question": "How?"})[0] == "observe"
-    assert prof.classify("mcp__ops__confirm_deploy", {})[0] == "observe"
-    for name in ("mcp__h__ask_user", "mcp__x__request_human_input", "ask_question"):
+    assert prof.classify("mcp__docs__ask", {"question": "How?"})[0] == "observe"
+    for name in (
+        "mcp__h__ask_user",
+        "mcp__human__ask",
+        "mcp__hitl__ask_for_input",
+        "mcp__x__confirm",
+        "mcp__x__clarify",
+        "mcp__x__request_approval",
+        "ask_question",
+    ):
         assert prof.classify(name, {"question": "Which one?"})[0] == "ask", name

@@ -41,6 +41,7 @@ from loopcore.encoded import (
     _READER_PROGRAMS,
     _READER_WORDS,
     _widen,
+    FOLDER_DEPTH,
 )
 from loopcore.taxonomy.shell import lex as _lex
 from loopcore.textloop import repeated_spans as _repeated_spans
@@ -432,40 +433,68 @@ cdef dict _path_aliases(set names):
 
 
 cdef str _folder_key(str name):
-    # loopcore.encoded._folder_key: no leading "./", no trailing "/"; "." for the working folder
+    # loopcore.encoded._folder_key: no leading "./" (".//x" is "x"), no trailing "/" or "/.";
+    # "." for the working folder, "/" the root
     while name.startswith("./"):
-        name = name[2:]
+        name = name[2:].lstrip("/")
+    while len(name) > 1 and name.endswith("/."):
+        name = name[:-2] or "/"
     if len(name) > 1:
         name = name.rstrip("/") or "/"
     return name or "."
 
 
+cdef list _slashes(str key):
+    # loopcore.encoded._slashes: the positions of the first FOLDER_DEPTH "/" of key
+    cdef list out = []
+    cdef Py_ssize_t i = key.find("/")
+    while i >= 0 and len(out) < FOLDER_DEPTH:
+        out.append(i)
+        i = key.find("/", i + 1)
+    return out
+
+
 cdef tuple _folders(set names):
     # loopcore.encoded._folders: (each name that may be a folder with the names that may lie in
-    # it, the names of the working folder); names with a ":" or the untargeted mark are no paths
-    cdef dict keys = {}, out = {}
+    # it, the names that hold every path: the working folder and the root); names with a ":"
+    # or the untargeted mark are no paths
+    cdef dict keys = {}, out = {}, tails = {}
     cdef list same, holders, slashes, folder, got
     cdef str key
     cdef Py_ssize_t i, start, end
     for name in names:
-        if type(name) is str and ":" not in <str>name and "\x00" not in <str>name:
+        if isinstance(name, str) and ":" not in <str>name and "\x00" not in <str>name:
             key = _folder_key(<str>name)
             same = <list>_get(keys, key)
             if same is None:
                 keys[key] = [name]
             else:
                 same.append(name)
-    cdef frozenset here = frozenset(keys.pop(".", ()))
-    for key, same_o in keys.items():
+    cdef frozenset here = frozenset(keys.pop(".", []) + keys.pop("/", []))
+    for key_o, same_o in keys.items():
+        key = <str>key_o
+        for i in _slashes(key):
+            if i + 1 < len(key):
+                got = <list>_get(tails, key[i + 1 :])
+                if got is None:
+                    tails[key[i + 1 :]] = list(<list>same_o)
+                else:
+                    got.extend(<list>same_o)
+    for key_o, same_o in keys.items():
+        key = <str>key_o
         same = <list>same_o
         holders = list(same) if len(same) > 1 else []
-        slashes = [i for i in range(len(key)) if key[i] == "/"]
+        slashes = _slashes(key)
         starts = [0]
         starts.extend([i + 1 for i in slashes])
         for start in starts:
             for end in slashes:
                 if end > start:
-                    folder = <list>_get(keys, key[start:end])
+                    part = key[start:end]
+                    folder = <list>_get(keys, part)
+                    if folder is not None:
+                        holders.extend(folder)
+                    folder = <list>_get(tails, part)
                     if folder is not None:
                         holders.extend(folder)
         for name in same:
@@ -827,7 +856,7 @@ def encode_columns(list traces, settings):
     cdef list later = []  # steps of the trace with a reply text, scanned after its facts
     cdef object name, target, targets_t, result, error, args, reads, writes, deps
     cdef object kind_code, old_h, new_h, step, steps
-    cdef dict alias, inside
+    cdef dict alias, inside, wide
     cdef frozenset here
     cdef set names
 
@@ -985,6 +1014,7 @@ def encode_columns(list traces, settings):
                 _add_all(names, r)
         alias = _path_aliases(names)
         inside, here = _folders(names)
+        wide = {}
 
         # pass 2: intern names, sets and keys in the order of the reference
         i = i0
@@ -995,17 +1025,20 @@ def encode_columns(list traces, settings):
             writes = l_writes[j]
             if alias and writes:
                 writes = _widen(writes, alias)
-            if here:
-                # the working folder holds anything
-                if writes and not here.isdisjoint(writes):
-                    writes = None
-                if reads and not here.isdisjoint(reads):
-                    reads = None
+            if here and reads and not here.isdisjoint(reads):
+                reads = None  # the working folder or the root holds anything
             if inside:
-                if writes:
-                    writes = _widen(writes, inside)
+                # a failed write of one named target wrote nothing, folder or not
+                if writes and not (c_flags[i] & S_ERROR and len(writes) == 1):
+                    got_w = _get(wide, writes)
+                    if got_w is None:
+                        got_w = wide[writes] = _widen(writes, inside)
+                    writes = got_w
                 if reads:
-                    reads = _widen(reads, inside)
+                    got_w = _get(wide, reads)
+                    if got_w is None:
+                        got_w = wide[reads] = _widen(reads, inside)
+                    reads = got_w
             nb = c_note[i]
             tool = _intern(tool_ids, tools, _f(step, type(step) is _STEP and _SLOTS, F_NAME))
             if len(targets_t):

@@ -1748,11 +1748,14 @@ cdef _Part _classify_find(list words, int depth):
     return _part(K_OBSERVE, paths, _EMPTY, False)
 
 
+cdef tuple _FETCH_LOCAL = _ref._FETCH_LOCAL
+
+
 cdef _Part _classify_git(list words):
     cdef Py_ssize_t j = 1, n = len(words)
     cdef frozenset opts = <frozenset>_VALUE_OPTS[u"git"]
     cdef str sub, a, first
-    cdef list args, paths
+    cdef list args, paths, fetched
     cdef bint all_options, deletes
     while j < n and _is_option(<str>words[j]):
         j += 2 if words[j] in opts else 1
@@ -1786,12 +1789,16 @@ cdef _Part _classify_git(list words):
             # the remote's history changes, not the repository's: a commit is never the undo of
             # a push, so pushing the next commit redoes nothing
             return _part(K_MUTATE, _EMPTY, [u"git:remote"], False)
-        if sub == u"fetch":
+        if sub == u"fetch" or (sub == u"remote" and first == u"update"):
             # what a fetch brings is the remote's; it writes the remote-tracking refs and
-            # FETCH_HEAD, and a fetch is never undone (nothing else writes them)
-            return _part(
-                K_MUTATE, [u"git:repo", u"git:remote"], [u"git:FETCH_HEAD", u"git:refs/remotes"], False
-            )
+            # FETCH_HEAD, and a fetch is never undone (nothing else writes them); a refspec with
+            # a local destination or a deepened history writes the repository too
+            fetched = [u"git:FETCH_HEAD", u"git:refs/remotes"]
+            for a in args:
+                if (<str>a).startswith(_FETCH_LOCAL) if _is_option(<str>a) else u":" in <str>a:
+                    fetched.append(u"git:repo")
+                    break
+            return _part(K_MUTATE, [u"git:repo", u"git:remote"], fetched, False)
         if sub in _GIT_STATE_ONLY:
             # Only git's own state changes; the working tree is as it was.
             return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)

@@ -101,26 +101,28 @@ def encode_columns(traces: list[Trace], settings: BurnSettings) -> tuple[Any, ..
         names = _target_names(facts)
         alias = _aliases(names)
         inside, here = _folders(names)
+        wide: dict[tuple[str, ...], tuple[str, ...]] = {}  # a set of names -> with its contents
         for step, f in zip(trace.steps, facts):
             if alias and f.writes:
                 wider = _widen(f.writes, alias)
                 if wider is not f.writes:
                     f = f._replace(writes=wider)
-            if here:
-                # the working folder holds anything
-                if f.writes and not here.isdisjoint(f.writes):
-                    f = f._replace(writes=None)
-                if f.reads and not here.isdisjoint(f.reads):
-                    f = f._replace(reads=None)
+            if here and f.reads and not here.isdisjoint(f.reads):
+                f = f._replace(reads=None)  # the working folder or the root holds anything
             if inside:
-                if f.writes:
-                    wider = _widen(f.writes, inside)
-                    if wider is not f.writes:
-                        f = f._replace(writes=wider)
+                # a failed write of one named target wrote nothing, folder or not
+                if f.writes and not (f.error and len(f.writes) == 1):
+                    got = wide.get(f.writes)
+                    if got is None:
+                        got = wide[f.writes] = _widen(f.writes, inside)
+                    if got is not f.writes:
+                        f = f._replace(writes=got)
                 if f.reads:
-                    wider = _widen(f.reads, inside)
-                    if wider is not f.reads:
-                        f = f._replace(reads=wider)
+                    got = wide.get(f.reads)
+                    if got is None:
+                        got = wide[f.reads] = _widen(f.reads, inside)
+                    if got is not f.reads:
+                        f = f._replace(reads=got)
             tool = tools(step.name)
             tset = tset_of(f.targets) if f.targets else -1
             call = calls((tool, f.call[1])) if f.call is not None else -1

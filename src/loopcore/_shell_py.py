@@ -966,6 +966,10 @@ def _classify_find(words: list[str], depth: int) -> _Part:
     return ("observe", paths, [], False)
 
 
+# the options of `git fetch` that write the repository's own refs or history
+_FETCH_LOCAL = ("--unshallow", "--deepen", "--shallow-", "--update-head-ok", "-u")
+
+
 def _classify_git(words: list[str]) -> _Part:
     j = 1
     opts = _VALUE_OPTS["git"]
@@ -994,17 +998,16 @@ def _classify_git(words: list[str]) -> _Part:
             # the remote's history changes, not the repository's: a commit is never the undo of
             # a push, so pushing the next commit redoes nothing
             return ("mutate", [], ["git:remote"], False)
-        if sub == "fetch":
+        if sub == "fetch" or (sub == "remote" and args[:1] == ["update"]):
             # what a fetch brings is the remote's (read through the repository's remote
             # settings); it writes the remote-tracking refs and FETCH_HEAD, nothing a commit,
             # a branch or `remote set-url` writes, and no content it could return to: a fetch
-            # is never undone, so fetching again redoes nothing
-            return (
-                "mutate",
-                ["git:repo", "git:remote"],
-                ["git:FETCH_HEAD", "git:refs/remotes"],
-                False,
-            )
+            # is never undone, so fetching again redoes nothing. A refspec with a local
+            # destination (`main:main`) or a deepened history writes the repository too.
+            writes = ["git:FETCH_HEAD", "git:refs/remotes"]
+            if any(a.startswith(_FETCH_LOCAL) if a.startswith("-") else ":" in a for a in args):
+                writes.append("git:repo")
+            return ("mutate", ["git:repo", "git:remote"], writes, False)
         if sub in (
             "add",
             "commit",

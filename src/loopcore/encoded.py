@@ -771,37 +771,67 @@ def _aliases(names: set[str]) -> dict[str, tuple[str, ...]]:
 
 
 def _folder_key(name: str) -> str:
-    """*name* as a folder is named: no leading ``./``, no trailing ``/``; the working folder
-    (``.``, ``./``) is ``.``."""
+    """*name* as a folder is named: no leading ``./`` (``.//x`` is ``x``), no trailing ``/`` or
+    ``/.``; the working folder (``.``, ``./``) is ``.``, the root ``/``."""
     while name.startswith("./"):
-        name = name[2:]
+        name = name[2:].lstrip("/")
+    while len(name) > 1 and name.endswith("/."):
+        name = name[:-2] or "/"
     if len(name) > 1:
         name = name.rstrip("/") or "/"
     return name or "."
 
 
+#: the "/" of a name looked at as folder boundaries, at most (a path deeper than this is no
+#: folder anyone searches, and a hostile name of thousands of "/" must not cost their cube)
+FOLDER_DEPTH = 32
+
+
+def _slashes(key: str) -> list[int]:
+    """The positions of the first FOLDER_DEPTH "/" of *key*."""
+    out: list[int] = []
+    i = key.find("/")
+    while i >= 0 and len(out) < FOLDER_DEPTH:
+        out.append(i)
+        i = key.find("/", i + 1)
+    return out
+
+
 def _folders(names: set[str]) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
     """(each target of a trace that may be a folder with the targets that may lie in it, the
-    names of the working folder). A path lies in the name that is the path up to one of its "/"
-    (``src`` holds ``src/a.py``) and in one that starts a tail of it after a "/" (``src`` holds
-    ``/testbed/src/a.py``, the working folder unknown); names of one folder written differently
-    (``src``, ``src/``, ``./src``) hold each other. The working folder (``.``, ``./``) holds any
-    path: a step that reads or writes it reads or writes anything. So a search of ``src`` run
-    again after an edit of ``src/a.py`` is no repeat (read, write, read), nor one of ``.`` after
-    any write. Names with a ":" (``git:repo``, a search, a URL) are no paths."""
+    names that hold every path). A path lies in the name that is the path up to one of its "/"
+    (``src`` holds ``src/a.py``), in one that starts a tail of it after a "/" (``src`` holds
+    ``/testbed/src/a.py``, the working folder unknown), and in one whose tail is such a part
+    (``/testbed/src`` holds ``src/a.py``); names of one folder written differently (``src``,
+    ``src/``, ``./src``) hold each other. The working folder (``.``) and the root (``/``) hold
+    any path: a step that reads them reads anything. So a search of ``src`` run again after an
+    edit of ``src/a.py`` is no repeat (read, write, read), nor one of ``.`` after any write.
+    Names with a ":" (``git:repo``, a search, a URL) are no paths."""
     keys: dict[str, list[str]] = {}
     for name in names:
-        if ":" not in name and "\x00" not in name:  # not the mark of an untargeted read
+        if isinstance(name, str) and ":" not in name and "\x00" not in name:
+            # (not the mark of an untargeted read)
             keys.setdefault(_folder_key(name), []).append(name)
-    here = frozenset(keys.pop(".", ()))
+    here = frozenset(keys.pop(".", []) + keys.pop("/", []))
+    # each name by its tails after a "/": a folder named from a root the trace does not show
+    # holds what lies under its tail
+    tails: dict[str, list[str]] = {}
+    for key, same in keys.items():
+        for i in _slashes(key):
+            if i + 1 < len(key):
+                tails.setdefault(key[i + 1 :], []).extend(same)
     out: dict[str, list[str]] = {}
     for key, same in keys.items():
         holders: list[str] = list(same) if len(same) > 1 else []
-        slashes = [i for i, ch in enumerate(key) if ch == "/"]
+        slashes = _slashes(key)
         for start in (0, *(i + 1 for i in slashes)):
             for end in slashes:
                 if end > start:
-                    folder = keys.get(key[start:end])
+                    part = key[start:end]
+                    folder = keys.get(part)
+                    if folder is not None:
+                        holders.extend(folder)
+                    folder = tails.get(part)
                     if folder is not None:
                         holders.extend(folder)
         for name in same:

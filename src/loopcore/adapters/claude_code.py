@@ -497,8 +497,8 @@ def _from_person(r: dict, msg: dict) -> bool:
     the harness sends beside them), the records Claude Code marks ``isMeta`` (caveats, skill
     and command bodies), a compaction's summary and a sub-agent's prompt (from the agent that
     started it) are not, nor is a record whose ``origin`` names something other than a person
-    (Claude Code 2.1.12x and later: a background task's ``task-notification``, another
-    session's message), as with a queued command's."""
+    (Claude Code 2.1.12x and later, seen in 2.1.123 and 2.1.173: a background task's
+    ``task-notification``, another session's message), as with a queued command's."""
     if r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"):
         return False
     origin = r.get("origin")

@@ -156,8 +156,22 @@ _MUTATE_VERBS = frozenset(
     }
 )
 _ASK_VERBS = frozenset({"ask", "question", "clarify", "confirm", "prompt", "request"})
-# the words of an MCP tool's name that say it asks a person (`ask_user`, `request_human_input`)
-_PEOPLE = frozenset({"user", "human", "person", "operator", "followup", "follow"})
+# the words of an MCP tool's or server's name that say it asks a person (`ask_user`,
+# `mcp__human__ask`, a human-in-the-loop server)
+_PEOPLE = frozenset(
+    {
+        "user",
+        "human",
+        "humans",
+        "person",
+        "operator",
+        "followup",
+        "follow",
+        "hitl",
+        "approval",
+        "me",
+    }
+)
 _OTHER_VERBS = frozenset(
     {
         "think",
@@ -297,13 +311,15 @@ def _key_rule(kind: str, keys: tuple[str, ...]) -> Callable[[Any], tuple[str, Ta
 
 
 def _asks_a_server(name: str) -> bool:
-    """A server's tool (``mcp__<server>__<tool>``) that would ask by its name or rule asks the
-    server (DeepWiki's ``ask_question``), not the person: a query, unless its name says it asks
-    a person (``ask_user``, ``request_human_input``)."""
+    """A server's tool (``mcp__<server>__<tool>``) named for asking a question (``ask``,
+    ``ask_question``: DeepWiki's) asks the server, not the person: a query, unless its name or
+    its server's says it asks a person (``ask_user``, ``mcp__human__ask``, a human-in-the-loop
+    server). Other verbs of asking (``confirm``, ``clarify``, ``request_approval``) still ask."""
     if "__" not in name:
         return False
-    words = _WORD_RE.findall(name.rsplit("__", 1)[-1])
-    return not any(w.lower() in _PEOPLE for w in words)
+    words = [w.lower() for w in _WORD_RE.findall(name)]
+    tool = [w.lower() for w in _WORD_RE.findall(name.rsplit("__", 1)[-1])]
+    return bool(tool) and tool[0] in ("ask", "question") and not any(w in _PEOPLE for w in words)
 
 
 def _verb_kind(name: str) -> str | None:
