@@ -3143,3 +3143,27 @@ def test_claude_code_a_read_answered_file_unchanged_observed_the_earlier_read(tm
     # the one after it (the same stub again, a repeat of nothing it learned)
     assert calls(t)[1].result == stub and "unchanged_stub" not in calls(t)[1].meta
     assert [f.steps for f in loopcore.analyse_burn(t).findings] == [(2,)]
+
+
+def test_codex_a_look_before_and_after_waiting_for_a_build_is_no_repeat(tmp_path):
+    """A real Codex 0.142 rollout (EntityProcess/agentv): `bun run typecheck` is still running,
+    `git status` runs meanwhile, a poll sees the build finish ("DTS Build success ... dist/
+    index.d.ts"), `git status` again. The build wrote while the agent waited: the second look
+    is no repeat of the first."""
+    status = (
+        "Chunk ID: s{n}\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n## main\n"
+    )
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-w", "cwd": "/repo", "cli_version": "0.142.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "bun run typecheck"}),
+        _codex_out("a", "Chunk ID: a1\nWall time: 10.0 seconds\nProcess running with session ID 9969\nOutput:\n"),
+        _codex_fn("b", "exec_command", {"cmd": "git status --short --branch"}),
+        _codex_out("b", status.format(n=1)),
+        _codex_fn("c", "write_stdin", {"session_id": 9969, "chars": ""}),
+        _codex_out("c", "Chunk ID: c1\nWall time: 20.0 seconds\nProcess exited with code 0\nOutput:\nDTS Build success\n"),
+        _codex_fn("d", "exec_command", {"cmd": "git status --short --branch"}),
+        _codex_out("d", status.format(n=2)),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert t.steps[2].kind == "exec"
+    assert loopcore.analyse_burn(t).findings == ()

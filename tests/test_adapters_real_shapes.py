@@ -273,11 +273,11 @@ def test_codex_output_headers_are_normalised():
     assert r1.result == r2.result == "def parse(text):\n    return text.split()\n"
     assert r1.meta["returncode"] == 0 and (r1.kind, r1.target) == ("observe", "src/parser.py")
     assert test.kind == "exec" and test.meta["exec_session"] == "41"
-    # polling a running command observes its session; it is not a command that changes anything
+    # polling a running command waits while it runs, and a running command may change anything
     assert (poll.name, poll.kind, poll.target, poll.meta["returncode"]) == (
         "write_stdin",
-        "observe",
-        "exec-session:41",
+        "exec",
+        None,
         1,
     )
     assert search.name == "web_search" and search.kind == "observe"

@@ -471,32 +471,48 @@ cdef tuple _folders(set names):
             else:
                 same.append(name)
     cdef frozenset here = frozenset(keys.pop(".", []) + keys.pop("/", []))
+    # only a name whose last part sits before a "/" in some name can hold anything
+    cdef set dirs = set(), lasts = set()
+    cdef Py_ssize_t prev, t
+    for key_o in keys:
+        key = <str>key_o
+        prev = 0
+        for i in _slashes(key):
+            dirs.add(key[prev:i])
+            prev = i + 1
     for key_o, same_o in keys.items():
         key = <str>key_o
-        for i in _slashes(key):
-            if i + 1 < len(key):
-                got = <list>_get(tails, key[i + 1 :])
-                if got is None:
-                    tails[key[i + 1 :]] = list(<list>same_o)
-                else:
-                    got.extend(<list>same_o)
+        last = key[key.rfind("/") + 1 :]
+        if last in dirs:
+            lasts.add(last)
+            for i in _slashes(key):
+                if i + 1 < len(key):
+                    got = <list>_get(tails, key[i + 1 :])
+                    if got is None:
+                        tails[key[i + 1 :]] = list(<list>same_o)
+                    else:
+                        got.extend(<list>same_o)
     for key_o, same_o in keys.items():
         key = <str>key_o
         same = <list>same_o
         holders = list(same) if len(same) > 1 else []
         slashes = _slashes(key)
-        starts = [0]
-        starts.extend([i + 1 for i in slashes])
-        for start in starts:
-            for end in slashes:
-                if end > start:
-                    part = key[start:end]
-                    folder = <list>_get(keys, part)
-                    if folder is not None:
-                        holders.extend(folder)
-                    folder = <list>_get(tails, part)
-                    if folder is not None:
-                        holders.extend(folder)
+        prev = 0
+        for t in range(len(slashes)):
+            end = slashes[t]
+            if key[prev:end] in lasts:  # else no name is the path up to this "/"
+                starts = [0]
+                starts.extend([i + 1 for i in slashes[:t]])
+                for start in starts:
+                    if end > start:
+                        part = key[start:end]
+                        folder = <list>_get(keys, part)
+                        if folder is not None:
+                            holders.extend(folder)
+                        folder = <list>_get(tails, part)
+                        if folder is not None:
+                            holders.extend(folder)
+            prev = end + 1
         for name in same:
             for holder in holders:
                 if holder != name:

@@ -813,27 +813,41 @@ def _folders(names: set[str]) -> tuple[dict[str, tuple[str, ...]], frozenset[str
             # (not the mark of an untargeted read)
             keys.setdefault(_folder_key(name), []).append(name)
     here = frozenset(keys.pop(".", []) + keys.pop("/", []))
-    # each name by its tails after a "/": a folder named from a root the trace does not show
-    # holds what lies under its tail
+    # only a name whose last part sits before a "/" in some name can hold anything (most names
+    # are files): the parts that do, and those names' tails after a "/" (a folder named from a
+    # root the trace does not show holds what lies under its tail)
+    dirs: set[str] = set()
+    for key in keys:
+        prev = 0
+        for i in _slashes(key):
+            dirs.add(key[prev:i])
+            prev = i + 1
+    lasts: set[str] = set()
     tails: dict[str, list[str]] = {}
     for key, same in keys.items():
-        for i in _slashes(key):
-            if i + 1 < len(key):
-                tails.setdefault(key[i + 1 :], []).extend(same)
+        last = key[key.rfind("/") + 1 :]
+        if last in dirs:
+            lasts.add(last)
+            for i in _slashes(key):
+                if i + 1 < len(key):
+                    tails.setdefault(key[i + 1 :], []).extend(same)
     out: dict[str, list[str]] = {}
     for key, same in keys.items():
         holders: list[str] = list(same) if len(same) > 1 else []
         slashes = _slashes(key)
-        for start in (0, *(i + 1 for i in slashes)):
-            for end in slashes:
-                if end > start:
-                    part = key[start:end]
-                    folder = keys.get(part)
-                    if folder is not None:
-                        holders.extend(folder)
-                    folder = tails.get(part)
-                    if folder is not None:
-                        holders.extend(folder)
+        prev = 0
+        for t, end in enumerate(slashes):
+            if key[prev:end] in lasts:  # else no name is the path up to this "/"
+                for start in (0, *(i + 1 for i in slashes[:t])):
+                    if end > start:
+                        part = key[start:end]
+                        folder = keys.get(part)
+                        if folder is not None:
+                            holders.extend(folder)
+                        folder = tails.get(part)
+                        if folder is not None:
+                            holders.extend(folder)
+            prev = end + 1
         for name in same:
             for holder in holders:
                 if holder != name:

@@ -717,13 +717,11 @@ MINI_SWE_AGENT: dict[str, Rule] = {"bash": shell_rule}
 
 
 def _stdin_rule(args: Any) -> tuple[str, Target]:
-    """Codex ``write_stdin``: empty ``chars`` polls a running session for output (observes it);
-    any other input drives the process, which may change anything."""
-    sid = args.get("session_id") if isinstance(args, dict) else None
-    target = str(sid) if isinstance(sid, (str, int)) and not isinstance(sid, bool) else None
-    chars = args.get("chars") if isinstance(args, dict) else None
-    if not chars:
-        return ("observe", f"exec-session:{target}" if target is not None else None)
+    """Codex ``write_stdin``: with input it drives the process; with none (``chars`` empty) it
+    waits for the next output of a running command, and the command runs meanwhile (a build
+    writes its files while the agent waits): either way the process may change anything, so
+    a look before the wait and the same look after it are two (a poll's own output keeps its
+    chunk id, so no poll repeats another)."""
     return ("exec", None)
 
 
