@@ -473,13 +473,12 @@ cdef tuple _folders(set names):
     cdef frozenset here = frozenset(keys.pop(".", []) + keys.pop("/", []))
     # only a name whose last part sits before a "/" in some name can hold anything
     cdef set dirs = set(), lasts = set()
+    cdef dict segs = {}
     cdef Py_ssize_t prev, t
     for key_o in keys:
-        key = <str>key_o
-        prev = 0
-        for i in _slashes(key):
-            dirs.add(key[prev:i])
-            prev = i + 1
+        parts = (<str>key_o).split("/", FOLDER_DEPTH)[:-1]
+        segs[key_o] = parts
+        dirs.update(parts)
     for key_o, same_o in keys.items():
         key = <str>key_o
         last = key[key.rfind("/") + 1 :]
@@ -496,7 +495,10 @@ cdef tuple _folders(set names):
         key = <str>key_o
         same = <list>same_o
         holders = list(same) if len(same) > 1 else []
-        slashes = _slashes(key)
+        if lasts.isdisjoint(<list>segs[key_o]):
+            slashes = []  # no name is a folder of this one
+        else:
+            slashes = _slashes(key)
         prev = 0
         for t in range(len(slashes)):
             end = slashes[t]

@@ -816,12 +816,11 @@ def _folders(names: set[str]) -> tuple[dict[str, tuple[str, ...]], frozenset[str
     # only a name whose last part sits before a "/" in some name can hold anything (most names
     # are files): the parts that do, and those names' tails after a "/" (a folder named from a
     # root the trace does not show holds what lies under its tail)
+    # each name's parts before its first FOLDER_DEPTH "/"
+    segs = {key: key.split("/", FOLDER_DEPTH)[:-1] for key in keys}
     dirs: set[str] = set()
-    for key in keys:
-        prev = 0
-        for i in _slashes(key):
-            dirs.add(key[prev:i])
-            prev = i + 1
+    for parts in segs.values():
+        dirs.update(parts)
     lasts: set[str] = set()
     tails: dict[str, list[str]] = {}
     for key, same in keys.items():
@@ -834,7 +833,10 @@ def _folders(names: set[str]) -> tuple[dict[str, tuple[str, ...]], frozenset[str
     out: dict[str, list[str]] = {}
     for key, same in keys.items():
         holders: list[str] = list(same) if len(same) > 1 else []
-        slashes = _slashes(key)
+        if lasts.isdisjoint(segs[key]):
+            slashes: list[int] = []  # no name is a folder of this one
+        else:
+            slashes = _slashes(key)
         prev = 0
         for t, end in enumerate(slashes):
             if key[prev:end] in lasts:  # else no name is the path up to this "/"
