@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import pathlib
 import shutil
@@ -2941,6 +2942,145 @@ def test_a_line_with_a_lone_surrogate_and_another_fault_is_still_named(tmp_path)
     assert [e.line for e in stats.errors] == [2] and stats.skipped_lines == 1
     want = list(load(FIX / "loopcore_steps.jsonl"))
     assert [len(t) for t in got] == [len(t) for t in want]
+
+
+# ---------------------------------------------------------------- NaN and Infinity (Python's json)
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("[NaN, Infinity, -Infinity]", [math.nan, math.inf, -math.inf]),
+        ('{"cost": NaN, "note": "NaN"}', {"cost": math.nan, "note": "NaN"}),
+        ("[1e999, -1e999]", [math.inf, -math.inf]),  # as JSON.parse reads them
+        ('["\\ud83d", Infinity]', ["\ufffd", math.inf]),  # both retries on one document
+    ],
+)
+def test_non_finite_floats_are_read_as_python_s_json_reads_them(text, want):
+    """Python's json.dumps writes a float that is not finite as NaN / Infinity and reads it back;
+    orjson refuses the document: loopcore reads it as Python's json does."""
+    from loopcore._json import loads
+
+    for data in (text, text.encode()):
+        with pytest.raises(orjson.JSONDecodeError):
+            orjson.loads(data)
+        got = loads(data)
+        assert json.dumps(got) == json.dumps(want)  # NaN == NaN under json.dumps, not ==
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("[NaN,\n  }", 2),  # another fault: named where it is, not at the NaN
+        ('{"a": NaN,\n "b": [1, 2,\n ]}', 3),
+        ('["\xed\xa0\x80", NaN]', 1),  # an encoded surrogate is still not UTF-8
+    ],
+)
+def test_a_document_with_nan_and_another_fault_is_still_an_error(text, line):
+    from loopcore._json import loads
+
+    data = text.encode("latin-1") if "\xed" in text else text.encode()
+    with pytest.raises(orjson.JSONDecodeError) as err:
+        loads(data)
+    assert err.value.lineno == line
+
+
+def test_a_python_trajectory_with_nan_costs_loses_no_step(impl, tmp_path):
+    """A mini-swe-agent trajectory and an OTel export written by Python's json with costs and
+    times it could not compute (NaN, Infinity) read as the same records with those numbers
+    absent: the same steps, tokens and findings, no malformed file; on both twins."""
+
+    def write(name, doc, dumps):
+        path = tmp_path / name
+        path.write_text(dumps(doc))
+        return path
+
+    for fixture, where in (
+        ("mini_swe_agent_v1.json", ("info", "model_stats")),
+        ("otel_genai_spans.json", None),
+    ):
+        doc = json.loads((FIX / fixture).read_text())
+        clean = json.loads(json.dumps(doc))
+        if where is None:  # every span's start time unknown: the spans keep their order
+            spans = [
+                sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]
+            ]
+            assert spans
+            for sp in spans:
+                sp["startTimeUnixNano"] = math.inf
+            for rs in clean["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for sp in ss["spans"]:
+                        sp["startTimeUnixNano"] = 0
+        else:
+            node = doc
+            for k in where:
+                node = node.setdefault(k, {})
+            node["instance_cost"] = math.nan
+            node["api_calls"] = math.inf
+        nan_path = write(f"nan_{fixture}", doc, json.dumps)
+        assert "NaN" in nan_path.read_text() or "Infinity" in nan_path.read_text()
+        clean_path = write(f"clean_{fixture}", clean, json.dumps)
+        stats = LoadStats()
+        got = list(load(nan_path, stats=stats))
+        want = list(load(clean_path))
+        assert not stats.errors and not stats.skipped_lines
+        assert sum(len(t) for t in got) > 0
+        assert [[s.to_dict() for s in t] for t in got] == [[s.to_dict() for s in t] for t in want]
+        assert [impl.analyse_burn(t).to_dict() for t in got] == [
+            impl.analyse_burn(t).to_dict() for t in want
+        ]
+
+
+def _every_number(value, to):
+    # *value* (parsed JSON) with every number (not a bool) replaced by *to*
+    if isinstance(value, dict):
+        return {k: _every_number(v, to) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_every_number(v, to) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return to
+    return value
+
+
+@pytest.mark.parametrize("to", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("name", sorted(FIXTURE_FORMATS))
+def test_every_number_not_finite_never_crashes_a_reader(name, to, impl, tmp_path):
+    """Every number of every format's fixture NaN or +-Infinity (token counts, times, exit
+    codes, line numbers): each file loads (or is reported malformed) and analyses with
+    0 <= wasted <= total on both twins, never a traceback."""
+    src = FIX / name
+    dest = tmp_path / name
+    files = [src] if src.is_file() else [f for f in src.rglob("*") if f.is_file()]
+    for f in files:
+        out = dest if f == src else dest / f.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = f.read_text(encoding="utf-8")
+        try:
+            if f.name.endswith(".jsonl"):
+                lines = [
+                    json.dumps(_every_number(json.loads(ln), to))
+                    for ln in text.splitlines()
+                    if ln.strip()
+                ]
+                out.write_text("\n".join(lines) + "\n")
+            else:
+                out.write_text(json.dumps(_every_number(json.loads(text), to)))
+        except ValueError:  # not JSON (a database, a text file): as it is
+            shutil.copy(f, out)
+    stats = LoadStats()
+    for t in load(dest, keep_going=True, stats=stats):
+        rep = impl.analyse_burn(t)
+        assert 0 <= rep.wasted_tokens <= rep.total_tokens
+        assert all(isinstance(s.tokens_in, int) and s.tokens_in >= 0 for s in t)
+
+
+def test_usage_counts_that_are_not_finite_are_no_counts():
+    from loopcore.adapters._base import usage_of
+
+    for bad in (math.nan, math.inf, -math.inf):
+        assert usage_of({"input_tokens": bad, "output_tokens": 10}) == (None, 10, 0)
+        assert usage_of({"prompt_tokens": 100, "completion_tokens": bad}) == (100, None, 0)
 
 
 def test_claude_code_a_notification_written_as_a_user_record_is_not_the_person_s(tmp_path):

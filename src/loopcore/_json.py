@@ -14,10 +14,21 @@ parsed again. The escape and its replacement are both 6 bytes, so every other er
 the right line and column, and strings keep their length in characters. A well-formed pair
 (``\\ud83d\\ude00``) is left as it is; a backslash that is itself escaped (``\\\\ud83d``, the
 text "\\ud83d") starts no escape and is left too.
+
+Python's ``json.dumps`` writes a float that is not finite as ``NaN``, ``Infinity`` or
+``-Infinity`` (its default, ``allow_nan=True``), and Python's ``json`` reads them back, as
+JavaScript's ``JSON.parse`` reads a number too large for a double as ``Infinity``: a trajectory
+or export a Python harness wrote with a cost or a score it could not compute is read by its own
+tools, and orjson refuses the whole of it. When orjson refuses a document and the text holds one
+of those words (or orjson says a number is infinite), it is parsed again by Python's ``json``,
+which gives the floats ``nan`` / ``inf``; anything else wrong with the document is still an
+error, named where Python's parser stops. Both retries run only for a document orjson refused:
+a well-formed one costs nothing more.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -66,14 +77,53 @@ def mend_surrogates(text: bytes | str) -> bytes | str:
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """``orjson.loads(data)``, parsed again with lone surrogates mended when orjson refuses it
-    for one; raises orjson.JSONDecodeError as orjson does for anything else."""
+    for one, and by Python's ``json`` when it holds ``NaN`` / ``Infinity`` (see the module doc);
+    raises orjson.JSONDecodeError as orjson does for anything else."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if "surrogate" not in exc.msg:
-            raise
-        raw = data if isinstance(data, (bytes, str)) else bytes(data)
+        err = exc
+    raw: bytes | str = data if isinstance(data, (bytes, str)) else bytes(data)
+    if "surrogate" in err.msg:
         mended = mend_surrogates(raw)
         if mended is raw or mended == raw:
-            raise
-    return orjson.loads(mended)
+            raise err
+        try:
+            return orjson.loads(mended)
+        except orjson.JSONDecodeError as exc:
+            err = exc
+        raw = mended
+    if not _non_finite(raw, err):
+        raise err
+    return _loads_non_finite(raw, err)
+
+
+_WORDS = (b"NaN", b"Infinity")
+
+
+def _non_finite(raw: bytes | str, err: orjson.JSONDecodeError) -> bool:
+    # whether Python's json may read what orjson refused: a NaN / Infinity word, or a number
+    # orjson says is infinite (1e999)
+    if "infinity" in err.msg:
+        return True
+    if isinstance(raw, str):
+        return any(w.decode() in raw for w in _WORDS)
+    return any(w in raw for w in _WORDS)
+
+
+def _loads_non_finite(raw: bytes | str, err: orjson.JSONDecodeError) -> Any:
+    try:
+        # strict UTF-8 as orjson reads it (Python's json would let an encoded surrogate through)
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise err from None
+    text = mend_surrogates(text)  # type: ignore[assignment]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        # the error where Python's parser stopped, as orjson's error type (the callers catch it)
+        raise orjson.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
+    except (ValueError, RecursionError):
+        # a number of more digits than Python reads, nesting deeper than its stack: orjson's
+        # error stands
+        raise err from None

@@ -24,6 +24,7 @@ Token rule (documented in docs/formats.md):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -153,7 +154,7 @@ def _int(v: Any) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, float) and v == v:
+    if isinstance(v, float) and math.isfinite(v):  # NaN / inf from a Python writer: no count
         return int(v)
     if isinstance(v, str) and v.isdigit():
         return int(v)

@@ -88,7 +88,7 @@ def _spans(doc: Any):
 def _start(span: dict) -> int:
     try:
         return int(span.get("startTimeUnixNano") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
