@@ -3083,6 +3083,97 @@ def test_usage_counts_that_are_not_finite_are_no_counts():
         assert usage_of({"prompt_tokens": 100, "completion_tokens": bad}) == (100, None, 0)
 
 
+# ------------------------------------------------------------ transcripts in Entire's pieces
+
+
+def _pieces(src: pathlib.Path, folder: pathlib.Path, cuts: list[int]) -> pathlib.Path:
+    """*src* (JSONL) written as Entire writes a transcript over its blob size: cut at the line
+    numbers *cuts*, each piece without its last newline, ``full.jsonl``, ``full.jsonl.001``..."""
+    lines = src.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    folder.mkdir(parents=True)
+    bounds = [0, *cuts, len(lines)]
+    for k in range(len(bounds) - 1):
+        name = "full.jsonl" if k == 0 else f"full.jsonl.{k:03d}"
+        (folder / name).write_text("\n".join(lines[bounds[k] : bounds[k + 1]]), encoding="utf-8")
+    (folder / "metadata.json").write_text(
+        '{"checkpoint_id": "0a1b2c3d4e5f", "agent": "Claude Code"}'
+    )
+    return folder / "full.jsonl"
+
+
+@pytest.mark.parametrize("fixture", ["claude_code_session.jsonl", "codex_rollout_0146.jsonl"])
+def test_a_transcript_in_entire_s_pieces_is_read_whole(fixture, impl, tmp_path):
+    """Entire cuts a transcript over 50 MB at line ends into full.jsonl, full.jsonl.001, ...:
+    read from a walk of the checkpoint folder or named by its first piece, it is the whole
+    transcript (the pieces after the first were passed over: most of the costliest sessions
+    lost in silence); each step cites the line of its own piece."""
+    src = FIX / fixture
+    n = len(src.read_text().rstrip("\n").split("\n"))
+    first = _pieces(src, tmp_path / "ab" / "0a1b2c3d4e" / "0", [n // 3, 2 * n // 3])
+    whole = list(load(src))
+    assert sum(len(t) for t in whole) > 0
+    for source in (tmp_path, first):
+        stats = LoadStats()
+        got = list(load(source, stats=stats))
+        assert not stats.errors and stats.files - len(stats.ignored) == 1
+        assert len(got) == len(whole)
+        for g, w in zip(got, whole):
+            assert g.meta["chunks"] == ["full.jsonl", "full.jsonl.001", "full.jsonl.002"]
+            assert [s.to_dict() | {"ref": None} for s in g] == [
+                s.to_dict() | {"ref": None} for s in w
+            ]
+            assert g.total_tokens == w.total_tokens
+            assert impl.analyse_burn(g).wasted_tokens == impl.analyse_burn(w).wasted_tokens
+            for a, b in zip(g, w):
+                if isinstance(b.ref, dict) and "line" in b.ref:
+                    line = b.ref["line"]
+                    piece = 0 if line <= n // 3 else 1 if line <= 2 * n // 3 else 2
+                    want = {**b.ref, "line": line - [0, n // 3, 2 * n // 3][piece]}
+                    if piece:
+                        want["file"] = f"full.jsonl.{piece:03d}"
+                    assert a.ref == want
+
+
+def test_a_malformed_line_in_a_piece_is_named_in_that_piece(tmp_path):
+    src = FIX / "claude_code_session.jsonl"
+    first = _pieces(src, tmp_path / "c" / "0", [4, 8])
+    piece = first.parent / "full.jsonl.001"
+    lines = piece.read_text().split("\n")
+    piece.write_text("\n".join([lines[0], "{not json", *lines[1:]]))
+    with pytest.raises(TraceFormatError) as err:
+        list(load(first))
+    assert "full.jsonl.001, line 2" in str(err.value)
+    stats = LoadStats()
+    got = list(load(first, keep_going=True, stats=stats))
+    assert stats.skipped_lines == 1
+    assert [len(t) for t in got] == [len(t) for t in load(src)]
+
+
+def test_a_gemini_recording_in_entire_s_pieces_is_one_recording(tmp_path):
+    """Entire's gemini-cli chunker cuts a recording's messages into ``{"messages": [...]}``
+    documents; they are one recording of all the messages."""
+    doc = json.loads((FIX / "gemini_cli_session.json").read_text())
+    folder = tmp_path / "g" / "0"
+    folder.mkdir(parents=True)
+    msgs = doc["messages"]
+    (folder / "full.jsonl").write_text(json.dumps({**doc, "messages": msgs[:1]}))
+    (folder / "full.jsonl.001").write_text(json.dumps({"messages": msgs[1:2]}))
+    (folder / "full.jsonl.002").write_text(json.dumps({"messages": msgs[2:]}))
+    (whole,) = load(FIX / "gemini_cli_session.json")
+    (got,) = load(tmp_path)
+    assert [s.to_dict() for s in got] == [s.to_dict() for s in whole] and len(got) > 0
+    assert got.total_tokens == whole.total_tokens
+
+
+def test_pieces_are_one_unit_of_parallel_work(tmp_path):
+    from loopcore import fleet
+
+    first = _pieces(FIX / "claude_code_session.jsonl", tmp_path / "p" / "0", [5])
+    (unit,) = [u for u in fleet.units([str(tmp_path)]) if not str(u.item).endswith(".json")]
+    assert str(unit.item) == str(first)
+    assert unit.size == first.stat().st_size + (first.parent / "full.jsonl.001").stat().st_size
+
+
 def test_claude_code_a_notification_written_as_a_user_record_is_not_the_person_s(tmp_path):
     """Claude Code 2.1.173 (a public Entire checkpoint) writes a background task's notification
     as a user record with ``origin.kind: task-notification`` and ``promptSource: system``, no

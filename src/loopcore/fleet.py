@@ -146,6 +146,10 @@ def _size(item: str | list[str]) -> int:
             )
         if isinstance(item, list):
             return sum(os.stat(p).st_size for p in item)
+        from .adapters import Chunked, chunk_files
+
+        if isinstance(item, Chunked):  # a transcript in pieces: one unit, all of them
+            return sum(os.stat(p).st_size for p in chunk_files(item))
         return os.stat(item).st_size
     except OSError:
         return 0
@@ -171,11 +175,12 @@ def units(paths: Sequence[str]) -> list[Unit | tuple[str, str]]:
 
 def _rangeable(unit: Unit, fmt: str, range_bytes: int) -> bool:
     """True when *unit* is a plain loopcore JSONL file worth cutting into ranges."""
-    from .adapters import _detect_doc, loopcore_steps
+    from .adapters import Chunked, _detect_doc, loopcore_steps
 
     item = unit.item
     if (
         not isinstance(item, str)
+        or isinstance(item, Chunked)  # pieces of one transcript: read together
         or unit.size < range_bytes * 3 // 2
         or item.endswith((".gz", ".zst"))
         or fmt not in ("auto", loopcore_steps.NAME)

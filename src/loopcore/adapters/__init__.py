@@ -632,6 +632,25 @@ class StoreFolder(str):
     __slots__ = ()
 
 
+class Chunked(str):
+    """A transcript Entire (a tool that keeps agent sessions on a git branch) split in pieces
+    because it was over its 50 MB blob size: ``full.jsonl`` then ``full.jsonl.001``,
+    ``full.jsonl.002``... beside it. The path (a ``str``) is the first piece's; the pieces are
+    one source, read together (see :func:`chunk_files`)."""
+
+    __slots__ = ()
+
+
+def chunk_files(path: str) -> list[str]:
+    """The pieces of the transcript at *path* in order, *path* first: ``path.001``,
+    ``path.002``... as long as they follow on (Entire numbers them from 1, ``%03d``, without
+    gaps). Just ``[path]`` when it has none."""
+    out = [path]
+    while os.path.isfile(f"{path}.{len(out):03d}"):
+        out.append(f"{path}.{len(out):03d}")
+    return out
+
+
 class StoreBesideDb(StoreFolder):
     """An opencode storage folder whose opencode data folder also holds ``opencode.db``, both
     read by the same walk: opencode 1.2 migrated the storage's sessions into the database and
@@ -717,7 +736,9 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
             ]
             continue
         for f in names:
-            yield os.path.join(root, f)
+            # a transcript Entire split in pieces: the first with the others, one source
+            path = os.path.join(root, f)
+            yield Chunked(path) if f + ".001" in present else path
 
 
 def _parse_one(
@@ -941,6 +962,8 @@ def _load_file(
         return traces
     if stats is not None:
         stats.files += 1
+    if isinstance(item, Chunked):
+        return _load_chunks(item, fmt, keep_going, stats, profile, in_folder)
     parsed = parse_bytes(read_bytes(item), item)
     if in_folder and fmt == "auto" and not parsed.empty and parsed.doc == []:
         # a JSON file that is [] names no format: in a folder it is some tool's empty list
@@ -949,6 +972,89 @@ def _load_file(
             stats.ignored.append(item)
         return []
     return _parse_one(item, parsed, fmt, keep_going, stats, profile, in_folder)
+
+
+def _load_chunks(
+    item: Chunked,
+    fmt: str,
+    keep_going: bool,
+    stats: LoadStats | None,
+    profile: Any,
+    in_folder: bool,
+) -> list[Trace]:
+    """A transcript in Entire's pieces, read as Entire puts it back together: JSON Lines pieces
+    (cut at line ends, each without its last newline) as one file of their lines, a gemini-cli
+    recording's pieces (``{"messages": [...]}`` each) as one recording of all their messages.
+    Each piece is parsed on its own and a malformed line is named in its own piece; a step's
+    ``ref`` is its line in its own piece (``ref["file"]`` names a piece after the first), and
+    ``trace.meta["chunks"]`` lists the pieces. The per-file limit holds for them together."""
+    path = str(item)
+    files = chunk_files(path)
+    limit = max_file_bytes()
+    parts: list[Parsed] = []
+    sizes: list[int] = []  # lines of each piece
+    used = 0
+    for p in files:
+        data = read_bytes(p, limit - used)
+        used += len(data)
+        sizes.append(data.count(b"\n") + 1)
+        parts.append(parse_bytes(data, p))
+    names = [os.path.basename(p) for p in files]
+    starts: list[tuple[int, str]] = []  # (first line, piece) of the pieces after the first
+    if all(isinstance(x.doc, dict) and isinstance(x.doc.get("messages"), list) for x in parts):
+        doc = dict(parts[0].doc)
+        doc["messages"] = [m for x in parts for m in x.doc["messages"]]
+        parsed = Parsed(doc)
+    else:
+        records: list[Any] = []
+        lines: list[int] = []
+        bad: list[tuple[int | None, str]] = []
+        offset = 0
+        for k, x in enumerate(parts):
+            if k:
+                starts.append((offset + 1, names[k]))
+            if x.lines is None:  # one JSON document, not lines
+                records.append(x.doc)
+                lines.append(offset + 1)
+            else:
+                records.extend(x.doc)
+                lines.extend(n + offset for n in x.lines)
+            where = f" ({names[k]}, line {{}})" if k else ""
+            bad.extend((n, msg + where.format(n)) for n, msg in x.bad)
+            if x.incomplete is not None and k < len(parts) - 1:
+                # Entire cuts at line ends: a piece's last line cut short is malformed
+                bad.append((x.incomplete + offset, "a line cut short" + where.format(x.incomplete)))
+            offset += sizes[k]
+        parsed = Parsed(records, lines, bad, incomplete=parts[-1].incomplete)
+        if parts[-1].incomplete is not None:
+            parsed.incomplete = parts[-1].incomplete + offset - sizes[-1]
+    traces = _parse_one(path, parsed, fmt, keep_going, stats, profile, in_folder)
+    for t in traces:
+        t.meta["chunks"] = names
+        if starts:
+            _piece_refs(t, starts)
+    return traces
+
+
+def _piece_refs(trace: Trace, starts: list[tuple[int, str]]) -> None:
+    """Each step's ``ref`` line, counted through the joined pieces, as the line of its own piece
+    with that piece's name (``{"file": "full.jsonl.001", "line": 12}``); refs shared by several
+    steps are mapped once."""
+    done: dict[int, dict[str, Any]] = {}
+    for s in trace.steps:
+        ref = s.ref
+        if not isinstance(ref, dict) or not isinstance(ref.get("line"), int):
+            continue
+        got = done.get(id(ref))
+        if got is None:
+            got = ref
+            line = ref["line"]
+            for first, name in reversed(starts):
+                if line >= first:
+                    got = {"file": name, **ref, "line": line - first + 1}
+                    break
+            done[id(ref)] = got
+        s.ref = got
 
 
 def _sub_agent_files(path: str) -> list[str]:
@@ -1028,7 +1134,7 @@ def _inputs(paths: Iterable[str]) -> Iterator[tuple[Any, bool | None]]:
             for item in _walk(path):
                 yield item, True
         elif os.path.exists(path):
-            yield path, False
+            yield (Chunked(path) if os.path.isfile(path + ".001") else path), False
             for sub in _sub_agent_files(path):
                 real = os.path.realpath(sub)
                 if real in named or real in added or any(real.startswith(f) for f in folders):
