@@ -2087,6 +2087,18 @@ def test_claude_code_an_undo_after_a_post_edit_hook_ran_is_no_oscillation(tmp_pa
     (u,) = load(_write_records(tmp_path / "attached.jsonl", attached))
     assert [s.name for s in u] == ["Edit", "PostToolUse hook"] * 3
     assert loopcore.analyse_burn(u).findings == ()
+    # a hook's blocking error names no command of its own: what it said is the feedback
+    blocked = _hooked_edits(
+        lambda tid, n: [{"type": "attachment",
+                         "attachment": {"type": "hook_blocking_error",
+                                        "hookName": "PostToolUse:Edit", "toolUseID": tid,
+                                        "hookEvent": "PostToolUse",
+                                        "blockingError": {"blockingError": "unused alias",
+                                                          "command": "mix-check.sh"}}}]
+    )  # fmt: skip
+    (b,) = load(_write_records(tmp_path / "blocked.jsonl", blocked))
+    assert [s.name for s in b] == ["Edit", "PostToolUse hook"] * 3
+    assert b[1].args["commands"] == []
 
 
 # ---- Cline: a request's input tokens, with or without the cached ones ---------------------

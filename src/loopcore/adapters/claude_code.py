@@ -427,10 +427,8 @@ def _note_hook(hooks: dict, r: dict, data: Any, i: int, ctx: Ctx) -> None:
     if not isinstance(tid, str) or not tid:
         return
     command = data.get("command")
-    output = any(
-        isinstance(data.get(k), (str, list)) and len(data[k]) > 0
-        for k in ("stdout", "stderr", "content")
-    )
+    # what it said: its output, the context it added, the error that blocked the call
+    output = any(data.get(k) for k in ("stdout", "stderr", "content", "blockingError"))
     if not output and (not isinstance(command, str) or command in _IN_PROCESS_HOOKS):
         return
     line = ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1
