@@ -1992,6 +1992,115 @@ def test_claude_code_calls_cancelled_by_a_failed_sibling_never_ran(tmp_path):
     assert not u[1].meta.get("not_run")
 
 
+def _hooked_edits(hook_records):
+    """A Claude Code session adding an import to app.ex, then using it (an edit of another
+    line), then removing the import again, each edit's ``PostToolUse`` hooks written after its
+    call by *hook_records(tool_use_id, n)*: the records between a call and its result."""
+    sid = "5e55e55e-0000-4000-8000-0000000000ee"
+    base = {"sessionId": sid, "version": "2.1.39", "userType": "external", "cwd": "/w",
+            "isSidechain": False}  # fmt: skip
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 900, "output_tokens": 40}
+    edits = [
+        ("  require Logger", "  alias App.Pane\n\n  require Logger"),
+        ("    App.Pane.exists?(id)", "    Pane.exists?(id)"),
+        ("  alias App.Pane\n\n  require Logger", "  require Logger"),
+    ]
+    recs = [{**base, "uuid": "p", "parentUuid": None, "type": "user",
+             "message": {"role": "user", "content": "Alias App.Pane in app.ex."}}]  # fmt: skip
+    parent = "p"
+    for n, (old, new) in enumerate(edits):
+        tid = f"toolu_e{n}"
+        recs.append({**base, "uuid": f"a{n}", "parentUuid": parent, "type": "assistant",
+                     "message": {"id": f"msg_{n}", "role": "assistant", "usage": usage,
+                                 "content": [{"type": "tool_use", "id": tid, "name": "Edit",
+                                              "input": {"file_path": "/w/lib/app.ex",
+                                                        "old_string": old,
+                                                        "new_string": new}}]}})  # fmt: skip
+        recs.extend({**base, "uuid": f"h{n}.{k}", "parentUuid": f"a{n}", **h}
+                    for k, h in enumerate(hook_records(tid, n)))  # fmt: skip
+        recs.append({**base, "uuid": f"u{n}", "parentUuid": f"a{n}", "type": "user",
+                     "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": tid,
+                          "content": "The file /w/lib/app.ex has been updated successfully."}]}})  # fmt: skip
+        parent = f"u{n}"
+    return recs
+
+
+def _hook_progress(command):
+    def records(tid, n):
+        return [{"type": "progress", "toolUseID": tid, "parentToolUseID": tid,
+                 "data": {"type": "hook_progress", "hookEvent": event,
+                          "hookName": f"{event}:Edit", "command": cmd}}
+                for event, cmd in (("PreToolUse", "guard.sh"), ("PostToolUse", command))]  # fmt: skip
+
+    return records
+
+
+def test_claude_code_an_undo_after_a_post_edit_hook_ran_is_no_oscillation(tmp_path):
+    """Claude Code runs a ``PostToolUse`` command hook after each edit (a compiler, a linter,
+    a formatter) and gives the model its output; 2.1.x writes only a ``hook_progress`` record
+    that it started. An import removed again after the compiler hook said it was unused is a
+    reaction, not an undo: the hook is an exec between the edits (it may have rewritten the
+    files and told the agent something), written as a step of its own that costs nothing and
+    that the guard replay skips. In-process hooks (``command: "callback"``) and hooks before a
+    call change nothing of this."""
+    (plain,) = load(_write_records(tmp_path / "plain.jsonl", _hooked_edits(lambda t, n: [])))
+    assert [f.kind for f in loopcore.analyse_burn(plain).findings] == ["oscillation"]
+    (cb,) = load(_write_records(tmp_path / "cb.jsonl", _hooked_edits(_hook_progress("callback"))))
+    assert [s.name for s in cb] == ["Edit"] * 3
+    assert [f.kind for f in loopcore.analyse_burn(cb).findings] == ["oscillation"]
+    path = _write_records(tmp_path / "hooked.jsonl", _hooked_edits(_hook_progress("mix-check.sh")))
+    (t,) = load(path)
+    assert [s.name for s in t] == ["Edit", "PostToolUse hook"] * 3
+    hook = t[1]
+    assert (hook.kind, hook.meta, hook.tokens, hook.call_id, hook.turn) == (
+        "exec",
+        {"hook": "PostToolUse"},
+        0,
+        None,
+        0,
+    )
+    assert hook.args == {"tool_use_id": "toolu_e0", "commands": ["mix-check.sh"]}
+    assert hook.ref == {"line": 4}
+    assert t.total_tokens == plain.total_tokens
+    assert loopcore.analyse_burn(t).findings == ()
+
+    class Spy(loopcore.Guard):
+        checked: list = []
+
+        def check(self, session, tool, args, **kw):
+            self.checked.append(tool)
+            return super().check(session, tool, args, **kw)
+
+    from loopcore.replay import replay_trace
+
+    replay_trace(t, Spy())
+    assert Spy.checked == ["Edit"] * 3
+    # 2.1.2xx writes each run as a ``hook_success`` attachment with its command and output
+    attached = _hooked_edits(
+        lambda tid, n: [{"type": "attachment",
+                         "attachment": {"type": "hook_success", "hookName": "PostToolUse:Edit",
+                                        "toolUseID": tid, "hookEvent": "PostToolUse",
+                                        "content": "", "stdout": "", "stderr": "",
+                                        "exitCode": 0, "command": "mix format", "durationMs": 9}}]
+    )  # fmt: skip
+    (u,) = load(_write_records(tmp_path / "attached.jsonl", attached))
+    assert [s.name for s in u] == ["Edit", "PostToolUse hook"] * 3
+    assert loopcore.analyse_burn(u).findings == ()
+    # a hook's blocking error names no command of its own: what it said is the feedback
+    blocked = _hooked_edits(
+        lambda tid, n: [{"type": "attachment",
+                         "attachment": {"type": "hook_blocking_error",
+                                        "hookName": "PostToolUse:Edit", "toolUseID": tid,
+                                        "hookEvent": "PostToolUse",
+                                        "blockingError": {"blockingError": "unused alias",
+                                                          "command": "mix-check.sh"}}}]
+    )  # fmt: skip
+    (b,) = load(_write_records(tmp_path / "blocked.jsonl", blocked))
+    assert [s.name for s in b] == ["Edit", "PostToolUse hook"] * 3
+    assert b[1].args["commands"] == []
+
+
 # ---- Cline: a request's input tokens, with or without the cached ones ---------------------
 
 

@@ -236,8 +236,14 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
             # the person's message the live guard would have been told of (every loop's
             # evidence starts again), as the burn rules start theirs
             guard.note_message(step.session, "", role="user")
-        if not step.name or step.rejected is not None or step.meta.get("not_run") is True:
-            # a turn that ran nothing, or a call the harness cancelled before it started: there
+        if (
+            not step.name
+            or step.rejected is not None
+            or step.meta.get("not_run") is True
+            or "hook" in step.meta
+        ):
+            # a turn that ran nothing, a call the harness cancelled before it started, or the
+            # harness's own hooks run after a call (Claude Code's PostToolUse commands): there
             # was no call for a guard to check
             continue
         kind, target = _guard_kind(step)

@@ -12,7 +12,9 @@ some of them carry ``agentId``), ``<sessionId>/sidechain`` when the records name
 sub-agent's records into ``progress`` records (``data.type: "agent_progress"``) of the main
 file, read as that sub-agent's trace unless its own file is read too (``load`` brings the
 sub-agent files of a session file named on its own; a folder's walk reads them). Text and thinking blocks are the turn's reply text; a call the harness refused (``No
-such tool available``, ``InputValidationError``) is a rejected turn. Refs are ``{"line": N}``.
+such tool available``, ``InputValidationError``) is a rejected turn. ``PostToolUse`` command hooks
+that ran after a file write are an exec step of their own after it (``_hook_runs``). Refs are
+``{"line": N}``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import orjson
 
 from ..taxonomy.profiles import OUTPUT_NORMALISERS
+from ..trace import Step
 from ._base import Ledger, Trace, text_len
 from ._io import COMPRESSED_SUFFIXES, Ctx, plain_name
 from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
@@ -260,6 +263,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     inline = set(agents.values())
     msg: Any
     last_side: str | None = None  # the ledger of the latest sub-agent record read
+    hooks: dict[str, list] = {}  # tool_use_id -> its PostToolUse hook runs (see _hook_runs)
     for i in _reading_order(records):
         r = records[i]
         if r is None and i in replays:
@@ -274,6 +278,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         if rtype == "progress":
             inner = _agent_progress(r)
             if inner is None:
+                _note_hook(hooks, r, r.get("data"), i, ctx)
                 continue
             agent, rtype, msg = inner
             sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
@@ -292,6 +297,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             # growth is split over, never the tool result's before it; a typed message is the
             # person's, as a prompt is
             person, chars = _attachment(r)
+            _note_hook(hooks, r, r.get("attachment"), i, ctx)
             if r.get("isSidechain"):
                 # a sub-agent's (its records come before it): context of that sub-agent's
                 # prompt; no person types into a sub-agent
@@ -393,11 +399,79 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             meta["replayed_records"] = replayed[key]
         trace = lg.trace(source=ctx.path, fmt=NAME, meta=meta or None)
         _unchanged_reads(trace.steps)
+        if hooks:
+            _hook_runs(trace, hooks)
         traces.append(trace)
     if len(traces) > 1 and ctx.path:
         for n, t in enumerate(traces):
             t.source = f"{ctx.path}#{n}"
     return traces
+
+
+#: The hook commands Claude Code runs in its own process (``command: "callback"``: its file
+#: history and the SDK's callbacks): nothing the transcript says they change or report.
+_IN_PROCESS_HOOKS = frozenset({"callback"})
+
+
+def _note_hook(hooks: dict, r: dict, data: Any, i: int, ctx: Ctx) -> None:
+    """Keep a ``PostToolUse`` hook run of a call (by its ``tool_use_id``): a ``hook_progress``
+    record (2.1.x: the hook started, its output not written) or a ``hook_*`` attachment
+    (2.1.2xx: its command, exit code and output). Only a command hook or one whose output the
+    model was given counts (see :func:`_hook_runs`)."""
+    if not isinstance(data, dict) or data.get("hookEvent") != "PostToolUse":
+        return
+    kind = data.get("type")
+    if not isinstance(kind, str) or not (kind == "hook_progress" or kind.startswith("hook_")):
+        return
+    tid = data.get("toolUseID") or r.get("toolUseID") or r.get("parentToolUseID")
+    if not isinstance(tid, str) or not tid:
+        return
+    command = data.get("command")
+    # what it said: its output, the context it added, the error that blocked the call
+    output = any(data.get(k) for k in ("stdout", "stderr", "content", "blockingError"))
+    if not output and (not isinstance(command, str) or command in _IN_PROCESS_HOOKS):
+        return
+    line = ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1
+    hooks.setdefault(tid, []).append((line, command if isinstance(command, str) else None))
+
+
+def _hook_runs(trace: Trace, hooks: dict) -> None:
+    """A file write answered after ``PostToolUse`` hooks ran on it (a formatter, a compiler, a
+    linter: ``PostToolUse:Edit`` commands) is followed by a step for them: an ``exec`` of what
+    Claude Code ran, which may have rewritten the files (a formatter's rewrite undone by the
+    agent is no undo of its own) and whose output the model may have read (2.1.x writes none of
+    it: an edit undone because the compiler said the import it added is unused is feedback, not
+    an oscillation). It costs nothing (its output is in the next prompt's growth, as before),
+    its arguments name the call it ran after (it repeats nothing) and ``meta["hook"]`` says what
+    it is (the guard replay skips it: no guard saw it). Hooks after reads and searches (a
+    logger of every call) change nothing the analysis reads, so only writes get one."""
+    steps = trace.steps
+    out: list[Step] = []
+    for s in steps:
+        out.append(s)
+        runs = hooks.get(s.call_id) if s.call_id is not None else None
+        if (
+            runs
+            and s.kind == "mutate"
+            and s.error is None
+            and s.rejected is None
+            and not s.no_op
+            and s.meta.get("not_run") is not True
+        ):
+            commands = [c for _, c in runs if c is not None]
+            out.append(
+                Step(
+                    s.session,
+                    s.turn,
+                    "exec",
+                    "PostToolUse hook",
+                    args={"tool_use_id": s.call_id, "commands": commands},
+                    meta={"hook": "PostToolUse"},
+                    ref={"line": runs[0][0]},
+                )
+            )
+    if len(out) != len(steps):
+        trace.steps = out
 
 
 # Claude Code's answer to a Read of a file unchanged since the model last read it the same way
