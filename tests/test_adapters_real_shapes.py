@@ -2794,6 +2794,37 @@ def test_opencode_messages_one_per_line_read_as_the_export(tmp_path):
     ]
 
 
+def test_entire_condensed_transcript_beside_the_session_copy_is_not_read(tmp_path):
+    """Entire 0.8+ writes, beside a checkpoint's ``full.jsonl`` (the session as the agent
+    recorded it), ``transcript.jsonl``: its own condensed copy of the same session, one
+    ``{"v": 1, "agent", "cli_version", "type", ...}`` line per message (real checkpoints of
+    opencode 1.18 sessions). A walk read it too, as an Anthropic conversation of no call:
+    two traces for one session and a warning that a trace held nothing."""
+    doc = json.loads((FIX / "opencode_export.json").read_text())
+    ckpt = tmp_path / "checkpoints" / "5e" / "0a1b2c3d4e" / "0"
+    ckpt.mkdir(parents=True)
+    (ckpt / "full.jsonl").write_text(json.dumps(doc))
+    head = {"v": 1, "agent": "opencode", "cli_version": "0.9.0"}
+    lines = [
+        {**head, "type": "user", "ts": "2026-07-01T10:00:00.000Z",
+         "content": [{"id": "prt_1", "text": "read a.py"}]},
+        {**head, "type": "assistant", "ts": "2026-07-01T10:00:02.000Z", "id": "msg_2",
+         "input_tokens": 900, "output_tokens": 20,
+         "content": [{"type": "text", "text": "Reading it."},
+                     {"type": "tool_use", "id": "call_1", "name": "read",
+                      "input": {"filePath": "/w/a.py"},
+                      "result": {"output": "x = 1\n"}}]},
+    ]  # fmt: skip
+    (ckpt / "transcript.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (ckpt / "metadata.json").write_text(json.dumps({"agent": "OpenCode", "session_id": "s"}))
+    stats = LoadStats()
+    got = list(load(tmp_path / "checkpoints", stats=stats))
+    assert [(t.format, t.session) for t in got] == [("opencode", doc["info"]["id"])]
+    assert stats.no_steps == []
+    want = only(FIX / "opencode_export.json")
+    assert [s.to_dict() for s in got[0]] == [s.to_dict() for s in want]
+
+
 def _otlp(path, spans):
     """An OTLP JSON export of *spans*: (span id, start, attributes[, events]) each, events as
     (name, attributes)."""

@@ -717,6 +717,9 @@ def _walk(folder: str) -> Iterator[str | list[str]]:
                 # a gemini-cli /chat save checkpoint beside the project's recordings is a copy
                 # of a recorded conversation: read, its calls would count twice
                 and not (f.startswith("checkpoint-") and f.endswith(".json") and recorded)
+                # Entire (0.8+) writes its condensed transcript of a checkpointed session
+                # beside the session's own copy: full.jsonl holds it all, read once
+                and not (f == "transcript.jsonl" and "full.jsonl" in present)
             )
             or f == opencode.DB_NAME  # opencode 1.2+ keeps its sessions in SQLite
         )
