@@ -2524,6 +2524,66 @@ def test_openhands_v1_observations_of_late_2025_sdk_builds(tmp_path):
     assert edit.error and edit.no_op
 
 
+def _oh_v1_pair(n, tool, action, output):
+    return [
+        {"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "llm_response_id": f"r{n}",
+         "tool_name": tool, "tool_call_id": f"c{n}", "action": action},
+        {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+         "tool_name": tool, "tool_call_id": f"c{n}", "action_id": f"a{n}",
+         "observation": {"kind": "BrowserObservation", "output": output, "error": None,
+                         "screenshot_data": None}},
+    ]  # fmt: skip
+
+
+def test_openhands_v1_browser_moves_in_a_row_are_no_repeats(tmp_path):
+    """``browser_go_back`` three times in a row (OpenHands/benchmarks openagentsafety, SDK of
+    late 2025), each answered "Navigated back", goes three pages back: the same call again is
+    the next move, not a duplicate. A move that failed the same way again still is one, and the
+    guard replay still checks every move (a hook saw each)."""
+    from loopcore.replay import replay_trace
+
+    state = json.dumps({"url": "http://wiki.test/doc#edit", "title": "doc", "elements": []})
+    events = [
+        *_oh_v1_pair(1, "browser_get_state", {"kind": "BrowserGetStateAction"}, state),
+        *_oh_v1_pair(2, "browser_go_back", {"kind": "BrowserGoBackAction"}, "Navigated back"),
+        *_oh_v1_pair(3, "browser_go_back", {"kind": "BrowserGoBackAction"}, "Navigated back"),
+        *_oh_v1_pair(4, "browser_go_back", {"kind": "BrowserGoBackAction"}, "Navigated back"),
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    t = only(path)
+    assert [s.name for s in t] == ["browser_get_state"] + ["browser_go_back"] * 3
+    assert not loopcore.analyse_burn(t).findings
+    # the live guard saw the third move in a row (it warns there): the replay checks it too
+    assert [e.step for e in replay_trace(t, loopcore.Guard()).events] == [3]
+    # a failed move repeated with the same error is still a repeat
+    failed = [dict(e) for e in events]
+    for e in failed[3::2]:
+        e["observation"] = {**e["observation"], "output": "", "error": "No page to go back to"}
+    path.write_text("".join(json.dumps(e) + "\n" for e in failed))
+    (f,) = loopcore.analyse_burn(only(path)).findings
+    assert (f.kind, f.steps) == ("duplicate_call", (2, 3))
+
+
+def test_openhands_v1_navigating_is_no_look_at_the_page(tmp_path):
+    """``browser_navigate`` loads a page: the same page's state read again after navigating
+    away and back is read from a page loaded anew, not a redundant observation."""
+    state = json.dumps({"url": "http://wiki.test/", "title": "home",
+                        "elements": [{"index": n, "tag": "a", "text": f"link {n}"}
+                                     for n in range(30)]})  # fmt: skip
+    events = [
+        *_oh_v1_pair(1, "browser_get_state", {"kind": "BrowserGetStateAction"}, state),
+        *_oh_v1_pair(2, "browser_navigate", {"kind": "BrowserNavigateAction",
+                     "url": "http://wiki.test/a"}, "Navigated to: http://wiki.test/a"),
+        *_oh_v1_pair(3, "browser_navigate", {"kind": "BrowserNavigateAction",
+                     "url": "http://wiki.test/"}, "Navigated to: http://wiki.test/"),
+        *_oh_v1_pair(4, "browser_get_state", {"kind": "BrowserGetStateAction"}, state),
+    ]  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert not loopcore.analyse_burn(only(path)).findings
+
+
 def test_the_guard_replay_passes_over_a_call_that_never_ran():
     """A call Claude Code cancelled before it started reached no hook: the replay does not
     check it, so it feeds no loop or error streak."""

@@ -236,9 +236,13 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
             # the person's message the live guard would have been told of (every loop's
             # evidence starts again), as the burn rules start theirs
             guard.note_message(step.session, "", role="user")
-        if not step.name or step.rejected is not None or step.meta.get("not_run") is True:
+        if (
+            not step.name
+            or step.rejected is not None
+            or (step.meta.get("not_run") is True and step.meta.get("next_move") is not True)
+        ):
             # a turn that ran nothing, or a call the harness cancelled before it started: there
-            # was no call for a guard to check
+            # was no call for a guard to check (a browser's next move did run: a hook saw it)
             continue
         kind, target = _guard_kind(step)
         d = guard.check(

@@ -112,6 +112,9 @@ V1_KINDS = frozenset(
         "ACPToolCallEvent",
     }
 )
+# V1 browser tools that move from where the browser is (one page back, one screen down) and
+# answer with an acknowledgement only ("Navigated back"): the same call again is the next move.
+_RELATIVE_MOVES = frozenset({"browser_go_back", "browser_go_forward", "browser_scroll"})
 _FAILED_EDIT = "No replacement was performed"
 # Observations in which the harness refused to run the call at all (a rejected action).
 _REFUSALS = ("Cannot execute multiple commands at once",)
@@ -608,6 +611,33 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
                 f"{', '.join(sorted(V1_KINDS))}",
                 i,
             )
+    _next_moves(ledger.steps)
+
+
+def _next_moves(steps: list) -> None:
+    """A browser move made again right after the same move (``browser_go_back`` four times:
+    four pages back), both answered with the same acknowledgement and no error, went on from
+    where the first left the browser: it is no repeat of it. It is marked ``not_run`` (no
+    repeat, no first occurrence); the first move of the run still changes everything after
+    it, and nothing lies between the moves, so no other comparison changes."""
+    prev = None
+    for step in steps:
+        if (
+            prev is not None
+            and step.name in _RELATIVE_MOVES
+            and step.name == prev.name
+            and step.args == prev.args
+            and step.error is None
+            and prev.error is None
+            and step.rejected is None
+            and prev.rejected is None
+            and isinstance(step.result, str)
+            and step.result == prev.result
+            and len(step.result) < 200
+        ):
+            step.meta["not_run"] = True
+            step.meta["next_move"] = True
+        prev = step
 
 
 def _is_run_record(r: Any) -> bool:
