@@ -2584,6 +2584,54 @@ def test_openhands_v1_navigating_is_no_look_at_the_page(tmp_path):
     assert not loopcore.analyse_burn(only(path)).findings
 
 
+def test_openhands_v1_think_calls_keep_their_thought(tmp_path):
+    """The V1 ``think`` tool's one argument is ``thought`` (OpenHands/benchmarks
+    openagentsafety, SDK of late 2025): three different thoughts were read as three calls with
+    no arguments, charged as duplicates, and the thought's tokens were not counted."""
+    events = []
+    for n, text in enumerate(["The upload form did not open; try the menu.",
+                              "The search found nothing under /data either.",
+                              "Neither place holds the report, so ask for it."]):  # fmt: skip
+        events += [
+            {"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "thought": [],
+             "llm_response_id": f"r{n}", "tool_name": "think", "tool_call_id": f"c{n}",
+             "action": {"kind": "ThinkAction", "thought": text}},
+            {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+             "tool_name": "think", "tool_call_id": f"c{n}", "action_id": f"a{n}",
+             "observation": {"kind": "ThinkObservation", "output": "Your thought has been logged.",
+                             "error": None}},
+        ]  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    t = only(path)
+    assert [s.args for s in t][1] == {"thought": "The search found nothing under /data either."}
+    assert all(s.tokens_out > 5 for s in t)
+    assert not loopcore.analyse_burn(t).findings
+
+
+def test_openhands_v0_think_actions_keep_their_thought(tmp_path):
+    """A V0 ``think`` action's ``thought`` is its argument, not reasoning beside a call: two
+    different thoughts were two calls with no arguments, a duplicate."""
+    events = []
+    for n, text in enumerate(["The parser drops the last token.", "Check the lexer instead."]):
+        events += [
+            {"id": 2 * n + 1, "source": "agent", "action": "think", "args": {"thought": text},
+             "tool_call_metadata": {"function_name": "think", "tool_call_id": f"c{n}",
+                                    "model_response": {"id": f"r{n}", "usage": {
+                                        "prompt_tokens": 100, "completion_tokens": 20}}}},
+            {"id": 2 * n + 2, "source": "agent", "observation": "think", "cause": 2 * n + 1,
+             "content": "Your thought has been logged.", "extras": {},
+             "tool_call_metadata": {"function_name": "think", "tool_call_id": f"c{n}"}},
+        ]  # fmt: skip
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(events))
+    t = only(path)
+    assert [s.args for s in t] == [{"thought": "The parser drops the last token."},
+                                   {"thought": "Check the lexer instead."}]  # fmt: skip
+    assert sum(s.tokens_out for s in t) == 40
+    assert not loopcore.analyse_burn(t).findings
+
+
 def test_the_guard_replay_passes_over_a_call_that_never_ran():
     """A call Claude Code cancelled before it started reached no hook: the replay does not
     check it, so it feeds no loop or error streak."""

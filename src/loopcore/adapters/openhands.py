@@ -252,7 +252,8 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 )
                 continue
             if rid is None or rid != last_response:
-                thought = args_in.get("thought")
+                # (a think action's thought is its argument, counted with the call)
+                thought = args_in.get("thought") if action != "think" else None
                 ledger.turn(
                     resp.get("usage") if isinstance(resp, dict) else None,
                     text=thought if isinstance(thought, str) else "",
@@ -260,6 +261,8 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 )
                 last_response = rid
             args = _clean(args_in)
+            if action == "think" and "thought" in args_in:
+                args = {**args, "thought": args_in["thought"]}  # the think tool's one argument
             name = (tcm.get("function_name") if tcm else None) or action
             # The action type says what happened (read / edit / run) more reliably than the
             # function name (str_replace_editor does both); MCP calls keep their own tool name.
@@ -336,9 +339,11 @@ def _flat(events: list, ctx: Ctx, ledger: Ledger) -> None:
             if action not in _TOOL_ACTIONS:
                 ledger.context(text_len(e.get("content") or e.get("message")))
                 continue
-            thought = e.get("thought")
+            thought = e.get("thought") if action != "think" else None
             ledger.turn(None, text=thought if isinstance(thought, str) else "", ref=ref)
             args = _clean(e)
+            if action == "think" and "thought" in e:
+                args = {**args, "thought": e["thought"]}  # the think action's one argument
             kind, target = ledger.profile.classify(action, args)
             ledger.call(action, args, None, kind=kind, target=target, ref=ref)
         elif "observation" in e:
@@ -500,7 +505,12 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
                 if isinstance(e.get("tool_name"), str) and e.get("tool_name")
                 else "unknown"
             )
-            args = _clean(e.get("action") or {})
+            action = e.get("action") or {}
+            args = _clean(action)
+            if name == "think" and isinstance(action, dict) and "thought" in action:
+                # the think tool's one argument is its thought (elsewhere "thought" is the
+                # model's reasoning beside the call, dropped so repeats hash equal)
+                args = {**args, "thought": action["thought"]} if isinstance(args, dict) else args
             step = ledger.call(name, args, e.get("tool_call_id"), ref=ref)
             by_id[_key(e.get("id"))] = step
         elif kind in ("ObservationEvent", "UserRejectObservation"):
