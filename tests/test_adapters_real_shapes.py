@@ -70,6 +70,16 @@ def test_openhands_v1_folder_under_any_name(tmp_path):
     assert a.session == "c1" and b.session == "conversation-copy"
 
 
+def test_openhands_v1_agent_server_folder_names_the_conversation(tmp_path):
+    """The agent server keeps a conversation's events in ``conversations/<id>/event_service/
+    events/`` (OpenHands/benchmarks, a workspace of 2025-09-26): every conversation was named
+    ``event_service``."""
+    src = FIX / "openhands_v1" / OH_CONV / "events"
+    for conv in ("0a1b2c3d", "4e5f6a7b"):
+        shutil.copytree(src, tmp_path / "conversations" / conv / "event_service" / "events")
+    assert sorted(t.session for t in load(tmp_path / "conversations")) == ["0a1b2c3d", "4e5f6a7b"]
+
+
 def test_openhands_v1_export_matches_the_folder():
     folder = only(FIX / "openhands_v1")
     export = only(FIX / "openhands_v1_export.json")

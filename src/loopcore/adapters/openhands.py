@@ -690,7 +690,11 @@ def _parse_stream(doc: Any, ctx: Ctx) -> list[Trace]:
     session = ctx.stem
     if session == "events" and ctx.path:
         # <conversation id>/events/: the conversation folder names the session
-        session = os.path.basename(os.path.dirname(os.path.normpath(ctx.path))) or session
+        conv = os.path.dirname(os.path.normpath(ctx.path))
+        if os.path.basename(conv) == "event_service":
+            # the agent server's <conversation id>/event_service/events/
+            conv = os.path.dirname(conv)
+        session = os.path.basename(conv) or session
     events = doc
     if isinstance(doc, dict):
         for key in ("events", "history", "trajectory"):
