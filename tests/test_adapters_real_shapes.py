@@ -70,6 +70,16 @@ def test_openhands_v1_folder_under_any_name(tmp_path):
     assert a.session == "c1" and b.session == "conversation-copy"
 
 
+def test_openhands_v1_agent_server_folder_names_the_conversation(tmp_path):
+    """The agent server keeps a conversation's events in ``conversations/<id>/event_service/
+    events/`` (OpenHands/benchmarks, a workspace of 2025-09-26): every conversation was named
+    ``event_service``."""
+    src = FIX / "openhands_v1" / OH_CONV / "events"
+    for conv in ("0a1b2c3d", "4e5f6a7b"):
+        shutil.copytree(src, tmp_path / "conversations" / conv / "event_service" / "events")
+    assert sorted(t.session for t in load(tmp_path / "conversations")) == ["0a1b2c3d", "4e5f6a7b"]
+
+
 def test_openhands_v1_export_matches_the_folder():
     folder = only(FIX / "openhands_v1")
     export = only(FIX / "openhands_v1_export.json")
@@ -2631,6 +2641,114 @@ def test_openhands_v1_observations_of_late_2025_sdk_builds(tmp_path):
     assert (view.result, view.error) == (missing, missing) and view.tokens_in > 0
     assert bash.meta["returncode"] == 127
     assert edit.error and edit.no_op
+
+
+def _oh_v1_pair(n, tool, action, output):
+    return [
+        {"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "llm_response_id": f"r{n}",
+         "tool_name": tool, "tool_call_id": f"c{n}", "action": action},
+        {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+         "tool_name": tool, "tool_call_id": f"c{n}", "action_id": f"a{n}",
+         "observation": {"kind": "BrowserObservation", "output": output, "error": None,
+                         "screenshot_data": None}},
+    ]  # fmt: skip
+
+
+def test_openhands_v1_browser_moves_in_a_row_are_no_repeats(tmp_path):
+    """``browser_go_back`` three times in a row (OpenHands/benchmarks openagentsafety, SDK of
+    late 2025), each answered "Navigated back", goes three pages back: the same call again is
+    the next move, not a duplicate. A move that failed the same way again still is one, and the
+    guard replay still checks every move (a hook saw each)."""
+    from loopcore.replay import replay_trace
+
+    state = json.dumps({"url": "http://wiki.test/doc#edit", "title": "doc", "elements": []})
+    events = [
+        *_oh_v1_pair(1, "browser_get_state", {"kind": "BrowserGetStateAction"}, state),
+        *_oh_v1_pair(2, "browser_go_back", {"kind": "BrowserGoBackAction"}, "Navigated back"),
+        *_oh_v1_pair(3, "browser_go_back", {"kind": "BrowserGoBackAction"}, "Navigated back"),
+        *_oh_v1_pair(4, "browser_go_back", {"kind": "BrowserGoBackAction"}, "Navigated back"),
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    t = only(path)
+    assert [s.name for s in t] == ["browser_get_state"] + ["browser_go_back"] * 3
+    assert not loopcore.analyse_burn(t).findings
+    # the live guard saw the third move in a row (it warns there): the replay checks it too
+    assert [e.step for e in replay_trace(t, loopcore.Guard()).events] == [3]
+    # a failed move repeated with the same error is still a repeat
+    failed = [dict(e) for e in events]
+    for e in failed[3::2]:
+        e["observation"] = {**e["observation"], "output": "", "error": "No page to go back to"}
+    path.write_text("".join(json.dumps(e) + "\n" for e in failed))
+    (f,) = loopcore.analyse_burn(only(path)).findings
+    assert (f.kind, f.steps) == ("duplicate_call", (2, 3))
+
+
+def test_openhands_v1_navigating_is_no_look_at_the_page(tmp_path):
+    """``browser_navigate`` loads a page: the same page's state read again after navigating
+    away and back is read from a page loaded anew, not a redundant observation."""
+    state = json.dumps({"url": "http://wiki.test/", "title": "home",
+                        "elements": [{"index": n, "tag": "a", "text": f"link {n}"}
+                                     for n in range(30)]})  # fmt: skip
+    events = [
+        *_oh_v1_pair(1, "browser_get_state", {"kind": "BrowserGetStateAction"}, state),
+        *_oh_v1_pair(2, "browser_navigate", {"kind": "BrowserNavigateAction",
+                     "url": "http://wiki.test/a"}, "Navigated to: http://wiki.test/a"),
+        *_oh_v1_pair(3, "browser_navigate", {"kind": "BrowserNavigateAction",
+                     "url": "http://wiki.test/"}, "Navigated to: http://wiki.test/"),
+        *_oh_v1_pair(4, "browser_get_state", {"kind": "BrowserGetStateAction"}, state),
+    ]  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert not loopcore.analyse_burn(only(path)).findings
+
+
+def test_openhands_v1_think_calls_keep_their_thought(tmp_path):
+    """The V1 ``think`` tool's one argument is ``thought`` (OpenHands/benchmarks
+    openagentsafety, SDK of late 2025): three different thoughts were read as three calls with
+    no arguments, charged as duplicates, and the thought's tokens were not counted."""
+    events = []
+    for n, text in enumerate(["The upload form did not open; try the menu.",
+                              "The search found nothing under /data either.",
+                              "Neither place holds the report, so ask for it."]):  # fmt: skip
+        events += [
+            {"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "thought": [],
+             "llm_response_id": f"r{n}", "tool_name": "think", "tool_call_id": f"c{n}",
+             "action": {"kind": "ThinkAction", "thought": text}},
+            {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+             "tool_name": "think", "tool_call_id": f"c{n}", "action_id": f"a{n}",
+             "observation": {"kind": "ThinkObservation", "output": "Your thought has been logged.",
+                             "error": None}},
+        ]  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    t = only(path)
+    assert [s.args for s in t][1] == {"thought": "The search found nothing under /data either."}
+    assert all(s.tokens_out > 5 for s in t)
+    assert not loopcore.analyse_burn(t).findings
+
+
+def test_openhands_v0_think_actions_keep_their_thought(tmp_path):
+    """A V0 ``think`` action's ``thought`` is its argument, not reasoning beside a call: two
+    different thoughts were two calls with no arguments, a duplicate."""
+    events = []
+    for n, text in enumerate(["The parser drops the last token.", "Check the lexer instead."]):
+        events += [
+            {"id": 2 * n + 1, "source": "agent", "action": "think", "args": {"thought": text},
+             "tool_call_metadata": {"function_name": "think", "tool_call_id": f"c{n}",
+                                    "model_response": {"id": f"r{n}", "usage": {
+                                        "prompt_tokens": 100, "completion_tokens": 20}}}},
+            {"id": 2 * n + 2, "source": "agent", "observation": "think", "cause": 2 * n + 1,
+             "content": "Your thought has been logged.", "extras": {},
+             "tool_call_metadata": {"function_name": "think", "tool_call_id": f"c{n}"}},
+        ]  # fmt: skip
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(events))
+    t = only(path)
+    assert [s.args for s in t] == [{"thought": "The parser drops the last token."},
+                                   {"thought": "Check the lexer instead."}]  # fmt: skip
+    assert sum(s.tokens_out for s in t) == 40
+    assert not loopcore.analyse_burn(t).findings
 
 
 def test_the_guard_replay_passes_over_a_call_that_never_ran():

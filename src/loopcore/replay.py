@@ -239,12 +239,12 @@ def replay_trace(trace: Trace, guard: Any, *, source: str = "") -> TraceReplay:
         if (
             not step.name
             or step.rejected is not None
-            or step.meta.get("not_run") is True
+            or (step.meta.get("not_run") is True and step.meta.get("next_move") is not True)
             or "hook" in step.meta
         ):
-            # a turn that ran nothing, a call the harness cancelled before it started, or the
-            # harness's own hooks run after a call (Claude Code's PostToolUse commands): there
-            # was no call for a guard to check
+            # a turn that ran nothing, a call the harness cancelled before it started (a
+            # browser's next move did run: a hook saw it), or the harness's own hooks run after
+            # a call (Claude Code's PostToolUse commands): there was no call for a guard to check
             continue
         kind, target = _guard_kind(step)
         d = guard.check(

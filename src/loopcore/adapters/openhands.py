@@ -112,6 +112,9 @@ V1_KINDS = frozenset(
         "ACPToolCallEvent",
     }
 )
+# V1 browser tools that move from where the browser is (one page back, one screen down) and
+# answer with an acknowledgement only ("Navigated back"): the same call again is the next move.
+_RELATIVE_MOVES = frozenset({"browser_go_back", "browser_go_forward", "browser_scroll"})
 _FAILED_EDIT = "No replacement was performed"
 # Observations in which the harness refused to run the call at all (a rejected action).
 _REFUSALS = ("Cannot execute multiple commands at once",)
@@ -249,7 +252,8 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 )
                 continue
             if rid is None or rid != last_response:
-                thought = args_in.get("thought")
+                # (a think action's thought is its argument, counted with the call)
+                thought = args_in.get("thought") if action != "think" else None
                 ledger.turn(
                     resp.get("usage") if isinstance(resp, dict) else None,
                     text=thought if isinstance(thought, str) else "",
@@ -257,6 +261,8 @@ def _v0(events: list, ctx: Ctx, ledger: Ledger) -> None:
                 )
                 last_response = rid
             args = _clean(args_in)
+            if action == "think" and "thought" in args_in:
+                args = {**args, "thought": args_in["thought"]}  # the think tool's one argument
             name = (tcm.get("function_name") if tcm else None) or action
             # The action type says what happened (read / edit / run) more reliably than the
             # function name (str_replace_editor does both); MCP calls keep their own tool name.
@@ -333,9 +339,11 @@ def _flat(events: list, ctx: Ctx, ledger: Ledger) -> None:
             if action not in _TOOL_ACTIONS:
                 ledger.context(text_len(e.get("content") or e.get("message")))
                 continue
-            thought = e.get("thought")
+            thought = e.get("thought") if action != "think" else None
             ledger.turn(None, text=thought if isinstance(thought, str) else "", ref=ref)
             args = _clean(e)
+            if action == "think" and "thought" in e:
+                args = {**args, "thought": e["thought"]}  # the think action's one argument
             kind, target = ledger.profile.classify(action, args)
             ledger.call(action, args, None, kind=kind, target=target, ref=ref)
         elif "observation" in e:
@@ -497,7 +505,12 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
                 if isinstance(e.get("tool_name"), str) and e.get("tool_name")
                 else "unknown"
             )
-            args = _clean(e.get("action") or {})
+            action = e.get("action") or {}
+            args = _clean(action)
+            if name == "think" and isinstance(action, dict) and "thought" in action:
+                # the think tool's one argument is its thought (elsewhere "thought" is the
+                # model's reasoning beside the call, dropped so repeats hash equal)
+                args = {**args, "thought": action["thought"]} if isinstance(args, dict) else args
             step = ledger.call(name, args, e.get("tool_call_id"), ref=ref)
             by_id[_key(e.get("id"))] = step
         elif kind in ("ObservationEvent", "UserRejectObservation"):
@@ -608,6 +621,33 @@ def _v1(events: list, ctx: Ctx, ledger: Ledger, subs: dict[str, Ledger] | None =
                 f"{', '.join(sorted(V1_KINDS))}",
                 i,
             )
+    _next_moves(ledger.steps)
+
+
+def _next_moves(steps: list) -> None:
+    """A browser move made again right after the same move (``browser_go_back`` four times:
+    four pages back), both answered with the same acknowledgement and no error, went on from
+    where the first left the browser: it is no repeat of it. It is marked ``not_run`` (no
+    repeat, no first occurrence); the first move of the run still changes everything after
+    it, and nothing lies between the moves, so no other comparison changes."""
+    prev = None
+    for step in steps:
+        if (
+            prev is not None
+            and step.name in _RELATIVE_MOVES
+            and step.name == prev.name
+            and step.args == prev.args
+            and step.error is None
+            and prev.error is None
+            and step.rejected is None
+            and prev.rejected is None
+            and isinstance(step.result, str)
+            and step.result == prev.result
+            and len(step.result) < 200
+        ):
+            step.meta["not_run"] = True
+            step.meta["next_move"] = True
+        prev = step
 
 
 def _is_run_record(r: Any) -> bool:
@@ -650,7 +690,11 @@ def _parse_stream(doc: Any, ctx: Ctx) -> list[Trace]:
     session = ctx.stem
     if session == "events" and ctx.path:
         # <conversation id>/events/: the conversation folder names the session
-        session = os.path.basename(os.path.dirname(os.path.normpath(ctx.path))) or session
+        conv = os.path.dirname(os.path.normpath(ctx.path))
+        if os.path.basename(conv) == "event_service":
+            # the agent server's <conversation id>/event_service/events/
+            conv = os.path.dirname(conv)
+        session = os.path.basename(conv) or session
     events = doc
     if isinstance(doc, dict):
         for key in ("events", "history", "trajectory"):

@@ -636,7 +636,9 @@ OPENHANDS: dict[str, Rule] = {
     "glob": ("observe", ("path",)),
     "grep": ("observe", ("path",)),
     "task": "exec",
-    "browser_navigate": ("observe", "url"),
+    # navigating loads a page (and leaves the one the browser was on): a change of the browser,
+    # not a look at it
+    "browser_navigate": "exec",
     "browser_get_content": "observe",
     "browser_get_state": "observe",
     "browser_list_tabs": "observe",
