@@ -3107,3 +3107,49 @@ def test_gemini_cli_its_own_acknowledgement_of_binary_content_is_no_turn(tmp_pat
     path.write_text("\n".join([*lines, json.dumps(ack)]) + "\n")
     t = only(path)
     assert len(t.steps) == len(plain.steps) and t.total_tokens == plain.total_tokens
+
+
+def test_claude_code_a_forked_session_s_copies_of_its_parent_are_the_parent_s(tmp_path):
+    """A session forked from another (``claude --resume ID --fork-session``) starts with copies
+    of the parent's records, each with ``forkedFrom: {sessionId, messageUuid}`` and the fork's
+    own session id. They are the parent's work: a walk of a folder holding both counts each
+    API call once, and the fork's copy of the parent's re-read is no waste of the fork's."""
+
+    def records(sid, tag, fork=None):
+        out = [{"type": "user", "uuid": f"{tag}u0", "sessionId": sid,
+                "message": {"role": "user", "content": "look at a.py"}}]  # fmt: skip
+        for k in range(2):
+            out.append({"type": "assistant", "uuid": f"{tag}a{k}", "sessionId": sid,
+                        "message": {"id": f"msg_{tag}{k}", "role": "assistant",
+                                    "content": [{"type": "tool_use", "id": f"toolu_{tag}{k}",
+                                                 "name": "Read",
+                                                 "input": {"file_path": "/r/a.py"}}],
+                                    "usage": {"input_tokens": 3000 + 900 * k,
+                                              "output_tokens": 40}}})  # fmt: skip
+            out.append({"type": "user", "uuid": f"{tag}r{k}", "sessionId": sid,
+                        "message": {"role": "user", "content": [
+                            {"type": "tool_result", "tool_use_id": f"toolu_{tag}{k}",
+                             "content": "\n".join(f"line {n}" for n in range(40))}]}})  # fmt: skip
+        if fork is not None:
+            for r in out:
+                r["forkedFrom"] = {"sessionId": fork, "messageUuid": r["uuid"]}
+        return out
+
+    parent = records("parent-1", "p")
+    copies = [dict(r, sessionId="fork-2") for r in records("fork-2", "p", fork="parent-1")]
+    own = [{"type": "user", "uuid": "fu0", "sessionId": "fork-2",
+            "message": {"role": "user", "content": "now try another way"}},
+           {"type": "assistant", "uuid": "fa0", "sessionId": "fork-2",
+            "message": {"id": "msg_f0", "role": "assistant",
+                        "content": [{"type": "text", "text": "Trying it."}],
+                        "usage": {"input_tokens": 5000, "output_tokens": 30}}}]  # fmt: skip
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "parent-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in parent))
+    (folder / "fork-2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copies + own))
+    (p,) = load(folder / "parent-1.jsonl")
+    (f,) = load(folder / "fork-2.jsonl")
+    assert [s.name for s in p] == ["Read", "Read"] and loopcore.analyse_burn(p).wasted_tokens > 0
+    assert [s.name for s in f] == [""] and f.meta["replayed_records"] == len(copies)
+    assert loopcore.analyse_burn(f).wasted_tokens == 0
+    assert sum(t.total_tokens for t in load(folder)) == p.total_tokens + f.total_tokens

@@ -148,11 +148,19 @@ def _replays(records: list) -> dict[int, str]:
     timestamp: the post-compaction part of a session when it is resumed, a session's records
     again when the VS Code extension reopens it, a hook's attachment record a second time.
     They are the same work written twice: the first copy is read, the later ones are passed
-    over (read, every call of the replay would look like a repeat of its original)."""
+    over (read, every call of the replay would look like a repeat of its original). So are a
+    forked session's copies of its parent's records (``forkedFrom``)."""
     seen: set[str] = set()
     out: dict[int, str] = {}
     for i, r in enumerate(records):
         if isinstance(r, dict):
+            if isinstance(r.get("forkedFrom"), dict):
+                # a session forked from another (``--fork-session``, the desktop app's branch)
+                # starts with copies of the parent's records, each naming its original
+                # (``forkedFrom: {sessionId, messageUuid}``): the parent's work, spent once
+                # in the parent's session, not the fork's
+                out[i] = str(r.get("sessionId") or r.get("session_id") or "")
+                continue
             u = r.get("uuid")
             if isinstance(u, str) and u:
                 if u in seen:
