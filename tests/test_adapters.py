@@ -3034,6 +3034,75 @@ def test_codex_a_poll_the_rollout_never_answered_is_no_repeat(tmp_path):
     assert loopcore.analyse_burn(t).findings == ()
 
 
+def test_codex_waits_for_sub_agents_are_no_repeats(tmp_path):
+    """Codex 0.145's multi-agent tools (namespace ``collaboration``): ``wait_agent`` answers
+    only whether a sub-agent wrote before the timeout, so a wait again after a timeout, or
+    after the sub-agent's message came, has the same arguments and the same answer (a real
+    entireio/entire-graph rollout: 181 tokens of duplicates). A wait's answer depends on time,
+    as a poll's does: no wait repeats another, an unanswered one is not run, and the tokens
+    are the answer's own. The first collab tools' ``wait`` (``ids``) is a wait too."""
+    wait = {"timeout_ms": 30000}
+    timed_out = '{"message":"Wait timed out.","timed_out":true}'
+    mail = {"type": "agent_message", "author": "/root/worker", "recipient": "/root"}
+    mail["content"] = [{"type": "input_text", "text": "Message Type: MESSAGE"}]
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-w", "cwd": "/repo", "cli_version": "0.145.0"}),
+        _codex_fn("a", "wait_agent", wait, namespace="collaboration"),
+        _codex_out("a", timed_out),
+        _codex_fn("b", "wait_agent", wait, namespace="collaboration"),
+        _codex_out("b", timed_out),
+        _codex_rec("response_item", mail),
+        _codex_fn("c", "wait_agent", wait, namespace="collaboration"),
+        _codex_out("c", timed_out),
+        _codex_fn("d", "wait", {"ids": ["w1"], "timeout_ms": 1000}),
+        _codex_out("d", '{"status":{},"timed_out":true}'),
+        _codex_fn("e", "wait", {"ids": ["w1"], "timeout_ms": 1000}),
+        _codex_out("e", '{"status":{},"timed_out":true}'),
+        _codex_fn("f", "wait_agent", wait, namespace="collaboration"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert [s.name for s in t.steps[:3]] == ["collaboration__wait_agent"] * 3
+    assert t.steps[1].result == "Wait (b)\n" + timed_out and t.steps[1].kind == "exec"
+    assert t.steps[-1].meta.get("not_run") is True and "not_run" not in t.steps[0].meta
+    assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_arguments_an_exporter_redacted_are_unknown(tmp_path):
+    """Entire's copy of a Codex 0.145 session has every message between agents redacted
+    whole (``"message": "REDACTED"``): two ``send_message`` calls to one sub-agent compared
+    equal and were charged as a duplicate (101 tokens). What was sent is unknown, as with a
+    call whose arguments were not recorded: such a call repeats nothing. Only a whole value
+    is a marker, and a chat trace (no Entire copy) is read as it was."""
+    send = {"target": "/root/worker", "message": "REDACTED"}
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-x", "cwd": "/repo", "cli_version": "0.145.0"}),
+        _codex_fn("a", "send_message", send, namespace="collaboration"),
+        _codex_out("a", ""),
+        _codex_fn("b", "send_message", send, namespace="collaboration"),
+        _codex_out("b", ""),
+        _codex_fn("c", "exec_command", {"cmd": "echo REDACTED"}),
+        _codex_out("c", "Exit code: 0\nOutput:\nREDACTED\n"),
+        _codex_fn("d", "exec_command", {"cmd": "echo REDACTED"}),
+        _codex_out("d", "Exit code: 0\nOutput:\nREDACTED\n"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    first, second, echo, again = t.steps[:4]
+    assert first.args == {"target": "/root/worker", "message": "REDACTED (unknown: a)"}
+    assert second.args["message"] == "REDACTED (unknown: b)"
+    assert echo.args == again.args == {"cmd": "echo REDACTED"}  # a part of a value is kept
+    assert [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings] == [
+        ("duplicate_call", (3,))
+    ]
+    fn = {"name": "send", "arguments": json.dumps(send)}
+    msgs = [{"role": "user", "content": "task"}]
+    for cid in ("c1", "c2"):
+        tc = [{"id": cid, "type": "function", "function": fn}]
+        msgs += [{"role": "assistant", "content": "", "tool_calls": tc}]
+        msgs += [{"role": "tool", "tool_call_id": cid, "content": "sent"}]
+    (chat,) = load(msgs)
+    assert [s.args for s in calls(chat)] == [send, send]
+
+
 def test_a_growth_whose_output_count_is_unknown_is_not_put_on_the_results():
     # an API call with a prompt count and no output count: the next prompt's growth holds its
     # output too, so the results are estimated from their text, not given the growth
