@@ -3067,6 +3067,69 @@ def test_codex_waits_for_sub_agents_are_no_repeats(tmp_path):
     assert loopcore.analyse_burn(t).findings == ()
 
 
+def test_codex_0118_polls_keep_their_chunk_after_the_command_line(tmp_path):
+    """Codex 0.118 starts each output's header with the command (``Command: …``, then
+    ``Chunk ID``) and writes a poll with no ``chars`` at all: the chunk's id was taken only
+    from the first line, so every empty poll of a running test was a duplicate (a real
+    entireio/git-sync rollouts: 116 findings in 284 files). A poll keeps its chunk wherever the header has it."""
+    poll = {"session_id": 4964, "yield_time_ms": 1000}
+    head = "Command: /bin/zsh -lc 'go test ./...'\nChunk ID: {}\nWall time: 5.0 seconds\n"
+    running = "Process running with session ID 4964\nOriginal token count: 0\nOutput:\n"
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-o", "cwd": "/repo", "cli_version": "0.118.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "go test ./..."}),
+        _codex_out("a", head.format("68fe8b") + running),
+        _codex_fn("b", "write_stdin", poll),
+        _codex_out("b", head.format("73e2cf") + running),
+        _codex_fn("c", "write_stdin", poll),
+        _codex_out("c", head.format("254daf") + running),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert [s.result for s in t.steps[1:]] == ["Chunk ID: 73e2cf\n", "Chunk ID: 254daf\n"]
+    assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_codex_a_web_page_opened_by_no_url_is_unknown(tmp_path):
+    """Codex 0.118 writes a web search's ``open_page`` with no ``url`` (a page of the search
+    before, which it does not name; 69 of 264 actions in public rollouts): two such were the
+    same call. What was opened is unknown: it repeats nothing. The same page by its url twice
+    is still one call."""
+
+    def ws(action):
+        item = {"type": "web_search_call", "status": "completed", "action": action}
+        return _codex_rec("response_item", item)
+
+    page = {"type": "open_page", "url": "https://example.org/doc"}
+    meta = _codex_rec("session_meta", {"id": "sess-s", "cwd": "/repo", "cli_version": "0.118.0"})
+    t = _one_rollout(tmp_path, [meta, ws({"type": "open_page"}), ws({"type": "open_page"})])
+    assert loopcore.analyse_burn(t).findings == ()
+    t = _one_rollout(tmp_path, [meta, ws(page), ws(page)])
+    assert [f.kind for f in loopcore.analyse_burn(t).findings] == ["duplicate_call"]
+
+
+def test_records_glued_on_one_line_are_each_read(tmp_path):
+    """A resumed Codex 0.118 rollout whose last record had lost its newline: the next record
+    follows it on the same line (``…}}{"timestamp"…``; 13 of 284 public copies). The line was
+    a malformed record that failed the whole file; both records are read now, on that line.
+    A line with anything else after its record is still malformed."""
+    meta = _codex_rec("session_meta", {"id": "sess-g", "cwd": "/repo", "cli_version": "0.118.0"})
+    lines = [
+        meta,
+        _codex_fn("a", "exec_command", {"cmd": "ls"}) + _codex_out("a", "Exit code: 0\nOutput:\nx\n"),
+        _codex_fn("b", "exec_command", {"cmd": "pwd"}),
+        _codex_out("b", "Exit code: 0\nOutput:\n/repo\n"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert [(s.name, s.result, s.ref) for s in t.steps[:2]] == [
+        ("exec_command", "x\n", {"line": 2}),
+        ("exec_command", "/repo\n", {"line": 3}),
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([meta, lines[2] + " tail", lines[3]]) + "\n")
+    with pytest.raises(TraceFormatError):
+        list(load(path))
+
+
 def test_arguments_an_exporter_redacted_are_unknown(tmp_path):
     """Entire's copy of a Codex 0.145 session has every message between agents redacted
     whole (``"message": "REDACTED"``): two ``send_message`` calls to one sub-agent compared

@@ -135,8 +135,12 @@ def _output(raw: Any) -> tuple[Any, dict]:
             return code
     body, more = normalise_output(PROFILE, text)
     facts.update(more)
-    if body is not text and text.startswith("Chunk ID: "):
-        facts["chunk"] = text[10 : text.find("\n")].strip()
+    if body is not text:
+        # the chunk's id, wherever the header has it (0.118 writes `Command: …` first)
+        head = text[: len(text) - len(body)]
+        at = head.find("\nChunk ID: ") + 1 if not head.startswith("Chunk ID: ") else 0
+        if head.startswith("Chunk ID: ", at):
+            facts["chunk"] = head[at + 10 : head.find("\n", at)].strip()
     return body, facts
 
 
