@@ -3265,6 +3265,138 @@ def test_codex_a_poll_the_rollout_never_answered_is_no_repeat(tmp_path):
     assert loopcore.analyse_burn(t).findings == ()
 
 
+def test_codex_waits_for_sub_agents_are_no_repeats(tmp_path):
+    """Codex 0.145's multi-agent tools (namespace ``collaboration``): ``wait_agent`` answers
+    only whether a sub-agent wrote before the timeout, so a wait again after a timeout, or
+    after the sub-agent's message came, has the same arguments and the same answer (a real
+    entireio/entire-graph rollout: 181 tokens of duplicates). A wait's answer depends on time,
+    as a poll's does: no wait repeats another, an unanswered one is not run, and the tokens
+    are the answer's own. The first collab tools' ``wait`` (``ids``) is a wait too."""
+    wait = {"timeout_ms": 30000}
+    timed_out = '{"message":"Wait timed out.","timed_out":true}'
+    mail = {"type": "agent_message", "author": "/root/worker", "recipient": "/root"}
+    mail["content"] = [{"type": "input_text", "text": "Message Type: MESSAGE"}]
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-w", "cwd": "/repo", "cli_version": "0.145.0"}),
+        _codex_fn("a", "wait_agent", wait, namespace="collaboration"),
+        _codex_out("a", timed_out),
+        _codex_fn("b", "wait_agent", wait, namespace="collaboration"),
+        _codex_out("b", timed_out),
+        _codex_rec("response_item", mail),
+        _codex_fn("c", "wait_agent", wait, namespace="collaboration"),
+        _codex_out("c", timed_out),
+        _codex_fn("d", "wait", {"ids": ["w1"], "timeout_ms": 1000}),
+        _codex_out("d", '{"status":{},"timed_out":true}'),
+        _codex_fn("e", "wait", {"ids": ["w1"], "timeout_ms": 1000}),
+        _codex_out("e", '{"status":{},"timed_out":true}'),
+        _codex_fn("f", "wait_agent", wait, namespace="collaboration"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert [s.name for s in t.steps[:3]] == ["collaboration__wait_agent"] * 3
+    assert t.steps[1].result == "Wait (b)\n" + timed_out and t.steps[1].kind == "exec"
+    assert t.steps[-1].meta.get("not_run") is True and "not_run" not in t.steps[0].meta
+    assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_codex_0118_polls_keep_their_chunk_after_the_command_line(tmp_path):
+    """Codex 0.118 starts each output's header with the command (``Command: …``, then
+    ``Chunk ID``) and writes a poll with no ``chars`` at all: the chunk's id was taken only
+    from the first line, so every empty poll of a running test was a duplicate (a real
+    entireio/git-sync rollouts: 116 findings in 284 files). A poll keeps its chunk wherever the header has it."""
+    poll = {"session_id": 4964, "yield_time_ms": 1000}
+    head = "Command: /bin/zsh -lc 'go test ./...'\nChunk ID: {}\nWall time: 5.0 seconds\n"
+    running = "Process running with session ID 4964\nOriginal token count: 0\nOutput:\n"
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-o", "cwd": "/repo", "cli_version": "0.118.0"}),
+        _codex_fn("a", "exec_command", {"cmd": "go test ./..."}),
+        _codex_out("a", head.format("68fe8b") + running),
+        _codex_fn("b", "write_stdin", poll),
+        _codex_out("b", head.format("73e2cf") + running),
+        _codex_fn("c", "write_stdin", poll),
+        _codex_out("c", head.format("254daf") + running),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert [s.result for s in t.steps[1:]] == ["Chunk ID: 73e2cf\n", "Chunk ID: 254daf\n"]
+    assert loopcore.analyse_burn(t).findings == ()
+
+
+def test_codex_a_web_page_opened_by_no_url_is_unknown(tmp_path):
+    """Codex 0.118 writes a web search's ``open_page`` with no ``url`` (a page of the search
+    before, which it does not name; 69 of 264 actions in public rollouts): two such were the
+    same call. What was opened is unknown: it repeats nothing. The same page by its url twice
+    is still one call."""
+
+    def ws(action):
+        item = {"type": "web_search_call", "status": "completed", "action": action}
+        return _codex_rec("response_item", item)
+
+    page = {"type": "open_page", "url": "https://example.org/doc"}
+    meta = _codex_rec("session_meta", {"id": "sess-s", "cwd": "/repo", "cli_version": "0.118.0"})
+    t = _one_rollout(tmp_path, [meta, ws({"type": "open_page"}), ws({"type": "open_page"})])
+    assert loopcore.analyse_burn(t).findings == ()
+    t = _one_rollout(tmp_path, [meta, ws(page), ws(page)])
+    assert [f.kind for f in loopcore.analyse_burn(t).findings] == ["duplicate_call"]
+
+
+def test_records_glued_on_one_line_are_each_read(tmp_path):
+    """A resumed Codex 0.118 rollout whose last record had lost its newline: the next record
+    follows it on the same line (``…}}{"timestamp"…``; 13 of 284 public copies). The line was
+    a malformed record that failed the whole file; both records are read now, on that line.
+    A line with anything else after its record is still malformed."""
+    meta = _codex_rec("session_meta", {"id": "sess-g", "cwd": "/repo", "cli_version": "0.118.0"})
+    lines = [
+        meta,
+        _codex_fn("a", "exec_command", {"cmd": "ls"}) + _codex_out("a", "Exit code: 0\nOutput:\nx\n"),
+        _codex_fn("b", "exec_command", {"cmd": "pwd"}),
+        _codex_out("b", "Exit code: 0\nOutput:\n/repo\n"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    assert [(s.name, s.result, s.ref) for s in t.steps[:2]] == [
+        ("exec_command", "x\n", {"line": 2}),
+        ("exec_command", "/repo\n", {"line": 3}),
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join([meta, lines[2] + " tail", lines[3]]) + "\n")
+    with pytest.raises(TraceFormatError):
+        list(load(path))
+
+
+def test_arguments_an_exporter_redacted_are_unknown(tmp_path):
+    """Entire's copy of a Codex 0.145 session has every message between agents redacted
+    whole (``"message": "REDACTED"``): two ``send_message`` calls to one sub-agent compared
+    equal and were charged as a duplicate (101 tokens). What was sent is unknown, as with a
+    call whose arguments were not recorded: such a call repeats nothing. Only a whole value
+    is a marker, and a chat trace (no Entire copy) is read as it was."""
+    send = {"target": "/root/worker", "message": "REDACTED"}
+    lines = [
+        _codex_rec("session_meta", {"id": "sess-x", "cwd": "/repo", "cli_version": "0.145.0"}),
+        _codex_fn("a", "send_message", send, namespace="collaboration"),
+        _codex_out("a", ""),
+        _codex_fn("b", "send_message", send, namespace="collaboration"),
+        _codex_out("b", ""),
+        _codex_fn("c", "exec_command", {"cmd": "echo REDACTED"}),
+        _codex_out("c", "Exit code: 0\nOutput:\nREDACTED\n"),
+        _codex_fn("d", "exec_command", {"cmd": "echo REDACTED"}),
+        _codex_out("d", "Exit code: 0\nOutput:\nREDACTED\n"),
+    ]  # fmt: skip
+    t = _one_rollout(tmp_path, lines)
+    first, second, echo, again = t.steps[:4]
+    assert first.args == {"target": "/root/worker", "message": "REDACTED (unknown: a)"}
+    assert second.args["message"] == "REDACTED (unknown: b)"
+    assert echo.args == again.args == {"cmd": "echo REDACTED"}  # a part of a value is kept
+    assert [(f.kind, f.steps) for f in loopcore.analyse_burn(t).findings] == [
+        ("duplicate_call", (3,))
+    ]
+    fn = {"name": "send", "arguments": json.dumps(send)}
+    msgs = [{"role": "user", "content": "task"}]
+    for cid in ("c1", "c2"):
+        tc = [{"id": cid, "type": "function", "function": fn}]
+        msgs += [{"role": "assistant", "content": "", "tool_calls": tc}]
+        msgs += [{"role": "tool", "tool_call_id": cid, "content": "sent"}]
+    (chat,) = load(msgs)
+    assert [s.args for s in calls(chat)] == [send, send]
+
+
 def test_a_growth_whose_output_count_is_unknown_is_not_put_on_the_results():
     # an API call with a prompt count and no output count: the next prompt's growth holds its
     # output too, so the results are estimated from their text, not given the growth

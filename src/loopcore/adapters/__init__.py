@@ -229,6 +229,20 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
             "a7/b0dc5dfa2b/6/full.jsonl (branch entire/checkpoints/v1)",
             "9f27ce06c092ccae0255b09df84dbdaada9e0622",
         ),
+        _c(
+            "Codex Desktop",
+            "0.145.0-alpha.18 (multi-agent tools: wait_agent, send_message redacted by Entire)",
+            "entireio/entire-graph",
+            "03/0f3d39319d/0/full.jsonl (branch entire/checkpoints/v1)",
+            "7789048c1f7b7d311939f8021a5572699d598676",
+        ),
+        _c(
+            "Codex CLI",
+            "0.118.0 (Command: before Chunk ID, open_page with no url, records glued on a line)",
+            "entireio/git-sync",
+            "00/0e2d11c70b/1/full.jsonl, 07/ebffc93812/0/full.jsonl (branch entire/checkpoints/v1)",
+            "8e24a4e9214edf84e753675e5c3ebe0f60e15264",
+        ),
     ],
     "claude-code": [
         _c(

@@ -128,6 +128,40 @@ def text_of(content: Any) -> Any:
     return content
 
 
+# What Entire (entireio/cli, redact/) writes in place of what it redacted from its copy of a
+# session: ``REDACTED`` (a secret, a high-entropy string) or ``[REDACTED_<LABEL>]`` (the
+# OpenAI Privacy Filter's categories). Its Codex copies have every message between agents so
+# (the ``message`` of ``spawn_agent``, ``send_message``, ``followup_task``).
+_REDACTED_MARKERS = frozenset(
+    {"REDACTED"}
+    | {
+        f"[REDACTED_{label}]"
+        for label in ("PERSON", "EMAIL", "PHONE", "ADDRESS", "URL", "DATE", "ACCOUNT_NUMBER")
+    }
+)
+_REDACTED_MAX = max(map(len, _REDACTED_MARKERS))
+
+
+def _is_redacted(v: Any) -> bool:
+    return v.__class__ is str and len(v) <= _REDACTED_MAX and v in _REDACTED_MARKERS
+
+
+def _has_redacted(args: dict) -> bool:
+    """An argument of *args* is a whole value an exporter redacted (:data:`_REDACTED_MARKERS`)."""
+    for v in args.values():
+        if _is_redacted(v):
+            return True
+    return False
+
+
+def _unknown_redacted(args: dict, call_id: Any, n: int) -> dict:
+    """*args* with each redacted value (the whole value only) made the unknown value of this
+    call: what was sent is unknown, so, as a call whose arguments were not recorded, two such
+    calls are not proven the same."""
+    mark = call_id if isinstance(call_id, str) and call_id else n
+    return {k: f"{v} (unknown: {mark})" if _is_redacted(v) else v for k, v in args.items()}
+
+
 def parse_args(raw: Any) -> tuple[Any, bool]:
     """Tool-call arguments as a value: JSON strings are parsed; (value, ok) where ok=False keeps
     an unparseable string as it was (agents do emit broken JSON; that is data, not a bad file)."""
@@ -338,9 +372,10 @@ class Ledger:
         "_hidden",
         "_compactions",
         "_passes",
+        "unknown_redacted",
     )
 
-    def __init__(self, session: str, profile: Profile) -> None:
+    def __init__(self, session: str, profile: Profile, *, unknown_redacted: bool = False) -> None:
         self.session = session
         self.profile = profile
         self.steps: list[Step] = []
@@ -364,6 +399,9 @@ class Ledger:
         self._compactions: list[int] = []
         # The turns whose API call ran tools on the provider's side (see server_tools()).
         self._passes: list[int] = []
+        # Set by the readers of formats Entire copies (entireio/cli redacts its copies): an
+        # argument whose whole value is a redaction marker is unknown (see call()).
+        self.unknown_redacted = unknown_redacted
 
     # -- building -----------------------------------------------------------------------
     def turn(self, usage: Any = None, *, text: str | None = None, ref: dict | None = None) -> int:
@@ -495,11 +533,17 @@ class Ledger:
         adapter knows it (else the JSON text of *args* is measured); *kind* and *target* skip the
         profile's classification, *classify_args* classifies other args than the ones stored;
         *ref* is the call's coordinate in the trace (default: the turn's), *reads* / *writes* /
-        *no_op* the Step fields of the same names.
+        *no_op* the Step fields of the same names. With :attr:`unknown_redacted`, an argument
+        whose whole value is a redaction marker (``REDACTED``) is made unknown: two such calls
+        are not proven the same, so the call repeats nothing.
         """
         turns = self.turns
         if not turns:
             self.turn(None)
+        if self.unknown_redacted and args.__class__ is dict and _has_redacted(args):
+            if args_len is None:
+                args_len = text_len(args) + len(name)
+            args = _unknown_redacted(args, call_id, len(self.steps))
         if kind is None:
             kind, target, r, w, nop = self._access(
                 name, args if classify_args is None else classify_args

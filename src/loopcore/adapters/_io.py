@@ -305,6 +305,30 @@ class Parsed:
         self.incomplete = incomplete
 
 
+def _glued_records(raw: bytes) -> list[dict] | None:
+    """The JSON objects a line holds one after another (``{…}{…}``), when it is nothing
+    else: two or more, each an object; else None."""
+    import json
+
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    decode = json.JSONDecoder().raw_decode
+    out: list[dict] = []
+    pos, n = 0, len(text.rstrip())
+    while pos < n:
+        try:
+            rec, end = decode(text, pos)
+        except ValueError:
+            return None
+        if not isinstance(rec, dict):
+            return None
+        out.append(loads(text[pos:end]))  # parsed as every record is
+        pos = end
+    return out if len(out) > 1 else None
+
+
 def parse_bytes(data: bytes, path: str | None) -> Parsed:
     """Parse a whole JSON document, else JSON Lines; raises TraceFormatError naming file and line.
 
@@ -358,7 +382,15 @@ def parse_bytes(data: bytes, path: str | None) -> Parsed:
             if lineno == cut:
                 incomplete = lineno
                 continue
-            bad.append((lineno, f"invalid JSON: {exc.msg}"))
+            glued = _glued_records(raw) if exc.msg == "unexpected content after document" else None
+            if glued is None:
+                bad.append((lineno, f"invalid JSON: {exc.msg}"))
+                continue
+            # records written one after another with no newline between them (a Codex
+            # rollout resumed after its last record lost its newline): each is read, on
+            # this line
+            records.extend(glued)
+            lines.extend([lineno] * len(glued))
             continue
         if first and not isinstance(rec, (dict, list)):
             raise TraceFormatError(

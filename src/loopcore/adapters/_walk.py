@@ -319,6 +319,10 @@ def _usage_delta(total: dict, before: Any) -> dict | None:
     return out or None
 
 
+# what a web search action names (a query, a page, a pattern in it)
+_WEB_NAMED = frozenset({"query", "queries", "url", "pattern"})
+
+
 class ResponsesWalker:
     """Walks Responses items in order: consecutive model-side items (reasoning, assistant
     messages, calls) are one API call (a turn), outputs are paired with their calls by
@@ -373,6 +377,12 @@ class ResponsesWalker:
                 None,
                 0,
             )
+            if not _WEB_NAMED.intersection(args):
+                # an action that names no query, page or pattern (Codex 0.118 writes
+                # `open_page` with no url: a result of the search before, which it does not
+                # say): what it looked at is unknown, so it is known by its place alone and
+                # repeats no other
+                args["at"] = self.call_ref(i)
         elif t == "code_interpreter_call":
             name, args = "code_interpreter", {"code": it.get("code")}
             logs: list[str] = [

@@ -315,7 +315,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
                 ledger = ledgers.get(sid)
                 if ledger is None and person:
-                    ledger = ledgers[sid] = Ledger(sid, profile)
+                    ledger = ledgers[sid] = Ledger(sid, profile, unknown_redacted=True)
             if ledger is not None:
                 if person:
                     ledger.user()
@@ -354,7 +354,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         ref = {"line": ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1}
         ledger = ledgers.get(key)
         if ledger is None:
-            ledger = ledgers[key] = Ledger(key, profile)
+            ledger = ledgers[key] = Ledger(key, profile, unknown_redacted=True)
         if rtype == "assistant":
             mid = msg.get("id")
             same = mid is not None and mid == last_msg_id.get(key) and ledger.turns

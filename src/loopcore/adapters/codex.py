@@ -95,6 +95,18 @@ _REJECT_PREFIXES = (
     "failed to parse function arguments",
     "unsupported custom tool call",
 )
+# Codex's multi-agent tools that wait (``wait`` of the first collab tools, ``wait_agent`` of
+# multi_agent_v1 / v2, under a namespace such as ``collaboration``): the answer says whether a
+# sub-agent's mailbox changed before the timeout, which depends on time, not on the arguments
+_WAIT_TOOLS = frozenset({"wait", "wait_agent"})
+
+
+def _agent_wait(step: Any) -> bool:
+    """*step* waits for sub-agents (code mode's ``wait`` on a program's cell, ``cell_id``, is
+    read as that program's output)."""
+    return step.name.rsplit("__", 1)[-1] in _WAIT_TOOLS and not (
+        isinstance(step.args, dict) and "cell_id" in step.args
+    )
 
 
 # The header of a code-mode program's output (``exec``, and ``wait`` on a program still running):
@@ -123,8 +135,12 @@ def _output(raw: Any) -> tuple[Any, dict]:
             return code
     body, more = normalise_output(PROFILE, text)
     facts.update(more)
-    if body is not text and text.startswith("Chunk ID: "):
-        facts["chunk"] = text[10 : text.find("\n")].strip()
+    if body is not text:
+        # the chunk's id, wherever the header has it (0.118 writes `Command: …` first)
+        head = text[: len(text) - len(body)]
+        at = head.find("\nChunk ID: ") + 1 if not head.startswith("Chunk ID: ") else 0
+        if head.startswith("Chunk ID: ", at):
+            facts["chunk"] = head[at + 10 : head.find("\n", at)].strip()
     return body, facts
 
 
@@ -244,7 +260,20 @@ class _Walker(ResponsesWalker):
                 result, more = got
                 facts = {**facts, **more}
         args = step.args
+        chars = None
         if (
+            facts.get("code_cell") is None
+            and _agent_wait(step)
+            and isinstance(result, str)
+            and not result.startswith(_REJECT_PREFIXES)
+        ):
+            # A wait for sub-agents ends when one of them writes (or at the timeout): two waits
+            # with the same answer waited for two different things, as two polls read two
+            # chunks, so the call id stays in what the wait returned and a wait is never a
+            # repeat of the one before (its tokens are still the answer's own)
+            chars = len(result)
+            result = f"Wait ({step.call_id or step.ref})\n{result}"
+        elif (
             step.name == "write_stdin"
             and facts.get("chunk")
             and isinstance(args, dict)
@@ -288,7 +317,7 @@ class _Walker(ResponsesWalker):
             # the patch's context did not match: Codex checks it before writing anything
             error = result
             step.no_op = True
-        self.ledger.result(step, result, error)
+        self.ledger.result(step, result, error, chars=chars)
 
     def mcp_end(self, payload: dict) -> None:
         """An ``mcp_tool_call_end`` event: the MCP server's own answer says whether the call
@@ -364,7 +393,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         paginated = p.get("history_mode") == "paginated"
     elif records and _is_old_header(records[0]):
         session = str(records[0].get("id") or session)
-    ledger = Ledger(session, ctx.profile(PROFILE))
+    ledger = Ledger(session, ctx.profile(PROFILE), unknown_redacted=True)
     w = _Walker(ledger, ctx)
     replay = _parent_replay(records, p)
     meta: dict[str, Any] = {}
@@ -442,15 +471,19 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         meta["cli_version"] = version
     for step in ledger.steps:
         if (
-            step.name == "write_stdin"
-            and step.result is None
+            step.result is None
             and step.error is None
-            and isinstance(step.args, dict)
-            and not step.args.get("chars")
+            and (
+                step.name == "write_stdin"
+                and isinstance(step.args, dict)
+                and not step.args.get("chars")
+                or _agent_wait(step)
+            )
         ):
-            # a poll the rollout never answered (it was written while the command still ran):
-            # which chunk it would have read is unknown, and polling again is how a wait is
-            # done, so it is no repeat of the poll before it and nothing it shows was read
+            # a poll (or a wait for sub-agents) the rollout never answered (it was written while
+            # the command still ran): which chunk it would have read is unknown, and polling
+            # again is how a wait is done, so it is no repeat of the poll before it and nothing
+            # it shows was read
             step.meta["not_run"] = True
     return [ledger.trace(source=ctx.path, fmt=NAME, meta=meta or None)]
 

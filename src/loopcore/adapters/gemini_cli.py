@@ -360,13 +360,17 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     meta: dict[str, Any]
     rewound: set[int] = set()  # the refs (by identity) of rewound messages
     if isinstance(doc, dict):
-        ledger = Ledger(str(doc.get("sessionId") or ctx.stem), ctx.profile(PROFILE))
+        ledger = Ledger(
+            str(doc.get("sessionId") or ctx.stem), ctx.profile(PROFILE), unknown_redacted=True
+        )
         msgs = doc.get("messages") or []
         _recording(msgs, ctx, ledger, [{"message": i} for i in range(len(msgs))])
         meta = {"recording": "json"}
     elif _is_jsonl_recording(doc):
         md, msgs, refs, rewound_ids = _jsonl_messages(doc, ctx)
-        ledger = Ledger(str(md.get("sessionId") or ctx.stem), ctx.profile(PROFILE))
+        ledger = Ledger(
+            str(md.get("sessionId") or ctx.stem), ctx.profile(PROFILE), unknown_redacted=True
+        )
         _recording(msgs, ctx, ledger, refs)
         meta = {"recording": "jsonl"}
         if md.get("kind"):
@@ -375,7 +379,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             meta["rewound_messages"] = len(rewound_ids)
             rewound = {id(ref) for m, ref in zip(msgs, refs) if m["id"] in rewound_ids}
     else:
-        ledger = Ledger(ctx.stem, ctx.profile(PROFILE))
+        ledger = Ledger(ctx.stem, ctx.profile(PROFILE), unknown_redacted=True)
         _contents(doc, ctx, ledger)
         meta = {"recording": "checkpoint"}
     trace = ledger.trace(source=ctx.path, fmt=NAME, meta=meta)

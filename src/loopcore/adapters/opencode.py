@@ -171,7 +171,7 @@ def _tool(p: dict, ctx: Ctx, ledger: Ledger, ref: dict, index: int) -> None:
 
 def _session_trace(info: dict, messages: list, ctx: Ctx, source: str | None) -> Trace:
     sid = str(info.get("id") or ctx.stem)
-    ledger = Ledger(sid, ctx.profile(PROFILE))
+    ledger = Ledger(sid, ctx.profile(PROFILE), unknown_redacted=True)
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("info"), dict):
             ctx.bad('a message must be {"info": {...}, "parts": [...]}', i)
