@@ -3359,6 +3359,12 @@ def test_records_glued_on_one_line_are_each_read(tmp_path):
     path.write_text("\n".join([meta, lines[2] + " tail", lines[3]]) + "\n")
     with pytest.raises(TraceFormatError):
         list(load(path))
+    # a first record nested deeper than Python's parser goes (orjson takes it): malformed, no
+    # RecursionError
+    deep = '{"a": ' + "[" * 1010 + "]" * 1010 + "}"
+    path.write_text("\n".join([meta, deep + lines[3], lines[3]]) + "\n")
+    with pytest.raises(TraceFormatError):
+        list(load(path))
 
 
 def test_arguments_an_exporter_redacted_are_unknown(tmp_path):

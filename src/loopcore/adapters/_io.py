@@ -320,7 +320,7 @@ def _glued_records(raw: bytes) -> list[dict] | None:
     while pos < n:
         try:
             rec, end = decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting orjson takes, deeper than Python's stack
             return None
         if not isinstance(rec, dict):
             return None
