@@ -135,6 +135,22 @@ ARGS = [
     "${x}",
     "`pwd`",
     "$(pwd)",
+    # command substitutions: their commands are parts of the command
+    "$(rm a.py)",
+    "x=$(rm a.py)",
+    '"$(rm a.py)"',
+    "'$(rm a.py)'",
+    "`rm a.py`",
+    '"`cat a`"',
+    '"\\$(rm a)"',
+    "$(cat a.py)",
+    "$(python x)",
+    "$(sed -i s/a/b/ f.py)",
+    "$(cd /r && rm a)",
+    "$(echo $(rm b))",
+    "$((i+1))",
+    "$(( $(rm a) + 1 ))",
+    '"$(cat "$f")"',
     "a b",
     "-",
     "--",
@@ -452,6 +468,26 @@ def test_twins_agree_on_any_unicode_text(twins, command):
         "cat > a <<E\nE E\n E\nE",
         "echo $(cat a) > $(b)",
         "echo `x` > `y`",
+        "x=$(rm a.py)",
+        'echo "$(rm a.py)"',
+        "echo `rm a.py`",
+        "echo '$(rm a.py)'",
+        'echo "\\$(rm a)" \\$(rm b)',
+        "id=$(linctl issue create --title t)",
+        "x=$(sed -i s/a/b/ f.py); echo $x",
+        "x=$(cat a.py)",
+        "ls $(pwd)",
+        'git commit -m "$(cat msg)"',
+        "x=$((i+1))",
+        "x=$(( $(rm a) + 1 ))",
+        "cd /r && x=$(rm a)",
+        "cd $(mktemp -d) && rm a",
+        "echo $(echo $(echo $(echo $(echo $(rm a)))))",
+        "echo $()",
+        'echo "$("',
+        "echo `",
+        'sed -i s/a/a/ f <<< "$(rm x)"',
+        'cat "a\\"$(rm b)',
         "cat x\\ y",
         "cat 'a'\"b\"c\\d",
         'cat "a\\',
@@ -509,6 +545,11 @@ def test_twins_agree_on_str_subclasses(twins):
         "cat <<EOF\n" + "x\n" * 100000,
         "echo " + '"' + "\\\\" * 50000 + '"',
         "echo '" + "x" * 1_000_000 + "'",
+        "echo " + "$(" * 20000 + "rm a" + ")" * 20000,  # nested substitutions are bounded
+        "echo " + "`rm a` " * 20000,
+        'echo "' + "$(cat a) " * 20000 + '"',
+        "x=$(" * 5000 + "rm a",
+        'bash -c "' + "x=$(bash -c 'echo $(rm a)') " * 2000 + '"',
     ],
 )
 def test_twins_agree_on_pathological_inputs(twins, command):
@@ -530,6 +571,12 @@ def test_nesting_bounds(impl):
     assert classify_shell("find . -exec " * 5 + "cat x") == ("exec", None)
     assert classify_shell("sudo " * 5000 + "rm -f x") == ("mutate", "x")
     assert classify_shell("env " + "A=1 " * 5000) == ("observe", None)
+    # a command substitution is a nested command too, one level deeper than its command
+    assert classify_shell("echo `echo $(cat a)`") == ("observe", "a")
+    assert classify_shell(nested_bash(3, "x=$(cat a)")) == ("observe", "a")
+    assert classify_shell(nested_bash(4, "x=$(cat a)")) == ("exec", None)
+    assert classify_shell(nested_bash(2, 'echo "$(echo `cat a`)"')) == ("observe", "a")
+    assert classify_shell(nested_bash(3, 'echo "$(echo `cat a`)"')) == ("exec", None)
 
 
 @pytest.mark.parametrize(

@@ -89,6 +89,22 @@ SHELL_CASES = [
     ("./configure && make", "exec", None),
     ("some-unknown-tool --flag", "exec", None),
     ("bash run.sh", "exec", None),
+    # a command substitution's commands are parts of the command that holds it
+    ("x=$(rm a.py)", "mutate", "a.py"),
+    ('echo "$(rm a.py)"', "mutate", "a.py"),
+    ("echo `rm a.py`", "mutate", "a.py"),
+    ("x=$(sed -i s/a/b/ f.py); echo $x", "mutate", "f.py"),
+    ("cd /repo && x=$(rm a.py)", "mutate", "/repo/a.py"),
+    ("echo $(echo $(rm b))", "mutate", "b"),
+    ("x=$(( $(rm a) + 1 ))", "mutate", "a"),
+    ("id=$(linctl issue create --title t)", "exec", None),
+    ('echo "`python x.py`"', "exec", None),
+    ("x=$(cat a.py)", "observe", "a.py"),
+    ("ls $(pwd)", "observe", None),
+    ('git commit -m "$(cat msg)"', "mutate", "git:repo"),
+    ("echo '$(rm a.py)'", "other", None),  # single quotes: text
+    ('echo "\\$(rm a.py)"', "other", None),  # an escaped "$": text
+    ("x=$((i+1))", "other", None),  # arithmetic
     # neutral commands
     ("echo hello", "other", None),
     ("cd /tmp", "other", None),
@@ -153,6 +169,9 @@ ACCESS_CASES = [
     ("cat $f", None, (), False),
     ("python3 fix.py", None, None, False),
     ("echo hi", (), (), False),
+    ('git commit -m "$(cat msg)"', ("msg",), ("git:repo",), False),
+    ("x=$(sed -i s/a/b/ f.py)", ("f.py",), ("f.py",), False),
+    ('sed -i "s/x/x/" f.py <<< "$(rm y)"', ("f.py",), ("y", "f.py"), False),
 ]
 
 
@@ -254,10 +273,16 @@ _LEX_ALPHABET = list("ab01 \t\\'\"$()`|&;<>#\n\x0c-=")
 def test_fast_and_slow_lexers_agree(text):
     # The fast lexer is only a shortcut: the dispatcher must give what the general lexer gives,
     # and so must the fast lexer itself wherever the dispatcher uses it.
-    slow = _segments(pure._lex_slow(text))
+    slow_segs = pure._lex_slow(text)
+    slow = _segments(slow_segs)
     assert _segments(pure._lex(text)) == slow
+    # and the same tokens that may hold a command substitution
+    slow_subs = [s.subs for s in slow_segs]
+    assert [s.subs for s in pure._lex(text)] == slow_subs
     if not pure._NEEDS_SLOW.search(text):
-        assert _segments(pure._lex_fast(text)) == slow
+        fast_segs = pure._lex_fast(text)
+        assert _segments(fast_segs) == slow
+        assert [s.subs for s in fast_segs] == slow_subs
 
 
 @pytest.mark.parametrize(

@@ -535,6 +535,17 @@ cdef class _Seg:
     cdef Py_ssize_t hd_n  # how many heredocs
     cdef Py_ssize_t hd_start, hd_end  # the first one's body, src[hd_start:hd_end]
     cdef list hd_more  # the others' (start, end), None until there are others
+    # the tokens of its words that may hold a command substitution, as the pure twin's
+    # _Seg.subs: unquoted $(...) and `...` as written, the raw text of "..." holding "$(" or
+    # "`"; None while there are none
+    cdef list subs
+
+    cdef int add_sub(self, str text) except -1:
+        if self.subs is None:
+            self.subs = [text]
+        else:
+            self.subs.append(text)
+        return 0
 
     cdef int add_heredoc(self, str src, Py_ssize_t start, Py_ssize_t end) except -1:
         self.src = src
@@ -716,6 +727,69 @@ cdef Py_ssize_t _heredoc_end(str s, Py_ssize_t pos, str delim, bint strip_tabs) 
                 break
         if ok:
             return line_start
+
+
+cdef Py_ssize_t _substitution_end(int kind, const void* data, Py_ssize_t n, Py_ssize_t p) noexcept:
+    """End of the ``$(...)`` token at *p* of the characters [0, n): the pure twin's regex
+    ``\\$\\([^()]*(?:\\([^()]*(?:\\([^()]*\\)[^()]*)*\\)[^()]*)*\\)?``, greedy."""
+    cdef Py_ssize_t q = p + 2, r
+    while True:
+        while q < n and not _is_paren(PyUnicode_READ(kind, data, q)):
+            q += 1
+        if q >= n:
+            return n
+        if PyUnicode_READ(kind, data, q) == u')':
+            return q + 1
+        # "(": a group (one more level may nest inside it) or the end of the token
+        r = q + 1
+        while True:
+            while r < n and not _is_paren(PyUnicode_READ(kind, data, r)):
+                r += 1
+            if r >= n:
+                return q  # unclosed: the token ends before this "("
+            if PyUnicode_READ(kind, data, r) == u')':
+                q = r + 1
+                break
+            r += 1  # a nested "(": it must close before any other parenthesis
+            while r < n and not _is_paren(PyUnicode_READ(kind, data, r)):
+                r += 1
+            if r >= n or PyUnicode_READ(kind, data, r) == u'(':
+                return q
+            r += 1
+
+
+cdef list _substitutions(str text):
+    """The commands run by the substitutions in *text*, a token kept in ``_Seg.subs``: the pure
+    twin's _substitutions (a backslash escapes the next character, `...` ends at the next
+    backquote, $(...) where the lexer's token ends, $((...)) is arithmetic read on)."""
+    cdef list out = []
+    cdef Py_ssize_t i = 0, j, n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_UCS4 c
+    while i < n:
+        c = PyUnicode_READ(kind, data, i)
+        if c == u'\\':
+            i += 2
+        elif c == u'`':
+            j = _findc(text, u'`', i + 1, n, 1) if i + 1 < n else -1
+            if j < 0:
+                j = n
+            out.append(PyUnicode_Substring(text, i + 1, j))
+            i = j + 1
+        elif c == u'$' and i + 1 < n and PyUnicode_READ(kind, data, i + 1) == u'(':
+            if i + 2 < n and PyUnicode_READ(kind, data, i + 2) == u'(':
+                i += 3  # arithmetic
+                continue
+            j = _substitution_end(kind, data, n, i)
+            if PyUnicode_READ(kind, data, j - 1) == u')' and j - i > 2:
+                out.append(PyUnicode_Substring(text, i + 2, j - 1))
+            else:
+                out.append(PyUnicode_Substring(text, i + 2, j))
+            i = j
+        else:
+            i += 1
+    return out
 
 
 @cython.final
@@ -973,33 +1047,8 @@ cdef class _Lexer:
             r.n = self.ws[2 * i + 1] - a
         return r
 
-    cdef Py_ssize_t substitution_end(self, Py_ssize_t p) noexcept:
-        """End of the ``$(...)`` token at *p*: the pure twin's regex
-        ``\\$\\([^()]*(?:\\([^()]*(?:\\([^()]*\\)[^()]*)*\\)[^()]*)*\\)?``, greedy."""
-        cdef Py_ssize_t n = self.n, q = p + 2, r
-        while True:
-            while q < n and not _is_paren(self.at(q)):
-                q += 1
-            if q >= n:
-                return n
-            if self.at(q) == u')':
-                return q + 1
-            # "(": a group (one more level may nest inside it) or the end of the token
-            r = q + 1
-            while True:
-                while r < n and not _is_paren(self.at(r)):
-                    r += 1
-                if r >= n:
-                    return q  # unclosed: the token ends before this "("
-                if self.at(r) == u')':
-                    q = r + 1
-                    break
-                r += 1  # a nested "(": it must close before any other parenthesis
-                while r < n and not _is_paren(self.at(r)):
-                    r += 1
-                if r >= n or self.at(r) == u'(':
-                    return q
-                r += 1
+    cdef inline Py_ssize_t substitution_end(self, Py_ssize_t p) noexcept:
+        return _substitution_end(self.kind, self.data, self.n, p)
 
     cdef Py_ssize_t double_quoted(self, Py_ssize_t p) except -1:
         """Lex the ``"..."`` token at *p* into the word; returns the position after it."""
@@ -1021,6 +1070,8 @@ cdef class _Lexer:
         e = q + 1 if q < n and self.at(q) == u'"' else q  # after the closing quote, if any
         # the part is tok[1:-1] when the token ends with '"' (even an escaped one), else tok[1:]
         b = e - 1 if (e - p > 1 and self.at(e - 1) == u'"') else e
+        if self._may_substitute(p + 1, b):
+            self.seg.add_sub(PyUnicode_Substring(self.s, p + 1, b))
         # \" \\ \$ \` and backslash-newline lose their backslash; other escapes stay as written
         self.append(p + 1, p + 1)
         run = p + 1
@@ -1034,6 +1085,18 @@ cdef class _Lexer:
             i = self.find(u'\\', i + 1, b)
         self.append(run, b)
         return e
+
+    cdef bint _may_substitute(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        # s[a:b] holds "$(" or "`" (the pure twin's test of a double-quoted token's text)
+        cdef Py_ssize_t i
+        if self.find(u'`', a, b) < b:
+            return True
+        i = self.find(u'$', a, b)
+        while i + 1 < b:
+            if self.at(i + 1) == u'(':
+                return True
+            i = self.find(u'$', i + 1, b)
+        return False
 
     cdef Py_ssize_t operator(self, Py_ssize_t p) except -1:
         """Lex the operator at *p* (digits included: ``2>``); returns the position after it."""
@@ -1166,12 +1229,17 @@ cdef class _Lexer:
             elif c == u'"':
                 p = self.double_quoted(p)
             elif c == u'$':
-                q = self.substitution_end(p) if p + 1 < n and self.at(p + 1) == u'(' else p + 1
+                if p + 1 < n and self.at(p + 1) == u'(':
+                    q = self.substitution_end(p)
+                    self.seg.add_sub(PyUnicode_Substring(self.s, p, q))
+                else:
+                    q = p + 1
                 self.append(p, q)
                 p = q
             elif c == u'`':
                 q = _findc(self.s, u'`', p + 1, n, 1)
                 q = n if q < 0 else q + 1
+                self.seg.add_sub(PyUnicode_Substring(self.s, p, q))
                 self.append(p, q)
                 p = q
             elif c == u'\\':
@@ -1986,6 +2054,7 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
     cdef _Part part
     cdef Py_ssize_t i, done = 0, o0, m0
     cdef tuple redir
+    cdef object text, sub
     while lx.advance():
         if lx.found_exec:
             return _EXEC  # a command that runs unknown code: the whole script is exec
@@ -1993,6 +2062,36 @@ cdef _Part _classify_lexed(_Lexer lx, int depth):
         while done < len(segs):
             seg = <_Seg>segs[done]
             done += 1
+            if seg.subs is not None:
+                # The commands of its substitutions run first, as parts of the script of their
+                # own.
+                for text in seg.subs:
+                    for sub in _substitutions(<str>text):
+                        if depth >= _MAX_DEPTH:
+                            return _EXEC  # too deep to read
+                        part = _classify_script(<str>sub, depth + 1)
+                        if part.kind == K_EXEC:
+                            return _EXEC
+                        if part.obs:
+                            if not own_obs:
+                                observed = list(observed)
+                                own_obs = True
+                            if cwd:
+                                for target in part.obs:
+                                    observed.append(_join(cwd, target))
+                            else:
+                                observed.extend(part.obs)
+                        if part.mut:
+                            if not own_mut:
+                                mutated = list(mutated)
+                                own_mut = True
+                            if cwd:
+                                for target in part.mut:
+                                    mutated.append(_join(cwd, target))
+                            else:
+                                mutated.extend(part.mut)
+                        kinds |= 1 << part.kind
+                        unknown_mutation = unknown_mutation or (part.unk and part.kind == K_MUTATE)
             if seg.nw and (_eq(<str>seg.words[0], u"cd") if seg.words is not None
                            else _weq(seg.ref(0), u"cd")):
                 dest = seg.word(1) if seg.nw > 1 else u"~"
@@ -2177,7 +2276,7 @@ cdef bint _no_op_command(list segs):
     if len(segs) != 1:
         return False
     seg = <_Seg>segs[0]
-    if seg.redirs:
+    if seg.redirs or seg.subs is not None:
         return False
     words = seg.word_list()
     if not words or not (words[0] == u"sed" or words[0] == u"gsed"):

@@ -410,14 +410,24 @@ _PATCH_FILE_RE = re.compile(
 
 
 class _Seg:
-    """One simple command: its words, redirections and heredoc bodies."""
+    """One simple command: its words, redirections and heredoc bodies, and the text of the
+    tokens of its words that may hold a command substitution (see :func:`_substitutions`)."""
 
-    __slots__ = ("words", "redirs", "heredocs")
+    __slots__ = ("words", "redirs", "heredocs", "subs")
 
     def __init__(self) -> None:
         self.words: list[str] = []
         self.redirs: list[tuple[str, str]] = []
         self.heredocs: list[str] = []
+        # unquoted "$(...)" and "`...`" tokens as written, and the raw text (escapes kept) of
+        # the double-quoted ones holding "$(" or "`"; None while there are none
+        self.subs: list[str] | None = None
+
+    def add_sub(self, text: str) -> None:
+        if self.subs is None:
+            self.subs = [text]
+        else:
+            self.subs.append(text)
 
 
 # "$(" and what follows, up to two levels of parentheses deep, and its ")" when there is one.
@@ -495,6 +505,8 @@ def _lex_fast(s: str) -> list[_Seg]:
         c = tok[0]
         if c not in _FAST_SPECIAL:
             # Plain text, $(...), `...` or a lone $: most tokens, so the shortest path.
+            if c == "`" or (c == "$" and len(tok) > 1):
+                seg.add_sub(tok)  # `...` or $(...): a lone "$" is one character ("$x": two tokens)
             if ws:
                 if word is not None:
                     tok = word + tok
@@ -517,6 +529,8 @@ def _lex_fast(s: str) -> list[_Seg]:
             part = tok[1:-1] if len(tok) > 1 and tok[-1] == "'" else tok[1:]
         elif c == '"':
             part = tok[1:-1] if len(tok) > 1 and tok[-1] == '"' else tok[1:]
+            if "$(" in part or "`" in part:
+                seg.add_sub(part)
             if "\\" in part:
                 part = _DQ_ESC.sub(r"\1", part)
         elif c == "\\":
@@ -657,6 +671,8 @@ def _lex_slow(s: str) -> list[_Seg]:
                 word.append(part)
         elif kind == "dq":
             part = tok[1:-1] if len(tok) > 1 and tok.endswith('"') else tok[1:]
+            if "$(" in part or "`" in part:
+                seg.add_sub(part)
             if "\\" in part:
                 part = _DQ_ESC.sub(r"\1", part)
             if word is None:
@@ -664,6 +680,7 @@ def _lex_slow(s: str) -> list[_Seg]:
             else:
                 word.append(part)
         elif kind in ("sub", "bt"):
+            seg.add_sub(tok)
             if word is None:
                 word = [tok]
             else:
@@ -1094,7 +1111,7 @@ def _sed_no_op(words: list[str]) -> bool:
 def _no_op_command(command: str) -> bool:
     """A command of one simple ``sed -i`` part whose scripts provably change nothing."""
     segs = _lex(command)
-    if len(segs) != 1 or segs[0].redirs:
+    if len(segs) != 1 or segs[0].redirs or segs[0].subs is not None:
         return False
     words = segs[0].words
     return bool(words) and words[0] in ("sed", "gsed") and _sed_no_op(words)
@@ -1108,6 +1125,22 @@ def _classify_script(script: str, depth: int = 0) -> _Part:
     cwd = ""
     for seg in _lex(script):
         words = seg.words
+        if seg.subs is not None:
+            # The commands of its substitutions run first, as parts of the script of their own.
+            for text in seg.subs:
+                for sub in _substitutions(text):
+                    if depth >= _MAX_DEPTH:
+                        return ("exec", [], [], True)  # too deep to read
+                    kind, obs, mut, unk = _classify_script(sub, depth + 1)
+                    if kind == "exec":
+                        return ("exec", [], [], True)
+                    if cwd:
+                        obs = [_join(cwd, t) for t in obs]
+                        mut = [_join(cwd, t) for t in mut]
+                    kinds.add(kind)
+                    observed.extend(obs)
+                    mutated.extend(mut)
+                    unknown_mutation = unknown_mutation or (unk and kind == "mutate")
         if words and words[0] == "cd":
             dest = words[1] if len(words) > 1 else "~"
             if dest == "-" or dest.startswith(("~", "$")):
@@ -1147,6 +1180,44 @@ def _classify_script(script: str, depth: int = 0) -> _Part:
     if "observe" in kinds:
         return ("observe", observed, [], False)
     return ("other", [], [], False)
+
+
+# The lexer's "$(...)" token: "$(" and what follows, two levels of parentheses deep.
+_SUB = re.compile(r"\$\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)?", re.S)
+
+
+def _substitutions(text: str) -> list[str]:
+    """The commands run by the substitutions in *text*, a token recorded in ``_Seg.subs``.
+
+    ``$(...)`` ends as the lexer's token does (its command drops the last ")" when the token
+    ends with one); a backquoted command ends at the next backquote; a backslash escapes the
+    next character; ``$((...))`` is arithmetic, whose own text is read on for substitutions.
+    One pass: a substitution's command is read (and its own substitutions found) when it is
+    classified.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == "`":
+            j = text.find("`", i + 1)
+            if j < 0:
+                j = n
+            out.append(text[i + 1 : j])
+            i = j + 1
+        elif c == "$" and text.startswith("(", i + 1):
+            if text.startswith("(", i + 2):
+                i += 3  # arithmetic
+                continue
+            m = _SUB.match(text, i)
+            tok = m.group() if m is not None else text[i:]  # the regex always matches "$("
+            out.append(tok[2:-1] if tok.endswith(")") else tok[2:])
+            i += len(tok)
+        else:
+            i += 1
+    return out
 
 
 def _join(cwd: str, t: str) -> str:
