@@ -3154,6 +3154,67 @@ def test_a_malformed_line_in_a_piece_is_named_in_that_piece(tmp_path):
     assert [len(t) for t in got] == [len(t) for t in load(src)]
 
 
+def _entire_copy(root: pathlib.Path, where: str, lines: list[str], session: str) -> pathlib.Path:
+    """A checkpoint's copy of *session*: ``<where>/full.jsonl`` holding *lines*, with the
+    ``metadata.json`` Entire writes beside it."""
+    folder = root / where
+    folder.mkdir(parents=True)
+    (folder / "full.jsonl").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    (folder / "metadata.json").write_text(
+        json.dumps(
+            {
+                "checkpoint_id": where.replace("/", "")[:12],
+                "session_id": session,
+                "agent": "Claude Code",
+            }
+        )  # fmt: skip
+    )
+    return folder / "full.jsonl"
+
+
+@pytest.mark.parametrize("fixture", ["claude_code_session.jsonl", "codex_rollout_0146.jsonl"])
+def test_entire_checkpoint_copies_of_one_session_are_read_once(fixture, impl, tmp_path):
+    """Entire writes a session checkpointed again whole again: each later checkpoint's
+    ``full.jsonl`` starts with every byte of the earlier one (entireio/git-sync: 97 sessions in
+    673 copies). A walk read every copy as a trace, so the session's calls, tokens and waste
+    counted once per checkpoint; now the copies another copy holds whole are passed over."""
+    src = FIX / fixture
+    lines = src.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    n = len(lines)
+    root = tmp_path / "checkpoints"
+    # the checkpoints in an order the walk does not read them by size; an equal copy too
+    _entire_copy(root, "0a/1b2c3d4e5f/0", lines[: n // 3], "s1")
+    longest = _entire_copy(root, "1c/2d3e4f5a6b/1", lines, "s1")
+    _entire_copy(root, "2e/3f4a5b6c7d/0", lines[: 2 * n // 3], "s1")
+    _entire_copy(root, "3a/4b5c6d7e8f/2", lines, "s1")
+    whole = list(load(longest))
+    stats = LoadStats()
+    got = list(load(root, stats=stats))
+    assert stats.files - len(stats.ignored) == 1 and not stats.errors
+    assert [t.source for t in got] == [t.source for t in whole]
+    assert [[s.to_dict() for s in t] for t in got] == [[s.to_dict() for s in t] for t in whole]
+    assert sum(impl.analyse_burn(t).total_tokens for t in got) == sum(
+        impl.analyse_burn(t).total_tokens for t in whole
+    )
+    # the same units for a parallel or a fleet run: each copy read once there too
+    from loopcore import fleet
+
+    assert [u.item for u in fleet.units([str(root)]) if u.item.endswith(".jsonl")] == [str(longest)]
+    # a copy that differs anywhere holds something the others lack: read as its own trace
+    changed = lines[: n // 2 - 1] + [lines[n // 2 - 1].replace('"', '"', 1) + " "]
+    _entire_copy(root, "4f/5a6b7c8d9e/0", changed, "s1")
+    # another session's copy and one named on its own are read as they are
+    _entire_copy(root, "5b/6c7d8e9f0a/0", lines[: n // 2], "s2")
+    stats = LoadStats()
+    assert {t.source.split("#")[0] for t in load(root, stats=stats)} == {
+        str(longest), str(root / "4f/5a6b7c8d9e/0/full.jsonl"),
+        str(root / "5b/6c7d8e9f0a/0/full.jsonl"),
+    }  # fmt: skip
+    assert stats.files - len(stats.ignored) == 3
+    first = root / "0a/1b2c3d4e5f/0/full.jsonl"
+    assert {t.source.split("#")[0] for t in load([first, longest])} == {str(first), str(longest)}
+
+
 def test_a_gemini_recording_in_entire_s_pieces_is_one_recording(tmp_path):
     """Entire's gemini-cli chunker cuts a recording's messages into ``{"messages": [...]}``
     documents; they are one recording of all the messages."""

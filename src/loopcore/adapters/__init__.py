@@ -695,7 +695,112 @@ def _side_outputs(root: str, d: str) -> bool:
 def _walk(folder: str) -> Iterator[str | list[str]]:
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
     V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
-    :class:`StoreFolder`."""
+    :class:`StoreFolder`. Entire's checkpoint copies of one session that another copy holds
+    whole are passed over (:func:`_session_copies`)."""
+    items = list(_walk_tree(folder))
+    copies = _session_copies(items)
+    for item in items:
+        if not (isinstance(item, str) and item in copies):
+            yield item
+
+
+# Entire (a tool that keeps agent sessions on a git branch, ``entire/checkpoints/v1``) writes
+# each checkpoint's sessions to ``<xx>/<checkpoint>/<n>/full.jsonl`` with ``metadata.json``
+# beside it, and a session checkpointed again is written whole again: the copy of the later
+# checkpoint starts with every byte of the earlier one (354 of the 355 copies whose blobs a
+# snapshot of entireio/git-sync holds; 97 sessions in 673 copies). Read as traces, a session's
+# calls and waste counted once per checkpoint.
+_ENTIRE_TRANSCRIPT = "full.jsonl"
+_COMPARE_BLOCK = 1 << 20
+
+
+def _entire_session(path: str) -> str | None:
+    """The session id of Entire's ``metadata.json`` beside the transcript at *path*, if any."""
+    if os.path.basename(path) != _ENTIRE_TRANSCRIPT:
+        return None
+    meta = os.path.join(os.path.dirname(path), "metadata.json")
+    try:
+        if os.path.getsize(meta) > (1 << 20):
+            return None
+        with open(meta, "rb") as fh:
+            doc = loads(fh.read())
+    except (OSError, ValueError):
+        return None
+    sid = doc.get("session_id") if isinstance(doc, dict) else None
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _pieces(path: str) -> list[str]:
+    return chunk_files(path) if isinstance(path, Chunked) else [path]
+
+
+def _stream_size(path: str) -> int:
+    try:
+        return sum(os.path.getsize(p) for p in _pieces(path))
+    except OSError:
+        return -1
+
+
+def _blocks(path: str) -> Iterator[bytes]:
+    for piece in _pieces(path):
+        with open(piece, "rb") as fh:
+            while block := fh.read(_COMPARE_BLOCK):
+                yield block
+
+
+def _starts_with(whole: str, part: str, size: int) -> bool:
+    """Whether the *size* bytes of the transcript *part* are the first bytes of *whole*."""
+    try:
+        a, b = _blocks(part), _blocks(whole)
+        abuf = bbuf = b""
+        done = 0
+        while done < size:
+            if not abuf:
+                abuf = next(a, b"")
+                if not abuf:
+                    return False
+            if not bbuf:
+                bbuf = next(b, b"")
+                if not bbuf:
+                    return False
+            n = min(len(abuf), len(bbuf))
+            if abuf[:n] != bbuf[:n]:
+                return False
+            abuf, bbuf, done = abuf[n:], bbuf[n:], done + n
+        return True
+    except OSError:
+        return False
+
+
+def _session_copies(items: list[Any]) -> set[str]:
+    """The transcripts among *items* that are Entire copies of a session another of them holds
+    whole: the same ``session_id``, and every byte of the copy the start of a longer (or, the
+    same size, an earlier) one. A copy that differs anywhere is read as its own trace: nothing
+    it holds is lost."""
+    groups: dict[str, list[tuple[int, int, str]]] = {}
+    for order, item in enumerate(items):
+        if isinstance(item, str) and not isinstance(item, StoreFolder):
+            sid = _entire_session(item)
+            if sid is not None:
+                groups.setdefault(sid, []).append((-_stream_size(item), order, item))
+    copies: set[str] = set()
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort()  # the largest first; of equal sizes, the first walked
+        kept: list[tuple[int, str]] = []
+        for neg, _, path in members:
+            size = -neg
+            if size > 0 and any(
+                big >= size and _starts_with(whole, path, size) for big, whole in kept
+            ):
+                copies.add(path)
+            else:
+                kept.append((size, path))
+    return copies
+
+
+def _walk_tree(folder: str) -> Iterator[str | list[str]]:
     top = os.path.normpath(folder)
     for root, dirs, files in os.walk(folder):
         if opencode.is_store(root):
