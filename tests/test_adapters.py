@@ -3183,7 +3183,8 @@ def test_entire_checkpoint_copies_of_one_session_are_read_once(fixture, impl, tm
     n = len(lines)
     root = tmp_path / "checkpoints"
     # the checkpoints in an order the walk does not read them by size; an equal copy too
-    _entire_copy(root, "0a/1b2c3d4e5f/0", lines[: n // 3], "s1")
+    # (Entire names one session in more than one way: the bytes tell the copies)
+    _entire_copy(root, "0a/1b2c3d4e5f/0", lines[: n // 3], "2026-01-05-s1")
     longest = _entire_copy(root, "1c/2d3e4f5a6b/1", lines, "s1")
     _entire_copy(root, "2e/3f4a5b6c7d/0", lines[: 2 * n // 3], "s1")
     _entire_copy(root, "3a/4b5c6d7e8f/2", lines, "s1")
@@ -3196,15 +3197,26 @@ def test_entire_checkpoint_copies_of_one_session_are_read_once(fixture, impl, tm
     assert sum(impl.analyse_burn(t).total_tokens for t in got) == sum(
         impl.analyse_burn(t).total_tokens for t in whole
     )
-    # the same units for a parallel or a fleet run: each copy read once there too
+    passed = sorted(str(root / w / "full.jsonl") for w in ("0a/1b2c3d4e5f/0", "2e/3f4a5b6c7d/0"))
+    assert sorted(stats.copies) == passed + [str(root / "3a/4b5c6d7e8f/2/full.jsonl")]
+    # the report says so, the same in one process and in several
     from loopcore import fleet
+    from loopcore.report import collect
+
+    local = collect([root]).to_dict()
+    assert sorted(local["copies"]) == sorted(stats.copies)
+    parallel = fleet.analyse([root], jobs=2)[0].to_dict()
+    assert parallel["copies"] == local["copies"]
+    assert parallel["overall"] == local["overall"]
+    # the same units for a parallel or a fleet run: each copy read once there too
 
     assert [u.item for u in fleet.units([str(root)]) if u.item.endswith(".jsonl")] == [str(longest)]
     # a copy that differs anywhere holds something the others lack: read as its own trace
     changed = lines[: n // 2 - 1] + [lines[n // 2 - 1].replace('"', '"', 1) + " "]
     _entire_copy(root, "4f/5a6b7c8d9e/0", changed, "s1")
-    # another session's copy and one named on its own are read as they are
-    _entire_copy(root, "5b/6c7d8e9f0a/0", lines[: n // 2], "s2")
+    # an early checkpoint's part of the session (no byte in common), another session, and
+    # copies named on their own are read as they are
+    _entire_copy(root, "5b/6c7d8e9f0a/0", lines[n // 2 :], "s1")
     stats = LoadStats()
     assert {t.source.split("#")[0] for t in load(root, stats=stats)} == {
         str(longest), str(root / "4f/5a6b7c8d9e/0/full.jsonl"),

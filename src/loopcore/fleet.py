@@ -155,13 +155,14 @@ def _size(item: str | list[str]) -> int:
         return 0
 
 
-def units(paths: Sequence[str]) -> list[Unit | tuple[str, str]]:
+def units(paths: Sequence[str], copies: list[str] | None = None) -> list[Unit | tuple[str, str]]:
     """The units of work under *paths*, in the order ``load`` reads them. A path that does not
-    exist comes back as ``(path, "missing")`` so the caller reports it where ``load`` would."""
+    exist comes back as ``(path, "missing")`` so the caller reports it where ``load`` would;
+    the checkpoint copies a walk passes over are added to *copies*."""
     from .adapters import _inputs
 
     out: list[Unit | tuple[str, str]] = []
-    for item, in_folder in _inputs(paths):
+    for item, in_folder in _inputs(paths, copies):
         if in_folder is None:
             out.append((item, "missing"))
         else:
@@ -672,7 +673,9 @@ def _ranges_hold(pieces: list[_Piece]) -> bool:
     return len(keys) == len(set(keys))
 
 
-def _reduce(paths: Sequence[str], parts: list[UnitResult]) -> tuple[AnalysisReport, Any]:
+def _reduce(
+    paths: Sequence[str], parts: list[UnitResult], copies: list[str]
+) -> tuple[AnalysisReport, Any]:
     from .burn import BurnReport
     from .report import AnalysisReport, _skipped, _sources
 
@@ -707,6 +710,7 @@ def _reduce(paths: Sequence[str], parts: list[UnitResult]) -> tuple[AnalysisRepo
         example=not paths,
         files=files,
         ignored=ignored,
+        copies=copies,
     )
     return report, ((timelines, replays) if have_html else None)
 
@@ -779,7 +783,8 @@ def analyse(
 
     fmt = _resolve_format(format)
     plist = [os.fspath(p) for p in paths] if paths else [str(EXAMPLE_TRACE)]
-    found = units(plist)
+    copies: list[str] = []
+    found = units(plist, copies)
     work = [u for u in found if isinstance(u, Unit)]
     if client is None and scheduler is None and not _worth_processes(work, jobs):
         return _collect_here(paths, fmt, keep_going, html_policy, on_unit)
@@ -803,7 +808,7 @@ def analyse(
             next(it) if isinstance(u, Unit) else UnitResult(errors=_missing([u], True))
             for u in found
         ]
-        return _reduce(paths, parts)
+        return _reduce(paths, parts, copies)
 
 
 def _run_all(

@@ -106,6 +106,8 @@ class AnalysisReport:
     example: bool = False
     files: int = 0
     ignored: list[str] = field(default_factory=list)
+    #: checkpoint copies of a session passed over: another copy read holds each whole
+    copies: list[str] = field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -134,6 +136,7 @@ class AnalysisReport:
             "traces": [t.to_dict() for t in self.traces],
             "skipped": [s.to_dict() for s in self.skipped],
             "ignored": list(self.ignored),
+            "copies": list(self.copies),
         }
 
 
@@ -191,6 +194,7 @@ def collect(
         example=not paths,
         files=stats.files,
         ignored=[str(p) for p in stats.ignored],
+        copies=list(stats.copies),
     )
 
 
@@ -487,6 +491,15 @@ def render_text(
         )
     if o.tokens_estimated:
         console.print(estimate_note(o), markup=False, highlight=False)
+    if report.copies:
+        n = len(report.copies)
+        console.print(
+            f"({n} checkpoint cop{'ies' if n != 1 else 'y'} of a session passed over: another "
+            f"copy read holds {'each' if n != 1 else 'it'} whole, e.g. "
+            f"{terminal_safe(report.copies[0])})",
+            markup=False,
+            highlight=False,
+        )
     if report.ignored:
         n = len(report.ignored)
         console.print(

@@ -624,6 +624,7 @@ def collect_to_store(
         example=not paths,
         files=stats.files,
         ignored=[str(p) for p in stats.ignored],
+        copies=list(stats.copies),
     )
     _write_run(root, run, date, now, parts, report, settings)
     return report
@@ -653,6 +654,7 @@ def _write_run(
         "files": report.files,
         "skipped": [s.to_dict() for s in report.skipped],
         "ignored": list(report.ignored),
+        "copies": list(report.copies),
         "parts": parts,
     }
     _atomic_write(os.path.join(root, "runs", f"{run}.json"), record)
@@ -1083,6 +1085,7 @@ def analyse_store(
         example=all(bool(r.get("example")) for r in runs),
         files=sum(int(r.get("files", 0)) for r in runs),
         ignored=[i for r in runs for i in r.get("ignored", [])],
+        copies=[i for r in runs for i in r.get("copies", [])],
     )
 
 

@@ -692,42 +692,46 @@ def _side_outputs(root: str, d: str) -> bool:
     return any(os.path.isfile(base + ".jsonl" + s) for s in ("", *COMPRESSED_SUFFIXES))
 
 
-def _walk(folder: str) -> Iterator[str | list[str]]:
+def _walk(folder: str, passed: list[str] | None = None) -> Iterator[str | list[str]]:
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
     V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
     :class:`StoreFolder`. Entire's checkpoint copies of one session that another copy holds
-    whole are passed over (:func:`_session_copies`)."""
+    whole are passed over (:func:`_session_copies`) and added to *passed*."""
     items = list(_walk_tree(folder))
     copies = _session_copies(items)
     for item in items:
-        if not (isinstance(item, str) and item in copies):
+        if isinstance(item, str) and item in copies:
+            if passed is not None:
+                passed.append(str(item))
+        else:
             yield item
 
 
 # Entire (a tool that keeps agent sessions on a git branch, ``entire/checkpoints/v1``) writes
-# each checkpoint's sessions to ``<xx>/<checkpoint>/<n>/full.jsonl`` with ``metadata.json``
-# beside it, and a session checkpointed again is written whole again: the copy of the later
-# checkpoint starts with every byte of the earlier one (354 of the 355 copies whose blobs a
-# snapshot of entireio/git-sync holds; 97 sessions in 673 copies). Read as traces, a session's
-# calls and waste counted once per checkpoint.
+# each checkpoint's sessions to ``<xx>/<checkpoint>/<n>/full.jsonl``, and a session checkpointed
+# again is written whole again: the copy of the later checkpoint starts with every byte of the
+# earlier one (354 of the 355 copies whose blobs a snapshot of entireio/git-sync holds; 97
+# sessions in 673 copies). Read as traces, a session's calls and waste counted once per
+# checkpoint. The copies are found by their bytes, not by the session id of the metadata
+# beside them, which names one session in more than one way (``<uuid>`` and
+# ``<date>-<uuid>`` in entireio/cli's checkpoints). Entire's early checkpoints hold only the
+# part of the session since the one before: no byte in common, each read as a trace.
 _ENTIRE_TRANSCRIPT = "full.jsonl"
 _COMPARE_BLOCK = 1 << 20
+_FIRST_LINE = 1 << 16
 
 
-def _entire_session(path: str) -> str | None:
-    """The session id of Entire's ``metadata.json`` beside the transcript at *path*, if any."""
+def _first_line(path: str) -> bytes | None:
+    """The first line of the Entire transcript at *path* (at most ``_FIRST_LINE`` bytes), the
+    key its copies share; None for another file or one that cannot be read."""
     if os.path.basename(path) != _ENTIRE_TRANSCRIPT:
         return None
-    meta = os.path.join(os.path.dirname(path), "metadata.json")
     try:
-        if os.path.getsize(meta) > (1 << 20):
-            return None
-        with open(meta, "rb") as fh:
-            doc = loads(fh.read())
-    except (OSError, ValueError):
+        with open(path, "rb") as fh:
+            line = fh.readline(_FIRST_LINE)
+    except OSError:
         return None
-    sid = doc.get("session_id") if isinstance(doc, dict) else None
-    return sid if isinstance(sid, str) and sid else None
+    return line or None
 
 
 def _pieces(path: str) -> list[str]:
@@ -774,15 +778,14 @@ def _starts_with(whole: str, part: str, size: int) -> bool:
 
 def _session_copies(items: list[Any]) -> set[str]:
     """The transcripts among *items* that are Entire copies of a session another of them holds
-    whole: the same ``session_id``, and every byte of the copy the start of a longer (or, the
-    same size, an earlier) one. A copy that differs anywhere is read as its own trace: nothing
-    it holds is lost."""
-    groups: dict[str, list[tuple[int, int, str]]] = {}
+    whole: every byte of the copy the start of a longer (or, the same size, an earlier) one.
+    A copy that differs anywhere is read as its own trace: nothing it holds is lost."""
+    groups: dict[bytes, list[tuple[int, int, str]]] = {}
     for order, item in enumerate(items):
         if isinstance(item, str) and not isinstance(item, StoreFolder):
-            sid = _entire_session(item)
-            if sid is not None:
-                groups.setdefault(sid, []).append((-_stream_size(item), order, item))
+            key = _first_line(item)
+            if key is not None:
+                groups.setdefault(key, []).append((-_stream_size(item), order, item))
     copies: set[str] = set()
     for members in groups.values():
         if len(members) < 2:
@@ -1241,19 +1244,22 @@ def _gemini_sub_agent_files(path: str) -> list[str]:
     )
 
 
-def _inputs(paths: Iterable[str]) -> Iterator[tuple[Any, bool | None]]:
+def _inputs(
+    paths: Iterable[str], copies: list[str] | None = None
+) -> Iterator[tuple[Any, bool | None]]:
     """What a load of *paths* reads, in order: ``(item, in_folder)`` per file, events folder or
     store (``in_folder``: found by a walk, so a file of no known format is ignored, not an
     error), ``(path, None)`` for a path that does not exist. A Claude Code session file named
     on its own brings its sub-agent files right after it, unless another of *paths* names
-    them or a folder among *paths* holds them (each file is read once)."""
+    them or a folder among *paths* holds them (each file is read once). The copies a walk
+    passes over (:func:`_session_copies`) are added to *copies*."""
     paths = [os.fspath(p) for p in paths]
     named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
     folders = [os.path.join(os.path.realpath(p), "") for p in paths if os.path.isdir(p)]
     added: set[str] = set()
     for path in paths:
         if os.path.isdir(path):
-            for item in _walk(path):
+            for item in _walk(path, copies):
                 yield item, True
         elif os.path.exists(path):
             yield (Chunked(path) if os.path.isfile(path + ".001") else path), False
@@ -1270,7 +1276,7 @@ def _inputs(paths: Iterable[str]) -> Iterator[tuple[Any, bool | None]]:
 def _iter_paths(
     paths: Iterable[str], fmt: str, keep_going: bool, stats: LoadStats | None, profile: Any
 ) -> Iterator[Trace]:
-    for item, in_folder in _inputs(paths):
+    for item, in_folder in _inputs(paths, None if stats is None else stats.copies):
         if in_folder is None:
             err = TraceFormatError("no such file or folder", item)
             if not keep_going:

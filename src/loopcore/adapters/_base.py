@@ -70,7 +70,8 @@ class LoadStats:
     ``errors`` holds every :class:`TraceFormatError` that ``keep_going=True`` skipped past
     (malformed lines and malformed files); ``ignored`` the files of a folder that hold JSON but
     no known trace format (``preds.json`` next to trajectories), which are never errors;
-    ``no_steps`` the non-empty sources whose traces have no step at all.
+    ``no_steps`` the non-empty sources whose traces have no step at all; ``copies`` the
+    checkpoint copies of a session a walk passed over, another copy holding them whole.
     """
 
     files: int = 0
@@ -84,6 +85,9 @@ class LoadStats:
     #: Sources that held data of a known format yet gave no step (a session with no tool call
     #: or reply, or a format variant the reader missed): worth a warning, never silence.
     no_steps: list = field(default_factory=list)
+    #: Entire's checkpoint copies of a session that another copy a walk read holds whole:
+    #: passed over, or the session would count once per checkpoint.
+    copies: list = field(default_factory=list)
 
 
 def estimate_tokens(chars: int) -> int:
