@@ -719,6 +719,9 @@ def _walk(folder: str, passed: list[str] | None = None) -> Iterator[str | list[s
 _ENTIRE_TRANSCRIPT = "full.jsonl"
 _COMPARE_BLOCK = 1 << 20
 _FIRST_LINE = 1 << 16
+# a copy is compared with at most this many longer copies kept (the longest first): a session
+# branches seldom, and a walk of many copies alike at their start stays linear
+_MAX_KEPT = 16
 
 
 def _first_line(path: str) -> bytes | None:
@@ -795,7 +798,7 @@ def _session_copies(items: list[Any]) -> set[str]:
         for neg, _, path in members:
             size = -neg
             if size > 0 and any(
-                big >= size and _starts_with(whole, path, size) for big, whole in kept
+                big >= size and _starts_with(whole, path, size) for big, whole in kept[:_MAX_KEPT]
             ):
                 copies.add(path)
             else:
