@@ -322,6 +322,17 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 if chars:
                     ledger.context(chars)
             continue
+        elif rtype == "queue-operation":
+            # A message typed while the agent works: Claude Code 2.1.3x-2.1.5x writes it only
+            # here (the model reads it beside the next tool result; no user record follows),
+            # so the calls after it answer the person, as after a prompt
+            if _queued_by_person(r):
+                sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
+                ledger = ledgers.get(sid)
+                if ledger is None:
+                    ledger = ledgers[sid] = Ledger(sid, profile, unknown_redacted=True)
+                ledger.user()
+            continue
         elif rtype == "system" and r.get("subtype") in _COMPACTIONS:
             if not r.get("isSidechain"):
                 sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
@@ -571,6 +582,26 @@ def _attachment(r: dict) -> tuple[bool, int]:
     elif att.get("type") == "queued_command":
         chars = text_len(att.get("prompt"))
     return person, chars
+
+
+def _queued_by_person(r: dict) -> bool:
+    """Is this ``queue-operation`` record a message the person typed while the agent worked?
+    An ``enqueue`` with text is, unless the text is what Claude Code queues itself: a
+    background task's record (a JSON object: ``task_id``, ``task_type``...) or its
+    ``<task-notification>``."""
+    content = r.get("content")
+    if r.get("operation") != "enqueue" or not isinstance(content, str):
+        return False
+    text = content.strip()
+    if not text or text.startswith("<task-notification"):
+        return False
+    if text.startswith("{"):
+        try:
+            record = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return True
+        return not (isinstance(record, dict) and "task_id" in record)
+    return True
 
 
 def _from_person(r: dict, msg: dict) -> bool:
