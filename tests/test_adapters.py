@@ -2017,6 +2017,29 @@ def test_claude_code_sub_agent_runs_read_from_their_own_file_are_not_said(tmp_pa
     assert "sub-agent run" not in capsys.readouterr().out
 
 
+def test_claude_code_2_0_sub_agent_file_beside_the_session_is_read_in_the_walk(tmp_path, capsys):
+    """Claude Code 2.0 wrote a sub-agent's records to ``agent-<agentId>.jsonl`` in the
+    project's folder, beside the session's file (2.1 moved them to ``<sessionId>/subagents/``):
+    the walk of that folder reads them, so the run is not said to be unread. Named on its own,
+    the session's file still says it."""
+    from loopcore.cli import main as cli
+
+    session = _agent_session(tmp_path, own_file=False)
+    read = {"id": "s1", "role": "assistant", "content": [
+        {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.py"}}]}  # fmt: skip
+    rec = json.loads(_claude_line("q1", None, "assistant", read))
+    (tmp_path / "agent-a9.jsonl").write_text(
+        json.dumps(rec | {"isSidechain": True, "agentId": "a9"}) + "\n"
+    )
+    traces = loopcore.load(tmp_path)
+    assert sorted(t.session for t in traces) == ["s-advisor", "s-advisor/a9"]
+    assert not any((t.meta or {}).get("sub_agents_unread") for t in traces)
+    assert cli(["analyse", str(tmp_path), "--no-progress"]) == 0
+    assert "sub-agent run" not in capsys.readouterr().out
+    (alone,) = load(session)
+    assert alone.meta["sub_agents_unread"] == [{"agent": "a9", "tool_uses": 23, "tokens": 25426}]
+
+
 def test_codex_mcp_error_is_read_from_the_servers_answer(tmp_path):
     # a real 0.140 rollout: the output item holds only the text the model saw; the
     # mcp_tool_call_end event beside it (before or after) says the server answered an error
