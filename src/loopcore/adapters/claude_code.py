@@ -332,8 +332,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
             continue
         elif rtype == "queue-operation":
             # A message typed while the agent works: Claude Code 2.1.3x-2.1.5x writes it only
-            # here (the model reads it beside the next tool result; no user record follows),
-            # so the calls after it answer the person, as after a prompt
+            # here when the model reads it beside a tool result (a bare ``remove`` follows, no
+            # user record), so the calls after it answer the person, as after a prompt
             if _queued_by_person(r):
                 sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
                 ledger = ledgers.get(sid)
