@@ -567,6 +567,62 @@ def test_claude_code_message_typed_mid_turn_is_the_person_s(tmp_path):
     assert [f.kind for f in loopcore.analyse_burn(notified).findings] == ["duplicate_call"]
 
 
+def test_claude_code_message_queued_mid_turn_is_the_person_s(tmp_path):
+    """Claude Code 2.1.3x-2.1.5x writes a message typed while the agent works only as a
+    ``queue-operation`` record (``enqueue`` with its text, later a bare ``remove``): the model
+    reads it beside the next result and no user record follows. The person asked to start again
+    on a fresh branch: writing the same file again after the ``git stash`` is what they asked
+    for, no oscillation. What Claude Code queues itself (a background task's record, its
+    ``<task-notification>``) is not the person's."""
+
+    def session(queued):
+        def write(mid, tid, text, inp):
+            content = [{"type": "tool_use", "id": tid, "name": "Write",
+                        "input": {"file_path": "/w/index.ts", "content": text}}]  # fmt: skip
+            return {"id": mid, "role": "assistant", "content": content,
+                    "usage": {"input_tokens": inp, "output_tokens": 20}}  # fmt: skip
+
+        def bash(mid, tid, cmd, inp):
+            content = [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": cmd}}]
+            return {"id": mid, "role": "assistant", "content": content,
+                    "usage": {"input_tokens": inp, "output_tokens": 20}}  # fmt: skip
+
+        def result(tid, text):
+            return {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tid, "content": text}]}  # fmt: skip
+
+        queue = {"type": "queue-operation", "operation": "enqueue", "sessionId": "s-advisor",
+                 "timestamp": "2026-02-21T00:22:41Z", "content": queued}  # fmt: skip
+        lines = [
+            _claude_line("u1", None, "user", {"role": "user", "content": "drop the old provider"}),
+            _claude_line("u2", "u1", "assistant", write("m1", "t1", "export * from './a';\n", 900)),
+            json.dumps(queue),
+            _claude_line("u3", "u2", "user", result("t1", "The file has been updated.")),
+            json.dumps({"type": "queue-operation", "operation": "remove", "sessionId": "s-advisor"}),
+            _claude_line("u4", "u3", "assistant", write("m2", "t2", "export * from './b';\n", 1000)),
+            _claude_line("u5", "u4", "user", result("t2", "The file has been updated.")),
+            _claude_line("u6", "u5", "assistant", bash("m3", "t3", "git stash && git checkout main", 1100)),
+            _claude_line("u7", "u6", "user", result("t3", "Saved working directory")),
+            _claude_line("u8", "u7", "assistant", write("m4", "t4", "export * from './a';\n", 1200)),
+            _claude_line("u9", "u8", "user", result("t4", "The file has been updated.")),
+        ]  # fmt: skip
+        path = tmp_path / "s-advisor.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        (t,) = load(path)
+        return t
+
+    typed = session("before making changes, switch to main and pull, then branch anew")
+    assert typed.steps[1].after_user and not typed.steps[2].after_user
+    assert loopcore.analyse_burn(typed).findings == ()
+    for own in (
+        '{"task_id":"bf17bbd","tool_use_id":"toolu_1","description":"Start API","task_type":"local_bash"}',
+        "<task-notification>\n<task-id>b7b788a</task-id>\n</task-notification>",
+    ):
+        t = session(own)
+        assert not any(s.after_user for s in t.steps[1:]), own
+        assert [f.kind for f in loopcore.analyse_burn(t).findings] == ["oscillation"], own
+
+
 def test_claude_code_profile_reads_structured_output_as_the_reply():
     # `claude -p --json-schema` ends with a StructuredOutput call (its result "Structured output
     # provided successfully"): the run's answer, which writes nothing, so no epoch advances
@@ -1959,6 +2015,29 @@ def test_claude_code_sub_agent_runs_read_from_their_own_file_are_not_said(tmp_pa
     assert "sub_agents_unread" not in top.meta and agent.session == "s-advisor/a9"
     assert cli(["analyse", str(tmp_path), "--no-progress"]) == 0
     assert "sub-agent run" not in capsys.readouterr().out
+
+
+def test_claude_code_2_0_sub_agent_file_beside_the_session_is_read_in_the_walk(tmp_path, capsys):
+    """Claude Code 2.0 wrote a sub-agent's records to ``agent-<agentId>.jsonl`` in the
+    project's folder, beside the session's file (2.1 moved them to ``<sessionId>/subagents/``):
+    the walk of that folder reads them, so the run is not said to be unread. Named on its own,
+    the session's file still says it."""
+    from loopcore.cli import main as cli
+
+    session = _agent_session(tmp_path, own_file=False)
+    read = {"id": "s1", "role": "assistant", "content": [
+        {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.py"}}]}  # fmt: skip
+    rec = json.loads(_claude_line("q1", None, "assistant", read))
+    (tmp_path / "agent-a9.jsonl").write_text(
+        json.dumps(rec | {"isSidechain": True, "agentId": "a9"}) + "\n"
+    )
+    traces = loopcore.load(tmp_path)
+    assert sorted(t.session for t in traces) == ["s-advisor", "s-advisor/a9"]
+    assert not any((t.meta or {}).get("sub_agents_unread") for t in traces)
+    assert cli(["analyse", str(tmp_path), "--no-progress"]) == 0
+    assert "sub-agent run" not in capsys.readouterr().out
+    (alone,) = load(session)
+    assert alone.meta["sub_agents_unread"] == [{"agent": "a9", "tool_uses": 23, "tokens": 25426}]
 
 
 def test_codex_mcp_error_is_read_from_the_servers_answer(tmp_path):

@@ -244,15 +244,23 @@ def _own_file(ctx: Ctx, sid: str, agent: str) -> bool:
     session's file reads everything beside it, and a session file named on its own brings the
     sub-agent files of its own name (``load``); its copies in the session's progress records
     would then count it twice. A file renamed from its session id, named on its own, has its
-    sub-agents read from the copies."""
+    sub-agents read from the copies. Claude Code 2.0 wrote a sub-agent's file beside the
+    session's (``agent-<agentId>.jsonl`` in the project's folder): the walk of that folder
+    reads it too."""
     path = ctx.path
     if not path or "/" in sid + agent or "\\" in sid + agent or ".." in sid + agent:
         return False
-    base = os.path.join(os.path.dirname(path), sid, "subagents", f"agent-{agent}.jsonl")
-    if not any(os.path.isfile(base + suffix) for suffix in ("", *COMPRESSED_SUFFIXES)):
+    folder = os.path.dirname(path)
+    if ctx.in_folder and _exists(os.path.join(folder, f"agent-{agent}.jsonl")):
+        return True
+    if not _exists(os.path.join(folder, sid, "subagents", f"agent-{agent}.jsonl")):
         return False
     name = plain_name(path)
     return ctx.in_folder or os.path.basename(name) == f"{sid}.jsonl"
+
+
+def _exists(base: str) -> bool:
+    return any(os.path.isfile(base + suffix) for suffix in ("", *COMPRESSED_SUFFIXES))
 
 
 def parse(doc: Any, ctx: Ctx) -> list[Trace]:
@@ -321,6 +329,17 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                     ledger.user()
                 if chars:
                     ledger.context(chars)
+            continue
+        elif rtype == "queue-operation":
+            # A message typed while the agent works: Claude Code 2.1.3x-2.1.5x writes it only
+            # here when the model reads it beside a tool result (a bare ``remove`` follows, no
+            # user record), so the calls after it answer the person, as after a prompt
+            if _queued_by_person(r):
+                sid = str(r.get("sessionId") or r.get("session_id") or ctx.stem)
+                ledger = ledgers.get(sid)
+                if ledger is None:
+                    ledger = ledgers[sid] = Ledger(sid, profile, unknown_redacted=True)
+                ledger.user()
             continue
         elif rtype == "system" and r.get("subtype") in _COMPACTIONS:
             if not r.get("isSidechain"):
@@ -531,7 +550,7 @@ def _content_chars(content: Any) -> int:
 
 def _final_usage(msg: dict, chars: int) -> Any:
     """The message's usage, less an ``output_tokens`` that is a snapshot taken while the
-    response streamed: Claude Code 2.1.38-2.1.39 wrote every copy with ``stop_reason`` null and
+    response streamed: Claude Code 2.1.37-2.1.49 wrote every copy with ``stop_reason`` null and
     the count of the stream's start (8 tokens for a message of 28 K characters of thinking), so
     the rest of the output was put on the calls' results by the next prompt's growth. A count
     under an eighth of what the message's own characters hold (4 to a token) on such a copy is
@@ -571,6 +590,26 @@ def _attachment(r: dict) -> tuple[bool, int]:
     elif att.get("type") == "queued_command":
         chars = text_len(att.get("prompt"))
     return person, chars
+
+
+def _queued_by_person(r: dict) -> bool:
+    """Is this ``queue-operation`` record a message the person typed while the agent worked?
+    An ``enqueue`` with text is, unless the text is what Claude Code queues itself: a
+    background task's record (a JSON object: ``task_id``, ``task_type``...) or its
+    ``<task-notification>``."""
+    content = r.get("content")
+    if r.get("operation") != "enqueue" or not isinstance(content, str):
+        return False
+    text = content.strip()
+    if not text or text.startswith("<task-notification"):
+        return False
+    if text.startswith("{"):
+        try:
+            record = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return True
+        return not (isinstance(record, dict) and "task_id" in record)
+    return True
 
 
 def _from_person(r: dict, msg: dict) -> bool:
