@@ -18,8 +18,8 @@ nothing it read before is evidence of a repeat. A thinking model's usage counts 
 the completion, and the thoughts do not return in the next prompt; the response kept in
 ``raw_data`` says when it thought (``thinking_blocks``), and such a turn's output beyond its
 text and calls is read as reasoning (``Ledger.hidden_reasoning``), not as what its results
-added. The orchestrator opens every conversation with
-a fixed greeting of the agent's (no model call, no usage): it is context, not a turn.
+added. The orchestrator opens every conversation with a fixed greeting of the agent's (no model
+call, no usage): it is context, not a turn.
 """
 
 from __future__ import annotations
