@@ -48,6 +48,7 @@ FIXTURE_FORMATS = {
     "swe_agent_function_calling.json": "swe-agent",
     "swe_agent_0x_linted_edit.json": "swe-agent",
     "tau_bench.json": "tau-bench",
+    "tau2_bench.json": "tau-bench",
     "openhands_events.json": "openhands",
     "gemini_cli_session.json": "gemini-cli",
     "gemini_cli_checkpoint.json": "gemini-cli",
@@ -283,6 +284,44 @@ def test_tau_bench_reused_ids_pair_with_the_message_right_before():
     assert update.error == "Error: cabin not available"
     assert traces[0].meta["tokens_source"] == "estimate" and traces[0].meta["reward"] == 1.0
     assert traces[1].meta["unanswered"] == 0 and traces[1].steps[0].result == "Transfer successful"
+
+
+def test_tau2_bench_simulations_are_read():
+    """tau2-bench results (``simulations`` of their own message shape) were not read at all."""
+    first, second = load(FIX / "tau2_bench.json")
+    assert (first.session, second.session) == ("task-t1/trial-0", "task-t1/trial-1")
+    assert first.source == f"{FIX / 'tau2_bench.json'}#0"
+    assert first.meta["reward"] == 1.0 and first.meta["termination_reason"] == "user_stop"
+    assert first.meta["unanswered"] == 0 and second.meta["reward"] is None
+    names = [(s.name, s.ref) for s in first]
+    # the orchestrator's greeting is no turn, the user's own device calls are no steps
+    assert names == [
+        ("get_details_by_id", {"message": 2}),
+        ("get_details_by_id", {"message": 4}),
+        ("", {"message": 6}),
+        ("get_details_by_id", {"message": 10}),
+        ("", {"message": 12}),
+    ]
+    line, plan, _reply, again, _done = first.steps
+    assert (line.kind, line.target, line.args) == ("observe", "L1", {"id": "L1"})
+    assert line.result.startswith('{"line_id"') and line.error is None
+    assert plan.error == "Error: P9 not found"
+    # the user toggled roaming on their phone: the agent's next look is after a change
+    assert again.after_user and not line.after_user
+
+
+def test_tau2_bench_thinking_is_not_charged_to_results():
+    """gemini's thoughts are in the completion and do not return in the next prompt: read as
+    the turn's reasoning, not as the prompt's growth left to its results."""
+    first, _ = load(FIX / "tau2_bench.json")
+    line, plan = first.steps[:2]
+    assert first.meta["tokens_source"] == "usage"
+    assert not line.tokens_estimated and not plan.tokens_estimated
+    # the prompt grew by 40 over a completion of 300: the result is what is left after the
+    # call's visible output, not an estimate, and the simulated user's usage is not read
+    assert 0 < line.tokens_in < 40 and line.tokens_out + line.tokens_turn == 300
+    burn = loopcore.analyse_burn(first)
+    assert burn.wasted_tokens == 0
 
 
 def test_reused_id_across_turns_with_missing_result():

@@ -550,6 +550,24 @@ def test_chat_formats_load_the_same_traces_with_either_walk(
     assert len(want) > 300 and got == want
 
 
+def test_tau2_bench_simulations_load_the_same_with_either_walk(native_chat, monkeypatch):
+    """A tau2-bench result is walked message by message (its own shape turned into the chat
+    one): the compiled walk and the pure one give the same steps."""
+    import pathlib
+
+    from loopcore.adapters import load, openai_chat, tau_bench
+
+    fixture = pathlib.Path(__file__).parent / "fixtures" / "tau2_bench.json"
+
+    def loaded():
+        return [(t.session, t.meta, [s.to_dict() for s in t.steps]) for t in load(fixture)]
+
+    got = loaded()
+    monkeypatch.setattr(tau_bench, "walk_chat", openai_chat._walk_chat_py)
+    want = loaded()
+    assert len(want) == 2 and len(want[0][2]) == 5 and got == want
+
+
 # ---------------------------------------------------------------- the encoder's field reads
 
 
