@@ -1866,10 +1866,11 @@ cdef _Part _classify_git(list words):
                 if (<str>a).startswith(_FETCH_LOCAL) if _is_option(<str>a) else u":" in <str>a:
                     fetched.append(u"git:repo")
                     break
-            return _part(K_MUTATE, [u"git:repo", u"git:remote"], fetched, False)
+            return _part(K_MUTATE, [u"git:repo", u"git:remote", u"git:dir"], fetched, False)
         if sub in _GIT_STATE_ONLY:
-            # Only git's own state changes; the working tree is as it was.
-            return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)
+            # Only git's own state changes; the working tree is as it was. It depends on the
+            # files of the .git folder (git:dir, see _git_dir).
+            return _part(K_MUTATE, [u"git:dir"], [u"git:repo"], False)
         if sub == u"checkout" and not paths and u"--" not in args:
             # "git checkout a.py" restores a file, "git checkout main" switches branches
             ops = []
@@ -2203,6 +2204,22 @@ cdef object _pack(list targets):
     return uniq[0] if len(uniq) == 1 else uniq
 
 
+cdef bint _in_git_dir(str t):
+    # the pure twin's _in_git_dir: a path inside a repository's ".git" folder, or the folder
+    return (_eq(t, u".git") or _starts(t, u".git/") or t.endswith(u"/.git")
+            or u"/.git/" in t) and u"://" not in t
+
+
+cdef bint _writes_git_dir(list mutated):
+    # the pure twin's _git_dir applies: a write inside a ".git" folder also writes git:dir and
+    # reads git:repo
+    cdef str t
+    for t in mutated:
+        if _in_git_dir(t):
+            return True
+    return False
+
+
 cdef inline bint _unresolved(str t) noexcept:
     # a target built from a variable or a substitution ($f, $(...)) names nothing we can track
     cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(t)
@@ -2246,7 +2263,11 @@ def classify_shell(command):
                 if _unresolved(t):
                     unknown = True
                     break
-        return ("mutate", None if unknown else _pack(part.mut))
+        if unknown:
+            return ("mutate", None)
+        if _writes_git_dir(part.mut):
+            return ("mutate", _pack(part.mut + [u"git:dir"]))
+        return ("mutate", _pack(part.mut))
     if part.kind == K_OBSERVE:
         observed = part.obs
         for t in observed:
@@ -2377,6 +2398,8 @@ def classify_shell_access(command):
         return ("exec", None, None, None, False)
     if part.kind == K_OTHER:
         return ("other", None, (), (), False)
+    if part.kind == K_MUTATE and _writes_git_dir(part.mut):
+        part = _part(K_MUTATE, part.obs + [u"git:repo"], part.mut + [u"git:dir"], part.unk)
     for t in part.obs:
         if _unresolved(t):
             resolved = False

@@ -1024,7 +1024,7 @@ def _classify_git(words: list[str]) -> _Part:
             writes = ["git:FETCH_HEAD", "git:refs/remotes"]
             if any(a.startswith(_FETCH_LOCAL) if a.startswith("-") else ":" in a for a in args):
                 writes.append("git:repo")
-            return ("mutate", ["git:repo", "git:remote"], writes, False)
+            return ("mutate", ["git:repo", "git:remote", "git:dir"], writes, False)
         if sub in (
             "add",
             "commit",
@@ -1038,8 +1038,10 @@ def _classify_git(words: list[str]) -> _Part:
             "worktree",
             "submodule",
         ):
-            # Only git's own state changes; the working tree is as it was.
-            return ("mutate", [], ["git:repo"], False)
+            # Only git's own state changes; the working tree is as it was. What it does depends
+            # on the files of the .git folder (a stale index.lock makes it fail), which a
+            # command of the agent's can write (see _git_dir).
+            return ("mutate", ["git:dir"], ["git:repo"], False)
         if sub == "checkout" and not paths and "--" not in args:
             # "git checkout a.py" restores a file, "git checkout main" switches branches: an
             # operand names a file only when its last part has an extension.
@@ -1236,6 +1238,26 @@ def _norm(t: str) -> str:
     return t
 
 
+def _in_git_dir(t: str) -> bool:
+    """A path inside a repository's ``.git`` folder, or that folder itself (``.git``,
+    ``.git/index.lock``, ``sub/.git/HEAD``, ``/abs/repo/.git/refs/x``)."""
+    return (
+        t == ".git" or t.startswith(".git/") or t.endswith("/.git") or "/.git/" in t
+    ) and "://" not in t
+
+
+def _git_dir(observed: list[str], mutated: list[str]) -> tuple[list[str], list[str]]:
+    """A write inside a ``.git`` folder (``rm -f .git/index.lock``) writes ``git:dir`` too,
+    which every git command that changes the repository reads: a ``git add`` retried after
+    the removal is no repeat. It reads ``git:repo``: a git command run since may have written
+    the same file again (a ``git add`` leaves a new lock), so removing it again is no repeat
+    either. It is no write of ``git:repo``: removing a lock undoes no commit or staging.
+    """
+    if not any(_in_git_dir(t) for t in mutated):
+        return observed, mutated
+    return observed + ["git:repo"], mutated + ["git:dir"]
+
+
 def _pack(targets: list[str]) -> str | tuple[str, ...] | None:
     if len(targets) == 1:
         return _norm(targets[0])
@@ -1262,7 +1284,7 @@ def classify_shell(command: str) -> tuple[str, str | tuple[str, ...] | None]:
         unknown = True
     observed = [t for t in observed if "$" not in t and "`" not in t]
     if kind == "mutate":
-        return ("mutate", None if unknown else _pack(mutated))
+        return ("mutate", None if unknown else _pack(_git_dir(observed, mutated)[1]))
     if kind == "observe":
         return ("observe", _pack(observed))
     return (kind, None)
@@ -1293,6 +1315,8 @@ def classify_shell_access(
     kind, observed, mutated, unknown = _classify_script(command)
     if kind == "exec":
         return ("exec", None, None, None, False)
+    if kind == "mutate":
+        observed, mutated = _git_dir(observed, mutated)
     if kind == "other":
         return ("other", None, (), (), False)
     reads: tuple[str, ...] | None
