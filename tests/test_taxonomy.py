@@ -108,6 +108,14 @@ SHELL_CASES = [
     ("echo '$(rm a.py)'", "other", None),  # single quotes: text
     ('echo "\\$(rm a.py)"', "other", None),  # an escaped "$": text
     ("x=$((i+1))", "other", None),  # arithmetic
+    # a process substitution's command runs as a command substitution's does
+    ("diff <(cat a.py) <(cat b.py)", "observe", ("a.py", "b.py")),
+    ("diff <(rm a.py) b.py", "mutate", "a.py"),
+    ("cat <(python x.py)", "exec", None),
+    ("tee >(rm x) < a", "mutate", None),  # the file tee writes is made by the shell
+    ("echo x > >(cat)", "mutate", None),
+    ("cat <(ls)", "observe", "."),
+    ("echo '<(rm a.py)' \"<(rm b.py)\"", "other", None),  # quoted: text
     # neutral commands
     ("echo hello", "other", None),
     ("cd /tmp", "other", None),
@@ -203,6 +211,9 @@ ACCESS_CASES = [
     ("rm -f $d/.git/index.lock", ("git:repo",), None, False),
     ("rm .gitignore x.git .github/w.yml", (), (".gitignore", "x.git", ".github/w.yml"), False),
     ("cat .git/HEAD", (".git/HEAD",), (), False),
+    # what a process substitution's file holds is known only at run time, as for "$(...)"
+    ("diff <(cat a.py) b.py", None, (), False),
+    ("diff <(rm a.py) b.py", None, ("a.py",), False),
     ("x=$(sed -i s/a/b/ f.py)", ("f.py",), ("f.py",), False),
     ('sed -i "s/x/x/" f.py <<< "$(rm y)"', ("f.py",), ("y", "f.py"), False),
 ]

@@ -913,8 +913,8 @@ cdef class _Lexer:
         start = _findc(self.s, c, start, end, 1)
         return end if start < 0 else start
 
-    cdef int _copy(self, Py_ssize_t a, Py_ssize_t b) except -1:
-        cdef Py_ssize_t need = self.w_len + (b - a), cap, i
+    cdef int _grow(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap
         cdef Py_UCS4* grown
         if need > self.w_cap:
             cap = max(need, 2 * self.w_cap, 64)
@@ -923,6 +923,11 @@ cdef class _Lexer:
                 raise MemoryError()
             self.buf = grown
             self.w_cap = cap
+        return 0
+
+    cdef int _copy(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        cdef Py_ssize_t i
+        self._grow(self.w_len + (b - a))
         for i in range(a, b):
             self.buf[self.w_len] = self.at(i)
             self.w_len += 1
@@ -946,6 +951,24 @@ cdef class _Lexer:
             self.w_len = 0
             self._copy(self.w_start, self.w_end)
         return self._copy(a, b)
+
+    cdef int append_psub(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        """Add the process substitution s[a:b] (``<(...)``, ``>(...)``) to the word written as
+        the command substitution ``$(...)`` (the pure twin's "psub" token)."""
+        cdef Py_ssize_t c0 = self.w_start, c1 = self.w_end
+        cdef bint was_contig = self.w_open and self.w_contig
+        if not self.w_open:
+            self.w_open = True
+            self.w_len = 0
+        self.w_contig = False
+        if was_contig:
+            self.w_len = 0
+            self._copy(c0, c1)
+        if self.w_len + 1 > self.w_cap:
+            self._grow(self.w_len + 1)
+        self.buf[self.w_len] = u'$'
+        self.w_len += 1
+        return self._copy(a + 1, b)
 
     cdef int end_word(self) except -1:
         cdef str w
@@ -1249,6 +1272,12 @@ cdef class _Lexer:
                     if self.at(p + 1) != u'\n':  # else a line continuation
                         self.append(p + 1, p + 2)
                     p += 2
+            elif (c == u'<' or c == u'>') and p + 1 < n and self.at(p + 1) == u'(':
+                # a process substitution: read as the command substitution "$(...)"
+                q = _substitution_end(self.kind, self.data, n, p)
+                self.seg.add_sub(u"$" + PyUnicode_Substring(self.s, p + 1, q))
+                self.append_psub(p, q)
+                p = q
             elif (c == u'<' or c == u'>' or c == u'|' or c == u'&' or c == u';' or c == u'(' or c == u')'
                   or _is_digit(c)):
                 p = self.operator(p)

@@ -441,6 +441,7 @@ _TOKEN = re.compile(
     |(?P<dq>"[^"\\]*(?:\\.[^"\\]*)*"?)
     |(?P<sub>\$\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)?)
     |(?P<bt>`[^`]*`?)
+    |(?P<psub>[<>]\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)?)
     |(?P<esc>\\.?)
     |(?P<op>&&|\|\||;;|\|&|&>>|&>|[0-9]*(?:<<<|<<-|<<|>>|>&|<&|>\||<>|>|<)|[|&;()])
     |(?P<word>[^\s\\'"$`<>|&;()\#]+|[$\#])""",
@@ -474,13 +475,13 @@ _OP_START = frozenset("|&;()\n<>")
 _FD_OPS = frozenset(
     {">", ">>", "<", ">&", "<&", ">|", "<>", "<<<"}
 )  # may follow a descriptor number
-# What only the general lexer handles: a heredoc, or a blank other than space/tab/CR/newline
-# (form feed, NBSP...), which splits nothing but which the fast regex would skip together with
-# the blanks after it.
+# What only the general lexer handles: a heredoc, a process substitution ("<(", ">("), or a
+# blank other than space/tab/CR/newline (form feed, NBSP...), which splits nothing but which
+# the fast regex would skip together with the blanks after it.
 # The blanks are Python's str.isspace() ones minus " \t\r\n", listed: a negated class
 # ([^\S \t\r\n]) scans a long script about 20% slower.
 _NEEDS_SLOW = re.compile(
-    "<<(?!<)|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    "<<(?!<)|[<>][(]|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 )
 # First characters of the tokens _lex_fast cannot take as plain text.
 _FAST_SPECIAL = frozenset("'\"\\#") | _OP_START
@@ -680,6 +681,16 @@ def _lex_slow(s: str) -> list[_Seg]:
             else:
                 word.append(part)
         elif kind in ("sub", "bt"):
+            seg.add_sub(tok)
+            if word is None:
+                word = [tok]
+            else:
+                word.append(tok)
+        elif kind == "psub":
+            # <(cmd) / >(cmd), a process substitution: its command runs as a command
+            # substitution's does, and the word stands for a file the shell makes (what it
+            # names is known only at run time, as for "$(...)")
+            tok = "$" + tok[1:]
             seg.add_sub(tok)
             if word is None:
                 word = [tok]
