@@ -797,6 +797,65 @@ def test_a_push_after_a_new_commit_redoes_nothing(impl):
     assert analyse(impl, steps).findings == ()
 
 
+_LOCKED = (
+    "fatal: Unable to create '/w/.git/index.lock': File exists.\n\n"
+    "Another git process seems to be running in this repository, e.g.\n"
+    "an editor opened by 'git commit'. Please make sure all processes\n"
+    "are terminated then try again."
+)
+
+
+def _codex_rollout(path, calls):
+    """A Codex 0.118 rollout running each (command, exit code, output) of *calls*, one API call
+    each, the output behind 0.118's header (``Command: …`` first)."""
+    recs = [
+        {"type": "session_meta", "payload": {"id": "019d6d29-0000-7000-8000-00000000a001",
+                                             "cli_version": "0.118.0", "cwd": "/w"}},
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "Commit it."}},
+    ]  # fmt: skip
+    for n, (cmd, code, out) in enumerate(calls):
+        recs.append({"type": "response_item", "payload": {
+            "type": "function_call", "name": "exec_command", "call_id": f"c{n}",
+            "arguments": json.dumps({"cmd": cmd, "workdir": "/w"})}})  # fmt: skip
+        recs.append({"type": "response_item", "payload": {
+            "type": "function_call_output", "call_id": f"c{n}",
+            "output": f"Command: /bin/zsh -lc '{cmd}'\nChunk ID: {n:06x}\n"
+                      f"Wall time: 0.0000 seconds\nProcess exited with code {code}\n"
+                      f"Original token count: {len(out) // 4}\nOutput:\n{out}"}})  # fmt: skip
+        recs.append({"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "last_token_usage": {"input_tokens": 9000 + 100 * n, "cached_input_tokens": 0,
+                                 "output_tokens": 40, "reasoning_output_tokens": 0,
+                                 "total_tokens": 9040 + 100 * n}}}})  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (t,) = loopcore.load(str(path))
+    return t
+
+
+def test_git_retried_after_removing_a_stale_index_lock_is_no_repeat(impl, tmp_path):
+    # the shape of real Codex 0.118 runs (entireio/git-sync): `git add` fails on a stale
+    # .git/index.lock, the agent removes it and runs the same `git add`, which fails the same
+    # way (another git process took the lock again), removes it again and adds again. The
+    # removal writes the .git folder every git command that changes the repository depends
+    # on (git:dir), and reads git:repo (the add in between left a new lock): no repeat.
+    add = "git add README.md internal/syncer/syncer.go"
+    trace = _codex_rollout(
+        tmp_path / "rollout.jsonl",
+        [
+            (add, 128, _LOCKED),
+            ("rm -f .git/index.lock", 0, ""),
+            (add, 128, _LOCKED),
+            ("rm -f .git/index.lock", 0, ""),
+            (add, 0, ""),
+            ('git commit -m "Add the probe"', 0, "[main 77295db] Add the probe"),
+        ],
+    )
+    assert [s.target for s in trace.steps[:2]] == ["git:repo", (".git/index.lock", "git:dir")]
+    assert analyse(impl, trace).findings == ()
+    # the same add run twice with nothing between is still a repeat
+    again = _codex_rollout(tmp_path / "again.jsonl", [(add, 128, _LOCKED), (add, 128, _LOCKED)])
+    assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
+
+
 def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
     # the shape of a real Codex 0.142 run (EntityProcess/agentv): a fetch fails (the remote's
     # URL is wrong), the agent fixes the URL and fetches again; elsewhere a fetch, the branch

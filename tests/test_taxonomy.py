@@ -102,9 +102,20 @@ SHELL_CASES = [
     ("x=$(cat a.py)", "observe", "a.py"),
     ("ls $(pwd)", "observe", None),
     ('git commit -m "$(cat msg)"', "mutate", "git:repo"),
+    ("rm -f .git/index.lock", "mutate", (".git/index.lock", "git:dir")),
+    ("rm -rf sub/.git", "mutate", ("sub/.git", "git:dir")),
+    ("rm -f .gitignore", "mutate", ".gitignore"),
     ("echo '$(rm a.py)'", "other", None),  # single quotes: text
     ('echo "\\$(rm a.py)"', "other", None),  # an escaped "$": text
     ("x=$((i+1))", "other", None),  # arithmetic
+    # a process substitution's command runs as a command substitution's does
+    ("diff <(cat a.py) <(cat b.py)", "observe", ("a.py", "b.py")),
+    ("diff <(rm a.py) b.py", "mutate", "a.py"),
+    ("cat <(python x.py)", "exec", None),
+    ("tee >(rm x) < a", "mutate", None),  # the file tee writes is made by the shell
+    ("echo x > >(cat)", "mutate", None),
+    ("cat <(ls)", "observe", "."),
+    ("echo '<(rm a.py)' \"<(rm b.py)\"", "other", None),  # quoted: text
     # neutral commands
     ("echo hello", "other", None),
     ("cd /tmp", "other", None),
@@ -169,7 +180,40 @@ ACCESS_CASES = [
     ("cat $f", None, (), False),
     ("python3 fix.py", None, None, False),
     ("echo hi", (), (), False),
-    ('git commit -m "$(cat msg)"', ("msg",), ("git:repo",), False),
+    ('git commit -m "$(cat msg)"', ("msg", "git:dir"), ("git:repo",), False),
+    # A write inside a .git folder also writes git:dir, which the git commands that change the
+    # repository read (a stale lock makes them fail), and reads git:repo (a git command may
+    # write the same file again): no write of git:repo, removing a lock undoes no commit.
+    ("git add a.py", ("git:dir",), ("git:repo",), False),
+    ("rm -f .git/index.lock", ("git:repo",), (".git/index.lock", "git:dir"), False),
+    ("rm ./.git/index.lock", ("git:repo",), (".git/index.lock", "git:dir"), False),
+    ("cd sub && rm .git/index.lock", ("git:repo",), ("sub/.git/index.lock", "git:dir"), False),
+    (
+        "rm -f /r/.git/refs/heads/x.lock",
+        ("git:repo",),
+        ("/r/.git/refs/heads/x.lock", "git:dir"),
+        False,
+    ),
+    ("rm -rf .git", ("git:repo",), (".git", "git:dir"), False),
+    ("mv .git old", ("git:repo",), (".git", "old", "git:dir"), False),
+    (
+        "echo x >> .git/info/exclude",
+        (".git/info/exclude", "git:repo"),
+        (".git/info/exclude", "git:dir"),
+        False,
+    ),
+    (
+        "rm -f .git/index.lock && git add a.py",
+        ("git:dir", "git:repo"),
+        (".git/index.lock", "git:repo", "git:dir"),
+        False,
+    ),
+    ("rm -f $d/.git/index.lock", ("git:repo",), None, False),
+    ("rm .gitignore x.git .github/w.yml", (), (".gitignore", "x.git", ".github/w.yml"), False),
+    ("cat .git/HEAD", (".git/HEAD",), (), False),
+    # what a process substitution's file holds is known only at run time, as for "$(...)"
+    ("diff <(cat a.py) b.py", None, (), False),
+    ("diff <(rm a.py) b.py", None, ("a.py",), False),
     ("x=$(sed -i s/a/b/ f.py)", ("f.py",), ("f.py",), False),
     ('sed -i "s/x/x/" f.py <<< "$(rm y)"', ("f.py",), ("y", "f.py"), False),
 ]

@@ -913,8 +913,8 @@ cdef class _Lexer:
         start = _findc(self.s, c, start, end, 1)
         return end if start < 0 else start
 
-    cdef int _copy(self, Py_ssize_t a, Py_ssize_t b) except -1:
-        cdef Py_ssize_t need = self.w_len + (b - a), cap, i
+    cdef int _grow(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap
         cdef Py_UCS4* grown
         if need > self.w_cap:
             cap = max(need, 2 * self.w_cap, 64)
@@ -923,6 +923,11 @@ cdef class _Lexer:
                 raise MemoryError()
             self.buf = grown
             self.w_cap = cap
+        return 0
+
+    cdef int _copy(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        cdef Py_ssize_t i
+        self._grow(self.w_len + (b - a))
         for i in range(a, b):
             self.buf[self.w_len] = self.at(i)
             self.w_len += 1
@@ -946,6 +951,24 @@ cdef class _Lexer:
             self.w_len = 0
             self._copy(self.w_start, self.w_end)
         return self._copy(a, b)
+
+    cdef int append_psub(self, Py_ssize_t a, Py_ssize_t b) except -1:
+        """Add the process substitution s[a:b] (``<(...)``, ``>(...)``) to the word written as
+        the command substitution ``$(...)`` (the pure twin's "psub" token)."""
+        cdef Py_ssize_t c0 = self.w_start, c1 = self.w_end
+        cdef bint was_contig = self.w_open and self.w_contig
+        if not self.w_open:
+            self.w_open = True
+            self.w_len = 0
+        self.w_contig = False
+        if was_contig:
+            self.w_len = 0
+            self._copy(c0, c1)
+        if self.w_len + 1 > self.w_cap:
+            self._grow(self.w_len + 1)
+        self.buf[self.w_len] = u'$'
+        self.w_len += 1
+        return self._copy(a + 1, b)
 
     cdef int end_word(self) except -1:
         cdef str w
@@ -1249,6 +1272,12 @@ cdef class _Lexer:
                     if self.at(p + 1) != u'\n':  # else a line continuation
                         self.append(p + 1, p + 2)
                     p += 2
+            elif (c == u'<' or c == u'>') and p + 1 < n and self.at(p + 1) == u'(':
+                # a process substitution: read as the command substitution "$(...)"
+                q = _substitution_end(self.kind, self.data, n, p)
+                self.seg.add_sub(u"$" + PyUnicode_Substring(self.s, p + 1, q))
+                self.append_psub(p, q)
+                p = q
             elif (c == u'<' or c == u'>' or c == u'|' or c == u'&' or c == u';' or c == u'(' or c == u')'
                   or _is_digit(c)):
                 p = self.operator(p)
@@ -1866,10 +1895,11 @@ cdef _Part _classify_git(list words):
                 if (<str>a).startswith(_FETCH_LOCAL) if _is_option(<str>a) else u":" in <str>a:
                     fetched.append(u"git:repo")
                     break
-            return _part(K_MUTATE, [u"git:repo", u"git:remote"], fetched, False)
+            return _part(K_MUTATE, [u"git:repo", u"git:remote", u"git:dir"], fetched, False)
         if sub in _GIT_STATE_ONLY:
-            # Only git's own state changes; the working tree is as it was.
-            return _part(K_MUTATE, _EMPTY, [u"git:repo"], False)
+            # Only git's own state changes; the working tree is as it was. It depends on the
+            # files of the .git folder (git:dir, see _git_dir).
+            return _part(K_MUTATE, [u"git:dir"], [u"git:repo"], False)
         if sub == u"checkout" and not paths and u"--" not in args:
             # "git checkout a.py" restores a file, "git checkout main" switches branches
             ops = []
@@ -2203,6 +2233,22 @@ cdef object _pack(list targets):
     return uniq[0] if len(uniq) == 1 else uniq
 
 
+cdef bint _in_git_dir(str t):
+    # the pure twin's _in_git_dir: a path inside a repository's ".git" folder, or the folder
+    return (_eq(t, u".git") or _starts(t, u".git/") or t.endswith(u"/.git")
+            or u"/.git/" in t) and u"://" not in t
+
+
+cdef bint _writes_git_dir(list mutated):
+    # the pure twin's _git_dir applies: a write inside a ".git" folder also writes git:dir and
+    # reads git:repo
+    cdef str t
+    for t in mutated:
+        if _in_git_dir(t):
+            return True
+    return False
+
+
 cdef inline bint _unresolved(str t) noexcept:
     # a target built from a variable or a substitution ($f, $(...)) names nothing we can track
     cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(t)
@@ -2246,7 +2292,11 @@ def classify_shell(command):
                 if _unresolved(t):
                     unknown = True
                     break
-        return ("mutate", None if unknown else _pack(part.mut))
+        if unknown:
+            return ("mutate", None)
+        if _writes_git_dir(part.mut):
+            return ("mutate", _pack(part.mut + [u"git:dir"]))
+        return ("mutate", _pack(part.mut))
     if part.kind == K_OBSERVE:
         observed = part.obs
         for t in observed:
@@ -2377,6 +2427,8 @@ def classify_shell_access(command):
         return ("exec", None, None, None, False)
     if part.kind == K_OTHER:
         return ("other", None, (), (), False)
+    if part.kind == K_MUTATE and _writes_git_dir(part.mut):
+        part = _part(K_MUTATE, part.obs + [u"git:repo"], part.mut + [u"git:dir"], part.unk)
     for t in part.obs:
         if _unresolved(t):
             resolved = False

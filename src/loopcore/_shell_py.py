@@ -441,6 +441,7 @@ _TOKEN = re.compile(
     |(?P<dq>"[^"\\]*(?:\\.[^"\\]*)*"?)
     |(?P<sub>\$\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)?)
     |(?P<bt>`[^`]*`?)
+    |(?P<psub>[<>]\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)?)
     |(?P<esc>\\.?)
     |(?P<op>&&|\|\||;;|\|&|&>>|&>|[0-9]*(?:<<<|<<-|<<|>>|>&|<&|>\||<>|>|<)|[|&;()])
     |(?P<word>[^\s\\'"$`<>|&;()\#]+|[$\#])""",
@@ -474,13 +475,13 @@ _OP_START = frozenset("|&;()\n<>")
 _FD_OPS = frozenset(
     {">", ">>", "<", ">&", "<&", ">|", "<>", "<<<"}
 )  # may follow a descriptor number
-# What only the general lexer handles: a heredoc, or a blank other than space/tab/CR/newline
-# (form feed, NBSP...), which splits nothing but which the fast regex would skip together with
-# the blanks after it.
+# What only the general lexer handles: a heredoc, a process substitution ("<(", ">("), or a
+# blank other than space/tab/CR/newline (form feed, NBSP...), which splits nothing but which
+# the fast regex would skip together with the blanks after it.
 # The blanks are Python's str.isspace() ones minus " \t\r\n", listed: a negated class
 # ([^\S \t\r\n]) scans a long script about 20% slower.
 _NEEDS_SLOW = re.compile(
-    "<<(?!<)|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    "<<(?!<)|[<>][(]|[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 )
 # First characters of the tokens _lex_fast cannot take as plain text.
 _FAST_SPECIAL = frozenset("'\"\\#") | _OP_START
@@ -680,6 +681,16 @@ def _lex_slow(s: str) -> list[_Seg]:
             else:
                 word.append(part)
         elif kind in ("sub", "bt"):
+            seg.add_sub(tok)
+            if word is None:
+                word = [tok]
+            else:
+                word.append(tok)
+        elif kind == "psub":
+            # <(cmd) / >(cmd), a process substitution: its command runs as a command
+            # substitution's does, and the word stands for a file the shell makes (what it
+            # names is known only at run time, as for "$(...)")
+            tok = "$" + tok[1:]
             seg.add_sub(tok)
             if word is None:
                 word = [tok]
@@ -1024,7 +1035,7 @@ def _classify_git(words: list[str]) -> _Part:
             writes = ["git:FETCH_HEAD", "git:refs/remotes"]
             if any(a.startswith(_FETCH_LOCAL) if a.startswith("-") else ":" in a for a in args):
                 writes.append("git:repo")
-            return ("mutate", ["git:repo", "git:remote"], writes, False)
+            return ("mutate", ["git:repo", "git:remote", "git:dir"], writes, False)
         if sub in (
             "add",
             "commit",
@@ -1038,8 +1049,10 @@ def _classify_git(words: list[str]) -> _Part:
             "worktree",
             "submodule",
         ):
-            # Only git's own state changes; the working tree is as it was.
-            return ("mutate", [], ["git:repo"], False)
+            # Only git's own state changes; the working tree is as it was. What it does depends
+            # on the files of the .git folder (a stale index.lock makes it fail), which a
+            # command of the agent's can write (see _git_dir).
+            return ("mutate", ["git:dir"], ["git:repo"], False)
         if sub == "checkout" and not paths and "--" not in args:
             # "git checkout a.py" restores a file, "git checkout main" switches branches: an
             # operand names a file only when its last part has an extension.
@@ -1236,6 +1249,26 @@ def _norm(t: str) -> str:
     return t
 
 
+def _in_git_dir(t: str) -> bool:
+    """A path inside a repository's ``.git`` folder, or that folder itself (``.git``,
+    ``.git/index.lock``, ``sub/.git/HEAD``, ``/abs/repo/.git/refs/x``)."""
+    return (
+        t == ".git" or t.startswith(".git/") or t.endswith("/.git") or "/.git/" in t
+    ) and "://" not in t
+
+
+def _git_dir(observed: list[str], mutated: list[str]) -> tuple[list[str], list[str]]:
+    """A write inside a ``.git`` folder (``rm -f .git/index.lock``) writes ``git:dir`` too,
+    which every git command that changes the repository reads: a ``git add`` retried after
+    the removal is no repeat. It reads ``git:repo``: a git command run since may have written
+    the same file again (a ``git add`` leaves a new lock), so removing it again is no repeat
+    either. It is no write of ``git:repo``: removing a lock undoes no commit or staging.
+    """
+    if not any(_in_git_dir(t) for t in mutated):
+        return observed, mutated
+    return observed + ["git:repo"], mutated + ["git:dir"]
+
+
 def _pack(targets: list[str]) -> str | tuple[str, ...] | None:
     if len(targets) == 1:
         return _norm(targets[0])
@@ -1262,7 +1295,7 @@ def classify_shell(command: str) -> tuple[str, str | tuple[str, ...] | None]:
         unknown = True
     observed = [t for t in observed if "$" not in t and "`" not in t]
     if kind == "mutate":
-        return ("mutate", None if unknown else _pack(mutated))
+        return ("mutate", None if unknown else _pack(_git_dir(observed, mutated)[1]))
     if kind == "observe":
         return ("observe", _pack(observed))
     return (kind, None)
@@ -1293,6 +1326,8 @@ def classify_shell_access(
     kind, observed, mutated, unknown = _classify_script(command)
     if kind == "exec":
         return ("exec", None, None, None, False)
+    if kind == "mutate":
+        observed, mutated = _git_dir(observed, mutated)
     if kind == "other":
         return ("other", None, (), (), False)
     reads: tuple[str, ...] | None
