@@ -2633,6 +2633,54 @@ def test_gemini_cli_a_user_message_starts_the_evidence_again(tmp_path):
     assert [s.after_user for s in t.steps] == [True, False] and _repeat_findings(t)
 
 
+def test_gemini_cli_headless_stream_is_read(tmp_path):
+    # `gemini -p ... --output-format stream-json` (packages/core/src/output/types.ts): it was
+    # read as a chat conversation of one reply, every call lost
+    events = [
+        {"type": "init", "timestamp": "t", "session_id": "gem-s", "model": "gemini-2.5-pro"},
+        {"type": "message", "timestamp": "t", "role": "user", "content": "fix a.py"},
+        {"type": "message", "timestamp": "t", "role": "assistant", "content": "I will ", "delta": True},
+        {"type": "message", "timestamp": "t", "role": "assistant", "content": "look.", "delta": True},
+        {"type": "tool_use", "timestamp": "t", "tool_name": "read_file", "tool_id": "r1",
+         "parameters": {"file_path": "a.py"}},
+        {"type": "tool_use", "timestamp": "t", "tool_name": "run_shell_command", "tool_id": "s1",
+         "parameters": {"command": "pytest -q", "description": "run the tests"}},
+        {"type": "tool_result", "timestamp": "t", "tool_id": "r1", "status": "success",
+         "output": "A" * 400},
+        {"type": "tool_result", "timestamp": "t", "tool_id": "s1", "status": "error",
+         "error": {"type": "execution_failed", "message": "Command timed out"}},
+        {"type": "error", "timestamp": "t", "severity": "warning", "message": "loop detected"},
+        {"type": "tool_use", "timestamp": "t", "tool_name": "replace", "tool_id": "e1",
+         "parameters": {"file_path": "a.py", "old_string": "x", "new_string": "y"}},
+        {"type": "tool_result", "timestamp": "t", "tool_id": "e1", "status": "success",
+         "output": "Successfully modified file: a.py"},
+        {"type": "message", "timestamp": "t", "role": "assistant", "content": "Done.", "delta": True},
+        {"type": "result", "timestamp": "t", "status": "success",
+         "stats": {"total_tokens": 900, "input_tokens": 800, "output_tokens": 100, "cached": 0,
+                   "input": 800, "duration_ms": 5, "tool_calls": 3}},
+    ]  # fmt: skip
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert detect_format(str(path)) == "gemini-cli"
+    stats = LoadStats()
+    (t,) = load(path, stats=stats)
+    assert t.format == "gemini-cli" and t.session == "gem-s" and stats.skipped_lines == 0
+    assert [(s.kind, s.name, s.target) for s in t.steps] == [
+        ("observe", "read_file", "a.py"),
+        ("exec", "run_shell_command", None),
+        ("mutate", "replace", "a.py"),
+        ("other", "", None),
+    ]
+    read, shell, edit, reply = t.steps
+    assert read.result == "A" * 400 and read.error is None and read.after_user
+    assert shell.args == {"command": "pytest -q"} and shell.error == "Command timed out"
+    assert [s.ref for s in t.steps] == [{"line": 5}, {"line": 6}, {"line": 10}, {"line": 12}]
+    assert t.meta["unanswered"] == 0 and t.meta["recording"] == "stream"
+    assert t.meta["reported_total_tokens"] == 900
+    # a batch is one API call, the reply after its results the next
+    assert read.turn == shell.turn and edit.turn == read.turn + 1 and reply.turn == edit.turn + 1
+
+
 def test_gemini_cli_a_rewound_branch_is_read_and_charged_only_within_itself(tmp_path):
     """/rewind drops a user message and what followed from the conversation; those calls were
     made and billed, so they are read (marked ``rewound``) and a loop inside them is charged.

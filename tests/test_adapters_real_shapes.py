@@ -463,6 +463,46 @@ def test_opencode_storage_left_beside_its_database_is_read_once(tmp_path):
     assert sorted(t.session for t in alone) == ["ses_7a1b2c3d4e5fABCDEFGHIJ", "ses_only_in_files"]
 
 
+def test_opencode_channel_databases_are_read_once_each_session(tmp_path):
+    # opencode names its database opencode-<channel>.db off the release channels (Kilo, its
+    # fork, kilo.db / kilo-<channel>.db) and copies the storage folder into each: a walk of
+    # the data folder reads them, each session once (from the copy with the most messages;
+    # of equal copies, the release channel's), and a database named on its own is read whole
+    import sqlite3
+
+    store = only(FIX / "opencode_storage")
+    sid = store.session
+    home = tmp_path / "opencode"
+    home.mkdir()
+    _opencode_db(home / "opencode-dev.db", FIX / "opencode_storage").close()
+    (t,) = load(home)
+    assert t.source == f"{home / 'opencode-dev.db'}#{sid}"
+    assert [s.to_dict() for s in t] == [s.to_dict() for s in store]
+    _opencode_db(home / "opencode.db", FIX / "opencode_storage").close()
+    (t,) = load(home)
+    assert t.source == f"{home / 'opencode.db'}#{sid}"
+    # the session went on in the dev channel: its copy there is the whole of it
+    db = sqlite3.connect(home / "opencode-dev.db")
+    db.execute(
+        "INSERT INTO message VALUES ('msg_zzzz', ?, 0, 0, ?)",
+        (sid, json.dumps({"role": "user", "time": {"created": 9}})),
+    )
+    db.commit()
+    db.close()
+    stats = LoadStats()
+    (t,) = load(home, stats=stats)
+    assert t.source == f"{home / 'opencode-dev.db'}#{sid}" and stats.files == 2
+    for named in ("opencode.db", "opencode-dev.db"):
+        (t,) = load(home / named)
+        assert t.source == f"{home / named}#{sid}"
+    # Kilo's data folder: its database beside the storage folder it migrated
+    kilo = tmp_path / "kilo"
+    shutil.copytree(FIX / "opencode_storage", kilo / "storage")
+    _opencode_db(kilo / "kilo.db", FIX / "opencode_storage").close()
+    (t,) = load(kilo)
+    assert t.source == f"{kilo / 'kilo.db'}#{sid}"
+
+
 def test_opencode_database_rows_that_are_not_objects_are_reported(tmp_path, monkeypatch):
     path = tmp_path / "opencode.db"
     db = _opencode_db(path, FIX / "opencode_storage")

@@ -408,13 +408,14 @@ def _input_size(paths: Sequence[str]) -> tuple[int, int]:
     # what a folder walk reads is the adapters' rule: README.md, .yaml, .tsv beside traces are not work
     from .adapters import _TRACE_EXTS
     from .adapters._io import plain_name
+    from .adapters.opencode import is_db_name as opencode_db_name
 
     files = size = 0
     for p in paths:
         if os.path.isdir(p):
             for root, _dirs, names in os.walk(p):
                 for n in names:
-                    if n != "opencode.db" and (
+                    if not opencode_db_name(n) and (
                         n.startswith(".") or not plain_name(n).endswith(_TRACE_EXTS)
                     ):
                         continue

@@ -680,9 +680,10 @@ def chunk_files(path: str) -> list[str]:
 
 
 class StoreBesideDb(StoreFolder):
-    """An opencode storage folder whose opencode data folder also holds ``opencode.db``, both
-    read by the same walk: opencode 1.2 migrated the storage's sessions into the database and
-    left the files, so the sessions the database holds are read from it alone."""
+    """An opencode storage folder whose opencode data folder also holds a database
+    (``opencode.db``, a channel's ``opencode-<channel>.db``), both read by the same walk:
+    opencode 1.2 migrated the storage's sessions into the database and left the files, so the
+    sessions a database holds are read from it alone."""
 
     __slots__ = ()
 
@@ -704,6 +705,20 @@ def _side_outputs(root: str, d: str) -> bool:
         return False
     base = os.path.normpath(root)
     return any(os.path.isfile(base + ".jsonl" + s) for s in ("", *COMPRESSED_SUFFIXES))
+
+
+def _dbs_in(folder: str) -> list[str]:
+    """The opencode databases a folder holds, by name (each channel's: ``opencode.db``,
+    ``opencode-<channel>.db``, Kilo's ``kilo.db`` ...)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [
+        os.path.join(folder, f)
+        for f in names
+        if opencode.is_db_name(f) and os.path.isfile(os.path.join(folder, f))
+    ]
 
 
 def _walk(folder: str, passed: list[str] | None = None) -> Iterator[str | list[str]]:
@@ -827,11 +842,10 @@ def _walk_tree(folder: str) -> Iterator[str | list[str]]:
             # opencode's storage: session / message / part files that only make sense together
             dirs[:] = []
             parent = os.path.dirname(os.path.normpath(root))
-            beside = os.path.join(parent, opencode.DB_NAME)
             if (
                 os.path.normpath(root) != top
                 and os.path.commonpath([top, parent]) == top
-                and os.path.isfile(beside)
+                and _dbs_in(parent)
             ):
                 yield StoreBesideDb(root)  # the walk reads the database beside it too
             else:
@@ -860,7 +874,7 @@ def _walk_tree(folder: str) -> Iterator[str | list[str]]:
                 # beside the session's own copy: full.jsonl holds it all, read once
                 and not (f == "transcript.jsonl" and "full.jsonl" in present)
             )
-            or f == opencode.DB_NAME  # opencode 1.2+ keeps its sessions in SQLite
+            or opencode.is_db_name(f)  # opencode 1.2+ keeps its sessions in SQLite
         )
         if (
             os.path.basename(root) == "events"
@@ -1034,7 +1048,12 @@ def _load_file(
             )
         if stats is not None:
             stats.files += 1
-        docs, bad = opencode.read_db(item)
+        # in a walk, a session another channel's database beside it holds as well is read
+        # from one of them (opencode copies the storage folder into each)
+        skip = opencode.shadowed_sessions(item) if in_folder else frozenset()
+        docs, bad = opencode.read_db(item, skip)
+        if skip and not docs and not bad:
+            return []  # every session is read from another database
         return _parse_one(
             item,
             Parsed(docs, bad=bad),
@@ -1049,8 +1068,12 @@ def _load_file(
         root = str(item)
         docs = opencode.read_store(root)
         if isinstance(item, StoreBesideDb):
-            db = os.path.join(os.path.dirname(os.path.normpath(root)), opencode.DB_NAME)
-            migrated = opencode.db_session_ids(db)
+            migrated = frozenset().union(
+                *(
+                    opencode.db_session_ids(db)
+                    for db in _dbs_in(os.path.dirname(os.path.normpath(root)))
+                )
+            )
             kept = [d for d in docs if d["info"].get("id") not in migrated]
             if docs and not kept:
                 if stats is not None:

@@ -25,6 +25,13 @@
 its ``Exit Code`` kept in ``meta["returncode"]``.
 * Checkpoint: ``[{"role": "user"|"model", "parts": [{"text"} | {"functionCall": {"id",
   "name", "args"}} | {"functionResponse": {"id", "name", "response": {"output"|"error"}}}]}]``.
+* Headless stream (``gemini -p ... --output-format stream-json``, packages/core/src/output/
+  types.ts): one event a line, ``{"type": "init", "session_id", "model"}``, ``message``
+  (``role`` user / assistant, ``content``, ``delta``), ``tool_use`` (``tool_name``,
+  ``tool_id``, ``parameters``), ``tool_result`` (``tool_id``, ``status`` success / error,
+  ``output`` or ``error.message``), ``error`` (a notice) and ``result`` (the run's totals in
+  ``stats``, no count per API call: the turns are estimated). The assistant text after the
+  results of a batch is the next API call.
 
 Refs: ``{"line": N}`` (JSONL, the line of the message's last write) or ``{"message": i}``.
 """
@@ -336,6 +343,115 @@ def _contents(doc: list, ctx: Ctx, ledger: Ledger) -> None:
                 ledger.context(text_len(p.get("text")))
 
 
+STREAM_EVENTS = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
+
+
+def _is_stream(doc: list) -> bool:
+    """gemini-cli's ``stream-json`` output: its ``init`` event, or a ``tool_use`` event of its
+    shape (``tool_name``, ``tool_id``, ``parameters``; opencode's stream has a ``part``)."""
+    for r in doc[:50]:
+        if not isinstance(r, dict):
+            continue
+        t = r.get("type")
+        if t == "init" and isinstance(r.get("session_id"), str) and "model" in r:
+            return True
+        if (
+            t == "tool_use"
+            and isinstance(r.get("tool_name"), str)
+            and "tool_id" in r
+            and isinstance(r.get("parameters"), dict)
+        ):
+            return True
+    return False
+
+
+def _stream(doc: list, ctx: Ctx, ledger: Ledger) -> dict:
+    """The steps of a ``stream-json`` run; its metadata (model, totals) returned."""
+    meta: dict[str, Any] = {"recording": "stream"}
+    pending: dict[Any, Any] = {}  # tool_id -> the step waiting for its result
+    # the reply being streamed: its text chunks and first line, until its turn is recorded
+    chunks: list[str] = []
+    first: dict | None = None
+    opened = False  # its turn is recorded (it issued a call)
+
+    def close() -> None:
+        nonlocal first, opened
+        if first is not None and not opened:
+            ledger.turn(None, text="".join(chunks), ref=first)
+        chunks.clear()
+        first, opened = None, False
+
+    for i, r in enumerate(doc):
+        line = ctx.lines[i] if ctx.lines is not None and i < len(ctx.lines) else i + 1
+        if not isinstance(r, dict):
+            ctx.bad(f"an event must be an object, got {type(r).__name__}", i)
+            continue
+        t = r.get("type")
+        ref = {"line": line}
+        if t == "init":
+            if isinstance(r.get("model"), str):
+                meta["model"] = r["model"]
+        elif t == "message":
+            content: str = r["content"] if isinstance(r.get("content"), str) else ""
+            if r.get("role") == "user":
+                close()
+                ledger.user()  # the prompt the run was given
+                ledger.context(len(content))
+            elif opened:
+                ledger.add_text(content)  # text after the reply's calls
+            else:
+                if first is None:
+                    first = ref
+                chunks.append(content)
+        elif t == "tool_use":
+            name = r.get("tool_name")
+            if not isinstance(name, str):
+                ctx.bad("a tool_use event without a tool_name", i)
+                continue
+            if not opened:
+                ledger.turn(None, text="".join(chunks), ref=first or ref)
+                opened = True
+                if first is None:
+                    first = ref
+            args = r.get("parameters")
+            if name == "run_shell_command" and isinstance(args, dict) and "description" in args:
+                args = {k: v for k, v in args.items() if k != "description"}  # the model's note
+            pending[r.get("tool_id")] = ledger.call(name, args, r.get("tool_id"), ref=ref)
+        elif t == "tool_result":
+            close()  # the results go back: the next reply is the next API call
+            step = pending.pop(r.get("tool_id"), None)
+            if step is None:
+                ledger.orphans += 1
+                continue
+            err = r.get("error")
+            if r.get("status") == "error":
+                msg = err.get("message") if isinstance(err, dict) else None
+                error, _ = normalise_output(PROFILE, msg if isinstance(msg, str) else "error")
+                ledger.result(step, r.get("output"), error)
+                continue
+            result, facts = normalise_output(PROFILE, r.get("output"))
+            if facts.get("returncode") is not None:
+                step.meta["returncode"] = facts["returncode"]
+            if "output_file" in facts:
+                step.meta["output_file"] = facts["output_file"]
+            ledger.result(step, result)
+        elif t == "result":
+            close()
+            stats = r.get("stats")
+            if isinstance(stats, dict):
+                for k in ("input_tokens", "output_tokens", "total_tokens"):
+                    if isinstance(stats.get(k), int):
+                        meta["reported_" + k] = stats[k]
+        elif t != "error":  # an error event is a notice shown to the person
+            ctx.bad(
+                f"an event of type {t!r} this reader does not know; expected one of "
+                f"{', '.join(sorted(STREAM_EVENTS))}",
+                i,
+            )
+    close()
+    return meta
+
+
 def _is_jsonl_recording(doc: list) -> bool:
     head = doc[:5]
     return any(
@@ -378,6 +494,17 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         if rewound_ids:
             meta["rewound_messages"] = len(rewound_ids)
             rewound = {id(ref) for m, ref in zip(msgs, refs) if m["id"] in rewound_ids}
+    elif _is_stream(doc):
+        sid = next(
+            (
+                r["session_id"]
+                for r in doc[:50]
+                if isinstance(r, dict) and isinstance(r.get("session_id"), str)
+            ),
+            None,
+        )
+        ledger = Ledger(str(sid or ctx.stem), ctx.profile(PROFILE), unknown_redacted=True)
+        meta = _stream(doc, ctx, ledger)
     else:
         ledger = Ledger(ctx.stem, ctx.profile(PROFILE), unknown_redacted=True)
         _contents(doc, ctx, ledger)
@@ -405,7 +532,7 @@ def sniff(doc: Any) -> bool:
         )
     if not isinstance(doc, list):
         return False
-    if _is_jsonl_recording(doc):
+    if _is_jsonl_recording(doc) or _is_stream(doc):
         return True
     return any(
         isinstance(c, dict)

@@ -16,7 +16,11 @@ same data as one document: ``{"info": <session>, "messages": [{"info": <message>
 a row's ``data`` is the object's JSON less the ids its columns hold), read read-only the same
 way: one trace per session, ``source`` ``<db>#<sessionID>``. opencode 1.2 migrated the storage
 folder's sessions into the database and left the files: a walk that reads both reads each
-session once, from the database.
+session once, from the database. The database is ``opencode.db`` on the latest, beta and prod
+channels and ``opencode-<channel>.db`` on the others (``packages/core/src/database/database.ts``,
+``path()``; Kilo, opencode's fork, names them ``kilo.db`` / ``kilo-<channel>.db``), and the
+one-time migration of the storage folder runs again for each channel's database: a walk reads
+a session that several databases of one folder hold once, from the copy with the most messages.
 
 A ``step-start`` ... ``step-finish`` run of an assistant message is one API call; the
 ``step-finish`` part carries its ``tokens`` (``input`` + ``cache.read`` + ``cache.write`` is the
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import urllib.parse
 from typing import Any
@@ -364,9 +369,18 @@ def read_store(root: str) -> list[dict]:
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-#: The file name opencode gives its database (in ``~/.local/share/opencode/``): the one a folder
-#: walk reads; a database named on its own is told by its content.
+#: The file name opencode gives its database (in ``~/.local/share/opencode/``) on its release
+#: channels; a database named on its own is told by its content.
 DB_NAME = "opencode.db"
+#: The names a folder walk reads as databases: opencode's on every channel
+#: (``opencode-<channel>.db``, the channel with every character but ``[a-zA-Z0-9._-]`` made
+#: ``-``) and those of Kilo, its fork (``kilo.db``, ``kilo-<channel>.db``).
+_DB_FILE = re.compile(r"(?:opencode|kilo)(?:-[A-Za-z0-9._-]+)?\.db")
+
+
+def is_db_name(name: str) -> bool:
+    """A file name opencode (or Kilo) gives its database, on any channel."""
+    return _DB_FILE.fullmatch(name) is not None
 
 
 def is_sqlite(path: str) -> bool:
@@ -409,6 +423,49 @@ def db_session_ids(path: str) -> frozenset[str]:
         return frozenset()
 
 
+def _session_sizes(path: str) -> dict[str, int]:
+    """Messages per session of an opencode database (none when it cannot be read)."""
+    if not is_db(path):
+        return {}
+    try:
+        with contextlib.closing(_connect(path)) as db:
+            return {
+                str(r[0]): int(r[1])
+                for r in db.execute("SELECT session_id, count(*) FROM message GROUP BY session_id")
+            }
+    except sqlite3.Error:
+        return {}
+
+
+def _release_first(name: str) -> tuple[bool, str]:
+    # of equal copies, the release channel's database (the one opencode and Kilo name without
+    # a channel), then name order
+    return (name not in ("opencode.db", "kilo.db"), name)
+
+
+def shadowed_sessions(path: str) -> frozenset[str]:
+    """The sessions of the database *path* that another database of its folder (another
+    channel's) holds as well, in a copy with more messages or, equal, ahead of it: each
+    channel's database gets its own copy of the storage folder's sessions when opencode
+    migrates them, so a walk reads each session from one database."""
+    folder, name = os.path.split(path)
+    try:
+        others = [f for f in os.listdir(folder or ".") if f != name and is_db_name(f)]
+    except OSError:
+        return frozenset()
+    if not others:
+        return frozenset()
+    mine = _session_sizes(path)
+    out = set()
+    for other in others:
+        theirs = _session_sizes(os.path.join(folder, other))
+        for sid, n in mine.items():
+            m = theirs.get(sid)
+            if m is not None and (m, _release_first(name)) > (n, _release_first(other)):
+                out.add(sid)
+    return frozenset(out)
+
+
 def _row_object(raw: Any, what: str, bad: list) -> dict | None:
     # a row's data column: the object's JSON (text or, from some writers, a blob)
     try:
@@ -422,11 +479,14 @@ def _row_object(raw: Any, what: str, bad: list) -> dict | None:
     return value
 
 
-def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
+def read_db(
+    path: str, skip: frozenset[str] = frozenset()
+) -> tuple[list[dict], list[tuple[None, str]]]:
     """The sessions of an opencode database as export documents (``_source`` =
     ``<path>#<sessionID>``), sessions in the order they were created, messages and parts in id
-    order as in the storage folder; and the rows whose data is not a JSON object, as
-    ``(None, message)`` (each a malformed record of the file, the rest still read)."""
+    order as in the storage folder, less the sessions *skip* names; and the rows whose data is
+    not a JSON object, as ``(None, message)`` (each a malformed record of the file, the rest
+    still read)."""
     bad: list[tuple[None, str]] = []
     # the per-file limit of every other trace file, on the database and its write-ahead log
     # (what a read can bring into memory), never more than the user allowed
@@ -477,10 +537,12 @@ def read_db(path: str) -> tuple[list[dict], list[tuple[None, str]]]:
             if col in keys and r[col] is not None:
                 info[key] = r[col]
         seen.add(r["id"])
+        if r["id"] in skip:
+            continue
         docs.append(
             {"info": info, "messages": by_session.get(r["id"], []), "_source": f"{path}#{r['id']}"}
         )
-    for sid in sorted(set(by_session) - seen):  # messages of a session row that is gone
+    for sid in sorted(set(by_session) - seen - skip):  # messages of a session row that is gone
         docs.append({"info": {"id": sid}, "messages": by_session[sid], "_source": f"{path}#{sid}"})
     return docs, bad
 
