@@ -2983,6 +2983,49 @@ def test_entire_condensed_transcript_beside_the_session_copy_is_not_read(tmp_pat
     assert [s.to_dict() for s in got[0]] == [s.to_dict() for s in want]
 
 
+def test_entire_v2_raw_transcript_is_read_and_its_condensed_copy_is_not(tmp_path):
+    """Entire's checkpoints v2 (refs ``entire/checkpoints/v2/main`` and ``.../full/current``,
+    entireio/skills) keep the session as the agent recorded it in ``<n>/raw_transcript``, a
+    file with no extension, and Entire's condensed copy as ``transcript.jsonl``. A walk passed
+    the raw copy over (not a trace name): a Codex session there was lost whole, and only the
+    condensed copy was read, as an Anthropic conversation of no call."""
+    rollout = [
+        {"timestamp": "2026-04-21T00:37:03.906Z", "type": "session_meta",
+         "payload": {"id": "019dad77-8919-7173-a0d5-61b781415e5a", "cli_version": "0.121.0",
+                     "originator": "codex-tui"}},
+        {"timestamp": "2026-04-21T00:37:04.041Z", "type": "event_msg",
+         "payload": {"type": "user_message", "message": "read a.py"}},
+        {"timestamp": "2026-04-21T00:37:12.360Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "exec_command", "call_id": "call_1",
+                     "arguments": json.dumps({"cmd": "sed -n '1,80p' a.py"})}},
+        {"timestamp": "2026-04-21T00:37:12.445Z", "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": "call_1",
+                     "output": "Chunk ID: b855d1\nWall time: 0.0000 seconds\n"
+                               "Process exited with code 0\nOriginal token count: 4\n"
+                               "Output:\nx = 1\n"}},
+    ]  # fmt: skip
+    ckpt = tmp_path / "checkpoints" / "01" / "da544acf74" / "0"
+    ckpt.mkdir(parents=True)
+    (ckpt / "raw_transcript").write_text("".join(json.dumps(r) + "\n" for r in rollout))
+    (ckpt / "raw_transcript_hash.txt").write_text("sha256:0\n")
+    head = {"v": 1, "agent": "codex", "cli_version": "0.9.0"}
+    condensed = [
+        {**head, "type": "user", "ts": "2026-04-21T00:37:04.041Z",
+         "content": [{"text": "read a.py"}]},
+    ]  # fmt: skip
+    (ckpt / "transcript.jsonl").write_text("".join(json.dumps(r) + "\n" for r in condensed))
+    (ckpt / "metadata.json").write_text(json.dumps({"agent": "Codex", "session_id": "s"}))
+    stats = LoadStats()
+    got = list(load(tmp_path / "checkpoints", stats=stats))
+    assert [(t.format, t.session) for t in got] == [
+        ("codex", "019dad77-8919-7173-a0d5-61b781415e5a")
+    ]
+    assert stats.no_steps == []
+    assert [(s.name, s.target, s.result, s.meta.get("returncode")) for s in got[0]] == [
+        ("exec_command", "a.py", "x = 1\n", 0)
+    ]
+
+
 def _otlp(path, spans):
     """An OTLP JSON export of *spans*: (span id, start, attributes[, events]) each, events as
     (name, attributes)."""

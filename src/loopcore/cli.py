@@ -406,7 +406,7 @@ def _check_format(name: str) -> None:
 
 def _input_size(paths: Sequence[str]) -> tuple[int, int]:
     # what a folder walk reads is the adapters' rule: README.md, .yaml, .tsv beside traces are not work
-    from .adapters import _TRACE_EXTS
+    from .adapters import _ENTIRE_RAW, _TRACE_EXTS
     from .adapters._io import plain_name
     from .adapters.opencode import is_db_name as opencode_db_name
 
@@ -415,8 +415,10 @@ def _input_size(paths: Sequence[str]) -> tuple[int, int]:
         if os.path.isdir(p):
             for root, _dirs, names in os.walk(p):
                 for n in names:
-                    if not opencode_db_name(n) and (
-                        n.startswith(".") or not plain_name(n).endswith(_TRACE_EXTS)
+                    if (
+                        not opencode_db_name(n)
+                        and n != _ENTIRE_RAW
+                        and (n.startswith(".") or not plain_name(n).endswith(_TRACE_EXTS))
                     ):
                         continue
                     files += 1

@@ -165,6 +165,13 @@ _CHECKED: dict[str, list[dict[str, str]]] = {
     ],
     "codex": [
         _c(
+            "Codex Desktop",
+            "0.128.0-alpha.1 (an Entire checkpoints v2 raw_transcript)",
+            "entireio/skills",
+            "e5/6c94a68b1e/0/raw_transcript (ref entire/checkpoints/v2/full/current)",
+            "8470f7e25c1ce236c7af1213c577eb155aa1f3f0",
+        ),
+        _c(
             "Codex CLI",
             "0.151-0.159 paginated rollouts (completed turn items; no user_message or "
             "mcp_tool_call_end event)",
@@ -533,6 +540,9 @@ def format_table() -> list[dict[str, Any]]:
 
 # Files a folder walk reads; anything else (README.md, .yaml, .tsv) is not looked at.
 _TRACE_EXTS = (".json", ".jsonl", ".ndjson", ".traj")
+#: The session's own copy in an Entire checkpoints v2 folder (``refs/entire/checkpoints/v2/
+#: full/current``: ``<xx>/<id>/<n>/raw_transcript``, beside ``raw_transcript_hash.txt``).
+_ENTIRE_RAW = "raw_transcript"
 _EVENT_FILE = re.compile(r"^\d+\.json$")
 # OpenHands V1 (SDK) event files: event-<index, 5+ digits>-<event id>.json, in any folder.
 _V1_EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$")
@@ -756,7 +766,7 @@ _MAX_KEPT = 16
 def _first_line(path: str) -> bytes | None:
     """The first line of the Entire transcript at *path* (at most ``_FIRST_LINE`` bytes), the
     key its copies share; None for another file or one that cannot be read."""
-    if os.path.basename(path) != _ENTIRE_TRANSCRIPT:
+    if os.path.basename(path) not in (_ENTIRE_TRANSCRIPT, _ENTIRE_RAW):
         return None
     try:
         with open(path, "rb") as fh:
@@ -871,10 +881,15 @@ def _walk_tree(folder: str) -> Iterator[str | list[str]]:
                 # of a recorded conversation: read, its calls would count twice
                 and not (f.startswith("checkpoint-") and f.endswith(".json") and recorded)
                 # Entire (0.8+) writes its condensed transcript of a checkpointed session
-                # beside the session's own copy: full.jsonl holds it all, read once
-                and not (f == "transcript.jsonl" and "full.jsonl" in present)
+                # beside the session's own copy: full.jsonl (v2: raw_transcript) holds it all
+                and not (
+                    f == "transcript.jsonl" and ("full.jsonl" in present or _ENTIRE_RAW in present)
+                )
             )
             or opencode.is_db_name(f)  # opencode 1.2+ keeps its sessions in SQLite
+            # Entire's checkpoints v2 keep the session as the agent recorded it in a file
+            # with no extension: passed over, every session of such a checkpoint was lost
+            or f == _ENTIRE_RAW
         )
         if (
             os.path.basename(root) == "events"
