@@ -3393,6 +3393,27 @@ def test_entire_checkpoint_copies_of_one_session_are_read_once(fixture, impl, tm
     assert {t.source.split("#")[0] for t in load([first, longest])} == {str(first), str(longest)}
 
 
+def test_entire_v2_raw_transcript_copies_of_one_session_are_read_once(tmp_path):
+    """Entire's checkpoints v2 name a checkpoint's copy of the session ``raw_transcript`` (no
+    extension; entireio/skills, ref ``entire/checkpoints/v2/full/current``) and write a session
+    checkpointed again whole again, as v1 does with ``full.jsonl``: the copy another copy
+    holds whole is passed over, and each is read (it had been passed over as no trace name)."""
+    lines = (FIX / "codex_rollout_0146.jsonl").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    root = tmp_path / "checkpoints"
+    early = root / "0a" / "1b2c3d4e5f" / "0" / "raw_transcript"
+    later = root / "1c" / "2d3e4f5a6b" / "0" / "raw_transcript"
+    for path, part in ((early, lines[: len(lines) // 2]), (later, lines)):
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(x + "\n" for x in part), encoding="utf-8")
+    whole = list(load(later))
+    assert whole and len(whole[0]) > 0
+    stats = LoadStats()
+    got = list(load(root, stats=stats))
+    assert [t.source for t in got] == [str(later)]
+    assert [[s.to_dict() for s in t] for t in got] == [[s.to_dict() for s in t] for t in whole]
+    assert stats.copies == [str(early)]
+
+
 def test_a_gemini_recording_in_entire_s_pieces_is_one_recording(tmp_path):
     """Entire's gemini-cli chunker cuts a recording's messages into ``{"messages": [...]}``
     documents; they are one recording of all the messages."""
