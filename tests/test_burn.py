@@ -470,6 +470,52 @@ def test_a_turn_that_did_work_breaks_the_question_loop(impl):
     assert analyse(impl, steps).findings == ()
 
 
+def answered(turn, q, answer, *, error=None):
+    return st(turn, "ask", "AskUser", None, {"question": q}, answer, error=error)
+
+
+def test_questions_each_answered_anew_are_an_interview_not_a_loop(impl):
+    # a plan-mode interview: every question got its own answer from the person
+    steps = [
+        answered(1, "Which database?", "Postgres"),
+        answered(2, "Which auth provider?", "GitHub OAuth"),
+        answered(3, "Deploy where?", "Fly.io"),
+        answered(4, "Monorepo?", "yes"),
+        read(5, "a.ts"),
+    ]
+    r = analyse(impl, steps)
+    assert r.findings == ()
+    assert r.by_kind["question_loop"] == {"tokens": 0, "steps": 0}
+
+
+def test_questions_asked_in_vain_are_a_loop(impl):
+    # no answer (an error, or nothing recorded) moves nothing on
+    steps = [
+        answered(1, "Proceed?", None, error="no user attached"),
+        answered(2, "Shall I go on?", None, error="no user attached"),
+        st(3, "ask", "AskUser", None, {"question": "Continue?"}),
+    ]
+    (f,) = analyse(impl, steps).findings
+    assert (f.kind, f.steps, f.of_step) == ("question_loop", (1, 2), 0)
+
+
+def test_a_new_answer_starts_the_question_loop_again(impl):
+    # the run starts again at the turn answered anew; its repeats of that answer are the loop
+    steps = [
+        answered(1, "Which file?", "a.ts"),
+        answered(2, "Shall I start?", "Carry on without asking."),
+        answered(3, "Ready?", "Carry on without asking."),
+        answered(4, "Go?", "Carry on without asking."),
+    ]
+    (f,) = analyse(impl, steps).findings
+    assert (f.kind, f.steps, f.of_step) == ("question_loop", (2, 3), 1)
+    assert "3 consecutive turns" in f.message
+    # an unanswered first turn: the first answer that comes is new
+    steps[0] = answered(1, "Which file?", None, error="timed out")
+    (f,) = analyse(impl, steps).findings
+    assert (f.steps, f.of_step) == ((2, 3), 1)
+
+
 def test_identical_question_with_identical_answer_is_a_duplicate_first(impl):
     steps = [ask(1, "Proceed?"), ask(2, "Proceed?"), ask(3, "Proceed?")]
     r = analyse(impl, steps)

@@ -254,14 +254,12 @@ def build() -> list[Step]:
     s.grep("getUTC", "src", [])
     s.edit("src/format.ts", FORMAT_LOCAL, FORMAT_UTC, thinking=160)  # and redo
     s.test(40, 3, " FAIL test/format.test.ts > formatDate3 local midnight\n")
-    s.next_turn()  # question loop: asks, touches nothing, asks again
+    s.next_turn()  # question loop: asks, touches nothing, asks again, gets the same answer
     s.ask("Should formatDate use UTC or the local time zone?", "Whatever the tests expect.")
     s.next_turn()
-    s.ask("To confirm: UTC or local time for formatDate?", "As I said, whatever the tests expect.")
+    s.ask("To confirm: UTC or local time for formatDate?", "Whatever the tests expect.")
     s.next_turn()
-    s.ask(
-        "Which time zone should formatDate use, UTC or local?", "Please just make the tests pass."
-    )
+    s.ask("Which time zone should formatDate use, UTC or local?", "Whatever the tests expect.")
     s.next_turn()  # back to honest work: the real fix is in date.ts
     s.edit("src/format.ts", FORMAT_UTC, FORMAT_LOCAL, thinking=200)
     s.edit(

@@ -417,6 +417,8 @@ def analyse_columns(
     cdef int64_t g_start, g_end, g_last_ask, run_len, run_g1_last, run_g2_start, run_g2_end
     cdef int64_t t_turn, n_ask
     cdef int64_t run_g2_last, prev_last
+    cdef uint64_t run_answer, answer
+    cdef bint run_answered, answered
     cdef bint g_ask, g_work, absolute, confirmed, seen, other, disproved
     cdef uint8_t k
     cdef uint16_t f_i
@@ -608,6 +610,8 @@ def analyse_columns(
                 run_g2_end = -1
                 run_g2_last = -1
                 prev_last = -1
+                run_answer = 0
+                run_answered = False
                 g_start = s0
                 while g_start < s1:
                     # the turn group [g_start, g_end): scan it; once it did work, only find its end
@@ -630,9 +634,17 @@ def analyse_columns(
                             g_end += 1
                         run_len = 0
                     elif g_ask:
+                        # a turn's answer is its last ask's; a new one starts the run again
+                        # (the reference: _burn_py._question_loops)
+                        answered = (flags_p[g_last_ask] & F_OUTCOME) != 0 and not (flags_p[g_last_ask] & F_ERROR)
+                        answer = result_p[g_last_ask]
+                        if run_len > 0 and answered and not (run_answered and answer == run_answer):
+                            run_len = 0
                         run_len += 1
                         if run_len == 1:
                             run_g1_last = g_last_ask
+                            run_answered = answered
+                            run_answer = answer
                         elif run_len == 2:
                             run_g2_start = g_start
                             run_g2_end = g_end

@@ -37,7 +37,10 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
 4. ``duplicate_call``: the same call (tool + canonical args) as an earlier step, nothing it
    reads written since, and the same outcome where both recorded one.
 5. ``question_loop``: the asks of the 2nd and later turns of a run of at least
-   QUESTION_LOOP_MIN_TURNS consecutive ask-only turns (a second pass).
+   QUESTION_LOOP_MIN_TURNS consecutive ask-only turns (a second pass). A turn's answer is the
+   result of its last ask (none when it has no outcome or an error); a turn answered with
+   something other than the run's first turn's answer starts a new run (the person said
+   something new: a clarifying interview is no loop).
 6. ``degenerate_output``: the repeated part of a reply that loops on itself (``degen`` tokens,
    computed by encode() from the reply text with loopcore.textloop.repeated_spans), on a step nothing else charged.
 
@@ -575,7 +578,7 @@ def analyse_columns(
         # Question loops, a second pass: it charges only steps the pass above left uncharged,
         # and needs at least QUESTION_LOOP_MIN_TURNS asks to find anything.
         if kind_l[s0:s1].count(ASK) >= QUESTION_LOOP_MIN_TURNS:
-            _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge)
+            _question_loops(seg, s0, s1, kind_l, turn_l, flags_l, res_l, finding, charge)
 
         # Degenerate replies: the repeated part of a reply on a step nothing else charged.
         for i in range(s0, s1):
@@ -719,9 +722,21 @@ def _member(r, t, toff, tmem):
     return False
 
 
-def _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge):
+def _answer(flags_l, res_l, k):
+    """The answer to the ask at *k*: its result's hash, or -1 when it got none (no outcome, or
+    an error) and so asked in vain."""
+    f = flags_l[k]
+    return res_l[k] if f & HAS_OUTCOME and not f & ERROR else -1
+
+
+def _question_loops(seg, s0, s1, kind_l, turn_l, flags_l, res_l, finding, charge):
+    # A turn's answer is that of its last ask. A turn answered with something other than the
+    # run's first answer moved the dialogue on (the person said something new: a plan-mode
+    # interview, one question after another), so the run starts again at it; the asks of a
+    # loop got no answer, or the same answer each time (a headless harness's "carry on").
     run_len = 0
     run_g1_last = run_g2_start = run_g2_end = run_g2_last = prev_last = -1
+    run_answer = -1
     g_start = s0
     while g_start < s1:
         # the turn group [g_start, g_end): scan it; once it did work, only find its end
@@ -743,9 +758,13 @@ def _question_loops(seg, s0, s1, kind_l, turn_l, finding, charge):
                 g_end += 1
             run_len = 0
         elif g_ask:
+            answer = _answer(flags_l, res_l, g_last_ask)
+            if run_len > 0 and answer != -1 and answer != run_answer:
+                run_len = 0  # a new answer: this turn may begin a loop of its own
             run_len += 1
             if run_len == 1:
                 run_g1_last = g_last_ask
+                run_answer = answer
             elif run_len == 2:
                 run_g2_start, run_g2_end, run_g2_last = g_start, g_end, g_last_ask
             else:
