@@ -902,6 +902,74 @@ def test_git_retried_after_removing_a_stale_index_lock_is_no_repeat(impl, tmp_pa
     assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
 
 
+_HOOK_FAILED = (
+    "trim trailing whitespace.................................................Failed\n"
+    "- hook id: trailing-whitespace\n- exit code: 1\n- files were modified by this hook\n"
+)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        # the real run: `git add` fails on the index lock, the commit finds nothing staged, the
+        # lock is removed (already gone), then the same add and commit succeed
+        [
+            ("git add README.md", 128, _LOCKED),
+            ('git commit -m "Explain why push remains"', 1, "no changes added to commit"),
+            ("rm .git/index.lock", 1, "rm: .git/index.lock: No such file or directory"),
+            ("git add README.md", 0, ""),
+            ('git commit -m "Explain why push remains"', 0, "[main 9529088] Explain why"),
+        ],
+        # a pre-commit hook refuses the commit (and fixes the file), the fix is staged, the
+        # same commit again: it commits for the first time
+        [
+            ('git commit -m "Add the probe"', 1, _HOOK_FAILED),
+            ("git add internal/syncer/syncer.go", 0, ""),
+            ('git commit -m "Add the probe"', 0, "[main 77295db] Add the probe"),
+        ],
+        # the remote rejects the push, the agent rebases on it, the same push again
+        [
+            ("git push origin main", 1, " ! [rejected]        main -> main (fetch first)"),
+            ("git pull --rebase origin main", 0, "Successfully rebased and updated main."),
+            ("git push origin main", 0, "8af9240..d15f942  main -> main"),
+        ],
+        # the commit failed on the index lock, an older commit is undone, the commit again
+        [
+            ('git commit -m "Add the probe"', 128, _LOCKED),
+            ("git reset --soft HEAD~1", 0, ""),
+            ('git commit -m "Add the probe"', 0, "[main 77295db] Add the probe"),
+        ],
+    ],
+    ids=["lock", "hook", "push", "reset"],
+)
+def test_a_command_that_exited_non_zero_is_no_first_application_of_a_redo(impl, tmp_path, calls):
+    # the shape of real Codex runs (entireio/git-sync): a git command that changes the
+    # repository or the remote fails (its exit code beside a plain result, no error), the
+    # state changes, the same command succeeds. The failed run applied nothing, so the
+    # success redoes nothing; the failed run is no redo of an earlier success either.
+    trace = _codex_rollout(tmp_path / "rollout.jsonl", calls)
+    assert trace.steps[0].error is None and trace.steps[0].meta["returncode"] != 0
+    assert analyse(impl, trace).findings == ()
+    # an earlier success, then the same command failing after an undo: no redo either
+    last, between = calls[-1], calls[-2]
+    failed_again = _codex_rollout(
+        tmp_path / "again.jsonl", [last, between, (last[0], 1, "fatal: it failed this time")]
+    )
+    assert analyse(impl, failed_again).findings == ()
+
+
+def test_a_command_that_exited_zero_and_is_run_again_after_an_undo_is_a_redo(impl, tmp_path):
+    # the same sequence with nothing failing: the commit undone (reset --soft) and made again
+    # with nothing run between is an oscillation
+    calls = [
+        ('git commit -m "Add the probe"', 0, "[main 77295db] Add the probe"),
+        ("git reset --soft HEAD~1", 0, ""),
+        ('git commit -m "Add the probe"', 0, "[main 77295db] Add the probe"),
+    ]
+    r = analyse(impl, _codex_rollout(tmp_path / "rollout.jsonl", calls))
+    assert charged(r) == {2: ("oscillation", 0)}
+
+
 def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
     # the shape of a real Codex 0.142 run (EntityProcess/agentv): a fetch fails (the remote's
     # URL is wrong), the agent fixes the URL and fetches again; elsewhere a fetch, the branch

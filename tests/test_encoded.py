@@ -20,6 +20,7 @@ from loopcore.encoded import (
     DEFAULT_SETTINGS,
     ERROR,
     ESTIMATED,
+    EXIT_NONZERO,
     FINDING_KINDS,
     HAS_OUTCOME,
     NO_OP,
@@ -538,7 +539,23 @@ def any_steps(draw, session):
         no_op=draw(st.booleans()) and draw(st.booleans()),
         after_user=draw(st.booleans()) and draw(st.booleans()),
         # a call the harness never ran, and meta that only looks like it
-        meta=draw(st.sampled_from([{}, {}, {}, {"not_run": True}, {"not_run": 1}, {"rc": 1}])),
+        meta=draw(
+            st.sampled_from(
+                [
+                    {},
+                    {},
+                    {},
+                    {"not_run": True},
+                    {"not_run": 1},
+                    {"rc": 1},
+                    {"returncode": 1},
+                    {"returncode": 0},
+                    {"returncode": -9},
+                    {"returncode": True},
+                    {"returncode": "1"},
+                ]
+            )
+        ),
     )
 
 
@@ -611,3 +628,32 @@ def test_encoders_agree_on_backups_restores_and_untargeted_searches(encoders):
     assert flags[0] & BACKUP and flags[2] & RESTORE
     # the search reads anything in the trace that writes files, a name of its own in the other
     assert got["reads"][1][1] == -2 and got["reads"][1][4] >= 0
+
+
+def test_exit_nonzero_marks_a_step_that_ran_and_whose_command_exited_non_zero(impl):
+    # an int exit code other than 0, on a step with an outcome the harness ran; a bool, a
+    # string, 0, a rejected or never-run call, or a step with no outcome is no such step
+    def run(rc, result="out", **kw):
+        return s(0, "mutate", "bash", "git:repo", {"command": "git commit"}, result, **kw, meta=rc)
+
+    class Code(int):
+        pass
+
+    steps = [
+        run({"returncode": 1}),
+        run({"returncode": 128}, result=None, error="fatal"),
+        run({"returncode": -9}),
+        run({"returncode": Code(2)}),
+        run({"returncode": 0}),
+        run({"returncode": True}),
+        run({"returncode": "1"}),
+        run({"returncode": 1.0}),
+        run({}),
+        run({"returncode": 1}, result=None),
+        run({"returncode": 1}, rejected="denied"),
+        run({"returncode": 1, "not_run": True}),
+    ]
+    enc = encode_with([Trace(steps)], DEFAULT_SETTINGS, impl.encode)
+    got = [bool(f & EXIT_NONZERO) for f in enc.flags.tolist()]
+    assert got == [True] * 4 + [False] * 8
+    assert enc.flags[1] & ERROR and not enc.flags[0] & ERROR  # apart from ERROR

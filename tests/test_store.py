@@ -14,6 +14,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyarrow")
@@ -386,3 +387,37 @@ def test_totals_of_many_parts_come_back_in_store_order(corpus, tmp_path):
     assert totals.trace_total_tokens.tolist() == [t.report.total_tokens for t in written.traces]
     assert totals.trace_wasted_tokens.tolist() == [t.report.wasted_tokens for t in written.traces]
     assert totals.steps == written.steps
+
+
+def test_a_store_keeps_the_exit_nonzero_bit_and_a_store_without_it_its_report(tmp_path, impl):
+    # a flag bit added to the encoding is stored in the flags column as it comes (the same
+    # schema): re-analysed, a store gives the report of the run that wrote it. A store written
+    # before the bit has it clear on every step, and its columns give the report that run gave
+    # (the commit retried after a failed one charged as a redo)
+    pq = pytest.importorskip("pyarrow.parquet")
+    from test_burn import _HOOK_FAILED, _codex_rollout
+
+    from loopcore.encoded import EXIT_NONZERO, encode
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    calls = [
+        ('git commit -m "Add the probe"', 1, _HOOK_FAILED),
+        ("git add internal/syncer/syncer.go", 0, ""),
+        ('git commit -m "Add the probe"', 0, "[main 77295db] Add the probe"),
+    ]
+    trace = _codex_rollout(folder / "rollout.jsonl", calls)
+    expected = to_json(collect([str(folder)]))
+    root = tmp_path / "store"
+    assert to_json(store.collect_to_store([str(folder)], root, _impl=impl.name)) == expected
+    again = store.analyse_store(root, _impl=impl.name)
+    assert to_json(again) == expected and not again.traces[0].report.findings
+    (part,) = (root / "steps").rglob("*.parquet")
+    flags = pq.read_table(part, columns=["flags"]).column("flags").to_pylist()
+    assert [bool(f & EXIT_NONZERO) for f in flags] == [True, False, False]
+    enc = encode([trace])
+    enc.flags &= np.uint16(0xFFFF & ~EXIT_NONZERO)
+    meta = store.trace_meta([trace], [str(folder / "rollout.jsonl")])
+    side = store._Side(*store.step_side(enc, [trace]))
+    (old,) = store.analyse_columns(enc, meta, side, _impl=impl.name)
+    assert [(f.kind, f.steps) for f in old.report.findings] == [("oscillation", (1, 2))]

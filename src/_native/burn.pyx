@@ -34,6 +34,7 @@ from codes cimport (
     S_AFTER_USER as F_AFTER_USER,
     S_BACKUP as F_BACKUP,
     S_ERROR as F_ERROR,
+    S_EXIT_NONZERO as F_EXIT_NONZERO,
     S_HAS_OUTCOME as F_OUTCOME,
     S_REJECTED as F_REJECTED,
     S_RESTORE as F_RESTORE,
@@ -471,13 +472,16 @@ def analyse_columns(
                                         mut_t = last_mut[tmem[m]]
                                 if mut_t > j:
                                     code = OSCILLATION
-                    # oscillation c: a redo of an earlier mutation after an undo
-                    if (code == 0 and k == MUTATE and not (f_i & (F_ERROR | F_RESTORE)) and ts >= 0 and toff[ts + 1] - toff[ts] == 1
+                    # oscillation c: a redo of an earlier mutation after an undo; a command that
+                    # exited non-zero neither redoes nor is redone (it may have applied nothing)
+                    if (code == 0 and k == MUTATE and not (f_i & (F_ERROR | F_RESTORE | F_EXIT_NONZERO))
+                            and ts >= 0 and toff[ts + 1] - toff[ts] == 1
                             and cl >= 0 and _member(&o, writes_p[i], tmem[toff[ts]])):
                         j = last_call[cl]
                         t = tmem[toff[ts]]
                         und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
-                        if j >= e0 and kind_p[j] == MUTATE and not (flags_p[j] & F_ERROR) and und > j:
+                        if (j >= e0 and kind_p[j] == MUTATE and not (flags_p[j] & (F_ERROR | F_EXIT_NONZERO))
+                                and und > j):
                             absolute = (f_i & F_ABSOLUTE) != 0
                             confirmed = absolute or (und == last_mut[t] and undo_p[und] >= 0
                                                      and undo_p[und] == edit_p[j])

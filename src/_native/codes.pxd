@@ -38,6 +38,7 @@ cdef enum:
     S_BACKUP = 64  # copies its one read file into a backup (cp F F.orig)
     S_RESTORE = 128  # sets its one written file to a backup's or its committed content
     S_AFTER_USER = 256  # a user's message came just before it: nothing earlier is evidence
+    S_EXIT_NONZERO = 512  # it ran and its command exited non-zero: it may have applied nothing
 
 cdef enum:
     # Guard window flags (one byte per slot of a session's ring; state dumps hold them).

@@ -65,6 +65,7 @@ from codes cimport (
     S_AFTER_USER,
     S_ERROR,
     S_ESTIMATED,
+    S_EXIT_NONZERO,
     S_HAS_OUTCOME,
     S_NO_OP,
     S_REJECTED,
@@ -872,7 +873,7 @@ def encode_columns(list traces, settings):
     cdef int64_t chars, lines
     cdef list l_targets, l_reads, l_writes
     cdef list later = []  # steps of the trace with a reply text, scanned after its facts
-    cdef object name, target, targets_t, result, error, args, reads, writes, deps
+    cdef object name, target, targets_t, result, error, args, reads, writes, deps, rc
     cdef object kind_code, old_h, new_h, step, steps
     cdef dict alias, inside, wide
     cdef frozenset here
@@ -925,6 +926,11 @@ def encode_columns(list traces, settings):
                 reads = _EMPTY
                 writes = _EMPTY
             else:
+                if has_outcome and type(meta) is dict:
+                    # an exit code, not a bool; apart from ERROR (see step_facts)
+                    rc = _get(<dict>meta, "returncode")
+                    if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+                        flags |= S_EXIT_NONZERO
                 args = _drop_comments(_f(step, fast, F_ARGS))
                 # blanks are normalised in an observe command only (a heredoc is content)
                 if name:

@@ -14,17 +14,18 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
       exec or untargeted write between (adding a debug print, running, removing it is care);
    b. a content state returning to one seen before, after the agent mutated the target and a
       different state was seen in between, with no exec or untargeted write between;
-   c. a redo: an error-free single-target mutation with the same call as an earlier one of
-      that target, after another mutation of the target (the undo), when the redo provably
-      lands on the earlier result: the call writes a whole known content (flag ABSOLUTE), the
-      undo was the exact inverse edit, or the steps after the redo replay the steps after the
-      first application (same calls, same outcomes) and that replay includes an observation of
-      the target and some other repeated work (a re-run that taught nothing new), or the
-      undo (the first write of the target after the first application) was followed by the
-      redo with no exec in between (nothing ran that could have told the agent something). Charged: the redo, its replay, and for a redo whose result depends on the
-      state it was applied to, the undo (it returned the target to that state); all of them
-      with ``of_step`` the first application. Exec steps do
-      not break this form: the evidence is what the agent saw.
+   c. a redo: an error-free single-target mutation with the same call as an earlier one of that
+      target (neither of them a command that exited non-zero, flag EXIT_NONZERO: it may have applied
+      nothing), after another mutation of the target (the undo), when the redo provably lands on the
+      earlier result: the call writes a whole known content (flag ABSOLUTE), the undo was the exact
+      inverse edit, or the steps after the redo replay the steps after the first application (same
+      calls, same outcomes) and that replay includes an observation of the target and some other
+      repeated work (a re-run that taught nothing new), or the undo (the first write of the target
+      after the first application) was followed by the redo with no exec in between (nothing ran
+      that could have told the agent something). Charged: the redo, its replay, and for a redo whose
+      result depends on the state it was applied to, the undo (it returned the target to that
+      state); all of them with ``of_step`` the first application. Exec steps do not break this form:
+      the evidence is what the agent saw.
    d. a redo on a restored file: right after a restore (flag RESTORE: ``cp F.orig F``, ``git
       checkout -- F``; nothing written or run since) set F to the content token F had when an
       earlier step with the same call ran (the latest backup or restore of F before that step,
@@ -92,6 +93,7 @@ HAS_OUTCOME, ERROR, F_REJECTED, ABSOLUTE, BACKUP, RESTORE, AFTER_USER = (
     _codes.S_RESTORE,
     _codes.S_AFTER_USER,
 )
+EXIT_NONZERO = _codes.S_EXIT_NONZERO
 #: A question loop needs this many consecutive ask-only turns; the first is never charged.
 QUESTION_LOOP_MIN_TURNS = 3
 NOTHING, ANYTHING = -1, -2  # reads / writes that are no target set
@@ -372,11 +374,14 @@ def analyse_columns(
                                     mut_t = last_mut[tmem[m]]
                             if mut_t > j:
                                 code = OSCILLATION
-                # oscillation c: a redo of an earlier mutation after an undo
+                # oscillation c: a redo of an earlier mutation after an undo; a command that
+                # exited non-zero may have applied nothing, so it neither redoes a mutation nor
+                # is one a later call redoes (a commit a hook refused, a push the remote
+                # rejected, then run again)
                 if (
                     code == 0
                     and k_i == MUTATE
-                    and not f_i & (ERROR | RESTORE)
+                    and not f_i & (ERROR | RESTORE | EXIT_NONZERO)
                     and ts >= 0
                     and toff[ts + 1] - toff[ts] == 1
                     and call_l[i] >= 0
@@ -385,7 +390,12 @@ def analyse_columns(
                     j = last_call[call_l[i]]
                     t = tmem[toff[ts]]
                     und = last_mut[t] if last_mut[t] > last_mglobal else last_mglobal
-                    if j >= e0 and kind_l[j] == MUTATE and not flags_l[j] & ERROR and und > j:
+                    if (
+                        j >= e0
+                        and kind_l[j] == MUTATE
+                        and not flags_l[j] & (ERROR | EXIT_NONZERO)
+                        and und > j
+                    ):
                         absolute = f_i & ABSOLUTE
                         confirmed = absolute or (
                             und == last_mut[t] and undo_l[und] >= 0 and undo_l[und] == edit_l[j]

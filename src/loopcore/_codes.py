@@ -49,6 +49,7 @@ __all__ = [
     "S_BACKUP",
     "S_ERROR",
     "S_ESTIMATED",
+    "S_EXIT_NONZERO",
     "S_HAS_OUTCOME",
     "S_NO_OP",
     "S_REJECTED",
@@ -89,6 +90,7 @@ S_NO_OP = 32
 S_BACKUP = 64
 S_RESTORE = 128
 S_AFTER_USER = 256
+S_EXIT_NONZERO = 512
 
 # Guard window flags.
 G_HAS = 1

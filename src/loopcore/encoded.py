@@ -25,7 +25,7 @@ reads / writes      int32    the target sets a repeat of the step depends on (wh
 args_hash           uint64   canonical_hash(args) (a shell command with its blanks normalised)
 result_hash         uint64   canonical_hash([result, error]); 0 when the step has no outcome
 flags               uint16   HAS_OUTCOME | ERROR | ESTIMATED | REJECTED | ABSOLUTE | NO_OP |
-                             BACKUP | RESTORE | AFTER_USER bits
+                             BACKUP | RESTORE | AFTER_USER | EXIT_NONZERO bits
 tokens              int64    tokens_in + tokens_out: what a wasted call is charged
 turn_tokens         int64    tokens_turn: the rest of the turn's output, charged only on request
 degen               int64    tokens of the repeated part of the step's reply text (0 for none)
@@ -86,6 +86,7 @@ __all__ = [
     "RESTORE",
     "ERROR",
     "ESTIMATED",
+    "EXIT_NONZERO",
     "FINDING_KINDS",
     "HAS_OUTCOME",
     "NO_OP",
@@ -122,9 +123,12 @@ FINDING_KINDS = (
 # BACKUP       copies its one read file into a backup (cp F F.orig): the backup now equals F
 # RESTORE      sets its one written file to a backup's content or to its committed content
 # AFTER_USER   a user's message came just before the step: nothing earlier is evidence of a repeat
+# EXIT_NONZERO the step ran and its command exited non-zero (meta["returncode"]): it may have
+#              applied nothing, so it is no application of a mutation a later call could redo
 HAS_OUTCOME, ERROR, ESTIMATED = _codes.S_HAS_OUTCOME, _codes.S_ERROR, _codes.S_ESTIMATED
 REJECTED, ABSOLUTE, NO_OP = _codes.S_REJECTED, _codes.S_ABSOLUTE, _codes.S_NO_OP
 BACKUP, RESTORE, AFTER_USER = _codes.S_BACKUP, _codes.S_RESTORE, _codes.S_AFTER_USER
+EXIT_NONZERO = _codes.S_EXIT_NONZERO
 
 _NOTHING, _ANYTHING = -1, -2
 # A loop needs a 50-character chunk seen 10 times at distinct positions: 59 characters at least.
@@ -396,7 +400,8 @@ class StepFacts(NamedTuple):
     state: tuple[tuple, int] | None  # (domain, value) of a single-target content state
     reads: tuple[str, ...] | None  # sorted, unique; None = anything
     writes: tuple[str, ...] | None  # sorted, unique; None = everything; () for a no-op
-    flags: int  # REJECTED | ABSOLUTE | NO_OP (the outcome bits are in the fields above)
+    flags: int  # REJECTED | ABSOLUTE | NO_OP | BACKUP | RESTORE | EXIT_NONZERO (the outcome
+    # bits are in the fields above)
     substantial: bool  # the outcome is substantial (see BurnSettings)
 
 
@@ -463,6 +468,13 @@ def step_facts(step: Step, settings: BurnSettings = DEFAULT_SETTINGS) -> StepFac
         else None
     )
     failed = error is not None
+    if has_outcome and type(meta) is dict:
+        # an exit code the adapter read (a bool is no exit code); a harness often records a
+        # failed command as a plain result (its output, the code beside it), so this is apart
+        # from ERROR
+        rc = meta.get("returncode")
+        if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+            flags |= EXIT_NONZERO
     edit = None
     state: tuple[tuple[Any, ...], int] | None = None
     no_op = step.no_op
