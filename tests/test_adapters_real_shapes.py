@@ -2066,6 +2066,40 @@ def _claude_calls_session(calls, version="2.1.45"):
     return recs
 
 
+def test_claude_code_a_write_refused_as_not_read_starts_the_reads_again(tmp_path):
+    """Claude Code refuses to write a file it holds no read of (``File has not been read yet.
+    Read it first before writing to it.``). Said of a file the session read minutes before (as
+    2.1.4x sessions do, of files read in one batch with others), the harness has lost its record
+    of the reads: the file read again before the write, and the others read again before theirs,
+    are what it requires, not repeats. The same refusal of a file never read is the agent's own
+    slip, and the repeats around it are charged as before."""
+    refusal = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+    edit = {"file_path": "/w/a.ts", "old_string": "typegen", "new_string": "codegen"}
+    a, b = "     1\texport const name = 'typegen'\n", "     1\texport const other = 1\n"
+    calls = [
+        ("Read", {"file_path": "/w/a.ts"}, a, False),
+        ("Read", {"file_path": "/w/b.ts"}, b, False),
+        ("Edit", edit, refusal, True),
+        ("Read", {"file_path": "/w/a.ts"}, a, False),
+        ("Edit", edit, "The file /w/a.ts has been updated successfully.", False),
+        ("Read", {"file_path": "/w/b.ts"}, b, False),
+    ]
+    (t,) = load(_write_records(tmp_path / "s.jsonl", _claude_calls_session(calls)))
+    assert [s.target for s in t] == ["/w/a.ts", "/w/b.ts", "/w/a.ts", "/w/a.ts", "/w/a.ts",
+                                     "/w/b.ts"]  # fmt: skip
+    assert t[3].after_user and not t[2].after_user
+    assert loopcore.analyse_burn(t).findings == ()
+    # a refusal of a file the session never read says nothing of the reads before it
+    calls[2] = ("Edit", {**edit, "file_path": "/w/c.ts"}, refusal, True)
+    (u,) = load(_write_records(tmp_path / "never.jsonl", _claude_calls_session(calls)))
+    assert [s.after_user for s in u] == [True] + [False] * 5
+    rep = loopcore.analyse_burn(u)
+    assert [(f.kind, f.steps, f.of_step) for f in rep.findings] == [
+        ("redundant_observation", (3,), 0),
+        ("redundant_observation", (5,), 1),
+    ]
+
+
 def test_entire_values_redacted_in_part_are_unknown(tmp_path):
     """Entire replaces a high-entropy run of path characters inside a value too: a path up to
     its extension (two different changelogs edited as ``REDACTED.md``, two background task
