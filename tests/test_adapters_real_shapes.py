@@ -2042,6 +2042,89 @@ def test_claude_code_calls_cancelled_by_a_failed_sibling_never_ran(tmp_path):
     assert not u[1].meta.get("not_run")
 
 
+def _claude_calls_session(calls, version="2.1.45"):
+    """Claude Code records: a prompt, then one API message per ``(name, input, result,
+    is_error)`` of *calls*, each call answered in the next record."""
+    sid = "5e55e55e-0000-4000-8000-0000000000d1"
+    base = {"sessionId": sid, "version": version, "userType": "external", "cwd": "/w",
+            "isSidechain": False}  # fmt: skip
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 900, "output_tokens": 40}
+    recs = [{**base, "uuid": "p", "parentUuid": None, "type": "user",
+             "message": {"role": "user", "content": "Rename the flag in a.ts."}}]  # fmt: skip
+    parent = "p"
+    for n, (name, args, result, is_error) in enumerate(calls):
+        tid = f"toolu_c{n:02d}"
+        recs.append({**base, "uuid": f"a{n}", "parentUuid": parent, "type": "assistant",
+                     "message": {"id": f"msg_{n}", "role": "assistant", "usage": usage,
+                                 "content": [{"type": "tool_use", "id": tid, "name": name,
+                                              "input": args}]}})  # fmt: skip
+        recs.append({**base, "uuid": f"u{n}", "parentUuid": f"a{n}", "type": "user",
+                     "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": tid, "content": result,
+                          "is_error": is_error}]}})  # fmt: skip
+        parent = f"u{n}"
+    return recs
+
+
+def test_claude_code_a_write_refused_as_not_read_starts_the_reads_again(tmp_path):
+    """Claude Code refuses to write a file it holds no read of (``File has not been read yet.
+    Read it first before writing to it.``). Said of a file the session read minutes before (as
+    2.1.4x sessions do, of files read in one batch with others), the harness has lost its record
+    of the reads: the file read again before the write, and the others read again before theirs,
+    are what it requires, not repeats. The same refusal of a file never read is the agent's own
+    slip, and the repeats around it are charged as before."""
+    refusal = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"
+    edit = {"file_path": "/w/a.ts", "old_string": "typegen", "new_string": "codegen"}
+    a, b = "     1\texport const name = 'typegen'\n", "     1\texport const other = 1\n"
+    calls = [
+        ("Read", {"file_path": "/w/a.ts"}, a, False),
+        ("Read", {"file_path": "/w/b.ts"}, b, False),
+        ("Edit", edit, refusal, True),
+        ("Read", {"file_path": "/w/a.ts"}, a, False),
+        ("Edit", edit, "The file /w/a.ts has been updated successfully.", False),
+        ("Read", {"file_path": "/w/b.ts"}, b, False),
+    ]
+    (t,) = load(_write_records(tmp_path / "s.jsonl", _claude_calls_session(calls)))
+    assert [s.target for s in t] == ["/w/a.ts", "/w/b.ts", "/w/a.ts", "/w/a.ts", "/w/a.ts",
+                                     "/w/b.ts"]  # fmt: skip
+    assert t[3].after_user and not t[2].after_user
+    assert loopcore.analyse_burn(t).findings == ()
+    # a refusal of a file the session never read says nothing of the reads before it
+    calls[2] = ("Edit", {**edit, "file_path": "/w/c.ts"}, refusal, True)
+    (u,) = load(_write_records(tmp_path / "never.jsonl", _claude_calls_session(calls)))
+    assert [s.after_user for s in u] == [True] + [False] * 5
+    rep = loopcore.analyse_burn(u)
+    assert [(f.kind, f.steps, f.of_step) for f in rep.findings] == [
+        ("redundant_observation", (3,), 0),
+        ("redundant_observation", (5,), 1),
+    ]
+
+
+def test_entire_values_redacted_in_part_are_unknown(tmp_path):
+    """Entire replaces a high-entropy run of path characters inside a value too: a path up to
+    its extension (two different changelogs edited as ``REDACTED.md``, two background task
+    outputs read as ``REDACTED.output``). Each was one call on one file, the same as the other
+    only in what Entire left of it: no duplicate, no re-read. A value without the marker word
+    (``UNREDACTED``) is kept as it is."""
+    edit = {"file_path": "REDACTED.md", "old_string": "the chx CLI", "new_string": "the chkit CLI"}
+    calls = [
+        ("Edit", edit, "The file REDACTED.md has been updated successfully.", False),
+        ("Edit", edit, "The file REDACTED.md has been updated successfully.", False),
+        ("Read", {"file_path": "/private/tmp/tasks/REDACTED.output"}, "", False),
+        ("Read", {"file_path": "/private/tmp/tasks/REDACTED.output"}, "", False),
+        ("Read", {"file_path": "/w/UNREDACTED.md"}, "     1\tplain\n", False),
+        ("Read", {"file_path": "/w/UNREDACTED.md"}, "     1\tplain\n", False),
+    ]
+    (t,) = load(_write_records(tmp_path / "s.jsonl", _claude_calls_session(calls)))
+    assert t[0].target != t[1].target and t[2].target != t[3].target
+    assert t[0].args["old_string"] == "the chx CLI"
+    assert t[0].target.endswith(".md") and t[2].target.startswith("/private/tmp/tasks/")
+    rep = loopcore.analyse_burn(t)
+    assert [(f.kind, f.steps, f.of_step) for f in rep.findings] == [
+        ("redundant_observation", (5,), 4)
+    ]
+
+
 def _hooked_edits(hook_records):
     """A Claude Code session adding an import to app.ex, then using it (an edit of another
     line), then removing the import again, each edit's ``PostToolUse`` hooks written after its

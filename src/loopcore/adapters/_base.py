@@ -25,6 +25,7 @@ Token rule (documented in docs/formats.md):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -144,26 +145,45 @@ _REDACTED_MARKERS = frozenset(
     }
 )
 _REDACTED_MAX = max(map(len, _REDACTED_MARKERS))
+# Entire redacts a high-entropy run of ``[A-Za-z0-9/+_=-]`` inside a value too: a path up to its
+# extension (two different files read as ``REDACTED.md``, two task outputs as
+# ``REDACTED.output``), a command's argument (``tail -10 /Users/x/.REDACTED.txt``). The marker
+# there is the word REDACTED between characters that are not letters or digits.
+_REDACTED_WORD = re.compile(r"(?<![A-Za-z0-9])REDACTED(?![A-Za-z0-9])")
 
 
 def _is_redacted(v: Any) -> bool:
     return v.__class__ is str and len(v) <= _REDACTED_MAX and v in _REDACTED_MARKERS
 
 
+def _has_redacted_part(v: Any) -> bool:
+    return v.__class__ is str and "REDACTED" in v and _REDACTED_WORD.search(v) is not None
+
+
 def _has_redacted(args: dict) -> bool:
-    """An argument of *args* is a whole value an exporter redacted (:data:`_REDACTED_MARKERS`)."""
+    """An argument of *args* is a value an exporter redacted (:data:`_REDACTED_MARKERS`), whole
+    or in part (:data:`_REDACTED_WORD`)."""
     for v in args.values():
-        if _is_redacted(v):
+        if _is_redacted(v) or _has_redacted_part(v):
             return True
     return False
 
 
 def _unknown_redacted(args: dict, call_id: Any, n: int) -> dict:
-    """*args* with each redacted value (the whole value only) made the unknown value of this
-    call: what was sent is unknown, so, as a call whose arguments were not recorded, two such
-    calls are not proven the same."""
+    """*args* with each redacted value made the unknown value of this call: what was sent is
+    unknown, so, as a call whose arguments were not recorded, two such calls are not proven the
+    same. A value redacted in part keeps its shape (the rest of the path, the command around it)
+    with each marker made this call's own."""
     mark = call_id if isinstance(call_id, str) and call_id else n
-    return {k: f"{v} (unknown: {mark})" if _is_redacted(v) else v for k, v in args.items()}
+    out = {}
+    for k, v in args.items():
+        if _is_redacted(v):
+            v = f"{v} (unknown: {mark})"
+        elif _has_redacted_part(v):
+            own = "REDACTED-unknown-" + re.sub(r"[^A-Za-z0-9_.-]", "_", str(mark))
+            v = _REDACTED_WORD.sub(own, v)
+        out[k] = v
+    return out
 
 
 def parse_args(raw: Any) -> tuple[Any, bool]:

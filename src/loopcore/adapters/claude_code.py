@@ -28,7 +28,7 @@ from ..taxonomy.profiles import OUTPUT_NORMALISERS
 from ..trace import Step
 from ._base import Ledger, Trace, text_len
 from ._io import COMPRESSED_SUFFIXES, Ctx, plain_name
-from ._walk import anthropic_assistant_blocks, anthropic_user_blocks
+from ._walk import anthropic_assistant_blocks, anthropic_user_blocks, tool_result_content
 
 NAME = "claude-code"
 PROFILE = "claude-code"
@@ -73,6 +73,11 @@ _REFUSALS = (
 #: started with this synthetic error (unless every call of the batch is a Write or an Edit):
 #: the call never ran, and running it again is no repeat.
 _CANCELLED = ("<tool_use_error>Sibling tool call errored</tool_use_error>",)
+#: Claude Code refuses to write a file it holds no read of. Said of a file the session had read
+#: (2.1.4x sessions say it of files read minutes before, in the same turn's batch too), it means
+#: the harness's record of what was read is gone: a file is read again because the harness
+#: requires it before the write, as after a compaction.
+_NOT_READ = "File has not been read yet. Read it first before writing to it."
 #: The records that say Claude Code compacted the context: a summary replaced the
 #: conversation (``/compact``, auto-compaction), or old tool outputs were cleared (micro).
 _COMPACTIONS = frozenset({"compact_boundary", "microcompact_boundary"})
@@ -396,6 +401,7 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
         else:
             if not sub and _from_person(r, msg):
                 ledger.user()
+            forgot = _reads_forgotten(msg.get("content"), ledger)
             anthropic_user_blocks(
                 msg.get("content"),
                 ledger,
@@ -403,6 +409,8 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
                 normalise=_PERSISTED,
                 cancelled=_CANCELLED,
             )
+            if forgot:
+                ledger.compacted()
             ran = _sub_agent_run(r)
             if ran is not None:
                 ran_by.setdefault(key, []).append((sid, *ran))
@@ -590,6 +598,31 @@ def _attachment(r: dict) -> tuple[bool, int]:
     elif att.get("type") == "queued_command":
         chars = text_len(att.get("prompt"))
     return person, chars
+
+
+def _reads_forgotten(content: Any, ledger: Ledger) -> bool:
+    """Does this user record refuse a write of a file the session read before (:data:`_NOT_READ`
+    in answer to a call on a path an earlier call read without error)? Then Claude Code no
+    longer holds what was read: what is read next starts the evidence again."""
+    if not isinstance(content, list):
+        return False
+    refused = set()
+    for b in content:
+        if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error"):
+            res = tool_result_content(b)
+            if isinstance(res, str) and _NOT_READ in res[:200]:
+                refused.add(b.get("tool_use_id"))
+    if not refused:
+        return False
+    paths = {
+        s.target
+        for s in ledger.open_calls()
+        if s.call_id in refused and isinstance(s.target, str) and s.target
+    }
+    return bool(paths) and any(
+        s.kind == "observe" and s.target in paths and s.error is None and s.result is not None
+        for s in ledger.steps
+    )
 
 
 def _queued_by_person(r: dict) -> bool:
