@@ -239,11 +239,27 @@ def test_exec_or_untargeted_mutation_advances_every_epoch(impl, changer):
 
 
 def test_failed_write_of_one_target_changes_nothing(impl):
-    # an edit that failed ("no match") wrote nothing: the read after it repeats the first one
-    r = analyse(
-        impl,
-        [read(1, "a.ts", "v"), edit(2, "a.ts", "p", "q", error="no match"), read(3, "a.ts", "v")],
-    )
+    # an edit that failed ("no match") wrote nothing: a test run after it repeats the first
+    # one, and so does the same failed edit again
+    run = lambda turn: st(turn, "exec", "Bash", None, {"command": "npm test"}, "1 failed")
+    failed = lambda turn: edit(turn, "a.ts", "p", "q", error="no match")
+    r = analyse(impl, [run(1), failed(2), run(3)])
+    assert charged(r) == {2: ("duplicate_call", 0)}
+    r = analyse(impl, [failed(1), read(2, "b.ts"), failed(3)])
+    assert charged(r) == {2: ("duplicate_call", 0)}
+
+
+def test_a_read_after_a_failed_edit_of_the_file_is_no_repeat(impl):
+    # the failure told the agent its picture of a.ts was wrong (Claude Code's "String to
+    # replace not found"): looking again, by the same call or another, is how it recovers
+    failed = edit(2, "a.ts", "p", "q", error="String to replace not found in file.")
+    cat = st(1, "observe", "Bash", "a.ts", {"command": "cat a.ts"}, "v")
+    assert analyse(impl, [read(1, "a.ts", "v"), failed, read(3, "a.ts", "v")]).findings == ()
+    cat2 = st(4, "observe", "Bash", "a.ts", {"command": "cat a.ts"}, "v")
+    assert analyse(impl, [cat, failed, cat2]).findings == ()
+    # a failed edit of another file tells nothing about a.ts
+    other = edit(2, "b.ts", "p", "q", error="no match")
+    r = analyse(impl, [read(1, "a.ts", "v"), other, read(3, "a.ts", "v")])
     assert charged(r) == {2: ("redundant_observation", 0)}
 
 

@@ -425,6 +425,7 @@ def analyse_columns(
     cdef uint16_t f_i
     cdef int8_t code
     cdef int32_t ts, u, sk, w, cl, ob, t, d, src, rr
+    cdef const int32_t* seen_by
     cdef int64_t u2, x, last_write, ts_
     cdef bint ok
 
@@ -535,16 +536,18 @@ def analyse_columns(
                                     break
                                 _charge(&o, seg, a, OSCILLATION, b, s0)
                                 a += 1
+                    # an observation counts failed writes of what it reads too (_burn_py: seen_by)
+                    seen_by = last_mut if k == OBSERVE else last_mut_ok
                     if code == 0:
                         ob = obs_p[i]
                         if ob >= 0:
                             j = last_obs[ob]
-                            if j >= e0 and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok):
+                            if j >= e0 and not _changed(&o, j, reads_p[i], last_any, last_global, seen_by):
                                 code = REDUNDANT
                     if code == 0 and cl >= 0:
                         j = last_call[cl]
                         if (j >= e0 and not ((flags_p[i] & flags_p[j] & F_OUTCOME) and result_p[i] != result_p[j])
-                                and not _changed(&o, j, reads_p[i], last_any, last_global, last_mut_ok)):
+                                and not _changed(&o, j, reads_p[i], last_any, last_global, seen_by)):
                             code = DUPLICATE
                     if code:
                         _charge(&o, seg, i, code, j, s0)

@@ -47,8 +47,9 @@ Per step, in order (a step is charged at most once, so ``wasted <= total``):
 
 "Written since j" for a step whose ``reads`` column is the set R (what it reads and what it
 writes: writing a file again matters once something else changed it): a write of a member of
-R (by a step that did not fail, or that writes several targets), or of everything, strictly
-after j; a step that reads anything (R = -2) is changed by any write after j. A
+R (by a step that did not fail, or that writes several targets; for an observation, by any
+step: a write that failed told the agent its picture of the target was wrong), or of
+everything, strictly after j; a step that reads anything (R = -2) is changed by any write after j. A
 provable no-op (writes = -1) writes nothing. Charges: a finding of kinds 2-5 costs the step's
 ``tokens`` (result + call), plus its ``turn_tokens`` when ``charge_turn`` is set.
 
@@ -330,8 +331,11 @@ def analyse_columns(
                 return -1
             return tok[t]
 
-        def changed(j, r):
-            """Was anything the reads r depend on written strictly after step j?"""
+        def changed(j, r, seen_by):
+            """Was anything the reads r depend on written strictly after step j? *seen_by*: the
+            latest write of each target that counts (last_mut_ok, or last_mut for an
+            observation: a write of what it reads that failed told the agent its picture of
+            the target was wrong, so looking again is no repeat)."""
             if r == NOTHING:
                 return False
             if r == ANYTHING:
@@ -339,7 +343,7 @@ def analyse_columns(
             if last_global > j:  # noqa: B023
                 return True
             for m in range(toff[r], toff[r + 1]):
-                if last_mut_ok[tmem[m]] > j:
+                if seen_by[tmem[m]] > j:
                     return True
             return False
 
@@ -514,17 +518,18 @@ def analyse_columns(
                                 break
                             charge(seg, a, OSCILLATION, b, s0)
                             a += 1
+                seen_by = last_mut if k_i == OBSERVE else last_mut_ok
                 if code == 0:
                     o = obs_l[i]
                     if o >= 0:
                         j = last_obs[o]
-                        if j >= e0 and not changed(j, reads_l[i]):
+                        if j >= e0 and not changed(j, reads_l[i], seen_by):
                             code = REDUNDANT
                 if code == 0:
                     c = call_l[i]
                     if c >= 0:
                         j = last_call[c]
-                        if j >= e0 and same_outcome(i, j) and not changed(j, reads_l[i]):
+                        if j >= e0 and same_outcome(i, j) and not changed(j, reads_l[i], seen_by):
                             code = DUPLICATE
                 if code:
                     charge(seg, i, code, j, s0)
