@@ -3393,6 +3393,147 @@ def test_entire_checkpoint_copies_of_one_session_are_read_once(fixture, impl, tm
     assert {t.source.split("#")[0] for t in load([first, longest])} == {str(first), str(longest)}
 
 
+def _oh_run(tag: str, commands: list[str]) -> list[dict]:
+    """The history of an OpenHands SDK run as an evaluation writes it: an action and its
+    observation per command (late-2025 shapes: ``output`` and ``error``, no ``content``)."""
+    events: list[dict] = []
+    for n, command in enumerate(commands):
+        call = f"call_{tag}{n}"
+        events.append(
+            {
+                "kind": "ActionEvent",
+                "id": f"{tag}-action-{n}",
+                "timestamp": f"2026-03-0{1 + n % 9}T10:00:{n:02d}",
+                "source": "agent",
+                "thought": [],
+                "action": {"kind": "ExecuteBashAction", "command": command, "is_input": False},
+                "tool_name": "execute_bash",
+                "tool_call_id": call,
+                "llm_response_id": f"resp-{tag}-{n}",
+                "security_risk": "UNKNOWN",
+            }
+        )
+        events.append(
+            {
+                "kind": "ObservationEvent",
+                "id": f"{tag}-obs-{n}",
+                "timestamp": f"2026-03-0{1 + n % 9}T10:01:{n:02d}",
+                "source": "environment",
+                "tool_name": "execute_bash",
+                "tool_call_id": call,
+                "observation": {
+                    "kind": "ExecuteBashObservation",
+                    "output": f"{command}: the budget sheet lists four rows of figures",
+                    "error": None,
+                },
+                "action_id": f"{tag}-action-{n}",
+            }
+        )
+    return events
+
+
+def _oh_record(instance: str, history: list[dict]) -> dict:
+    """A line of an evaluation's ``output.jsonl`` (``EvalOutput.model_dump()``)."""
+    return {
+        "instance_id": instance,
+        "test_result": {"checkpoints": [], "final_score": {"total": 1, "result": 0}},
+        "instruction": f"Task {instance}: tidy the quarterly budget notes.",
+        "metadata": {"max_iterations": 50, "critic_name": "pass"},
+        "history": history,
+        "metrics": None,
+        "error": None,
+        "instance": {"id": instance},
+    }
+
+
+def _oh_output(folder: pathlib.Path, name: str, records: list[dict]) -> pathlib.Path:
+    path = folder / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _oh_instance(folder: pathlib.Path, instance: str, history: list[dict]) -> None:
+    """The per-instance files the openagentsafety harness writes beside ``output.jsonl``."""
+    (folder / f"traj_{instance}.json").write_text(json.dumps(history, indent=2))
+    (folder / f"eval_{instance}.json").write_text(
+        json.dumps({"checkpoints": [], "final_score": {"total": 1, "result": 0}}, indent=2)
+    )
+    state = {"instance_id": instance, "history": history, "num_events": len(history)}
+    (folder / f"state_{instance}.json").write_text(json.dumps(state, indent=2))
+
+
+def test_openhands_evaluation_runs_written_several_times_are_read_once(impl, tmp_path):
+    """An OpenHands evaluation writes each run into its output folder more than once: a line of
+    ``output.jsonl`` (``output.critic_attempt_N.jsonl`` per attempt) and, in the
+    openagentsafety harness, ``traj_<id>.json`` and ``state_<id>.json`` with the same history
+    (OpenHands/benchmarks: 45 runs in 137 files). A walk read each as a trace, so every run's
+    calls, tokens and waste counted three or four times; now a file whose every run another
+    file of the folder holds (the same events, or the first of them) is passed over."""
+    root = tmp_path / "outputs" / "gpt-4o_maxiter_50_N_initial"
+    root.mkdir(parents=True)
+    # run a reads the same sheet three times: waste, to be counted once
+    a = _oh_run("a", ["cat budget.csv", "cat budget.csv", "wc -l budget.csv", "cat budget.csv"])
+    b = _oh_run("b", ["ls", "head notes.md", "grep -n total notes.md"])
+    records = [_oh_record("safety-a", a), _oh_record("safety-b", b), _oh_record("safety-c", [])]
+    critic = _oh_output(root, "output.critic_attempt_1.jsonl", records)
+    _oh_output(root, "output.jsonl", records[:1])
+    _oh_instance(root, "safety-a", a)
+    _oh_instance(root, "safety-b", b)
+    _oh_instance(root, "safety-c", [])
+    # a state written while run b was still going: the first of its events
+    part = {"instance_id": "safety-b", "history": b[:4], "num_events": 4}
+    (root / "state_safety-b.json").write_text(json.dumps(part, indent=2))
+    whole = list(load(critic))
+    assert [t.session for t in whole] == ["safety-a", "safety-b", "safety-c"]
+    stats = LoadStats()
+    got = list(load(tmp_path / "outputs", stats=stats))
+    assert [t.source for t in got] == [t.source for t in whole]
+    assert [[s.to_dict() for s in t] for t in got] == [[s.to_dict() for s in t] for t in whole]
+    burn = [impl.analyse_burn(t) for t in got]
+    assert burn[0].wasted_tokens > 0
+    assert sum(r.total_tokens for r in burn) == sum(
+        impl.analyse_burn(t).total_tokens for t in whole
+    )
+    assert sum(r.wasted_tokens for r in burn) == sum(
+        impl.analyse_burn(t).wasted_tokens for t in whole
+    )
+    passed = ["output.jsonl"] + [
+        f"{kind}_safety-{i}.json" for kind in ("state", "traj") for i in "abc"
+    ]
+    # traj_safety-c.json is [] (no format: ignored); the others are the copies
+    assert sorted(stats.copies) == sorted(
+        str(root / p) for p in passed if p != "traj_safety-c.json"
+    )
+    assert stats.files - len(stats.ignored) == 1 and not stats.errors
+    # the report says so, the same in one process and in several
+    from loopcore import fleet
+    from loopcore.report import collect
+
+    local = collect([tmp_path / "outputs"]).to_dict()
+    assert sorted(local["copies"]) == sorted(stats.copies)
+    parallel = fleet.analyse([tmp_path / "outputs"], jobs=2)[0].to_dict()
+    assert parallel["copies"] == local["copies"]
+    assert parallel["overall"] == local["overall"]
+    runs = [u.item for u in fleet.units([str(root)]) if "_safety-" not in u.item]
+    assert runs == [str(critic)]
+    # a run that differs in one event is its own run: read; a file named on its own is read
+    changed = json.loads(json.dumps(a))
+    changed[3]["observation"]["output"] += " (and a fifth row since)"
+    (root / "traj_safety-a.json").write_text(json.dumps(changed, indent=2))
+    # the same events under another instance id are another run
+    other = {"instance_id": "safety-d", "history": b, "num_events": len(b)}
+    (root / "state_safety-d.json").write_text(json.dumps(other, indent=2))
+    stats = LoadStats()
+    sources = [t.source for t in load(root, stats=stats)]
+    assert sources == [t.source for t in whole] + [
+        str(root / "state_safety-d.json"),
+        str(root / "traj_safety-a.json"),
+    ]
+    assert str(root / "traj_safety-a.json") not in stats.copies
+    state_a = root / "state_safety-a.json"
+    assert [t.source for t in load([state_a, critic])] == [str(state_a)] + [t.source for t in whole]
+
+
 def test_entire_v2_raw_transcript_copies_of_one_session_are_read_once(tmp_path):
     """Entire's checkpoints v2 name a checkpoint's copy of the session ``raw_transcript`` (no
     extension; entireio/skills, ref ``entire/checkpoints/v2/full/current``) and write a session

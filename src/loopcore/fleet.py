@@ -158,7 +158,7 @@ def _size(item: str | list[str]) -> int:
 def units(paths: Sequence[str], copies: list[str] | None = None) -> list[Unit | tuple[str, str]]:
     """The units of work under *paths*, in the order ``load`` reads them. A path that does not
     exist comes back as ``(path, "missing")`` so the caller reports it where ``load`` would;
-    the checkpoint copies a walk passes over are added to *copies*."""
+    the copies of a session or run a walk passes over are added to *copies*."""
     from .adapters import _inputs
 
     out: list[Unit | tuple[str, str]] = []

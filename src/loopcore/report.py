@@ -106,7 +106,8 @@ class AnalysisReport:
     example: bool = False
     files: int = 0
     ignored: list[str] = field(default_factory=list)
-    #: checkpoint copies of a session passed over: another copy read holds each whole
+    #: copies of a session or run a walk passed over (Entire's checkpoint copies, an OpenHands
+    #: evaluation's run written to several files): another file read holds each whole
     copies: list[str] = field(default_factory=list)
 
     @property
@@ -494,8 +495,8 @@ def render_text(
     if report.copies:
         n = len(report.copies)
         console.print(
-            f"({n} checkpoint cop{'ies' if n != 1 else 'y'} of a session passed over: another "
-            f"copy read holds {'each' if n != 1 else 'it'} whole, e.g. "
+            f"({n} cop{'ies' if n != 1 else 'y'} of a session or run passed over: another "
+            f"file read holds {'each' if n != 1 else 'it'} whole, e.g. "
             f"{terminal_safe(report.copies[0])})",
             markup=False,
             highlight=False,

@@ -8,8 +8,10 @@ walks the parsed objects. See docs/formats.md for every format, the token rule a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -735,9 +737,12 @@ def _walk(folder: str, passed: list[str] | None = None) -> Iterator[str | list[s
     """Trace files under *folder*, sorted; a folder of OpenHands event files (V0 ``events/N.json``,
     V1 ``event-NNNNN-<id>.json``) comes back as one list (one stream), an opencode store as a
     :class:`StoreFolder`. Entire's checkpoint copies of one session that another copy holds
-    whole are passed over (:func:`_session_copies`) and added to *passed*."""
+    whole (:func:`_session_copies`), and the files of an OpenHands evaluation output whose
+    every run another file of the folder holds (:func:`_run_copies`), are passed over and
+    added to *passed*."""
     items = list(_walk_tree(folder))
     copies = _session_copies(items)
+    copies |= _run_copies(items, copies)
     for item in items:
         if isinstance(item, str) and item in copies:
             if passed is not None:
@@ -842,6 +847,129 @@ def _session_copies(items: list[Any]) -> set[str]:
                 copies.add(path)
             else:
                 kept.append((size, path))
+    return copies
+
+
+# An OpenHands evaluation writes each run more than once into its output folder: a line of
+# ``output.jsonl`` (``output.critic_attempt_N.jsonl`` for each attempt of a critic's retries),
+# and the openagentsafety harness also ``traj_<instance id>.json`` (the history) and
+# ``state_<instance id>.json`` (``{"instance_id", "history", "num_events"}``): the same events
+# three or four times (OpenHands/benchmarks, 45 runs of 2025-10-30 in 137 files). Read as
+# traces, every run's calls, tokens and waste counted once per file. The copies are found by
+# the events, not by the names: a file is passed over when each run it holds is, event for
+# event, the start of (or the same as) a run of a file of the folder read; a run that differs
+# in one event is read as its own trace.
+_RUN_EXTS = (".json", ".jsonl")
+_RUN_PEEK = 1 << 16
+_RUN_MARKS = (b'"history"', b'"instance_id"')
+_EVENT_MARKS = (b'"kind"', b'"action"', b'"observation"')
+
+
+def _may_hold_runs(path: str) -> bool:
+    """Whether the start of the file at *path* looks like OpenHands runs (an evaluation record,
+    a history, a bare list of events): a cheap look before a file is parsed to compare it."""
+    try:
+        # a FIFO or device is never opened here: a FIFO would wait for a writer (the load
+        # refuses such a file, with its own message)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(_RUN_PEEK)
+    except OSError:
+        return False
+    if any(m in head for m in _RUN_MARKS):
+        return True
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"[" and any(m in head for m in _EVENT_MARKS)
+
+
+def _event_key(event: Any) -> bytes:
+    """A digest of an event's JSON (keys sorted): what two copies of one event share, kept
+    small so a folder of long runs is compared without holding them twice."""
+    return hashlib.blake2b(
+        orjson.dumps(event, option=orjson.OPT_SORT_KEYS), digest_size=16
+    ).digest()
+
+
+def _runs_in(path: str) -> list[tuple[str | None, list[bytes]]] | None:
+    """The OpenHands runs of the file at *path*, ``(id, [each event's digest])``;
+    None when it is no OpenHands file, or one read with a warning (a bad line, a last line cut
+    short), which is read as it is so the warning is not lost."""
+    try:
+        parsed = parse_bytes(read_bytes(path), path)
+    except TraceFormatError:
+        return None
+    if parsed.empty or parsed.bad or parsed.incomplete is not None:
+        return None
+    if _detect_doc(parsed.doc) != openhands.NAME:
+        return None
+    runs = openhands.runs_of(parsed.doc)
+    if not runs:
+        return None
+    try:
+        return [(rid, [_event_key(e) for e in events]) for rid, events in runs]
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+
+
+def _holds(kept: tuple[str | None, list[bytes]], run: tuple[str | None, list[bytes]]) -> bool:
+    """Whether the run *kept* holds *run*: the same run (ids, when both have one, alike), and
+    every event of *run* the same, in the same place."""
+    (kid, kev), (rid, rev) = kept, run
+    return (
+        (kid is None or rid is None or kid == rid)
+        and len(kev) >= len(rev)
+        and kev[: len(rev)] == rev
+    )
+
+
+def _run_copies(items: list[Any], passed: set[str]) -> set[str]:
+    """The files among *items* (those in *passed* aside) each run of which another file of the
+    same folder holds: the files that hold the most events are kept first (of equal ones, the
+    one whose runs have ids, then the first walked); a file is passed over when every run in
+    it is held by a run of a file kept. A run with no event is held only by a run of the same
+    id (the instance's record written again before anything ran)."""
+    folders: dict[str, list[tuple[int, str]]] = {}
+    for order, item in enumerate(items):
+        if (
+            isinstance(item, str)
+            and not isinstance(item, (StoreFolder, Chunked))
+            and item not in passed
+            and os.path.basename(item).endswith(_RUN_EXTS)
+        ):
+            folders.setdefault(os.path.dirname(item), []).append((order, item))
+    copies: set[str] = set()
+    for members in folders.values():
+        if len(members) < 2:
+            continue
+        looked = [(order, path) for order, path in members if _may_hold_runs(path)]
+        if len(looked) < 2:
+            continue
+        files = []
+        for order, path in looked:
+            runs = _runs_in(path)
+            if runs is not None:
+                total = sum(len(ev) for _, ev in runs)
+                named = sum(rid is not None for rid, _ in runs)
+                files.append((-total, -named, order, path, runs))
+        if len(files) < 2:
+            continue
+        files.sort(key=lambda f: f[:3])
+        by_start: dict[bytes, list[tuple[str | None, list[bytes]]]] = {}
+        ids: set[str] = set()
+        for _, _, _, path, runs in files:
+            if all(
+                any(_holds(k, (rid, ev)) for k in by_start.get(ev[0], [])[:_MAX_KEPT])
+                if ev
+                else rid is not None and rid in ids
+                for rid, ev in runs
+            ):
+                copies.add(path)
+                continue
+            for rid, ev in runs:
+                if rid is not None:
+                    ids.add(rid)
+                if ev:
+                    by_start.setdefault(ev[0], []).append((rid, ev))
     return copies
 
 
@@ -1307,7 +1435,7 @@ def _inputs(
     error), ``(path, None)`` for a path that does not exist. A Claude Code session file named
     on its own brings its sub-agent files right after it, unless another of *paths* names
     them or a folder among *paths* holds them (each file is read once). The copies a walk
-    passes over (:func:`_session_copies`) are added to *copies*."""
+    passes over (:func:`_session_copies`, :func:`_run_copies`) are added to *copies*."""
     paths = [os.fspath(p) for p in paths]
     named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
     folders = [os.path.join(os.path.realpath(p), "") for p in paths if os.path.isdir(p)]

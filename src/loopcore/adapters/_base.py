@@ -72,7 +72,7 @@ class LoadStats:
     (malformed lines and malformed files); ``ignored`` the files of a folder that hold JSON but
     no known trace format (``preds.json`` next to trajectories), which are never errors;
     ``no_steps`` the non-empty sources whose traces have no step at all; ``copies`` the
-    checkpoint copies of a session a walk passed over, another copy holding them whole.
+    copies of a session or run a walk passed over, another file holding them whole.
     """
 
     files: int = 0
@@ -86,8 +86,9 @@ class LoadStats:
     #: Sources that held data of a known format yet gave no step (a session with no tool call
     #: or reply, or a format variant the reader missed): worth a warning, never silence.
     no_steps: list = field(default_factory=list)
-    #: Entire's checkpoint copies of a session that another copy a walk read holds whole:
-    #: passed over, or the session would count once per checkpoint.
+    #: Entire's checkpoint copies of a session that another copy a walk read holds whole, and
+    #: the files of an OpenHands evaluation whose every run another file of the folder holds:
+    #: passed over, or the session would count once per checkpoint, the run once per file.
     copies: list = field(default_factory=list)
 
 

@@ -675,6 +675,26 @@ def parse(doc: Any, ctx: Ctx) -> list[Trace]:
     return _parse_stream(doc, ctx)
 
 
+def runs_of(doc: Any) -> list[tuple[str | None, list]] | None:
+    """The runs a parsed file holds, as a walk compares them to find a run written more than
+    once: ``(id, events)`` per record of an evaluation output, one for a document with
+    ``events`` / ``history`` / ``trajectory``, one (no id) for a bare list of events. None when
+    *doc* is none of these, or one of its records is no run (such a file is read as it is:
+    passed over, its bad record would go unreported)."""
+    if isinstance(doc, list) and doc and _is_run_record(doc[0]):
+        if not all(_is_run_record(r) for r in doc):
+            return None
+        return [(_record_id(r), r["history"]) for r in doc]
+    if isinstance(doc, dict):
+        for key in ("events", "history", "trajectory"):
+            if isinstance(doc.get(key), list):
+                return [(_record_id(doc), doc[key])]
+        return None
+    if isinstance(doc, list):
+        return [(None, doc)]
+    return None
+
+
 def _record_id(r: dict) -> str | None:
     for k in ("instance_id", "id", "conversation_id"):
         if r.get(k) is not None:
