@@ -71,6 +71,18 @@ def _clean(res: subprocess.CompletedProcess) -> None:
 # ---------------------------------------------------------------- files that are not files
 
 
+@pytest.mark.parametrize("name", ["full.jsonl", "raw_transcript"])
+def test_a_fifo_named_like_an_entire_transcript_does_not_block_the_walk(impl, tmp_path, name):
+    # the walk looks into Entire transcripts for copies of one session before the load does
+    good_trace(tmp_path / "a.jsonl")
+    (tmp_path / "0").mkdir()
+    os.mkfifo(tmp_path / "0" / name)
+    res = cli(impl, "analyse", str(tmp_path), "--keep-going", timeout=30)
+    _clean(res)
+    assert res.returncode == 0, res.stderr
+    assert "skipped 1 unreadable input" in res.stderr and "good" in res.stdout
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
 def test_non_regular_files_are_refused_not_read(impl, tmp_path, kind):
     good_trace(tmp_path / "a.jsonl")

@@ -774,6 +774,9 @@ def _first_line(path: str) -> bytes | None:
     if os.path.basename(path) not in (_ENTIRE_TRANSCRIPT, _ENTIRE_RAW):
         return None
     try:
+        # a FIFO or a device under that name would block the walk here; the load refuses it
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as fh:
             line = fh.readline(_FIRST_LINE)
     except OSError:
