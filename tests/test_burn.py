@@ -1022,6 +1022,38 @@ def test_fetching_again_after_fixing_the_remote_is_no_redo(impl):
     assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
 
 
+def test_a_diff_into_a_file_after_an_edit_is_no_repeat(impl):
+    # `git diff > p.patch` reads the repository as `git diff` does (any file of it): written to
+    # a file, its output is no proof it read nothing. An edit between two of them changes what
+    # the second writes; with nothing between, the second is still a repeat.
+    def bash(turn, cmd, result=""):
+        return _classified("mini-swe-agent", "bash", "command", turn, cmd, result)
+
+    diff = "git diff > p.patch"
+    assert (bash(1, diff).reads, bash(1, diff).writes) == (None, ("p.patch",))
+    edited = [bash(1, diff), edit(2, "a.py", "x = 1", "x = 2"), bash(3, diff)]
+    assert analyse(impl, edited).findings == ()
+    again = [bash(1, diff), bash(2, diff)]
+    assert [f.kind for f in analyse(impl, again).findings] == ["duplicate_call"]
+
+    # a Step made without reads derives the same: the classifier's reading of its command
+    def made(turn, cmd):
+        return st(turn, "mutate", "bash", "p.patch", {"command": cmd}, "")
+
+    assert made(1, diff).read_set is None
+    assert analyse(impl, [made(1, diff), edit(2, "a.py", "x", "y"), made(3, diff)]).findings == ()
+    named = "git diff -- a.py > p.patch"
+    assert made(1, named).read_set == ("p.patch",)  # reads named: derived from the target
+    found = analyse(impl, [made(1, named), edit(2, "b.py", "x", "y"), made(3, named)]).findings
+    assert [f.kind for f in found] == ["duplicate_call"]
+    # a filter of what a pipe or a heredoc feeds it reads no file: the same holds as before
+    fed = "echo hi | grep h > out.txt"
+    assert bash(1, fed).reads == ()
+    assert [f.kind for f in analyse(impl, [bash(1, fed), bash(2, fed)]).findings] == [
+        "duplicate_call"
+    ]
+
+
 def test_a_search_of_a_folder_after_an_edit_inside_it_is_no_repeat(impl):
     # the shape of a real Codex 0.140 rollout (planetfall-seed-signalkit): `rg ... src` finds
     # nothing, a patch updates /repo/src/debris.js, the same `rg` again before the checks. The

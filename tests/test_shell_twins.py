@@ -59,9 +59,13 @@ PROGRAMS = [
     "wc",
     "grep",
     "egrep",
+    "fgrep",
     "rg",
     "ag",
+    "ack",
+    "git-grep",
     "jq",
+    "yq",
     "sed",
     "gsed",
     "awk",
@@ -167,6 +171,9 @@ ARGS = [
     "-t",
     "-o",
     "-r",
+    "-R",
+    "-rn",
+    "--recursive",
     "--output=o",
     "--regexp=x",
     "--files",
@@ -534,6 +541,44 @@ def test_twins_agree_on_any_unicode_text(twins, command):
     ],
 )
 def test_twins_agree_on_corner_cases(twins, command):
+    assert_same(twins, command)
+
+
+# What a command reads when its output goes to a file or a pipe: a command that reads no path
+# it names but may see any file (reads None) still does; named reads stay; a command that reads
+# only its stdin (a pipe, a heredoc) reads no file. (command, classify_shell_access)
+READS_THROUGH_REDIRECTS = [
+    ("git diff", ("observe", None, None, (), False)),
+    ("git diff > /tmp/x.patch", ("mutate", "/tmp/x.patch", None, ("/tmp/x.patch",), False)),
+    ("git status > s.txt", ("mutate", "s.txt", None, ("s.txt",), False)),
+    ("git log > l.txt", ("mutate", "l.txt", None, ("l.txt",), False)),
+    ("grep -r foo > out.txt", ("mutate", "out.txt", None, ("out.txt",), False)),
+    ("grep -r foo | tee out.txt", ("mutate", "out.txt", None, ("out.txt",), False)),
+    ("git diff src/a.py", ("observe", None, None, (), False)),
+    ("git diff src/a.py > p", ("mutate", "p", None, ("p",), False)),
+    ("git diff -- a.py > p", ("mutate", "p", ("a.py",), ("p",), False)),
+    ("git status; cat a.py", ("observe", "a.py", None, (), False)),
+    ("cd sub && git diff > p", ("mutate", "sub/p", None, ("sub/p",), False)),
+    ("rg foo > o", ("mutate", "o", None, ("o",), False)),
+    ("echo x | rg foo > o", ("mutate", "o", None, ("o",), False)),
+    ("ls > l.txt", ("mutate", "l.txt", (".",), ("l.txt",), False)),
+    ("cat a.py > b.py", ("mutate", "b.py", ("a.py",), ("b.py",), False)),
+    ("cat <<EOF > f\nhi\nEOF", ("mutate", "f", (), ("f",), False)),
+    ("echo hi | grep x > f", ("mutate", "f", (), ("f",), False)),
+    ("printf 'a\\n' | tee f", ("mutate", "f", (), ("f",), False)),
+    ("echo hi | grep x | tee f", ("mutate", "f", (), ("f",), False)),
+    ("echo hi | jq . > f", ("mutate", "f", (), ("f",), False)),
+    ("echo hi | grep x", ("observe", None, None, (), False)),
+]
+
+
+@pytest.mark.parametrize("command,access", READS_THROUGH_REDIRECTS)
+def test_reads_survive_redirects_and_pipelines(impl, command, access):
+    assert impl.shell.classify_shell_access(command) == access
+
+
+@pytest.mark.parametrize("command", [c for c, _ in READS_THROUGH_REDIRECTS])
+def test_twins_agree_on_reads_through_redirects(twins, command):
     assert_same(twins, command)
 
 

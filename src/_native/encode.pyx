@@ -46,7 +46,7 @@ from loopcore.encoded import (
 from loopcore.taxonomy.shell import lex as _lex
 from loopcore.textloop import repeated_spans as _repeated_spans
 from loopcore.hashing import canonical_hash
-from loopcore.trace import KINDS, Step
+from loopcore.trace import KINDS, Step, _shell_reads_anything
 
 __all__ = [
     "copy_flag",
@@ -555,13 +555,19 @@ cdef inline object _targets_of(object t):
     return (t,)
 
 
-cdef inline object _read_set(object step, bint fast, int kind):
-    # Step.read_set, the kind already coded
+cdef inline object _read_set(object step, bint fast, int kind, object shell):
+    # Step.read_set, the kind already coded; *shell* is _shell_cmd of the step's args without
+    # their comment lines, None only when the raw args run no shell command the classifier
+    # could read as observe or mutate (a call with no command, an editor sub-command)
     cdef object r = _f(step, fast, F_READS)
     if r is not None:
         return r
     if kind == K_OBSERVE or kind == K_MUTATE:
         r = _targets_of(_f(step, fast, F_TARGET))
+        if r and shell is not None and _shell_reads_anything(
+            _f(step, fast, F_ARGS), u"observe" if kind == K_OBSERVE else u"mutate"
+        ):
+            return None  # a shell command read as reading anything (git diff > p.patch)
         return r if r else None
     return None
 
@@ -969,7 +975,7 @@ def encode_columns(list traces, settings):
                     writes = _EMPTY
                 else:
                     writes = _set(_write_set(step, fast, kind))
-                reads = _set(_read_set(step, fast, kind))
+                reads = _set(_read_set(step, fast, kind, shell))
                 if shell is not None and kind == K_MUTATE and not failed and not no_op:
                     flags |= _copy_flag(shell, reads, writes, lexed)
                 elif reads is None and shell is None and kind == K_OBSERVE and name:

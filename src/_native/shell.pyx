@@ -76,6 +76,9 @@ cdef frozenset _GIT_OBSERVE = _ref._GIT_OBSERVE
 cdef frozenset _GIT_MUTATE = _ref._GIT_MUTATE
 cdef frozenset _GIT_PATH_OPERANDS = _ref._GIT_PATH_OPERANDS
 cdef frozenset _DEV_NULL = _ref._DEV_NULL
+cdef frozenset _TREE_SEARCHERS = _ref._TREE_SEARCHERS
+cdef frozenset _RECURSIVE_GREPS = _ref._RECURSIVE_GREPS
+cdef str _ANYTHING = _ref._ANYTHING  # read by a command that may see any file (git diff)
 cdef int _MAX_DEPTH = _ref._MAX_DEPTH
 
 cdef frozenset _NO_OPTS = frozenset()
@@ -1391,7 +1394,8 @@ cdef inline _Part _part(int kind, list obs, list mut, bint unk):
 cdef list _EMPTY = []
 cdef _Part _OTHER = _part(K_OTHER, _EMPTY, _EMPTY, False)
 cdef _Part _EXEC = _part(K_EXEC, _EMPTY, _EMPTY, True)
-cdef _Part _OBSERVE_NOTHING = _part(K_OBSERVE, _EMPTY, _EMPTY, False)
+cdef list _READS_ANYTHING = [_ANYTHING]
+cdef _Part _OBSERVE_ANYTHING = _part(K_OBSERVE, _READS_ANYTHING, _EMPTY, False)
 cdef _Part _UNKNOWN_MUTATION = _part(K_MUTATE, _EMPTY, _EMPTY, True)
 
 
@@ -1622,7 +1626,7 @@ cdef _Part _classify_span(_Seg seg, Py_ssize_t b, int info):
     if code == C_NEUTRAL or code == C_NEUTRAL_SEGMENT or code == C_TR:
         return _OTHER
     if code == C_SYSTEM:
-        return _OBSERVE_NOTHING
+        return _OBSERVE_ANYTHING
     if code == C_READER:
         ops = _span_operands(seg, b, _opts_of(info, _NO_OPTS_N), 0)
         if not ops and _wget(_DIR_READERS_N, seg.ref(b)) >= 0:
@@ -1636,6 +1640,8 @@ cdef _Part _classify_span(_Seg seg, Py_ssize_t b, int info):
                     explicit = True
                     break
         ops = _span_operands(seg, b, _opts_of(info, _NO_OPTS_N), 0 if explicit else 1)
+        if not ops and _searches_tree(seg.word(b), [seg.word(j) for j in range(b, n)]):
+            return _OBSERVE_ANYTHING
         return _part(K_OBSERVE, ops, _EMPTY, False)
     # C_SED
     inplace = False
@@ -1690,7 +1696,7 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
             break
         b = _wrapped_command(words, b, cmd, info)
         if b < 0:
-            return _OBSERVE_NOTHING if cmd == u"env" else _OTHER
+            return _OBSERVE_ANYTHING if cmd == u"env" else _OTHER
     if b:
         words = words[b:]
         n = len(words)
@@ -1717,9 +1723,11 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
         if cmd == u"rg" and u"--files" in words:
             explicit = True
         ops = _operands(words, _opts_of(info, _NO_OPTS_N), 0 if explicit else 1)  # else the pattern
+        if not ops and _searches_tree(cmd, words):
+            return _OBSERVE_ANYTHING
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_SYSTEM:
-        return _OBSERVE_NOTHING
+        return _OBSERVE_ANYTHING
     if code == C_SED:
         opts = _SED_OPTS_N
         inplace = False
@@ -1806,6 +1814,24 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
     return _EXEC
 
 
+cdef bint _searches_tree(str cmd, list words):
+    # the pure twin's _searches_tree: the searcher *cmd*, given no path, reads a whole tree
+    # (rg, ag, ack, git grep; grep -r) rather than its stdin; words[0] is the program
+    cdef Py_ssize_t j
+    cdef str w
+    if cmd in _TREE_SEARCHERS:
+        return True
+    if cmd not in _RECURSIVE_GREPS:
+        return False
+    for j in range(1, len(words)):
+        w = <str>words[j]
+        if _eq(w, u"--recursive") or _eq(w, u"--dereference-recursive"):
+            return True
+        if _is_short_option(w) and (_has(w, u'r', 0) or _has(w, u'R', 0)):
+            return True
+    return False
+
+
 cdef _Part _classify_find(list words, int depth):
     cdef list paths = [], inner
     cdef Py_ssize_t j = 1, k, n = len(words)
@@ -1868,7 +1894,7 @@ cdef _Part _classify_git(list words):
         paths = [a for a in args if not _is_option(a)]
     first = <str>args[0] if args else None
     if sub == u"stash" and (first == u"list" or first == u"show"):
-        return _OBSERVE_NOTHING
+        return _OBSERVE_ANYTHING
     if sub in _GIT_LISTERS:
         all_options = True
         deletes = False
@@ -1878,9 +1904,10 @@ cdef _Part _classify_git(list words):
             if a in _GIT_LIST_DELETES:
                 deletes = True
         if not args or (all_options and not deletes) or (first is not None and first in _GIT_LIST_FIRST):
-            return _OBSERVE_NOTHING
+            return _OBSERVE_ANYTHING
     if sub in _GIT_OBSERVE:
-        return _part(K_OBSERVE, paths, _EMPTY, False)
+        # with no path after "--" it reads the repository: any file of it, or its history
+        return _part(K_OBSERVE, paths, _EMPTY, False) if paths else _OBSERVE_ANYTHING
     if sub in _GIT_MUTATE:
         if sub == u"push":
             # the remote's history changes, not the repository's: a commit is never the undo of

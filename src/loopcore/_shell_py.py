@@ -151,6 +151,11 @@ _READERS = frozenset(
 _PATTERN_READERS = frozenset(
     {"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep", "jq", "yq", "git-grep"}
 )
+# Searchers that read a whole tree when no path is named: rg, ag, ack and git grep search the
+# working folder, grep -r searches "." (see _searches_tree). jq, yq and a plain grep read their
+# stdin then, which is no file.
+_TREE_SEARCHERS = frozenset({"rg", "ag", "ack", "git-grep"})
+_RECURSIVE_GREPS = frozenset({"grep", "egrep", "fgrep"})
 # Observers of the system rather than of files.
 _SYSTEM_OBSERVERS = frozenset(
     {
@@ -401,6 +406,12 @@ _GIT_PATH_OPERANDS = frozenset(
 # "-exec" of a find re-reads the rest of its line, so "find -exec find -exec ..." costs 2**depth.
 _MAX_DEPTH = 4
 _DEV_NULL = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+# What a command reads when it reads no path it names but may see any file or any state: `git
+# diff`, `git status`, `grep -r foo`, `ps`. It holds "$", as a path built from a variable does,
+# so it makes the whole script's reads None (anything), whatever else the script does (a
+# `git diff > p.patch` reads the repository as `git diff` does), and it is never a target.
+# A command that reads only its stdin (`cat`, `grep x`, `jq .` with no file) reads no path.
+_ANYTHING = "$*"
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 # The path runs to the line's last non-blank character: a greedy `.*\S` finds it in linear time
 # (a lazy `.+?\s*$` re-scanned the trailing blanks at every step, quadratic on a long line).
@@ -833,7 +844,7 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
         if b < 0:
             # env alone prints the environment; xargs with no command runs echo; sudo alone
             # does nothing useful.
-            return ("observe" if cmd == "env" else "other", [], [], False)
+            return ("observe", [_ANYTHING], [], False) if cmd == "env" else ("other", [], [], False)
     if b:
         words = words[b:]
     if cmd in _NEUTRAL:
@@ -865,9 +876,11 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
             explicit_pattern = True
         if not explicit_pattern and ops:
             ops = ops[1:]
+        if not ops and _searches_tree(cmd, words):
+            ops = [_ANYTHING]
         return ("observe", ops, [], False)
     if cmd in _SYSTEM_OBSERVERS:
-        return ("observe", [], [], False)
+        return ("observe", [_ANYTHING], [], False)
     if cmd in ("sed", "gsed"):
         opts = _VALUE_OPTS["sed"]
         inplace = any(
@@ -963,6 +976,18 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
     return ("exec", [], [], True)
 
 
+def _searches_tree(cmd: str, words: list[str]) -> bool:
+    """The searcher *cmd* (of _PATTERN_READERS), given no path, reads a whole tree rather than
+    its stdin: rg, ag, ack and git grep search the working folder; grep -r (-R, -rn...) "."."""
+    if cmd in _TREE_SEARCHERS:
+        return True
+    return cmd in _RECURSIVE_GREPS and any(
+        w in ("--recursive", "--dereference-recursive")
+        or (w[:1] == "-" and w[1:2] != "-" and ("r" in w or "R" in w))
+        for w in words[1:]
+    )
+
+
 def _classify_find(words: list[str], depth: int) -> _Part:
     paths: list[str] = []
     j = 1
@@ -1011,16 +1036,17 @@ def _classify_git(words: list[str]) -> _Part:
     if sub in _GIT_PATH_OPERANDS and not paths:
         paths = [a for a in args if not a.startswith("-")]
     if sub == "stash" and args[:1] in (["list"], ["show"]):
-        return ("observe", [], [], False)
+        return ("observe", [_ANYTHING], [], False)
     if sub in ("branch", "tag", "remote", "config", "worktree") and (
         not args
         or all(a.startswith("-") for a in args)
         and not any(a in ("-d", "-D", "-m", "-M", "--delete", "--unset") for a in args)
         or args[:1] in (["list"], ["-l"], ["--list"], ["-v"], ["--get"], ["show"], ["get-url"])
     ):
-        return ("observe", [], [], False)
+        return ("observe", [_ANYTHING], [], False)
     if sub in _GIT_OBSERVE:
-        return ("observe", paths, [], False)
+        # with no path after "--" it reads the repository: any file of it, or its history
+        return ("observe", paths or [_ANYTHING], [], False)
     if sub in _GIT_MUTATE:
         if sub == "push":
             # the remote's history changes, not the repository's: a commit is never the undo of

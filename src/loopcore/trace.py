@@ -29,6 +29,23 @@ _tokens_turn = attrgetter("tokens_turn")
 _tokens_estimated = attrgetter("tokens_estimated")
 
 
+def _shell_reads_anything(args: Any, kind: str) -> bool:
+    """*args* run a shell command that the shell classifier reads as *kind*, reading anything:
+    ``git diff > p.patch`` reads the repository (any file of it) and writes p.patch, ``cat $f >
+    out`` reads a file known only at run time. The step's targets are then what it writes, or
+    only part of what it reads: its reads are anything, not its targets. The adapters give a
+    shell step the classifier's reads, None for these; a Step made without reads gets the same.
+    The compiled encoder calls this too (one rule)."""
+    from .encoded import _shell_command
+    from .taxonomy.shell import classify_shell_access
+
+    cmd = _shell_command(args)
+    if cmd is None:
+        return False
+    access = classify_shell_access(cmd)
+    return access[0] == kind and access[2] is None
+
+
 @dataclass(slots=True)
 class Step:
     """One tool call and its outcome.
@@ -126,14 +143,18 @@ class Step:
     def read_set(self) -> tuple[str, ...] | None:
         """What the step reads: a tuple of targets, or None for "anything" (an ``exec``, a
         search without a target). Derived when ``reads`` is None: an ``observe`` or ``mutate``
-        reads its targets (an edit depends on the text it replaces); an ``exec``, an ``ask`` and
-        an ``other`` step read anything (what they depend on is unknown)."""
+        reads its targets (an edit depends on the text it replaces), unless it runs a shell
+        command the shell classifier reads as that kind reading anything (see
+        :func:`_shell_reads_anything`); an ``exec``, an ``ask`` and an ``other`` step read
+        anything (what they depend on is unknown)."""
         r = self.reads
         if r is not None:
             return r
         kind = self.kind
         if kind == "observe" or kind == "mutate":
             t = self.targets
+            if t and _shell_reads_anything(self.args, kind):
+                return None
             return t if t else None
         return None
 
