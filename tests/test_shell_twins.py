@@ -582,6 +582,36 @@ def test_twins_agree_on_reads_through_redirects(twins, command):
     assert_same(twins, command)
 
 
+# In-place editors rewrite their file operands and read them; a program given with -e (in a
+# bundle too: -pe, -lne) or as the first operand, and values of options, are not files.
+IN_PLACE_EDITORS = [
+    ("perl -pi -e 's/a/b/' f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    ("perl -i -pe 's/a/b/' f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    (
+        "perl -i.bak -lne 'print' f.py g.py",
+        ("mutate", ("f.py", "g.py"), ("f.py", "g.py"), ("f.py", "g.py"), False),
+    ),
+    ("perl -pie 's/a/b/' f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    ("perl -pi fix.pl f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    ("perl -I lib -pi -e 'x' f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    ("perl -Mstrict -e 'print 1' f.py", ("exec", None, None, None, False)),
+    ("awk -i inplace '{print}' f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    ("gawk -i inplace -v x=1 '{print}' f.py", ("mutate", "f.py", ("f.py",), ("f.py",), False)),
+    ("sort -o out.txt in.txt", ("mutate", "out.txt", ("in.txt",), ("out.txt",), False)),
+    ("sort -u -o out.txt in.txt", ("mutate", "out.txt", ("in.txt",), ("out.txt",), False)),
+]
+
+
+@pytest.mark.parametrize("command,access", IN_PLACE_EDITORS)
+def test_in_place_editors_read_and_write_their_files(impl, command, access):
+    assert impl.shell.classify_shell_access(command) == access
+
+
+@pytest.mark.parametrize("command", [c for c, _ in IN_PLACE_EDITORS])
+def test_twins_agree_on_in_place_editors(twins, command):
+    assert_same(twins, command)
+
+
 @pytest.mark.parametrize("value", [None, 1, 2.5, b"cat a", ["cat", "a"], ("ls",)])
 def test_twins_agree_on_non_strings(twins, value):
     c, py = twins

@@ -91,7 +91,6 @@ cdef frozenset _AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
 cdef frozenset _CHMODS = frozenset({"chmod", "chown", "chgrp"})
 cdef frozenset _COPIERS = frozenset({"mv", "cp", "ln", "install", "rsync", "scp"})
 cdef frozenset _COPIER_OPTS = frozenset({"-t", "-S", "-m", "-o", "-g", "-e"})
-cdef frozenset _PERL_OPTS = frozenset({"-e", "-E", "-M", "-I"})
 cdef frozenset _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 cdef frozenset _FIND_EXEC_END = frozenset({";", "+", "\\;"})
 cdef frozenset _GIT_LISTERS = frozenset({"branch", "tag", "remote", "config", "worktree"})
@@ -367,7 +366,6 @@ cdef inline _Names _opts_named(str cmd):
 # The sets the per-word tests read, as _Names.
 cdef _Names _NO_OPTS_N = _name_table(_NO_OPTS)
 cdef _Names _COPIER_OPTS_N = _name_table(_COPIER_OPTS)
-cdef _Names _PERL_OPTS_N = _name_table(_PERL_OPTS)
 cdef _Names _PATTERN_OPTS_N = _name_table(_PATTERN_OPTS)
 cdef _Names _SED_SCRIPT_OPTS_N = _name_table(_SED_SCRIPT_OPTS)
 cdef _Names _DEV_NULL_N = _name_table(_DEV_NULL)
@@ -1747,7 +1745,8 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
         inplace = u"inplace" in words and u"-i" in words
         ops = _operands(words, _AWK_OPTS_N, 0 if u"-f" in words else 1)  # else the program
         if inplace:
-            return _part(K_MUTATE, _EMPTY, [o for o in ops if o != u"inplace"], not ops)
+            ops = [o for o in ops if o != u"inplace"]
+            return _part(K_MUTATE, ops, ops, not ops)  # an in-place edit reads what it rewrites
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_SORT:
         out = None
@@ -1759,7 +1758,7 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
                 out = w.split(u"=", 1)[1]
         ops = _operands(words, _SORT_OPTS_N)
         if out:
-            return _part(K_MUTATE, _EMPTY, [out], False)
+            return _part(K_MUTATE, ops, [out], False)  # sort -o out in: reads in
         return _part(K_OBSERVE, ops, _EMPTY, False)
     if code == C_TR:
         return _OTHER
@@ -1802,11 +1801,9 @@ cdef _Part _classify_words(list words, _Seg seg, int depth):
         targets = list(parse_patch_targets(u"\n".join(heredocs) + u"\n" + u"\n".join(words[1:])))
         return _part(K_MUTATE, _EMPTY, targets, not targets)
     if code == C_PERL:
-        for j in range(1, n):
-            w = <str>words[j]
-            if _is_short_option(w) and _has(w, u'i', 1):
-                ops = _operands(words, _PERL_OPTS_N)
-                return _part(K_MUTATE, _EMPTY, ops, not ops)
+        ops = _perl_operands(words)
+        if ops is not None:
+            return _part(K_MUTATE, ops, ops, not ops)  # an in-place edit reads what it rewrites
     if code == C_FIND:
         return _classify_find(words, depth)
     if code == C_GIT:
@@ -1830,6 +1827,44 @@ cdef bint _searches_tree(str cmd, list words):
         if _is_short_option(w) and (_has(w, u'r', 0) or _has(w, u'R', 0)):
             return True
     return False
+
+
+cdef list _perl_operands(list words):
+    # the file operands of a perl command line that edits in place, or None when it does not
+    # (the reference: _shell_py._perl_operands, bundles and glued values read the same way)
+    cdef list out = []
+    cdef bint inplace = False, code = False
+    cdef Py_ssize_t i = 1, n = len(words), j, last
+    cdef str w
+    cdef Py_UCS4 c
+    while i < n:
+        w = <str>words[i]
+        if w == u"--":
+            out.extend(words[i + 1:])
+            break
+        if len(w) > 1 and w[0] == u"-" and w[1] != u"-":
+            if w == u"-M" or w == u"-I":
+                i += 1
+            else:
+                last = len(w) - 1
+                for j in range(1, len(w)):
+                    c = w[j]
+                    if c == u"e" or c == u"E":
+                        code = True
+                        if j == last:
+                            i += 1
+                        break
+                    if c == u"i":
+                        inplace = True
+                        break
+                    if c in u"MmIl0CdDxF":
+                        break
+        elif w[:2] != u"--":
+            out.append(w)
+        i += 1
+    if not inplace:
+        return None
+    return out if code else out[1:]
 
 
 cdef _Part _classify_find(list words, int depth):

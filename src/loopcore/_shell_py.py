@@ -255,7 +255,7 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     ),
     "ag": frozenset({"-G", "-A", "-B", "-C", "-m", "--ignore", "--file-search-regex"}),
     "sed": frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"}),
-    "awk": frozenset({"-F", "-v", "-f"}),
+    "awk": frozenset({"-F", "-v", "-f", "-i"}),
     "cut": frozenset({"-d", "-f", "-b", "-c", "--delimiter", "--fields"}),
     "sort": frozenset({"-k", "-t", "-o", "-S", "-T", "--key", "--field-separator", "--output"}),
     "ls": frozenset(
@@ -910,7 +910,8 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
         if "-f" not in words and ops:
             ops = ops[1:]
         if inplace:
-            return ("mutate", [], [o for o in ops if o != "inplace"], not ops)
+            ops = [o for o in ops if o != "inplace"]
+            return ("mutate", ops, ops, not ops)  # an in-place edit reads what it rewrites
         return ("observe", ops, [], False)
     if cmd == "sort":
         out = None
@@ -921,7 +922,7 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
                 out = w.split("=", 1)[1]
         ops = _operands(words, _VALUE_OPTS["sort"])
         if out:
-            return ("mutate", [], [out], False)
+            return ("mutate", ops, [out], False)  # sort -o out in: reads in
         return ("observe", ops, [], False)
     if cmd == "tr":
         return ("other", [], [], False)
@@ -964,16 +965,53 @@ def _classify_words(words: list[str], heredocs: list[str], depth: int) -> _Part:
         text = "\n".join(heredocs) + "\n" + "\n".join(words[1:])
         targets = list(parse_patch_targets(text))
         return ("mutate", [], targets, not targets)
-    if cmd == "perl" and any(
-        w.startswith("-") and not w.startswith("--") and "i" in w[1:] for w in words[1:]
-    ):
-        ops = [w for w in _operands(words, frozenset({"-e", "-E", "-M", "-I"}))]
-        return ("mutate", [], ops, not ops)
+    if cmd == "perl":
+        inplace, ops = _perl_operands(words)
+        if inplace:
+            return ("mutate", ops, ops, not ops)  # an in-place edit reads what it rewrites
     if cmd == "find":
         return _classify_find(words, depth)
     if cmd == "git":
         return _classify_git(words)
     return ("exec", [], [], True)
+
+
+def _perl_operands(words: list[str]) -> tuple[bool, list[str]]:
+    """(in place, file operands) of a perl command line. Options bundle (``-pi``, ``-lne``):
+    ``e`` / ``E`` ending a bundle take the next word as the program (``-i -pe 's/a/b/' f``), the
+    rest of a bundle after ``i`` is the backup suffix (``-pie`` edits in place, suffix "e"),
+    after ``M``, ``m``, ``I``, ``l``, ``0``, ``C``, ``d``, ``D``, ``x``, ``F`` a glued value;
+    ``-M`` and ``-I`` alone take the next word. Without ``-e`` / ``-E`` the first operand is
+    the program file, not a file it edits."""
+    out: list[str] = []
+    inplace = code = False
+    i, n = 1, len(words)
+    while i < n:
+        w = words[i]
+        if w == "--":
+            out.extend(words[i + 1 :])
+            break
+        if w[:1] == "-" and len(w) > 1 and w[:2] != "--":
+            if w == "-M" or w == "-I":
+                i += 1
+            else:
+                last = len(w) - 1
+                for j in range(1, len(w)):
+                    c = w[j]
+                    if c == "e" or c == "E":
+                        code = True
+                        if j == last:
+                            i += 1
+                        break
+                    if c == "i":
+                        inplace = True
+                        break
+                    if c in "MmIl0CdDxF":
+                        break
+        elif w[:2] != "--":
+            out.append(w)
+        i += 1
+    return inplace, (out if code else out[1:])
 
 
 def _searches_tree(cmd: str, words: list[str]) -> bool:
