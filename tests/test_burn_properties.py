@@ -85,7 +85,7 @@ write_step = one.flatmap(
         st.just(t),
         st.fixed_dictionaries({"p": st.just(t), "content": st.sampled_from("XY")}),
         st.just("ok"),
-        st.just(None),
+        st.sampled_from((None, None, "no match")),  # a failed write: reads after it differ
         turn_inc,
         tokens,
     )
@@ -96,7 +96,7 @@ ask_step = st.tuples(
     st.just(None),
     st.fixed_dictionaries({"q": st.sampled_from("123")}),
     st.sampled_from(("yes", "no", None)),
-    st.just(None),
+    st.sampled_from((None, None, "no user")),  # asked in vain: no answer
     st.just(1),
     tokens,
 )

@@ -773,15 +773,21 @@ def _first_line(path: str) -> bytes | None:
     key its copies share; None for another file or one that cannot be read."""
     if os.path.basename(path) not in (_ENTIRE_TRANSCRIPT, _ENTIRE_RAW):
         return None
+    return _peek(path, _FIRST_LINE, line=True) or None
+
+
+def _peek(path: str, limit: int, *, line: bool = False) -> bytes | None:
+    """The first *limit* bytes of the regular file at *path* (its first line, at most that,
+    with *line*), or None when it is not a regular file or cannot be read. The walk's looks for
+    copies never open a FIFO or a device: a FIFO would wait for a writer (the load refuses
+    such a file, with its own message)."""
     try:
-        # a FIFO or a device under that name would block the walk here; the load refuses it
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
         with open(path, "rb") as fh:
-            line = fh.readline(_FIRST_LINE)
+            return fh.readline(limit) if line else fh.read(limit)
     except OSError:
         return None
-    return line or None
 
 
 def _pieces(path: str) -> list[str]:
@@ -871,14 +877,8 @@ _EVENT_MARKS = (b'"kind"', b'"action"', b'"observation"')
 def _may_hold_runs(path: str) -> bool:
     """Whether the start of the file at *path* looks like OpenHands runs (an evaluation record,
     a history, a bare list of events): a cheap look before a file is parsed to compare it."""
-    try:
-        # a FIFO or device is never opened here: a FIFO would wait for a writer (the load
-        # refuses such a file, with its own message)
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(_RUN_PEEK)
-    except OSError:
+    head = _peek(path, _RUN_PEEK)
+    if head is None:
         return False
     if any(m in head for m in _RUN_MARKS):
         return True
